@@ -1,0 +1,1078 @@
+//! The cluster: every API operation (create, update, patch, apply, delete, get, list) with the
+//! admission rules a real API server applies — metadata bookkeeping, validation, defaulting, pruning,
+//! `generation`, `managedFields`, finalizers and namespaces. The HTTP layer and the control plane's
+//! own controllers both go through it.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use capstan_patch::managed::{self, ApplyError, WriteContext};
+use serde_json::{Map, Value, json};
+
+use crate::defaults;
+use crate::error::{ApiError, ApiResult, Cause};
+use crate::registry::{Registry, ResourceType, StorageKey};
+use crate::store::{ObjectKey, Store, Stored, WriteError};
+
+/// Finalizer the garbage collector adds for `propagationPolicy: Foreground`.
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+/// Finalizer the garbage collector adds for `propagationPolicy: Orphan`.
+pub const ORPHAN_FINALIZER: &str = "orphan";
+/// The namespace lifecycle finalizer in `spec.finalizers`.
+pub const NAMESPACE_FINALIZER: &str = "kubernetes";
+
+/// How to treat fields the schema does not know (`?fieldValidation=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    Ignore,
+    #[default]
+    Warn,
+    Strict,
+}
+
+impl FieldValidation {
+    pub fn parse(s: &str) -> ApiResult<Self> {
+        match s {
+            "Ignore" | "ignore" => Ok(Self::Ignore),
+            "Warn" | "warn" | "" => Ok(Self::Warn),
+            "Strict" | "strict" => Ok(Self::Strict),
+            other => Err(ApiError::bad_request(format!(
+                "fieldValidation: Unsupported value: {other:?}: supported values: \"Ignore\", \"Strict\", \"Warn\""
+            ))),
+        }
+    }
+}
+
+/// Options of one write.
+#[derive(Clone, Debug, Default)]
+pub struct WriteOptions {
+    pub dry_run: bool,
+    /// The field manager (defaults to the user agent's product name, as Kubernetes does).
+    pub field_manager: String,
+    pub field_validation: FieldValidation,
+    /// Server-side apply: take ownership of conflicting fields.
+    pub force: bool,
+}
+
+/// The result of a write.
+#[derive(Debug)]
+pub struct WriteOutcome {
+    pub object: Value,
+    pub created: bool,
+    pub warnings: Vec<String>,
+}
+
+/// How a delete propagates to dependents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Propagation {
+    Background,
+    Foreground,
+    Orphan,
+}
+
+/// Options of a delete.
+#[derive(Clone, Debug, Default)]
+pub struct DeleteOptions {
+    pub dry_run: bool,
+    pub propagation: Option<Propagation>,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<String>,
+}
+
+/// What a delete did.
+#[derive(Debug)]
+pub enum DeleteOutcome {
+    /// Removed from storage; the last state.
+    Deleted(Value),
+    /// Marked for deletion, waiting for finalizers.
+    Pending(Value),
+}
+
+/// Patch formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatchType {
+    Json,
+    Merge,
+    Strategic,
+    Apply,
+}
+
+impl PatchType {
+    /// From a request's `Content-Type`.
+    pub fn from_content_type(ct: &str) -> Option<Self> {
+        let ct = ct.split(';').next().unwrap_or("").trim();
+        match ct {
+            "application/json-patch+json" => Some(Self::Json),
+            "application/merge-patch+json" => Some(Self::Merge),
+            "application/strategic-merge-patch+json" => Some(Self::Strategic),
+            "application/apply-patch+yaml" | "application/apply-patch+json" | "application/apply-patch+cbor" => {
+                Some(Self::Apply)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Tuning of the cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// Watch events kept per resource before a watch from an older resourceVersion gets 410 Gone.
+    pub watch_history: usize,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        Self { watch_history: 10_000 }
+    }
+}
+
+struct Inner {
+    registry: RwLock<Registry>,
+    store: Store,
+    next_service_ip: AtomicU32,
+}
+
+/// The in-memory cluster. Cheap to clone.
+#[derive(Clone)]
+pub struct Cluster {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster").finish_non_exhaustive()
+    }
+}
+
+/// Now, as Kubernetes prints timestamps (RFC 3339, seconds).
+pub fn now() -> String {
+    let ts = jiff::Timestamp::now();
+    jiff::Timestamp::from_second(ts.as_second()).unwrap_or(ts).to_string()
+}
+
+fn meta(obj: &Value) -> Option<&Map<String, Value>> {
+    obj.get("metadata").and_then(Value::as_object)
+}
+
+fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    obj["metadata"].as_object_mut().expect("just ensured")
+}
+
+fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    meta(obj).and_then(|m| m.get(field)).and_then(Value::as_str)
+}
+
+/// `metadata.finalizers` as strings.
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    meta(obj)
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+fn is_dns1123_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+fn is_dns1123_subdomain(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label)
+}
+
+/// Label/annotation key syntax (`prefix/name`).
+fn is_qualified_name(s: &str) -> bool {
+    let (prefix, name) = match s.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, s),
+    };
+    let name_ok = !name.is_empty()
+        && name.len() <= 63
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && name.as_bytes()[0].is_ascii_alphanumeric()
+        && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric();
+    name_ok && prefix.is_none_or(is_dns1123_subdomain)
+}
+
+fn is_label_value(s: &str) -> bool {
+    s.is_empty()
+        || (s.len() <= 63
+            && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            && s.as_bytes()[0].is_ascii_alphanumeric()
+            && s.as_bytes()[s.len() - 1].is_ascii_alphanumeric())
+}
+
+impl Cluster {
+    /// A cluster serving the built-in kinds, with the default namespaces.
+    pub fn new(config: &ClusterConfig) -> Self {
+        let mut registry = Registry::default();
+        for rt in crate::builtins::resource_types() {
+            registry.insert(rt);
+        }
+        let cluster = Self {
+            inner: Arc::new(Inner {
+                registry: RwLock::new(registry),
+                store: Store::new(config.watch_history),
+                next_service_ip: AtomicU32::new(1),
+            }),
+        };
+        let ns_type = cluster.resource("", "v1", "namespaces").expect("namespaces are built in");
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            let opts = WriteOptions { field_manager: "capstan-apiserver".into(), ..WriteOptions::default() };
+            cluster.create(&ns_type, None, body, &opts).expect("default namespaces are valid");
+        }
+        cluster
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    pub fn registry(&self) -> RwLockReadGuard<'_, Registry> {
+        self.inner.registry.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub(crate) fn registry_mut(&self) -> RwLockWriteGuard<'_, Registry> {
+        self.inner.registry.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The resource type at group/version/plural, or 404.
+    pub fn resource(&self, group: &str, version: &str, plural: &str) -> ApiResult<Arc<ResourceType>> {
+        self.registry().get(group, version, plural).ok_or_else(|| {
+            ApiError::new(404, "NotFound", "the server could not find the requested resource")
+                .with_details(group, plural, "")
+        })
+    }
+
+    /// Converts a stored object to the version `rt` serves (only `apiVersion` differs: CRD conversion
+    /// strategy `None`).
+    pub fn present(rt: &ResourceType, stored: &Stored) -> Value {
+        let mut v = stored.value.clone();
+        if rt.version != rt.storage_version {
+            v["apiVersion"] = Value::String(rt.api_version());
+        }
+        v
+    }
+
+    fn object_key(rt: &ResourceType, namespace: Option<&str>, name: &str) -> ObjectKey {
+        (if rt.namespaced { namespace.unwrap_or("").to_owned() } else { String::new() }, name.to_owned())
+    }
+
+    /// Gets one object.
+    pub fn get(&self, rt: &ResourceType, namespace: Option<&str>, name: &str) -> ApiResult<Value> {
+        self.get_stored(rt, namespace, name).map(|s| Self::present(rt, &s))
+    }
+
+    pub fn get_stored(&self, rt: &ResourceType, namespace: Option<&str>, name: &str) -> ApiResult<Arc<Stored>> {
+        self.inner
+            .store
+            .get(&rt.storage_key(), &Self::object_key(rt, namespace, name))
+            .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
+    }
+
+    /// Lists objects (all namespaces when `namespace` is `None`) with the list's resourceVersion.
+    pub fn list(&self, rt: &ResourceType, namespace: Option<&str>) -> (Vec<Arc<Stored>>, u64) {
+        self.inner.store.list(&rt.storage_key(), if rt.namespaced { namespace } else { None })
+    }
+
+    fn namespace_state(&self, namespace: &str) -> ApiResult<()> {
+        let key = StorageKey { group: String::new(), resource: "namespaces".into() };
+        match self.inner.store.get(&key, &(String::new(), namespace.to_owned())) {
+            None => Err(ApiError::not_found("", "namespaces", namespace)),
+            Some(ns) if meta(&ns.value).is_some_and(|m| m.contains_key("deletionTimestamp")) => {
+                Err(ApiError::forbidden(format!(
+                    "unable to create new content in namespace {namespace} because it is being terminated"
+                ))
+                .with_details("", "namespaces", namespace))
+            }
+            Some(_) => Ok(()),
+        }
+    }
+
+    fn check_type(rt: &ResourceType, body: &Value) -> ApiResult<()> {
+        let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+        let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
+        if kind.is_empty() {
+            return Err(ApiError::bad_request("Object 'Kind' is missing in the request body"));
+        }
+        if api_version.is_empty() {
+            return Err(ApiError::bad_request("Object 'apiVersion' is missing in the request body"));
+        }
+        if kind != rt.kind {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({kind}) does not match the expected kind ({})",
+                rt.kind
+            )));
+        }
+        if api_version != rt.api_version() {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({api_version}) does not match the expected API version ({})",
+                rt.api_version()
+            )));
+        }
+        if !body.get("metadata").is_none_or(Value::is_object) {
+            return Err(ApiError::bad_request("metadata: must be an object"));
+        }
+        Ok(())
+    }
+
+    /// Validates metadata and schema, prunes unknown fields and applies schema defaults.
+    /// Returns warnings (unknown fields under `Warn`).
+    fn admit(&self, rt: &ResourceType, obj: &mut Value, validation: FieldValidation) -> ApiResult<Vec<String>> {
+        let name = meta_str(obj, "name").unwrap_or("").to_owned();
+        let mut causes = Vec::new();
+        let name_ok = match (rt.group.as_str(), rt.plural.as_str()) {
+            ("", "namespaces" | "services") => is_dns1123_label(&name),
+            _ => is_dns1123_subdomain(&name) || (!rt.builtin && !name.is_empty() && !name.contains('/')),
+        };
+        if !name_ok {
+            causes.push(Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!(
+                    "Invalid value: {name:?}: a lowercase RFC 1123 {} must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+                    if rt.plural == "namespaces" || rt.plural == "services" { "label" } else { "subdomain" }
+                ),
+                field: "metadata.name".into(),
+            });
+        }
+        for (field, check_values) in [("labels", true), ("annotations", false)] {
+            if let Some(map) = meta(obj).and_then(|m| m.get(field)) {
+                let Some(map) = map.as_object() else {
+                    causes.push(Cause {
+                        reason: "FieldValueInvalid".into(),
+                        message: "Invalid value: must be a map of strings".into(),
+                        field: format!("metadata.{field}"),
+                    });
+                    continue;
+                };
+                for (k, v) in map {
+                    if !is_qualified_name(k) {
+                        causes.push(Cause {
+                            reason: "FieldValueInvalid".into(),
+                            message: format!("Invalid value: {k:?}: name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"),
+                            field: format!("metadata.{field}"),
+                        });
+                    }
+                    match v.as_str() {
+                        Some(s) if !check_values || is_label_value(s) => {}
+                        _ => causes.push(Cause {
+                            reason: "FieldValueInvalid".into(),
+                            message: format!("Invalid value: {v}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"),
+                            field: format!("metadata.{field}"),
+                        }),
+                    }
+                }
+            }
+        }
+        let mut warnings = Vec::new();
+        if let Some(schema) = &rt.schema {
+            let unknown = schema.prune(obj);
+            if !unknown.is_empty() {
+                match validation {
+                    FieldValidation::Strict => {
+                        let list = unknown.iter().map(|u| format!("unknown field {u:?}")).collect::<Vec<_>>();
+                        return Err(ApiError::bad_request(format!(
+                            "{} in {}: strict decoding error: {}",
+                            rt.kind,
+                            rt.api_version(),
+                            list.join(", ")
+                        )));
+                    }
+                    FieldValidation::Warn => warnings.extend(unknown.iter().map(|u| format!("unknown field {u:?}"))),
+                    FieldValidation::Ignore => {}
+                }
+            }
+            if !rt.builtin {
+                schema.apply_defaults(obj);
+            }
+            for e in schema.validate(obj) {
+                causes.push(Cause {
+                    reason: match e.kind {
+                        capstan_schema::FieldErrorKind::Required => "FieldValueRequired",
+                        capstan_schema::FieldErrorKind::NotSupported => "FieldValueNotSupported",
+                        capstan_schema::FieldErrorKind::TooLong => "FieldValueTooLong",
+                        capstan_schema::FieldErrorKind::TooMany => "FieldValueTooMany",
+                        capstan_schema::FieldErrorKind::Forbidden => "FieldValueForbidden",
+                        capstan_schema::FieldErrorKind::Invalid => "FieldValueInvalid",
+                    }
+                    .into(),
+                    message: e.message,
+                    field: e.field,
+                });
+            }
+        }
+        if rt.builtin {
+            causes.extend(defaults::validate_builtin(rt, obj));
+        }
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&rt.group, &rt.kind, &name, causes));
+        }
+        Ok(warnings)
+    }
+
+    fn allocate_service_ip(&self) -> String {
+        let n = self.inner.next_service_ip.fetch_add(1, Ordering::Relaxed);
+        format!("10.96.{}.{}", (n >> 8) & 0xff, n & 0xff)
+    }
+
+    fn has_generation(rt: &ResourceType) -> bool {
+        !rt.builtin || rt.status || rt.plural == "customresourcedefinitions"
+    }
+
+    /// Whether anything but metadata (and status, with a status subresource) changed.
+    fn spec_changed(rt: &ResourceType, old: &Value, new: &Value) -> bool {
+        let (Some(o), Some(n)) = (old.as_object(), new.as_object()) else { return old != new };
+        let skip = |k: &str| k == "metadata" || k == "apiVersion" || k == "kind" || (rt.status && k == "status");
+        let count = |m: &Map<String, Value>| m.keys().filter(|k| !skip(k)).count();
+        count(o) != count(n) || o.iter().filter(|(k, _)| !skip(k)).any(|(k, v)| n.get(k) != Some(v))
+    }
+
+    /// Creates an object.
+    pub fn create(
+        &self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<WriteOutcome> {
+        self.create_inner(rt, namespace, body, opts, None)
+    }
+
+    fn create_inner(
+        &self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        mut obj: Value,
+        opts: &WriteOptions,
+        applied: Option<Value>,
+    ) -> ApiResult<WriteOutcome> {
+        Self::check_type(rt, &obj)?;
+        let meta_map = meta_mut(&mut obj);
+        let body_ns = meta_map.get("namespace").and_then(Value::as_str).map(str::to_owned);
+        if rt.namespaced {
+            let ns = namespace.unwrap_or("");
+            if ns.is_empty() {
+                return Err(ApiError::bad_request("the server could not find the requested resource: a namespace is required"));
+            }
+            if let Some(b) = body_ns.as_deref()
+                && !b.is_empty()
+                && b != ns
+            {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            meta_map.insert("namespace".into(), Value::String(ns.to_owned()));
+        } else {
+            meta_map.remove("namespace");
+        }
+        let mut name = meta_map.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+        if name.is_empty() {
+            let prefix = meta_map.get("generateName").and_then(Value::as_str).unwrap_or("");
+            if prefix.is_empty() {
+                return Err(ApiError::invalid(
+                    &rt.group,
+                    &rt.kind,
+                    "",
+                    vec![Cause {
+                        reason: "FieldValueRequired".into(),
+                        message: "Required value: name or generateName is required".into(),
+                        field: "metadata.name".into(),
+                    }],
+                ));
+            }
+            let suffix: String = uuid::Uuid::new_v4().simple().to_string().chars().take(5).collect();
+            name = format!("{prefix}{suffix}");
+            meta_map.insert("name".into(), Value::String(name.clone()));
+        }
+        if rt.namespaced {
+            self.namespace_state(namespace.unwrap_or(""))?;
+        }
+        for f in ["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+            meta_map.remove(f);
+        }
+        meta_map.insert("uid".into(), Value::String(uuid::Uuid::new_v4().to_string()));
+        meta_map.insert("creationTimestamp".into(), Value::String(now()));
+        if Self::has_generation(rt) {
+            meta_map.insert("generation".into(), json!(1));
+        } else {
+            meta_map.remove("generation");
+        }
+        if applied.is_none() {
+            meta_map.remove("managedFields");
+        }
+        if rt.status && rt.plural != "customresourcedefinitions" {
+            if let Some(o) = obj.as_object_mut() {
+                o.remove("status");
+            }
+        }
+        let mut warnings = self.admit(rt, &mut obj, opts.field_validation)?;
+        let ip = || self.allocate_service_ip();
+        defaults::apply_builtin(rt, &mut obj, None, &ip);
+        let mut obj = match applied {
+            Some(managed) => {
+                obj["metadata"]["managedFields"] = managed;
+                obj
+            }
+            None => {
+                let timestamp = now();
+                let api_version = rt.api_version();
+                let ctx = WriteContext { manager: &opts.field_manager, api_version: &api_version, subresource: None, now: &timestamp };
+                managed::record_update(None, &obj, &ctx, rt.schema.as_ref())
+            }
+        };
+        crate::controllers::crd::on_write(self, rt, &mut obj, opts.dry_run)?;
+        if opts.dry_run {
+            return Ok(WriteOutcome { object: obj, created: true, warnings });
+        }
+        let stored_obj = to_storage(rt, obj);
+        match self.inner.store.write(&rt.storage_key(), Self::object_key(rt, namespace, &name), Some(stored_obj), None, true) {
+            Ok(stored) => {
+                crate::controllers::crd::after_write(self, rt, &stored.value);
+                warnings.shrink_to_fit();
+                Ok(WriteOutcome { object: Self::present(rt, &stored), created: true, warnings })
+            }
+            Err(WriteError::Exists) => Err(ApiError::already_exists(&rt.group, &rt.plural, &name)),
+            Err(e) => Err(ApiError::internal(format!("storage: {e:?}"))),
+        }
+    }
+
+    /// Commits `new` as the next state of `old`, applying update rules. `applied_managed` carries the
+    /// managedFields computed by server-side apply; otherwise an `Update` operation is recorded.
+    #[allow(clippy::too_many_arguments)]
+    fn commit_update(
+        &self,
+        rt: &ResourceType,
+        old_stored: &Arc<Stored>,
+        mut new: Value,
+        subresource: Option<&str>,
+        opts: &WriteOptions,
+        applied_managed: Option<Value>,
+    ) -> Result<WriteOutcome, CommitError> {
+        let old = Self::present(rt, old_stored);
+        if !new.is_object() {
+            return Err(ApiError::bad_request("the request body must be an object").into());
+        }
+        new["apiVersion"] = Value::String(rt.api_version());
+        new["kind"] = Value::String(rt.kind.clone());
+        let old_meta = meta(&old).cloned().unwrap_or_default();
+        {
+            let m = meta_mut(&mut new);
+            for f in ["name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields"] {
+                match old_meta.get(f) {
+                    Some(v) => {
+                        m.insert(f.into(), v.clone());
+                    }
+                    None => {
+                        m.remove(f);
+                    }
+                }
+            }
+            m.remove("resourceVersion");
+            m.remove("selfLink");
+        }
+        match subresource {
+            Some("status") => {
+                // Only status changes through the status subresource.
+                let status = new.get("status").cloned();
+                let mut merged = old.clone();
+                match status {
+                    Some(s) => merged["status"] = s,
+                    None => {
+                        if let Some(o) = merged.as_object_mut() {
+                            o.remove("status");
+                        }
+                    }
+                }
+                merged["metadata"]["managedFields"] = old_meta.get("managedFields").cloned().unwrap_or(Value::Null);
+                if merged["metadata"]["managedFields"].is_null() {
+                    meta_mut(&mut merged).remove("managedFields");
+                }
+                new = merged;
+            }
+            Some(other) => return Err(ApiError::not_found(&rt.group, &format!("{}/{other}", rt.plural), "").into()),
+            None => {
+                if rt.status && rt.plural != "customresourcedefinitions" {
+                    match old.get("status") {
+                        Some(s) => new["status"] = s.clone(),
+                        None => {
+                            if let Some(o) = new.as_object_mut() {
+                                o.remove("status");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if old_meta.contains_key("deletionTimestamp") {
+            let old_f = finalizers(&old);
+            if let Some(added) = finalizers(&new).into_iter().find(|f| !old_f.contains(f)) {
+                return Err(ApiError::invalid(
+                    &rt.group,
+                    &rt.kind,
+                    meta_str(&old, "name").unwrap_or(""),
+                    vec![Cause {
+                        reason: "FieldValueForbidden".into(),
+                        message: format!("Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers [{added}]"),
+                        field: "metadata.finalizers".into(),
+                    }],
+                )
+                .into());
+            }
+        }
+        let warnings = self.admit(rt, &mut new, opts.field_validation)?;
+        let ip = || self.allocate_service_ip();
+        defaults::apply_builtin(rt, &mut new, Some(&old), &ip);
+        if Self::has_generation(rt) && Self::spec_changed(rt, &old, &new) {
+            let g = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
+            new["metadata"]["generation"] = json!(g + 1);
+        }
+        let mut new = match applied_managed {
+            Some(m) => {
+                new["metadata"]["managedFields"] = m;
+                new
+            }
+            None => {
+                let timestamp = now();
+                let api_version = rt.api_version();
+                let ctx = WriteContext { manager: &opts.field_manager, api_version: &api_version, subresource, now: &timestamp };
+                managed::record_update(Some(&old), &new, &ctx, rt.schema.as_ref())
+            }
+        };
+        if new["metadata"].get("managedFields").is_some_and(|m| m.as_array().is_some_and(Vec::is_empty)) {
+            meta_mut(&mut new).remove("managedFields");
+        }
+        crate::controllers::crd::on_write(self, rt, &mut new, opts.dry_run)?;
+        // A no-op: nothing changes, the resourceVersion stays.
+        let mut old_cmp = old.clone();
+        meta_mut(&mut old_cmp).remove("resourceVersion");
+        if old_cmp == new {
+            return Ok(WriteOutcome { object: old, created: false, warnings });
+        }
+        let name = meta_str(&old, "name").unwrap_or("").to_owned();
+        let namespace = meta_str(&old, "namespace").map(str::to_owned);
+        let finished = meta(&new).is_some_and(|m| m.contains_key("deletionTimestamp"))
+            && finalizers(&new).is_empty()
+            && !(rt.group.is_empty()
+                && rt.plural == "namespaces"
+                && new.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty()));
+        if opts.dry_run {
+            let mut shown = new;
+            shown["metadata"]["resourceVersion"] = Value::String(old_stored.rv.to_string());
+            return Ok(WriteOutcome { object: shown, created: false, warnings });
+        }
+        let key = Self::object_key(rt, namespace.as_deref(), &name);
+        let value = if finished { None } else { Some(to_storage(rt, new)) };
+        match self.inner.store.write(&rt.storage_key(), key, value, Some(old_stored.rv), false) {
+            Ok(stored) => {
+                if !finished {
+                    crate::controllers::crd::after_write(self, rt, &stored.value);
+                } else {
+                    crate::controllers::crd::after_delete(self, rt, &stored.value);
+                }
+                Ok(WriteOutcome { object: Self::present(rt, &stored), created: false, warnings })
+            }
+            Err(WriteError::Stale) => Err(CommitError::Stale),
+            Err(WriteError::Missing) => Err(ApiError::not_found(&rt.group, &rt.plural, &name).into()),
+            Err(WriteError::Exists) => Err(ApiError::internal("storage: unexpected exists").into()),
+        }
+    }
+
+    /// Replaces an object (`PUT`). `metadata.resourceVersion` in the body, if set, must match.
+    pub fn update(
+        &self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<WriteOutcome> {
+        Self::check_type(rt, &body)?;
+        if let Some(n) = meta_str(&body, "name")
+            && n != name
+        {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+        let expected = meta_str(&body, "resourceVersion").filter(|s| !s.is_empty()).map(str::to_owned);
+        let old = self.get_stored(rt, namespace, name)?;
+        if let Some(rv) = &expected
+            && *rv != old.rv.to_string()
+        {
+            return Err(ApiError::conflict(
+                &rt.group,
+                &rt.plural,
+                name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            ));
+        }
+        match self.commit_update(rt, &old, body, subresource, opts, None) {
+            Ok(o) => Ok(o),
+            Err(CommitError::Api(e)) => Err(e),
+            Err(CommitError::Stale) => Err(ApiError::conflict(
+                &rt.group,
+                &rt.plural,
+                name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            )),
+        }
+    }
+
+    /// Patches an object (`PATCH`), including server-side apply.
+    #[allow(clippy::too_many_arguments)]
+    pub fn patch(
+        &self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        patch_type: PatchType,
+        patch: &Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<WriteOutcome> {
+        if patch_type == PatchType::Strategic && !rt.builtin {
+            return Err(ApiError::unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+            ));
+        }
+        if patch_type == PatchType::Apply {
+            return self.apply(rt, namespace, name, subresource, patch, opts);
+        }
+        for _ in 0..16 {
+            let old_stored = self.get_stored(rt, namespace, name)?;
+            let old = Self::present(rt, &old_stored);
+            let mut new = old.clone();
+            match patch_type {
+                PatchType::Json => capstan_patch::json_patch(&mut new, patch)
+                    .map_err(|e| ApiError::new(422, "Invalid", format!("the server rejected our request due to an error in our request: {e}")))?,
+                PatchType::Merge => {
+                    if !patch.is_object() {
+                        return Err(ApiError::bad_request("the merge patch must be a JSON object"));
+                    }
+                    capstan_patch::merge_patch(&mut new, patch);
+                }
+                PatchType::Strategic => {
+                    if !patch.is_object() {
+                        return Err(ApiError::bad_request("the strategic merge patch must be a JSON object"));
+                    }
+                    new = capstan_patch::strategic_merge(&old, patch, rt.schema.as_ref())
+                        .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?;
+                }
+                PatchType::Apply => unreachable!("handled above"),
+            }
+            if let Some(rv) = meta_str(&new, "resourceVersion")
+                && *rv != old_stored.rv.to_string()
+            {
+                return Err(ApiError::conflict(
+                    &rt.group,
+                    &rt.plural,
+                    name,
+                    "the object has been modified; please apply your changes to the latest version and try again",
+                ));
+            }
+            if meta_str(&new, "name").is_some_and(|n| n != name) {
+                return Err(ApiError::bad_request("metadata.name: the name cannot be changed by a patch"));
+            }
+            match self.commit_update(rt, &old_stored, new, subresource, opts, None) {
+                Ok(o) => return Ok(o),
+                Err(CommitError::Api(e)) => return Err(e),
+                Err(CommitError::Stale) => {}
+            }
+        }
+        Err(ApiError::conflict(&rt.group, &rt.plural, name, "too many concurrent writes; try again"))
+    }
+
+    fn apply(
+        &self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        config: &Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<WriteOutcome> {
+        if opts.field_manager.is_empty() {
+            return Err(ApiError::invalid(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                vec![Cause {
+                    reason: "FieldValueRequired".into(),
+                    message: "Required value: is required for apply patch".into(),
+                    field: "fieldManager".into(),
+                }],
+            ));
+        }
+        if !config.is_object() {
+            return Err(ApiError::bad_request("the apply configuration must be an object"));
+        }
+        Self::check_type(rt, config)?;
+        if let Some(n) = meta_str(config, "name")
+            && n != name
+        {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
+        }
+        if let Some(ns) = meta_str(config, "namespace")
+            && rt.namespaced
+            && !ns.is_empty()
+            && Some(ns) != namespace
+        {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        let mut config = config.clone();
+        {
+            let m = meta_mut(&mut config);
+            m.insert("name".into(), Value::String(name.to_owned()));
+            if rt.namespaced {
+                m.insert("namespace".into(), Value::String(namespace.unwrap_or("").to_owned()));
+            }
+            if m.get("managedFields").is_some_and(|f| f.as_array().is_none_or(|a| !a.is_empty())) {
+                return Err(ApiError::bad_request("metadata.managedFields must be nil in an apply configuration"));
+            }
+            m.remove("managedFields");
+            m.remove("resourceVersion");
+        }
+        let mut warnings = Vec::new();
+        if let Some(schema) = &rt.schema {
+            let unknown = schema.prune(&mut config);
+            match opts.field_validation {
+                FieldValidation::Strict if !unknown.is_empty() => {
+                    let list = unknown.iter().map(|u| format!("unknown field {u:?}")).collect::<Vec<_>>();
+                    return Err(ApiError::bad_request(format!(
+                        "{} in {}: strict decoding error: {}",
+                        rt.kind,
+                        rt.api_version(),
+                        list.join(", ")
+                    )));
+                }
+                FieldValidation::Warn => warnings.extend(unknown.iter().map(|u| format!("unknown field {u:?}"))),
+                _ => {}
+            }
+        }
+        match subresource {
+            None if rt.status && rt.plural != "customresourcedefinitions" => {
+                if let Some(o) = config.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+            Some("status") => {
+                let status = config.get("status").cloned().unwrap_or(json!({}));
+                let m = config["metadata"].clone();
+                config = json!({"apiVersion": config["apiVersion"], "kind": config["kind"], "metadata": {"name": m["name"], "namespace": m.get("namespace").cloned().unwrap_or(Value::Null)}, "status": status});
+                if !rt.namespaced {
+                    meta_mut(&mut config).remove("namespace");
+                }
+            }
+            _ => {}
+        }
+        let api_version = rt.api_version();
+        for _ in 0..16 {
+            let timestamp = now();
+            let ctx = WriteContext { manager: &opts.field_manager, api_version: &api_version, subresource, now: &timestamp };
+            let old_stored = match self.get_stored(rt, namespace, name) {
+                Ok(s) => Some(s),
+                Err(e) if e.code == 404 && subresource.is_none() => None,
+                Err(e) => return Err(e),
+            };
+            let live = old_stored.as_ref().map(|s| Self::present(rt, s));
+            let merged = managed::apply(live.as_ref(), &config, &ctx, opts.force, rt.schema.as_ref())
+                .map_err(|e| apply_error(rt, e))?;
+            let managed_fields = merged.pointer("/metadata/managedFields").cloned().unwrap_or(json!([]));
+            let result = match &old_stored {
+                None => match self.create_inner(rt, namespace, merged, opts, Some(managed_fields)) {
+                    Err(e) if e.reason == "AlreadyExists" => continue,
+                    other => other,
+                },
+                Some(old) => match self.commit_update(rt, old, merged, subresource, opts, Some(managed_fields)) {
+                    Ok(o) => Ok(o),
+                    Err(CommitError::Api(e)) => Err(e),
+                    Err(CommitError::Stale) => continue,
+                },
+            };
+            return result.map(|mut o| {
+                o.warnings.extend(warnings);
+                o
+            });
+        }
+        Err(ApiError::conflict(&rt.group, &rt.plural, name, "too many concurrent writes; try again"))
+    }
+
+    /// Deletes an object, honouring finalizers and the propagation policy.
+    pub fn delete(
+        &self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> ApiResult<DeleteOutcome> {
+        for _ in 0..16 {
+            let old_stored = self.get_stored(rt, namespace, name)?;
+            let old = Self::present(rt, &old_stored);
+            if let Some(uid) = &opts.precondition_uid
+                && uid != old_stored.uid()
+            {
+                return Err(ApiError::conflict(&rt.group, &rt.plural, name, &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    old_stored.uid()
+                )));
+            }
+            if let Some(rv) = &opts.precondition_rv
+                && *rv != old_stored.rv.to_string()
+            {
+                return Err(ApiError::conflict(&rt.group, &rt.plural, name, &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    old_stored.rv
+                )));
+            }
+            let mut fins = finalizers(&old);
+            match opts.propagation {
+                Some(Propagation::Foreground) if !fins.iter().any(|f| f == FOREGROUND_FINALIZER) => {
+                    fins.retain(|f| f != ORPHAN_FINALIZER);
+                    fins.push(FOREGROUND_FINALIZER.into());
+                }
+                Some(Propagation::Orphan) if !fins.iter().any(|f| f == ORPHAN_FINALIZER) => {
+                    fins.retain(|f| f != FOREGROUND_FINALIZER);
+                    fins.push(ORPHAN_FINALIZER.into());
+                }
+                _ => {}
+            }
+            let is_namespace = rt.group.is_empty() && rt.plural == "namespaces";
+            let pending = !fins.is_empty() || is_namespace;
+            if opts.dry_run {
+                return Ok(if pending { DeleteOutcome::Pending(old) } else { DeleteOutcome::Deleted(old) });
+            }
+            let key = Self::object_key(rt, namespace, name);
+            if pending {
+                let already = meta(&old).is_some_and(|m| m.contains_key("deletionTimestamp"));
+                if already && fins == finalizers(&old) {
+                    return Ok(DeleteOutcome::Pending(old));
+                }
+                let mut new = old.clone();
+                let m = meta_mut(&mut new);
+                if !already {
+                    m.insert("deletionTimestamp".into(), Value::String(now()));
+                    m.insert("deletionGracePeriodSeconds".into(), json!(0));
+                    if Self::has_generation(rt) {
+                        let g = m.get("generation").and_then(Value::as_i64).unwrap_or(0);
+                        m.insert("generation".into(), json!(g + 1));
+                    }
+                }
+                m.insert("finalizers".into(), json!(fins));
+                if fins.is_empty() {
+                    m.remove("finalizers");
+                }
+                if is_namespace {
+                    new["status"] = json!({"phase": "Terminating"});
+                }
+                match self.inner.store.write(&rt.storage_key(), key, Some(to_storage(rt, new)), Some(old_stored.rv), false) {
+                    Ok(stored) => return Ok(DeleteOutcome::Pending(Self::present(rt, &stored))),
+                    Err(WriteError::Stale) => {}
+                    Err(WriteError::Missing) => return Err(ApiError::not_found(&rt.group, &rt.plural, name)),
+                    Err(e) => return Err(ApiError::internal(format!("storage: {e:?}"))),
+                }
+            } else {
+                match self.inner.store.write(&rt.storage_key(), key, None, Some(old_stored.rv), false) {
+                    Ok(stored) => {
+                        crate::controllers::crd::after_delete(self, rt, &stored.value);
+                        return Ok(DeleteOutcome::Deleted(Self::present(rt, &stored)));
+                    }
+                    Err(WriteError::Stale) => {}
+                    Err(WriteError::Missing) => return Err(ApiError::not_found(&rt.group, &rt.plural, name)),
+                    Err(e) => return Err(ApiError::internal(format!("storage: {e:?}"))),
+                }
+            }
+        }
+        Err(ApiError::conflict(&rt.group, &rt.plural, name, "too many concurrent writes; try again"))
+    }
+
+    /// For the control plane's own controllers: read-modify-write with retries. `f` returns `false`
+    /// to skip the write. Writes `status` through the status subresource when `subresource` is set.
+    pub fn mutate(
+        &self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        manager: &str,
+        mut f: impl FnMut(&mut Value) -> bool,
+    ) -> ApiResult<Option<Value>> {
+        let opts = WriteOptions { field_manager: manager.to_owned(), field_validation: FieldValidation::Ignore, ..WriteOptions::default() };
+        for _ in 0..16 {
+            let old_stored = self.get_stored(rt, namespace, name)?;
+            let mut new = Self::present(rt, &old_stored);
+            if !f(&mut new) {
+                return Ok(None);
+            }
+            match self.commit_update(rt, &old_stored, new, subresource, &opts, None) {
+                Ok(o) => return Ok(Some(o.object)),
+                Err(CommitError::Api(e)) => return Err(e),
+                Err(CommitError::Stale) => {}
+            }
+        }
+        Err(ApiError::conflict(&rt.group, &rt.plural, name, "too many concurrent writes"))
+    }
+}
+
+fn to_storage(rt: &ResourceType, mut obj: Value) -> Value {
+    if rt.version != rt.storage_version {
+        obj["apiVersion"] = Value::String(if rt.group.is_empty() {
+            rt.storage_version.clone()
+        } else {
+            format!("{}/{}", rt.group, rt.storage_version)
+        });
+    }
+    obj
+}
+
+fn apply_error(rt: &ResourceType, e: ApplyError) -> ApiError {
+    match e {
+        ApplyError::Conflicts(conflicts) => {
+            let api_version = rt.api_version();
+            let mut lines = Vec::new();
+            let mut causes = Vec::new();
+            for c in &conflicts {
+                lines.push(format!("conflict with {:?} using {api_version}: {}", c.manager, c.field));
+                causes.push(Cause {
+                    reason: "FieldManagerConflict".into(),
+                    message: format!("conflict with {:?} using {api_version}", c.manager),
+                    field: c.field.clone(),
+                });
+            }
+            let message = if lines.len() == 1 {
+                format!("Apply failed with 1 conflict: {}", lines[0])
+            } else {
+                format!("Apply failed with {} conflicts: {}", lines.len(), lines.join("\n"))
+            };
+            let mut err = ApiError::new(409, "Conflict", message);
+            err.causes = causes;
+            err
+        }
+        ApplyError::Invalid(m) => ApiError::new(422, "Invalid", m),
+    }
+}
+
+/// Errors of one commit attempt.
+enum CommitError {
+    Api(ApiError),
+    /// Another write won the race; retry from a fresh read.
+    Stale,
+}
+
+impl From<ApiError> for CommitError {
+    fn from(e: ApiError) -> Self {
+        Self::Api(e)
+    }
+}

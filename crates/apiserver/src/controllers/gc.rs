@@ -1,0 +1,156 @@
+//! Garbage collection by `ownerReferences`: background deletion of dependents whose owners are
+//! gone, foreground deletion (`foregroundDeletion` finalizer) and orphaning (`orphan` finalizer).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::cluster::{Cluster, DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation, finalizers};
+use crate::registry::ResourceType;
+use crate::store::{EventType, Stored};
+
+const MANAGER: &str = "capstan-garbage-collector";
+
+struct Entry {
+    rt: Arc<ResourceType>,
+    object: Arc<Stored>,
+}
+
+fn owner_uids(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map(|refs| refs.iter().filter_map(|r| r.get("uid").and_then(Value::as_str)).map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+fn deleting(obj: &Value) -> bool {
+    obj.pointer("/metadata/deletionTimestamp").is_some()
+}
+
+/// One pass over every object. Returns whether it changed anything.
+pub fn sweep(cluster: &Cluster) -> bool {
+    let mut entries = Vec::new();
+    for rt in cluster.registry().storage_types() {
+        let (objects, _) = cluster.list(&rt, None);
+        for object in objects {
+            entries.push(Entry { rt: Arc::clone(&rt), object });
+        }
+    }
+    let by_uid: HashMap<&str, &Entry> = entries.iter().map(|e| (e.object.uid(), e)).collect();
+    let mut dependents: HashMap<&str, Vec<&Entry>> = HashMap::new();
+    for e in &entries {
+        for uid in owner_uids(&e.object.value) {
+            if let Some((k, _)) = by_uid.get_key_value(uid.as_str()) {
+                dependents.entry(k).or_default().push(e);
+            }
+        }
+    }
+    let mut changed = false;
+    let mut deleted: HashSet<String> = HashSet::new();
+    // Dependents whose owners are all gone.
+    for e in &entries {
+        let owners = owner_uids(&e.object.value);
+        if owners.is_empty() || deleting(&e.object.value) {
+            continue;
+        }
+        if owners.iter().all(|u| !by_uid.contains_key(u.as_str())) {
+            let ns = e.object.namespace().to_owned();
+            let opts = DeleteOptions { propagation: Some(Propagation::Background), ..DeleteOptions::default() };
+            if cluster.delete(&e.rt, Some(&ns), e.object.name(), &opts).is_ok() {
+                deleted.insert(e.object.uid().to_owned());
+                changed = true;
+            }
+        }
+    }
+    // Owners being deleted in the foreground or orphaning.
+    for e in &entries {
+        if !deleting(&e.object.value) {
+            continue;
+        }
+        let fins = finalizers(&e.object.value);
+        let uid = e.object.uid();
+        let deps: Vec<&&Entry> = dependents.get(uid).map(|d| d.iter().collect()).unwrap_or_default();
+        let ns = e.object.namespace().to_owned();
+        if fins.iter().any(|f| f == ORPHAN_FINALIZER) {
+            for d in &deps {
+                let dns = d.object.namespace().to_owned();
+                let _ = cluster.mutate(&d.rt, Some(&dns), d.object.name(), None, MANAGER, |obj| {
+                    let Some(refs) = obj.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else {
+                        return false;
+                    };
+                    refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
+                    if refs.is_empty() {
+                        if let Some(m) = obj["metadata"].as_object_mut() {
+                            m.remove("ownerReferences");
+                        }
+                    }
+                    true
+                });
+            }
+            let _ = cluster.mutate(&e.rt, Some(&ns), e.object.name(), None, MANAGER, |obj| remove_finalizer(obj, ORPHAN_FINALIZER));
+            changed = true;
+        } else if fins.iter().any(|f| f == FOREGROUND_FINALIZER) {
+            let remaining: Vec<&&&Entry> = deps.iter().filter(|d| !deleted.contains(d.object.uid())).collect();
+            if remaining.is_empty() {
+                let _ = cluster.mutate(&e.rt, Some(&ns), e.object.name(), None, MANAGER, |obj| {
+                    remove_finalizer(obj, FOREGROUND_FINALIZER)
+                });
+                changed = true;
+            } else {
+                for d in remaining {
+                    if deleting(&d.object.value) {
+                        continue;
+                    }
+                    let dns = d.object.namespace().to_owned();
+                    let opts = DeleteOptions { propagation: Some(Propagation::Foreground), ..DeleteOptions::default() };
+                    if cluster.delete(&d.rt, Some(&dns), d.object.name(), &opts).is_ok() {
+                        changed = true;
+                    }
+                }
+            }
+        }
+    }
+    changed
+}
+
+fn remove_finalizer(obj: &mut Value, finalizer: &str) -> bool {
+    let Some(list) = obj.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) else { return false };
+    let before = list.len();
+    list.retain(|f| f.as_str() != Some(finalizer));
+    before != list.len()
+}
+
+fn relevant(type_: EventType, object: &Value) -> bool {
+    type_ == EventType::Deleted
+        || (deleting(object)
+            && finalizers(object).iter().any(|f| f == FOREGROUND_FINALIZER || f == ORPHAN_FINALIZER))
+        || (type_ == EventType::Added && object.pointer("/metadata/ownerReferences").is_some())
+}
+
+/// Runs the collector until the cluster is dropped.
+pub async fn run(cluster: Cluster) {
+    let mut events = cluster.store().subscribe_all();
+    loop {
+        let wake = match events.recv().await {
+            Ok(e) => relevant(e.type_, &e.object.value),
+            Err(RecvError::Lagged(_)) => true,
+            Err(RecvError::Closed) => return,
+        };
+        if !wake {
+            continue;
+        }
+        // Let a burst of deletes settle, then sweep until nothing changes.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        while let Ok(e) = events.try_recv() {
+            let _ = e;
+        }
+        for _ in 0..32 {
+            if !sweep(&cluster) {
+                break;
+            }
+        }
+    }
+}

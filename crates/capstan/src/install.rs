@@ -1,0 +1,25 @@
+//! `capstan install`.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// Print the manifests (Capstan's CustomResourceDefinitions) to stdout instead of installing.
+    #[arg(long)]
+    pub export: bool,
+}
+
+pub fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
+    if !args.export {
+        anyhow::bail!(
+            "installing into a cluster is not implemented yet\nhint: `capstan install --export | kubectl apply --server-side -f -`"
+        );
+    }
+    let yaml = capstan_api::crds_yaml().context("rendering the CustomResourceDefinitions")?;
+    std::io::stdout().lock().write_all(yaml.as_bytes()).context("writing to stdout")?;
+    Ok(ExitCode::SUCCESS)
+}

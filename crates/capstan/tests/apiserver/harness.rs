@@ -1,0 +1,169 @@
+//! Test harness: one control plane per test, a `kubectl` runner and an `eventually` helper.
+
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+
+use tokio::io::AsyncWriteExt;
+
+/// A control plane serving on a random loopback port, with its kubeconfig in a temp dir.
+pub struct TestCluster {
+    pub server: capstan_apiserver::ApiServer,
+    pub dir: tempfile::TempDir,
+    pub kubeconfig: PathBuf,
+}
+
+/// The result of one kubectl run.
+#[derive(Debug)]
+pub struct Run {
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Panics with the output unless the command succeeded.
+    #[track_caller]
+    pub fn ok(self) -> Self {
+        assert_eq!(self.status, 0, "kubectl failed:\nstdout: {}\nstderr: {}", self.stdout, self.stderr);
+        self
+    }
+
+    /// Panics unless the command failed; returns it for inspecting stderr.
+    #[track_caller]
+    pub fn fails(self) -> Self {
+        assert_ne!(self.status, 0, "kubectl unexpectedly succeeded:\nstdout: {}\nstderr: {}", self.stdout, self.stderr);
+        self
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("kubectl output is not JSON ({e}): {}", self.stdout))
+    }
+}
+
+impl From<Output> for Run {
+    fn from(o: Output) -> Self {
+        Self {
+            status: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+/// The kubectl binary: `$KUBECTL` or `kubectl` on PATH. A missing kubectl fails the test
+/// (the test command installs it); it is never skipped.
+pub fn kubectl_binary() -> PathBuf {
+    if let Some(k) = std::env::var_os("KUBECTL") {
+        return PathBuf::from(k);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let candidate = dir.join("kubectl");
+        if candidate.is_file() {
+            return candidate;
+        }
+    }
+    panic!("kubectl not found on PATH: run ./scripts/test, which installs it");
+}
+
+impl TestCluster {
+    pub async fn start() -> Self {
+        Self::start_with(capstan_apiserver::Config::default()).await
+    }
+
+    pub async fn start_with(config: capstan_apiserver::Config) -> Self {
+        let server = capstan_apiserver::ApiServer::start(config).await.expect("start the control plane");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        std::fs::write(&kubeconfig, server.kubeconfig()).expect("write kubeconfig");
+        Self { server, dir, kubeconfig }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes a file in the test's temp dir and returns its path.
+    pub fn file(&self, name: &str, content: &str) -> PathBuf {
+        let p = self.dir.path().join(name);
+        std::fs::write(&p, content).expect("write file");
+        p
+    }
+
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut c = tokio::process::Command::new(kubectl_binary());
+        c.env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", self.dir.path())
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("kube-cache"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        c
+    }
+
+    /// Runs kubectl with a 60 s limit.
+    pub async fn kubectl(&self, args: &[&str]) -> Run {
+        let out = tokio::time::timeout(Duration::from_secs(60), self.command(args).output())
+            .await
+            .unwrap_or_else(|_| panic!("kubectl {args:?} timed out"))
+            .expect("run kubectl");
+        out.into()
+    }
+
+    /// Runs kubectl with `input` on stdin.
+    pub async fn kubectl_stdin(&self, args: &[&str], input: &str) -> Run {
+        let mut cmd = self.command(args);
+        cmd.stdin(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn kubectl");
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(input.as_bytes()).await.expect("write stdin");
+        drop(stdin);
+        let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+            .await
+            .unwrap_or_else(|_| panic!("kubectl {args:?} timed out"))
+            .expect("run kubectl");
+        out.into()
+    }
+
+    /// Starts kubectl in the background (e.g. `get -w`); the caller reads its stdout.
+    pub fn kubectl_spawn(&self, args: &[&str]) -> tokio::process::Child {
+        self.command(args).spawn().expect("spawn kubectl")
+    }
+
+    /// A kube-rs client for this cluster.
+    pub async fn client(&self) -> kube::Client {
+        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("read kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+            .await
+            .expect("kube config");
+        kube::Client::try_from(config).expect("kube client")
+    }
+}
+
+/// Polls `check` until it returns `Some`, or panics after `timeout` naming `what`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(start.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A path in ../shared/corpus.
+pub fn corpus(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus").join(path)
+}

@@ -1,0 +1,6 @@
+//! Integration tests of the embedded control plane: `kubectl` (a client nobody here wrote) and
+//! kube-rs drive a real server over HTTP on 127.0.0.1.
+
+mod harness;
+mod kube_client;
+mod kubectl;
