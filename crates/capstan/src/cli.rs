@@ -37,6 +37,8 @@ pub enum Command {
     Dev(crate::dev::DevArgs),
     /// Install Capstan into a cluster, or print what would be installed.
     Install(crate::install::InstallArgs),
+    /// Build kustomizations with Capstan's native kustomize engine.
+    Kustomize(crate::kustomize::KustomizeArgs),
 }
 
 /// Sets up `tracing` to stderr.
@@ -56,6 +58,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Dev(args) => crate::dev::run(args).await,
         Command::Install(args) => crate::install::run(&args),
+        Command::Kustomize(args) => crate::kustomize::run(&args),
     }
 }
 

@@ -3,6 +3,7 @@
 mod cli;
 mod dev;
 mod install;
+mod kustomize;
 
 use std::process::ExitCode;
 

@@ -228,6 +228,9 @@ pub struct HelmChartTemplateSpec {
 /// Signature verification of a templated chart.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+// Flux requires `provider` and defaults it; the API server fills the default before
+// validation, while raw manifests may omit it, so the Rust field stays optional.
+#[schemars(extend("required" = ["provider"]))]
 pub struct HelmChartTemplateVerification {
     /// The verification scheme; `cosign` when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -949,5 +952,149 @@ impl HelmRelease {
     /// Whether reconciliation is suspended.
     pub fn suspended(&self) -> bool {
         self.spec.suspend.unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hr(extra: &str) -> HelmRelease {
+        serde_saphyr::from_str(&format!(
+            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: podinfo\n  namespace: apps\nspec:\n  interval: 50m\n{extra}"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn defaults() {
+        let release = hr("  chartRef:\n    kind: OCIRepository\n    name: podinfo\n");
+        assert_eq!(release.interval().unwrap(), Duration::from_secs(3000));
+        assert_eq!(release.timeout().unwrap(), DEFAULT_TIMEOUT);
+        assert_eq!(release.release_name(), "podinfo");
+        assert_eq!(release.target_namespace(), Some("apps"));
+        assert_eq!(release.storage_namespace(), Some("apps"));
+        assert_eq!(release.max_history(), DEFAULT_MAX_HISTORY);
+        assert_eq!(release.chart_interval().unwrap(), Duration::from_secs(3000));
+        assert_eq!(release.retry_interval(false).unwrap(), None);
+        assert!(release.values().is_empty());
+        assert_eq!(release.helm_chart_name(), "apps-podinfo");
+        assert_eq!(
+            release.spec.chart_ref.as_ref().unwrap().kind,
+            ChartRefKind::OciRepository
+        );
+    }
+
+    #[test]
+    fn release_name_uses_target_namespace() {
+        let mut release = hr("  targetNamespace: prod\n");
+        assert_eq!(release.release_name(), "prod-podinfo");
+        assert_eq!(release.target_namespace(), Some("prod"));
+        release.spec.release_name = Some("web".into());
+        assert_eq!(release.release_name(), "web");
+    }
+
+    #[test]
+    fn strategies_and_remediation() {
+        let release = hr(concat!(
+            "  timeout: 10m\n",
+            "  install:\n    strategy:\n      name: RetryOnFailure\n    remediation:\n      retries: -1\n",
+            "  upgrade:\n    strategy:\n      name: RetryOnFailure\n      retryInterval: 2m\n    remediation:\n      retries: 3\n    serverSideApply: auto\n",
+            "  uninstall:\n    keepHistory: true\n",
+            "  driftDetection:\n    mode: warn\n",
+        ));
+        assert_eq!(release.timeout().unwrap(), Duration::from_secs(600));
+        assert_eq!(
+            release.retry_interval(false).unwrap(),
+            Some(DEFAULT_RETRY_INTERVAL)
+        );
+        assert_eq!(
+            release.retry_interval(true).unwrap(),
+            Some(Duration::from_secs(120))
+        );
+        let upgrade = release.spec.upgrade.as_ref().unwrap();
+        assert_eq!(
+            upgrade.remediation.as_ref().unwrap().strategy(),
+            RemediationStrategy::Rollback
+        );
+        assert_eq!(upgrade.server_side_apply, Some(ServerSideApplyMode::Auto));
+        assert_eq!(
+            release
+                .spec
+                .install
+                .as_ref()
+                .unwrap()
+                .remediation
+                .as_ref()
+                .unwrap()
+                .retries,
+            Some(-1)
+        );
+        assert_eq!(
+            release
+                .spec
+                .uninstall
+                .as_ref()
+                .unwrap()
+                .deletion_propagation(),
+            DeletionPropagation::Background
+        );
+        assert_eq!(
+            release.spec.drift_detection.as_ref().unwrap().mode(),
+            DriftDetectionMode::Warn
+        );
+        assert_eq!(
+            DriftDetection::default().mode(),
+            DriftDetectionMode::Disabled
+        );
+    }
+
+    #[test]
+    fn values_keep_arbitrary_json() {
+        let release = hr(concat!(
+            "  chart:\n    spec:\n      chart: podinfo\n      interval: 5m\n      sourceRef:\n        kind: HelmRepository\n        name: podinfo\n",
+            "  values:\n    replicaCount: 2\n    ingress:\n      hosts: [a, b]\n    empty: null\n",
+            "  valuesFrom:\n  - kind: Secret\n    name: extra\n    targetPath: image.tag\n",
+        ));
+        let values = release.values();
+        assert_eq!(values["replicaCount"], 2);
+        assert_eq!(values["ingress"]["hosts"][1], "b");
+        assert!(values["empty"].is_null());
+        assert_eq!(release.chart_interval().unwrap(), Duration::from_secs(300));
+        assert_eq!(release.spec.values_from[0].values_key(), "values.yaml");
+        let chart = &release.spec.chart.as_ref().unwrap().spec;
+        assert_eq!(chart.source_ref.kind, ChartSourceKind::HelmRepository);
+    }
+
+    #[test]
+    fn status_round_trips() {
+        let status = serde_json::json!({
+            "observedGeneration": 3,
+            "history": [{
+                "chartName": "podinfo", "chartVersion": "6.5.4", "configDigest": "sha256:abc",
+                "digest": "sha256:def", "firstDeployed": "2024-05-01T10:00:00Z",
+                "lastDeployed": "2024-05-02T10:00:00Z", "name": "podinfo", "namespace": "apps",
+                "status": "deployed", "version": 2,
+                "testHooks": {"podinfo-test": {"phase": "Succeeded"}},
+            }],
+            "lastAttemptedReleaseAction": "upgrade",
+            "lastHandledForceAt": "t1",
+            "lastHandledReconcileAt": "t2",
+            "inventory": {"entries": [{"id": "apps_podinfo_apps_Deployment", "v": "v1"}]},
+        });
+        let parsed: HelmReleaseStatus = serde_json::from_value(status.clone()).unwrap();
+        assert_eq!(parsed.history[0].version, 2);
+        assert_eq!(
+            parsed.last_attempted_release_action,
+            Some(ReleaseAction::Upgrade)
+        );
+        assert_eq!(
+            parsed
+                .reconcile_request
+                .last_handled_reconcile_at
+                .as_deref(),
+            Some("t2")
+        );
+        assert_eq!(serde_json::to_value(&parsed).unwrap(), status);
     }
 }

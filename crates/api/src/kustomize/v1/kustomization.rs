@@ -379,3 +379,107 @@ impl Kustomization {
         self.spec.suspend.unwrap_or(false)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ks(extra: &str) -> Kustomization {
+        serde_saphyr::from_str(&format!(
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: apps\n  namespace: flux-system\nspec:\n  interval: 10m\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: flux-system\n{extra}"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn timeout_defaults_to_interval_minus_thirty_seconds() {
+        let k = ks("");
+        assert_eq!(k.interval().unwrap(), Duration::from_secs(600));
+        assert_eq!(k.timeout().unwrap(), Duration::from_secs(570));
+        assert_eq!(k.retry_interval().unwrap(), Duration::from_secs(600));
+        assert_eq!(k.requeue_after().unwrap(), Duration::from_secs(600));
+    }
+
+    #[test]
+    fn timeout_never_drops_below_minimum() {
+        let mut k = ks("");
+        k.spec.interval = "45s".into();
+        assert_eq!(k.timeout().unwrap(), MIN_TIMEOUT);
+        k.spec.timeout = Some("5s".into());
+        assert_eq!(k.timeout().unwrap(), MIN_TIMEOUT);
+        k.spec.timeout = Some("3m".into());
+        assert_eq!(k.timeout().unwrap(), Duration::from_secs(180));
+    }
+
+    #[test]
+    fn explicit_retry_interval_and_errors() {
+        let k = ks("  retryInterval: 2m\n  timeout: 1x\n");
+        assert_eq!(k.retry_interval().unwrap(), Duration::from_secs(120));
+        assert_eq!(
+            k.timeout().unwrap_err().to_string(),
+            "invalid duration in spec.timeout"
+        );
+    }
+
+    #[test]
+    fn policy_and_path_defaults() {
+        let mut k = ks("");
+        assert_eq!(k.deletion_policy(), DeletionPolicy::MirrorPrune);
+        assert!(k.deletes_on_removal());
+        k.spec.prune = false;
+        assert!(!k.deletes_on_removal());
+        k.spec.deletion_policy = Some(DeletionPolicy::Delete);
+        assert!(k.deletes_on_removal());
+        assert_eq!(k.path(), "./");
+        assert_eq!(k.substitute_strategy(), SubstituteStrategy::WithVariables);
+        assert_eq!(k.source_namespace(), Some("flux-system"));
+        assert_eq!(k.spec.source_ref.to_string(), "GitRepository/flux-system");
+        assert!(!k.suspended());
+    }
+
+    #[test]
+    fn parses_full_spec() {
+        let k = ks(concat!(
+            "  path: ./apps/production\n",
+            "  targetNamespace: apps\n",
+            "  dependsOn:\n  - name: infra\n    readyExpr: status.ready\n",
+            "  postBuild:\n    substitute:\n      cluster: prod\n    substituteFrom:\n    - kind: ConfigMap\n      name: vars\n      optional: true\n",
+            "  patches:\n  - patch: |\n      - op: add\n        path: /x\n        value: y\n    target:\n      kind: Deployment\n",
+            "  healthChecks:\n  - apiVersion: apps/v1\n    kind: Deployment\n    name: web\n    namespace: apps\n",
+            "  decryption:\n    provider: sops\n    secretRef:\n      name: sops-age\n",
+            "  buildMetadata: [originAnnotations]\n",
+        ));
+        assert_eq!(k.path(), "./apps/production");
+        assert_eq!(
+            k.spec.depends_on[0].ready_expr.as_deref(),
+            Some("status.ready")
+        );
+        let post_build = k.spec.post_build.as_ref().unwrap();
+        assert_eq!(post_build.substitute["cluster"], "prod");
+        assert_eq!(
+            post_build.substitute_from[0].kind,
+            SubstituteKind::ConfigMap
+        );
+        assert_eq!(
+            k.spec.patches[0].target.as_ref().unwrap().kind.as_deref(),
+            Some("Deployment")
+        );
+        assert_eq!(
+            k.spec.decryption.as_ref().unwrap().provider,
+            DecryptionProvider::Sops
+        );
+        assert_eq!(
+            k.spec.build_metadata,
+            [BuildMetadataOption::OriginAnnotations]
+        );
+    }
+
+    #[test]
+    fn rejects_unknown_source_kinds() {
+        let err = serde_saphyr::from_str::<Kustomization>(
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: a\nspec:\n  interval: 1m\n  prune: false\n  sourceRef:\n    kind: HelmRepository\n    name: x\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("HelmRepository"), "{err}");
+    }
+}

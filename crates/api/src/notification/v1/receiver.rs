@@ -58,7 +58,7 @@ pub struct ReceiverSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<String>,
     /// The objects reconciled when the webhook fires.
-    pub resources: Vec<CrossNamespaceObjectReference>,
+    pub resources: Vec<ReceiverResource>,
     /// CEL expression selecting which `resources` to reconcile for a request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resource_filter: Option<String>,
@@ -76,6 +76,18 @@ pub struct ReceiverSpec {
     /// Stop handling webhooks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suspend: Option<bool>,
+}
+
+/// An object (or label-selected objects) reconciled by a Receiver, with an optional filter.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReceiverResource {
+    /// The referenced objects.
+    #[serde(flatten)]
+    pub reference: CrossNamespaceObjectReference,
+    /// CEL expression evaluated per matched object, in addition to `resourceFilter`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
 }
 
 /// The webhook flavours a Receiver understands.
@@ -175,5 +187,25 @@ impl Receiver {
     /// Whether webhook handling is suspended.
     pub fn suspended(&self) -> bool {
         self.spec.suspend.unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interval_defaults_to_ten_minutes() {
+        let receiver: Receiver = serde_saphyr::from_str(
+            "apiVersion: notification.toolkit.fluxcd.io/v1\nkind: Receiver\nmetadata:\n  name: r\nspec:\n  type: generic-oidc\n  resources:\n  - kind: GitRepository\n    name: podinfo\n  oidcProviders:\n  - issuerURL: https://token.actions.githubusercontent.com\n    validations:\n    - expression: claims.sub != ''\n      message: no subject\n",
+        )
+        .unwrap();
+        assert_eq!(receiver.interval().unwrap(), DEFAULT_INTERVAL);
+        assert_eq!(receiver.spec.type_, ReceiverType::GenericOidc);
+        assert_eq!(
+            receiver.spec.oidc_providers[0].audience(),
+            DEFAULT_OIDC_AUDIENCE
+        );
+        assert!(!receiver.suspended());
     }
 }

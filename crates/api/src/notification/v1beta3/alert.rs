@@ -92,3 +92,29 @@ impl Alert {
         self.spec.suspend.unwrap_or(false)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notification::EventSourceKind;
+
+    #[test]
+    fn severity_defaults_to_info() {
+        let alert: Alert = serde_saphyr::from_str(
+            "apiVersion: notification.toolkit.fluxcd.io/v1beta3\nkind: Alert\nmetadata:\n  name: a\nspec:\n  providerRef:\n    name: slack\n  eventSources:\n  - kind: Kustomization\n    name: '*'\n    matchLabels:\n      team: web\n",
+        )
+        .unwrap();
+        assert_eq!(alert.event_severity(), EventSeverity::Info);
+        assert!(alert.accepts_severity(EventSeverity::Info));
+        assert!(alert.accepts_severity(EventSeverity::Error));
+        assert_eq!(
+            alert.spec.event_sources[0].kind,
+            EventSourceKind::Kustomization
+        );
+        assert_eq!(alert.spec.event_sources[0].match_labels["team"], "web");
+
+        let mut errors_only = alert.clone();
+        errors_only.spec.event_severity = Some(EventSeverity::Error);
+        assert!(!errors_only.accepts_severity(EventSeverity::Info));
+    }
+}

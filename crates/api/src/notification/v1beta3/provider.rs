@@ -153,3 +153,23 @@ impl Provider {
         self.spec.suspend.unwrap_or(false)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeout_and_types() {
+        let provider: Provider = serde_saphyr::from_str(
+            "apiVersion: notification.toolkit.fluxcd.io/v1beta3\nkind: Provider\nmetadata:\n  name: p\nspec:\n  type: incident.io\n  address: https://api.incident.io\n",
+        )
+        .unwrap();
+        assert_eq!(provider.spec.type_, ProviderType::IncidentIo);
+        assert_eq!(provider.timeout().unwrap(), DEFAULT_TIMEOUT);
+        assert!(!provider.spec.type_.is_commit_status());
+        assert!(ProviderType::Gitea.is_commit_status());
+        let generic_hmac: ProviderType = serde_json::from_str("\"generic-hmac\"").unwrap();
+        assert_eq!(generic_hmac, ProviderType::GenericHmac);
+        assert!(serde_json::from_str::<ProviderType>("\"carrier-pigeon\"").is_err());
+    }
+}

@@ -131,6 +131,9 @@ pub struct OidcIdentityMatch {
 /// How to verify the signature of an OCI artifact or Helm chart.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+// Flux requires `provider` and defaults it; the API server fills the default before
+// validation, while raw manifests may omit it, so the Rust field stays optional.
+#[schemars(extend("required" = ["provider"]))]
 pub struct OciVerification {
     /// The verification scheme; `cosign` when absent.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -162,3 +165,6 @@ pub enum CloudProvider {
     /// Google Cloud Platform.
     Gcp,
 }
+
+#[cfg(test)]
+mod tests;

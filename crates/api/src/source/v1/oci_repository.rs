@@ -134,6 +134,9 @@ impl OCILayerSelector {
 /// Signature verification of an OCI artifact.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+// Flux requires `provider` and defaults it; the API server fills the default before
+// validation, while raw manifests may omit it, so the Rust field stays optional.
+#[schemars(extend("required" = ["provider"]))]
 pub struct OCIRepositoryVerification {
     /// The verification scheme; `cosign` when absent.
     #[serde(skip_serializing_if = "Option::is_none")]

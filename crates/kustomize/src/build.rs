@@ -1,0 +1,767 @@
+//! Accumulating a kustomization tree into objects: resources, generators, components,
+//! transformers, then the top-level finishing steps (hash suffixes, name references, vars).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::config::TransformerConfig;
+use crate::error::Error;
+use crate::fs::{FileSystem, normalize};
+use crate::resource::{ResId, Resource};
+use crate::types::{Kustomization, Var};
+use crate::{generate, transform, yaml};
+
+/// Which files a kustomization may read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LoadRestrictor {
+    /// Files must sit in or below the kustomization's own directory (kustomize's default).
+    #[default]
+    RootOnly,
+    /// Any file may be read.
+    None,
+}
+
+/// Build settings.
+#[derive(Clone, Debug, Default)]
+pub struct BuildOptions {
+    /// File access policy.
+    pub load_restrictor: LoadRestrictor,
+    /// Reserved: remote bases are refused either way, with a clear error, as builds never use
+    /// the network.
+    pub allow_remote: bool,
+    /// Add `app.kubernetes.io/managed-by: kustomize-<version>` to every object.
+    pub add_managed_by_label: bool,
+}
+
+/// The version string of the managed-by label (kubectl's embedded kustomize prints `(devel)`).
+pub const MANAGED_BY_VERSION: &str = "(devel)";
+
+const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+/// Objects plus the configuration and vars gathered on the way up.
+#[derive(Default)]
+pub(crate) struct Accumulator {
+    pub resources: Vec<Resource>,
+    pub config: TransformerConfig,
+    pub vars: Vec<Var>,
+}
+
+impl Accumulator {
+    fn empty() -> Self {
+        Accumulator {
+            resources: Vec::new(),
+            config: TransformerConfig::builtin(),
+            vars: Vec::new(),
+        }
+    }
+
+    /// Appends, refusing duplicate ids.
+    pub fn append(&mut self, resource: Resource, context: &str) -> Result<(), String> {
+        let id = resource.current_id();
+        if self.resources.iter().any(|r| r.current_id().equals(&id)) {
+            return Err(format!(
+                "{context}: may not add resource with an already registered id: {id}"
+            ));
+        }
+        self.resources.push(resource);
+        Ok(())
+    }
+
+    fn merge(&mut self, other: Accumulator, context: &str) -> Result<(), String> {
+        for resource in other.resources {
+            self.append(resource, context)?;
+        }
+        self.config.merge(other.config);
+        for var in other.vars {
+            if self.vars.iter().any(|v| v.name == var.name) {
+                return Err(format!("{context}: var '{}' already encountered", var.name));
+            }
+            self.vars.push(var);
+        }
+        Ok(())
+    }
+}
+
+/// One kustomization directory being built.
+pub(crate) struct Target {
+    pub dir: PathBuf,
+    pub file: PathBuf,
+    pub kustomization: Kustomization,
+}
+
+pub(crate) struct Builder<'a> {
+    pub fs: &'a dyn FileSystem,
+    pub options: &'a BuildOptions,
+    stack: Vec<PathBuf>,
+}
+
+/// Builds the kustomization in `dir` on `fs`.
+pub fn build_with(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: &BuildOptions,
+) -> Result<Vec<Value>, Error> {
+    let dir = absolute(dir);
+    let mut builder = Builder {
+        fs,
+        options,
+        stack: Vec::new(),
+    };
+    let target = builder.load_target(&dir, None)?;
+    if target.kustomization.kind == "Component" {
+        return Err(Error::invalid(
+            &target.file,
+            "kind",
+            "a Component cannot be built on its own; list it under components of a Kustomization",
+        ));
+    }
+    builder.stack.push(dir.clone());
+    let mut accumulator = builder.accumulate_target(&target, Accumulator::empty())?;
+    builder.stack.pop();
+
+    transform::add_hash_suffixes(&mut accumulator.resources);
+    transform::fix_name_references(&mut accumulator.resources, &accumulator.config)
+        .map_err(|message| Error::invalid(&target.file, "nameReference", message))?;
+    transform::resolve_vars(
+        &mut accumulator.resources,
+        &accumulator.vars,
+        &accumulator.config,
+    )
+    .map_err(|message| Error::invalid(&target.file, "vars", message))?;
+    accumulator.resources.retain(|r| {
+        r.object
+            .pointer("/metadata/annotations/config.kubernetes.io~1local-config")
+            .and_then(Value::as_str)
+            != Some("true")
+    });
+
+    let k = &target.kustomization;
+    transform::sort(&mut accumulator.resources, k.sort_options.as_ref())
+        .map_err(|message| Error::invalid(&target.file, "sortOptions", message))?;
+
+    let managed =
+        options.add_managed_by_label || k.build_metadata.iter().any(|m| m == "managedByLabel");
+    let origins = k.build_metadata.iter().any(|m| m == "originAnnotations");
+    let transformations = k
+        .build_metadata
+        .iter()
+        .any(|m| m == "transformerAnnotations");
+    let mut out = Vec::with_capacity(accumulator.resources.len());
+    for mut resource in accumulator.resources {
+        if managed {
+            let mut labels = resource.labels();
+            labels.insert(
+                "app.kubernetes.io/managed-by".into(),
+                Value::String(format!("kustomize-{MANAGED_BY_VERSION}")),
+            );
+            resource.set_string_map("labels", labels);
+        }
+        if origins && let Some(origin) = &resource.origin {
+            let mut annotations = resource.annotations();
+            annotations.insert(
+                "config.kubernetes.io/origin".into(),
+                Value::String(yaml::to_yaml_document(origin)),
+            );
+            resource.set_string_map("annotations", annotations);
+        }
+        if transformations && !resource.transformations.is_empty() {
+            let mut annotations = resource.annotations();
+            annotations.insert(
+                "alpha.config.kubernetes.io/transformations".into(),
+                Value::String(yaml::to_yaml_document(&Value::Array(
+                    resource.transformations.clone(),
+                ))),
+            );
+            resource.set_string_map("annotations", annotations);
+        }
+        out.push(resource.object);
+    }
+    Ok(out)
+}
+
+fn absolute(dir: &Path) -> PathBuf {
+    if dir.is_absolute() {
+        normalize(dir)
+    } else {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        normalize(&cwd.join(dir))
+    }
+}
+
+/// Whether a resource entry is a remote URL rather than a path.
+fn is_remote(entry: &str) -> bool {
+    entry.contains("://")
+        || entry.starts_with("github.com/")
+        || entry.starts_with("gitlab.com/")
+        || entry.starts_with("bitbucket.org/")
+        || entry.starts_with("git@")
+        || entry.contains("?ref=")
+}
+
+impl Builder<'_> {
+    /// Reads and checks the kustomization file of `dir`.
+    pub fn load_target(&self, dir: &Path, field: Option<&str>) -> Result<Target, Error> {
+        if !self.fs.is_dir(dir) {
+            return Err(Error::NoKustomization {
+                path: dir.to_path_buf(),
+            });
+        }
+        let found: Vec<PathBuf> = KUSTOMIZATION_FILES
+            .iter()
+            .map(|name| dir.join(name))
+            .filter(|p| self.fs.exists(p) && !self.fs.is_dir(p))
+            .collect();
+        let file = match found.as_slice() {
+            [] => {
+                return Err(Error::NoKustomization {
+                    path: dir.to_path_buf(),
+                });
+            }
+            [one] => one.clone(),
+            _ => {
+                return Err(Error::invalid(
+                    dir,
+                    field.unwrap_or("resources"),
+                    "found multiple kustomization files",
+                ));
+            }
+        };
+        let text = self.read_text(&file)?;
+        let kustomization = parse_kustomization(&text, &file)?;
+        Ok(Target {
+            dir: dir.to_path_buf(),
+            file,
+            kustomization,
+        })
+    }
+
+    fn read_text(&self, path: &Path) -> Result<String, Error> {
+        let bytes = self.fs.read(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        String::from_utf8(bytes).map_err(|_| Error::Yaml {
+            path: path.to_path_buf(),
+            message: "file is not UTF-8".into(),
+        })
+    }
+
+    /// Resolves `entry` relative to the target and applies the load restrictor for files.
+    pub fn resolve_file(
+        &self,
+        target: &Target,
+        entry: &str,
+        field: &str,
+    ) -> Result<PathBuf, Error> {
+        if is_remote(entry) {
+            return Err(Error::Remote {
+                path: target.file.clone(),
+                field: field.to_owned(),
+                url: entry.to_owned(),
+            });
+        }
+        let path = normalize(&target.dir.join(entry));
+        if !self.fs.exists(&path) {
+            return Err(Error::Io {
+                path: path.clone(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!(
+                        "no such file or directory (field {field} of {})",
+                        target.file.display()
+                    ),
+                ),
+            });
+        }
+        if self.options.load_restrictor == LoadRestrictor::RootOnly {
+            let root = self
+                .fs
+                .canonicalize(&target.dir)
+                .unwrap_or_else(|_| target.dir.clone());
+            let real = self.fs.canonicalize(&path).map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            })?;
+            if !real.starts_with(&root) {
+                return Err(Error::Restricted {
+                    path,
+                    root: target.dir.clone(),
+                    field: field.to_owned(),
+                });
+            }
+        }
+        Ok(path)
+    }
+
+    /// Reads a file named by a field of the target, under the load restrictor.
+    pub fn read_field_file(
+        &self,
+        target: &Target,
+        entry: &str,
+        field: &str,
+    ) -> Result<Vec<u8>, Error> {
+        let path = self.resolve_file(target, entry, field)?;
+        if self.fs.is_dir(&path) {
+            return Err(Error::invalid(
+                &target.file,
+                field,
+                format!("{entry}: is a directory, expected a file"),
+            ));
+        }
+        self.fs
+            .read(&path)
+            .map_err(|source| Error::Io { path, source })
+    }
+
+    pub fn read_field_text(
+        &self,
+        target: &Target,
+        entry: &str,
+        field: &str,
+    ) -> Result<String, Error> {
+        let bytes = self.read_field_file(target, entry, field)?;
+        String::from_utf8(bytes).map_err(|_| Error::Yaml {
+            path: target.dir.join(entry),
+            message: "file is not UTF-8".into(),
+        })
+    }
+
+    /// Reads YAML documents from a file named by a field.
+    pub fn read_field_documents(
+        &self,
+        target: &Target,
+        entry: &str,
+        field: &str,
+    ) -> Result<Vec<Value>, Error> {
+        let text = self.read_field_text(target, entry, field)?;
+        yaml::parse_documents(&text).map_err(|message| Error::Yaml {
+            path: normalize(&target.dir.join(entry)),
+            message,
+        })
+    }
+
+    fn accumulate_target(
+        &mut self,
+        target: &Target,
+        mut acc: Accumulator,
+    ) -> Result<Accumulator, Error> {
+        let k = &target.kustomization;
+        if !k.helm_charts.is_empty()
+            || !k.helm_chart_inflation_generator.is_empty()
+            || k.helm_globals.is_some()
+        {
+            return Err(Error::Unsupported {
+                path: target.file.clone(),
+                field: "helmCharts".into(),
+                hint:
+                    "; hint: render the chart with a HelmRelease, or vendor its output as resources"
+                        .into(),
+            });
+        }
+        if !k.validators.is_empty() {
+            return Err(Error::Unsupported {
+                path: target.file.clone(),
+                field: "validators".into(),
+                hint: " (validator plugins run programs)".into(),
+            });
+        }
+        let mut resources = k.resources.clone();
+        resources.extend(k.bases.iter().cloned());
+        for entry in &resources {
+            self.accumulate_resource(target, entry, "resources", &mut acc)?;
+        }
+        for entry in &k.configurations {
+            let documents = self.read_field_documents(target, entry, "configurations")?;
+            for document in documents {
+                let config = TransformerConfig::from_value(&document).map_err(|message| {
+                    Error::invalid(
+                        &target.file,
+                        "configurations",
+                        format!("{entry}: {message}"),
+                    )
+                })?;
+                acc.config.merge(config);
+            }
+        }
+        for entry in &k.crds {
+            let documents = self.read_field_documents(target, entry, "crds")?;
+            for document in documents {
+                acc.config.merge(transform::config_from_crd(&document));
+            }
+        }
+        generate::run_generators(self, target, &mut acc)?;
+        for entry in &k.components {
+            let dir = self.resolve_dir(target, entry, "components")?;
+            let component = self.load_target(&dir, Some("components"))?;
+            if component.kustomization.kind != "Component" {
+                return Err(Error::invalid(
+                    &component.file,
+                    "kind",
+                    format!(
+                        "expected kind 'Component' for path '{}' but got '{}'",
+                        dir.display(),
+                        component.kustomization.kind
+                    ),
+                ));
+            }
+            self.enter(&dir)?;
+            acc = self.accumulate_target(&component, acc)?;
+            self.stack.pop();
+        }
+        transform::run_builtin_transformers(self, target, &mut acc)?;
+        transform::run_transformer_configs(self, target, &mut acc)?;
+        for var in &k.vars {
+            if acc.vars.iter().any(|v| v.name == var.name) {
+                return Err(Error::invalid(
+                    &target.file,
+                    "vars",
+                    format!("var '{}' already encountered", var.name),
+                ));
+            }
+            acc.vars.push(var.clone());
+        }
+        Ok(acc)
+    }
+
+    /// Builds a directory named by a `transformers:`/`generators:` entry into its objects
+    /// (plugin configurations).
+    pub fn build_subtree(&mut self, dir: &Path, field: &str) -> Result<Vec<Value>, Error> {
+        self.enter(dir)?;
+        let sub = self.load_target(dir, Some(field))?;
+        let mut accumulator = self.accumulate_target(&sub, Accumulator::empty())?;
+        self.stack.pop();
+        transform::add_hash_suffixes(&mut accumulator.resources);
+        transform::fix_name_references(&mut accumulator.resources, &accumulator.config)
+            .map_err(|message| Error::invalid(&sub.file, "nameReference", message))?;
+        Ok(accumulator
+            .resources
+            .into_iter()
+            .map(|r| r.object)
+            .collect())
+    }
+
+    fn resolve_dir(&self, target: &Target, entry: &str, field: &str) -> Result<PathBuf, Error> {
+        if is_remote(entry) {
+            return Err(Error::Remote {
+                path: target.file.clone(),
+                field: field.to_owned(),
+                url: entry.to_owned(),
+            });
+        }
+        let path = normalize(&target.dir.join(entry));
+        if !self.fs.is_dir(&path) {
+            return Err(Error::invalid(
+                &target.file,
+                field,
+                format!("'{entry}': {} is not a directory", path.display()),
+            ));
+        }
+        Ok(path)
+    }
+
+    fn enter(&mut self, dir: &Path) -> Result<(), Error> {
+        if let Some(seen) = self.stack.iter().find(|seen| seen.starts_with(dir)) {
+            let chain = self
+                .stack
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" -> ");
+            let _ = seen;
+            return Err(Error::Cycle {
+                path: dir.to_path_buf(),
+                chain,
+            });
+        }
+        self.stack.push(dir.to_path_buf());
+        Ok(())
+    }
+
+    fn accumulate_resource(
+        &mut self,
+        target: &Target,
+        entry: &str,
+        field: &str,
+        acc: &mut Accumulator,
+    ) -> Result<(), Error> {
+        if is_remote(entry) {
+            return Err(Error::Remote {
+                path: target.file.clone(),
+                field: field.to_owned(),
+                url: entry.to_owned(),
+            });
+        }
+        let path = normalize(&target.dir.join(entry));
+        if self.fs.is_dir(&path) {
+            self.enter(&path)?;
+            let sub = self.load_target(&path, Some(field))?;
+            if sub.kustomization.kind == "Component" {
+                return Err(Error::invalid(
+                    &target.file,
+                    field,
+                    format!("expected kind != 'Component' for path '{}'", path.display()),
+                ));
+            }
+            let sub_acc = self.accumulate_target(&sub, Accumulator::empty())?;
+            self.stack.pop();
+            acc.merge(sub_acc, &format!("{field} '{entry}'"))
+                .map_err(|message| Error::invalid(&target.file, field, message))?;
+            return Ok(());
+        }
+        let documents = self.read_field_documents(target, entry, field)?;
+        for document in documents {
+            for object in expand_lists(document) {
+                if !object.is_object() {
+                    return Err(Error::invalid(
+                        &normalize(&target.dir.join(entry)),
+                        field,
+                        "document is not a mapping",
+                    ));
+                }
+                let mut resource = Resource::new(object);
+                resource.origin = Some(origin_of(target, entry));
+                acc.append(resource, &format!("merging resources from '{entry}'"))
+                    .map_err(|message| Error::invalid(&target.file, field, message))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn origin_of(target: &Target, entry: &str) -> Value {
+    let mut map = serde_json::Map::new();
+    map.insert(
+        "path".into(),
+        Value::String(normalize(&target.dir.join(entry)).display().to_string()),
+    );
+    Value::Object(map)
+}
+
+/// Expands `kind: List` (and `*List`) documents into their items.
+fn expand_lists(document: Value) -> Vec<Value> {
+    let is_list = document
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|kind| kind.ends_with("List"))
+        && document.get("items").is_some_and(Value::is_array);
+    if is_list && let Value::Object(mut map) = document {
+        if let Some(Value::Array(items)) = map.remove("items") {
+            return items;
+        }
+        return Vec::new();
+    }
+    vec![document]
+}
+
+/// Parses a kustomization file: Go's JSON field matching is case-insensitive, legacy
+/// `patches` lists of strings mean `patchesStrategicMerge`, `imageTags` means `images`.
+pub(crate) fn parse_kustomization(text: &str, file: &Path) -> Result<Kustomization, Error> {
+    let documents = yaml::parse_documents(text).map_err(|message| Error::Yaml {
+        path: file.to_path_buf(),
+        message,
+    })?;
+    let document = match documents.len() {
+        0 => Value::Object(serde_json::Map::new()),
+        1 => documents.into_iter().next().unwrap_or_default(),
+        _ => {
+            return Err(Error::Kustomization {
+                path: file.to_path_buf(),
+                message: "more than one document in kustomization file".into(),
+            });
+        }
+    };
+    let Value::Object(map) = document else {
+        return Err(Error::Kustomization {
+            path: file.to_path_buf(),
+            message: "kustomization must be a mapping".into(),
+        });
+    };
+    const FIELDS: &[&str] = &[
+        "apiVersion",
+        "kind",
+        "metadata",
+        "openapi",
+        "namePrefix",
+        "nameSuffix",
+        "namespace",
+        "commonLabels",
+        "labels",
+        "commonAnnotations",
+        "patchesStrategicMerge",
+        "patchesJson6902",
+        "patches",
+        "images",
+        "imageTags",
+        "replacements",
+        "replicas",
+        "vars",
+        "sortOptions",
+        "resources",
+        "components",
+        "crds",
+        "bases",
+        "configMapGenerator",
+        "secretGenerator",
+        "helmGlobals",
+        "helmCharts",
+        "helmChartInflationGenerator",
+        "generatorOptions",
+        "configurations",
+        "generators",
+        "transformers",
+        "validators",
+        "buildMetadata",
+    ];
+    let mut fixed = serde_json::Map::new();
+    for (key, value) in map {
+        let canonical = FIELDS
+            .iter()
+            .find(|f| f.eq_ignore_ascii_case(&key))
+            .map_or(key.clone(), |f| (*f).to_owned());
+        if value.is_null() {
+            continue;
+        }
+        fixed.insert(canonical, value);
+    }
+    if let Some(Value::Array(patches)) = fixed.get("patches")
+        && patches.iter().any(Value::is_string)
+    {
+        let patches = fixed.remove("patches").unwrap_or_default();
+        fixed.insert("patchesStrategicMerge".into(), patches);
+    }
+    let mut kustomization: Kustomization =
+        serde_json::from_value(Value::Object(fixed)).map_err(|error| Error::Kustomization {
+            path: file.to_path_buf(),
+            message: describe_serde_error(&error.to_string()),
+        })?;
+    let image_tags = std::mem::take(&mut kustomization.image_tags);
+    kustomization.images.extend(image_tags);
+    match kustomization.kind.as_str() {
+        "" | "Kustomization" | "Component" => {}
+        other => {
+            return Err(Error::Kustomization {
+                path: file.to_path_buf(),
+                message: format!(
+                    "kind: unknown kind {other:?}, expected Kustomization or Component"
+                ),
+            });
+        }
+    }
+    Ok(kustomization)
+}
+
+fn describe_serde_error(message: &str) -> String {
+    if let Some(rest) = message.strip_prefix("unknown field `")
+        && let Some((field, _)) = rest.split_once('`')
+    {
+        return format!("unknown field \"{field}\"");
+    }
+    message.to_owned()
+}
+
+/// Id of an object described by kind/name/namespace fields of a patch or selector.
+pub(crate) fn id_of(object: &Value) -> ResId {
+    Resource::new(object.clone()).current_id()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::MemoryFs;
+
+    fn run(files: &[(&str, &str)]) -> Result<Vec<Value>, Error> {
+        let mut fs = MemoryFs::new();
+        for (path, text) in files {
+            fs.insert(path, *text);
+        }
+        build_with(&fs, Path::new("/app"), &BuildOptions::default())
+    }
+
+    const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: b\n";
+
+    #[test]
+    fn builds_from_memory_with_generator_hash() {
+        let objects = run(&[
+            (
+                "app/kustomization.yaml",
+                "resources: [cm.yaml]\nconfigMapGenerator:\n- name: gen\n  literals: [x=y]\n",
+            ),
+            ("app/cm.yaml", CM),
+        ])
+        .unwrap();
+        assert_eq!(objects.len(), 2);
+        assert!(
+            objects
+                .iter()
+                .any(|o| o["metadata"]["name"].as_str().unwrap().starts_with("gen-"))
+        );
+    }
+
+    #[test]
+    fn bad_input_gives_errors_not_panics() {
+        let malformed = run(&[
+            ("app/kustomization.yaml", "resources: [cm.yaml]\n"),
+            ("app/cm.yaml", "a: [b\n"),
+        ])
+        .unwrap_err();
+        assert!(matches!(malformed, Error::Yaml { .. }), "{malformed}");
+        let missing = run(&[("app/kustomization.yaml", "resources: [nope.yaml]\n")]).unwrap_err();
+        assert!(missing.to_string().contains("nope.yaml"), "{missing}");
+        let unknown = run(&[("app/kustomization.yaml", "notAField: 1\n")]).unwrap_err();
+        assert!(
+            unknown.to_string().contains("unknown field \"notAField\""),
+            "{unknown}"
+        );
+        let helm = run(&[("app/kustomization.yaml", "helmCharts:\n- name: x\n")]).unwrap_err();
+        assert!(helm.to_string().contains("not supported yet"), "{helm}");
+        let remote = run(&[(
+            "app/kustomization.yaml",
+            "resources:\n- https://github.com/x/y//z?ref=v1\n",
+        )])
+        .unwrap_err();
+        assert!(matches!(remote, Error::Remote { .. }), "{remote}");
+    }
+
+    #[test]
+    fn cycles_are_detected() {
+        let error = run(&[
+            ("app/kustomization.yaml", "resources: [../b]\n"),
+            ("b/kustomization.yaml", "resources: [../app]\n"),
+        ])
+        .unwrap_err();
+        assert!(matches!(error, Error::Cycle { .. }), "{error}");
+    }
+
+    #[test]
+    fn files_outside_the_root_are_refused() {
+        let error = run(&[
+            ("app/kustomization.yaml", "resources: [../cm.yaml]\n"),
+            ("cm.yaml", CM),
+        ])
+        .unwrap_err();
+        assert!(matches!(error, Error::Restricted { .. }), "{error}");
+        let mut fs = MemoryFs::new();
+        fs.insert("app/kustomization.yaml", "resources: [../cm.yaml]\n");
+        fs.insert("cm.yaml", CM);
+        let options = BuildOptions {
+            load_restrictor: LoadRestrictor::None,
+            ..BuildOptions::default()
+        };
+        assert_eq!(
+            build_with(&fs, Path::new("/app"), &options).unwrap().len(),
+            1
+        );
+    }
+
+    #[test]
+    fn legacy_patches_list_means_strategic_merge() {
+        let k = parse_kustomization(
+            "patches:\n- p.yaml\nimageTags:\n- name: x\n  newTag: y\n",
+            Path::new("k.yaml"),
+        )
+        .unwrap();
+        assert_eq!(k.patches_strategic_merge, ["p.yaml"]);
+        assert_eq!(k.images[0].new_tag, "y");
+    }
+}
