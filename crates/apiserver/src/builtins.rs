@@ -20,7 +20,10 @@ fn columns(group: &str, plural: &str) -> Vec<PrinterColumn> {
     match (group, plural) {
         ("", "namespaces") => vec![column("Status", "string", ".status.phase")],
         ("", "configmaps") => vec![column("Data", "integer", "@count:.data,.binaryData")],
-        ("", "secrets") => vec![column("Type", "string", ".type"), column("Data", "integer", "@count:.data")],
+        ("", "secrets") => vec![
+            column("Type", "string", ".type"),
+            column("Data", "integer", "@count:.data"),
+        ],
         ("", "services") => vec![
             column("Type", "string", ".spec.type"),
             column("Cluster-IP", "string", ".spec.clusterIP"),
@@ -28,11 +31,19 @@ fn columns(group: &str, plural: &str) -> Vec<PrinterColumn> {
             column("Port(s)", "string", "@ports"),
         ],
         ("apps", "deployments") => vec![
-            column("Ready", "string", "@ready:.status.readyReplicas,.spec.replicas"),
+            column(
+                "Ready",
+                "string",
+                "@ready:.status.readyReplicas,.spec.replicas",
+            ),
             column("Up-to-date", "integer", ".status.updatedReplicas"),
             column("Available", "integer", ".status.availableReplicas"),
         ],
-        ("apps", "statefulsets") => vec![column("Ready", "string", "@ready:.status.readyReplicas,.spec.replicas")],
+        ("apps", "statefulsets") => vec![column(
+            "Ready",
+            "string",
+            "@ready:.status.readyReplicas,.spec.replicas",
+        )],
         ("apps", "replicasets") => vec![
             column("Desired", "integer", ".spec.replicas"),
             column("Current", "integer", ".status.replicas"),

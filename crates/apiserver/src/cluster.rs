@@ -105,9 +105,9 @@ impl PatchType {
             "application/json-patch+json" => Some(Self::Json),
             "application/merge-patch+json" => Some(Self::Merge),
             "application/strategic-merge-patch+json" => Some(Self::Strategic),
-            "application/apply-patch+yaml" | "application/apply-patch+json" | "application/apply-patch+cbor" => {
-                Some(Self::Apply)
-            }
+            "application/apply-patch+yaml"
+            | "application/apply-patch+json"
+            | "application/apply-patch+cbor" => Some(Self::Apply),
             _ => None,
         }
     }
@@ -122,7 +122,9 @@ pub struct ClusterConfig {
 
 impl Default for ClusterConfig {
     fn default() -> Self {
-        Self { watch_history: 10_000 }
+        Self {
+            watch_history: 10_000,
+        }
     }
 }
 
@@ -147,7 +149,9 @@ impl std::fmt::Debug for Cluster {
 /// Now, as Kubernetes prints timestamps (RFC 3339, seconds).
 pub fn now() -> String {
     let ts = jiff::Timestamp::now();
-    jiff::Timestamp::from_second(ts.as_second()).unwrap_or(ts).to_string()
+    jiff::Timestamp::from_second(ts.as_second())
+        .unwrap_or(ts)
+        .to_string()
 }
 
 fn meta(obj: &Value) -> Option<&Map<String, Value>> {
@@ -170,14 +174,20 @@ pub fn finalizers(obj: &Value) -> Vec<String> {
     meta(obj)
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 fn is_dns1123_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
@@ -194,7 +204,9 @@ fn is_qualified_name(s: &str) -> bool {
     };
     let name_ok = !name.is_empty()
         && name.len() <= 63
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
         && name.as_bytes()[0].is_ascii_alphanumeric()
         && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric();
     name_ok && prefix.is_none_or(is_dns1123_subdomain)
@@ -203,7 +215,8 @@ fn is_qualified_name(s: &str) -> bool {
 fn is_label_value(s: &str) -> bool {
     s.is_empty()
         || (s.len() <= 63
-            && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
             && s.as_bytes()[0].is_ascii_alphanumeric()
             && s.as_bytes()[s.len() - 1].is_ascii_alphanumeric())
 }
@@ -222,11 +235,18 @@ impl Cluster {
                 next_service_ip: AtomicU32::new(1),
             }),
         };
-        let ns_type = cluster.resource("", "v1", "namespaces").expect("namespaces are built in");
+        let ns_type = cluster
+            .resource("", "v1", "namespaces")
+            .expect("namespaces are built in");
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-            let opts = WriteOptions { field_manager: "capstan-apiserver".into(), ..WriteOptions::default() };
-            cluster.create(&ns_type, None, body, &opts).expect("default namespaces are valid");
+            let opts = WriteOptions {
+                field_manager: "capstan-apiserver".into(),
+                ..WriteOptions::default()
+            };
+            cluster
+                .create(&ns_type, None, body, &opts)
+                .expect("default namespaces are valid");
         }
         cluster
     }
@@ -236,18 +256,33 @@ impl Cluster {
     }
 
     pub fn registry(&self) -> RwLockReadGuard<'_, Registry> {
-        self.inner.registry.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner
+            .registry
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub(crate) fn registry_mut(&self) -> RwLockWriteGuard<'_, Registry> {
-        self.inner.registry.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.inner
+            .registry
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The resource type at group/version/plural, or 404.
-    pub fn resource(&self, group: &str, version: &str, plural: &str) -> ApiResult<Arc<ResourceType>> {
+    pub fn resource(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> ApiResult<Arc<ResourceType>> {
         self.registry().get(group, version, plural).ok_or_else(|| {
-            ApiError::new(404, "NotFound", "the server could not find the requested resource")
-                .with_details(group, plural, "")
+            ApiError::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )
+            .with_details(group, plural, "")
         })
     }
 
@@ -262,15 +297,28 @@ impl Cluster {
     }
 
     fn object_key(rt: &ResourceType, namespace: Option<&str>, name: &str) -> ObjectKey {
-        (if rt.namespaced { namespace.unwrap_or("").to_owned() } else { String::new() }, name.to_owned())
+        (
+            if rt.namespaced {
+                namespace.unwrap_or("").to_owned()
+            } else {
+                String::new()
+            },
+            name.to_owned(),
+        )
     }
 
     /// Gets one object.
     pub fn get(&self, rt: &ResourceType, namespace: Option<&str>, name: &str) -> ApiResult<Value> {
-        self.get_stored(rt, namespace, name).map(|s| Self::present(rt, &s))
+        self.get_stored(rt, namespace, name)
+            .map(|s| Self::present(rt, &s))
     }
 
-    pub fn get_stored(&self, rt: &ResourceType, namespace: Option<&str>, name: &str) -> ApiResult<Arc<Stored>> {
+    pub fn get_stored(
+        &self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> ApiResult<Arc<Stored>> {
         self.inner
             .store
             .get(&rt.storage_key(), &Self::object_key(rt, namespace, name))
@@ -279,11 +327,17 @@ impl Cluster {
 
     /// Lists objects (all namespaces when `namespace` is `None`) with the list's resourceVersion.
     pub fn list(&self, rt: &ResourceType, namespace: Option<&str>) -> (Vec<Arc<Stored>>, u64) {
-        self.inner.store.list(&rt.storage_key(), if rt.namespaced { namespace } else { None })
+        self.inner.store.list(
+            &rt.storage_key(),
+            if rt.namespaced { namespace } else { None },
+        )
     }
 
     fn namespace_state(&self, namespace: &str) -> ApiResult<()> {
-        let key = StorageKey { group: String::new(), resource: "namespaces".into() };
+        let key = StorageKey {
+            group: String::new(),
+            resource: "namespaces".into(),
+        };
         match self.inner.store.get(&key, &(String::new(), namespace.to_owned())) {
             None => Err(ApiError::not_found("", "namespaces", namespace)),
             Some(ns) if meta(&ns.value).is_some_and(|m| m.contains_key("deletionTimestamp")) => {
@@ -300,10 +354,14 @@ impl Cluster {
         let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
         let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
         if kind.is_empty() {
-            return Err(ApiError::bad_request("Object 'Kind' is missing in the request body"));
+            return Err(ApiError::bad_request(
+                "Object 'Kind' is missing in the request body",
+            ));
         }
         if api_version.is_empty() {
-            return Err(ApiError::bad_request("Object 'apiVersion' is missing in the request body"));
+            return Err(ApiError::bad_request(
+                "Object 'apiVersion' is missing in the request body",
+            ));
         }
         if kind != rt.kind {
             return Err(ApiError::bad_request(format!(
@@ -325,12 +383,19 @@ impl Cluster {
 
     /// Validates metadata and schema, prunes unknown fields and applies schema defaults.
     /// Returns warnings (unknown fields under `Warn`).
-    fn admit(&self, rt: &ResourceType, obj: &mut Value, validation: FieldValidation) -> ApiResult<Vec<String>> {
+    fn admit(
+        rt: &ResourceType,
+        obj: &mut Value,
+        validation: FieldValidation,
+    ) -> ApiResult<Vec<String>> {
         let name = meta_str(obj, "name").unwrap_or("").to_owned();
         let mut causes = Vec::new();
         let name_ok = match (rt.group.as_str(), rt.plural.as_str()) {
             ("", "namespaces" | "services") => is_dns1123_label(&name),
-            _ => is_dns1123_subdomain(&name) || (!rt.builtin && !name.is_empty() && !name.contains('/')),
+            _ => {
+                is_dns1123_subdomain(&name)
+                    || (!rt.builtin && !name.is_empty() && !name.contains('/'))
+            }
         };
         if !name_ok {
             causes.push(Cause {
@@ -377,15 +442,11 @@ impl Cluster {
             if !unknown.is_empty() {
                 match validation {
                     FieldValidation::Strict => {
-                        let list = unknown.iter().map(|u| format!("unknown field {u:?}")).collect::<Vec<_>>();
-                        return Err(ApiError::bad_request(format!(
-                            "{} in {}: strict decoding error: {}",
-                            rt.kind,
-                            rt.api_version(),
-                            list.join(", ")
-                        )));
+                        return Err(strict_decoding_error(rt, &unknown));
                     }
-                    FieldValidation::Warn => warnings.extend(unknown.iter().map(|u| format!("unknown field {u:?}"))),
+                    FieldValidation::Warn => {
+                        warnings.extend(unknown.iter().map(|u| format!("unknown field {u:?}")));
+                    }
                     FieldValidation::Ignore => {}
                 }
             }
@@ -428,10 +489,17 @@ impl Cluster {
 
     /// Whether anything but metadata (and status, with a status subresource) changed.
     fn spec_changed(rt: &ResourceType, old: &Value, new: &Value) -> bool {
-        let (Some(o), Some(n)) = (old.as_object(), new.as_object()) else { return old != new };
-        let skip = |k: &str| k == "metadata" || k == "apiVersion" || k == "kind" || (rt.status && k == "status");
+        let (Some(o), Some(n)) = (old.as_object(), new.as_object()) else {
+            return old != new;
+        };
+        let skip = |k: &str| {
+            k == "metadata" || k == "apiVersion" || k == "kind" || (rt.status && k == "status")
+        };
         let count = |m: &Map<String, Value>| m.keys().filter(|k| !skip(k)).count();
-        count(o) != count(n) || o.iter().filter(|(k, _)| !skip(k)).any(|(k, v)| n.get(k) != Some(v))
+        count(o) != count(n)
+            || o.iter()
+                .filter(|(k, _)| !skip(k))
+                .any(|(k, v)| n.get(k) != Some(v))
     }
 
     /// Creates an object.
@@ -455,11 +523,16 @@ impl Cluster {
     ) -> ApiResult<WriteOutcome> {
         Self::check_type(rt, &obj)?;
         let meta_map = meta_mut(&mut obj);
-        let body_ns = meta_map.get("namespace").and_then(Value::as_str).map(str::to_owned);
+        let body_ns = meta_map
+            .get("namespace")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         if rt.namespaced {
             let ns = namespace.unwrap_or("");
             if ns.is_empty() {
-                return Err(ApiError::bad_request("the server could not find the requested resource: a namespace is required"));
+                return Err(ApiError::bad_request(
+                    "the server could not find the requested resource: a namespace is required",
+                ));
             }
             if let Some(b) = body_ns.as_deref()
                 && !b.is_empty()
@@ -473,9 +546,16 @@ impl Cluster {
         } else {
             meta_map.remove("namespace");
         }
-        let mut name = meta_map.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+        let mut name = meta_map
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         if name.is_empty() {
-            let prefix = meta_map.get("generateName").and_then(Value::as_str).unwrap_or("");
+            let prefix = meta_map
+                .get("generateName")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             if prefix.is_empty() {
                 return Err(ApiError::invalid(
                     &rt.group,
@@ -488,17 +568,32 @@ impl Cluster {
                     }],
                 ));
             }
-            let suffix: String = uuid::Uuid::new_v4().simple().to_string().chars().take(5).collect();
+            let suffix: String = uuid::Uuid::new_v4()
+                .simple()
+                .to_string()
+                .chars()
+                .take(5)
+                .collect();
             name = format!("{prefix}{suffix}");
             meta_map.insert("name".into(), Value::String(name.clone()));
         }
         if rt.namespaced {
             self.namespace_state(namespace.unwrap_or(""))?;
         }
-        for f in ["uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"] {
+        for f in [
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+        ] {
             meta_map.remove(f);
         }
-        meta_map.insert("uid".into(), Value::String(uuid::Uuid::new_v4().to_string()));
+        meta_map.insert(
+            "uid".into(),
+            Value::String(uuid::Uuid::new_v4().to_string()),
+        );
         meta_map.insert("creationTimestamp".into(), Value::String(now()));
         if Self::has_generation(rt) {
             meta_map.insert("generation".into(), json!(1));
@@ -508,36 +603,57 @@ impl Cluster {
         if applied.is_none() {
             meta_map.remove("managedFields");
         }
-        if rt.status && rt.plural != "customresourcedefinitions" {
-            if let Some(o) = obj.as_object_mut() {
-                o.remove("status");
-            }
+        if rt.status
+            && rt.plural != "customresourcedefinitions"
+            && let Some(o) = obj.as_object_mut()
+        {
+            o.remove("status");
         }
-        let mut warnings = self.admit(rt, &mut obj, opts.field_validation)?;
+        let mut warnings = Self::admit(rt, &mut obj, opts.field_validation)?;
         let ip = || self.allocate_service_ip();
         defaults::apply_builtin(rt, &mut obj, None, &ip);
-        let mut obj = match applied {
-            Some(managed) => {
+        let mut obj = if let Some(managed) = applied {
+            if managed.as_array().is_some_and(Vec::is_empty) {
+                meta_mut(&mut obj).remove("managedFields");
+            } else {
                 obj["metadata"]["managedFields"] = managed;
-                obj
             }
-            None => {
-                let timestamp = now();
-                let api_version = rt.api_version();
-                let ctx = WriteContext { manager: &opts.field_manager, api_version: &api_version, subresource: None, now: &timestamp };
-                managed::record_update(None, &obj, &ctx, rt.schema.as_ref())
-            }
+            obj
+        } else {
+            let timestamp = now();
+            let api_version = rt.api_version();
+            let ctx = WriteContext {
+                manager: &opts.field_manager,
+                api_version: &api_version,
+                subresource: None,
+                now: &timestamp,
+            };
+            managed::record_update(None, &obj, &ctx, rt.schema.as_ref())
         };
         crate::controllers::crd::on_write(self, rt, &mut obj, opts.dry_run)?;
         if opts.dry_run {
-            return Ok(WriteOutcome { object: obj, created: true, warnings });
+            return Ok(WriteOutcome {
+                object: obj,
+                created: true,
+                warnings,
+            });
         }
         let stored_obj = to_storage(rt, obj);
-        match self.inner.store.write(&rt.storage_key(), Self::object_key(rt, namespace, &name), Some(stored_obj), None, true) {
+        match self.inner.store.write(
+            &rt.storage_key(),
+            Self::object_key(rt, namespace, &name),
+            Some(stored_obj),
+            None,
+            true,
+        ) {
             Ok(stored) => {
                 crate::controllers::crd::after_write(self, rt, &stored.value);
                 warnings.shrink_to_fit();
-                Ok(WriteOutcome { object: Self::present(rt, &stored), created: true, warnings })
+                Ok(WriteOutcome {
+                    object: Self::present(rt, &stored),
+                    created: true,
+                    warnings,
+                })
             }
             Err(WriteError::Exists) => Err(ApiError::already_exists(&rt.group, &rt.plural, &name)),
             Err(e) => Err(ApiError::internal(format!("storage: {e:?}"))),
@@ -565,7 +681,16 @@ impl Cluster {
         let old_meta = meta(&old).cloned().unwrap_or_default();
         {
             let m = meta_mut(&mut new);
-            for f in ["name", "namespace", "uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields"] {
+            for f in [
+                "name",
+                "namespace",
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "managedFields",
+            ] {
                 match old_meta.get(f) {
                     Some(v) => {
                         m.insert(f.into(), v.clone());
@@ -591,13 +716,20 @@ impl Cluster {
                         }
                     }
                 }
-                merged["metadata"]["managedFields"] = old_meta.get("managedFields").cloned().unwrap_or(Value::Null);
+                merged["metadata"]["managedFields"] = old_meta
+                    .get("managedFields")
+                    .cloned()
+                    .unwrap_or(Value::Null);
                 if merged["metadata"]["managedFields"].is_null() {
                     meta_mut(&mut merged).remove("managedFields");
                 }
                 new = merged;
             }
-            Some(other) => return Err(ApiError::not_found(&rt.group, &format!("{}/{other}", rt.plural), "").into()),
+            Some(other) => {
+                return Err(
+                    ApiError::not_found(&rt.group, &format!("{}/{other}", rt.plural), "").into(),
+                );
+            }
             None => {
                 if rt.status && rt.plural != "customresourcedefinitions" {
                     match old.get("status") {
@@ -627,26 +759,34 @@ impl Cluster {
                 .into());
             }
         }
-        let warnings = self.admit(rt, &mut new, opts.field_validation)?;
+        let warnings = Self::admit(rt, &mut new, opts.field_validation)?;
         let ip = || self.allocate_service_ip();
         defaults::apply_builtin(rt, &mut new, Some(&old), &ip);
         if Self::has_generation(rt) && Self::spec_changed(rt, &old, &new) {
-            let g = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
+            let g = old_meta
+                .get("generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
             new["metadata"]["generation"] = json!(g + 1);
         }
-        let mut new = match applied_managed {
-            Some(m) => {
-                new["metadata"]["managedFields"] = m;
-                new
-            }
-            None => {
-                let timestamp = now();
-                let api_version = rt.api_version();
-                let ctx = WriteContext { manager: &opts.field_manager, api_version: &api_version, subresource, now: &timestamp };
-                managed::record_update(Some(&old), &new, &ctx, rt.schema.as_ref())
-            }
+        let mut new = if let Some(m) = applied_managed {
+            new["metadata"]["managedFields"] = m;
+            new
+        } else {
+            let timestamp = now();
+            let api_version = rt.api_version();
+            let ctx = WriteContext {
+                manager: &opts.field_manager,
+                api_version: &api_version,
+                subresource,
+                now: &timestamp,
+            };
+            managed::record_update(Some(&old), &new, &ctx, rt.schema.as_ref())
         };
-        if new["metadata"].get("managedFields").is_some_and(|m| m.as_array().is_some_and(Vec::is_empty)) {
+        if new["metadata"]
+            .get("managedFields")
+            .is_some_and(|m| m.as_array().is_some_and(Vec::is_empty))
+        {
             meta_mut(&mut new).remove("managedFields");
         }
         crate::controllers::crd::on_write(self, rt, &mut new, opts.dry_run)?;
@@ -654,7 +794,11 @@ impl Cluster {
         let mut old_cmp = old.clone();
         meta_mut(&mut old_cmp).remove("resourceVersion");
         if old_cmp == new {
-            return Ok(WriteOutcome { object: old, created: false, warnings });
+            return Ok(WriteOutcome {
+                object: old,
+                created: false,
+                warnings,
+            });
         }
         let name = meta_str(&old, "name").unwrap_or("").to_owned();
         let namespace = meta_str(&old, "namespace").map(str::to_owned);
@@ -662,25 +806,46 @@ impl Cluster {
             && finalizers(&new).is_empty()
             && !(rt.group.is_empty()
                 && rt.plural == "namespaces"
-                && new.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|a| !a.is_empty()));
+                && new
+                    .pointer("/spec/finalizers")
+                    .and_then(Value::as_array)
+                    .is_some_and(|a| !a.is_empty()));
         if opts.dry_run {
             let mut shown = new;
             shown["metadata"]["resourceVersion"] = Value::String(old_stored.rv.to_string());
-            return Ok(WriteOutcome { object: shown, created: false, warnings });
+            return Ok(WriteOutcome {
+                object: shown,
+                created: false,
+                warnings,
+            });
         }
         let key = Self::object_key(rt, namespace.as_deref(), &name);
-        let value = if finished { None } else { Some(to_storage(rt, new)) };
-        match self.inner.store.write(&rt.storage_key(), key, value, Some(old_stored.rv), false) {
+        let value = if finished {
+            None
+        } else {
+            Some(to_storage(rt, new))
+        };
+        match self
+            .inner
+            .store
+            .write(&rt.storage_key(), key, value, Some(old_stored.rv), false)
+        {
             Ok(stored) => {
-                if !finished {
-                    crate::controllers::crd::after_write(self, rt, &stored.value);
-                } else {
+                if finished {
                     crate::controllers::crd::after_delete(self, rt, &stored.value);
+                } else {
+                    crate::controllers::crd::after_write(self, rt, &stored.value);
                 }
-                Ok(WriteOutcome { object: Self::present(rt, &stored), created: false, warnings })
+                Ok(WriteOutcome {
+                    object: Self::present(rt, &stored),
+                    created: false,
+                    warnings,
+                })
             }
             Err(WriteError::Stale) => Err(CommitError::Stale),
-            Err(WriteError::Missing) => Err(ApiError::not_found(&rt.group, &rt.plural, &name).into()),
+            Err(WriteError::Missing) => {
+                Err(ApiError::not_found(&rt.group, &rt.plural, &name).into())
+            }
             Err(WriteError::Exists) => Err(ApiError::internal("storage: unexpected exists").into()),
         }
     }
@@ -703,7 +868,9 @@ impl Cluster {
                 "the name of the object ({n}) does not match the name on the URL ({name})"
             )));
         }
-        let expected = meta_str(&body, "resourceVersion").filter(|s| !s.is_empty()).map(str::to_owned);
+        let expected = meta_str(&body, "resourceVersion")
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned);
         let old = self.get_stored(rt, namespace, name)?;
         if let Some(rv) = &expected
             && *rv != old.rv.to_string()
@@ -752,17 +919,28 @@ impl Cluster {
             let old = Self::present(rt, &old_stored);
             let mut new = old.clone();
             match patch_type {
-                PatchType::Json => capstan_patch::json_patch(&mut new, patch)
-                    .map_err(|e| ApiError::new(422, "Invalid", format!("the server rejected our request due to an error in our request: {e}")))?,
+                PatchType::Json => capstan_patch::json_patch(&mut new, patch).map_err(|e| {
+                    ApiError::new(
+                        422,
+                        "Invalid",
+                        format!(
+                            "the server rejected our request due to an error in our request: {e}"
+                        ),
+                    )
+                })?,
                 PatchType::Merge => {
                     if !patch.is_object() {
-                        return Err(ApiError::bad_request("the merge patch must be a JSON object"));
+                        return Err(ApiError::bad_request(
+                            "the merge patch must be a JSON object",
+                        ));
                     }
                     capstan_patch::merge_patch(&mut new, patch);
                 }
                 PatchType::Strategic => {
                     if !patch.is_object() {
-                        return Err(ApiError::bad_request("the strategic merge patch must be a JSON object"));
+                        return Err(ApiError::bad_request(
+                            "the strategic merge patch must be a JSON object",
+                        ));
                     }
                     new = capstan_patch::strategic_merge(&old, patch, rt.schema.as_ref())
                         .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?;
@@ -780,7 +958,9 @@ impl Cluster {
                 ));
             }
             if meta_str(&new, "name").is_some_and(|n| n != name) {
-                return Err(ApiError::bad_request("metadata.name: the name cannot be changed by a patch"));
+                return Err(ApiError::bad_request(
+                    "metadata.name: the name cannot be changed by a patch",
+                ));
             }
             match self.commit_update(rt, &old_stored, new, subresource, opts, None) {
                 Ok(o) => return Ok(o),
@@ -788,7 +968,12 @@ impl Cluster {
                 Err(CommitError::Stale) => {}
             }
         }
-        Err(ApiError::conflict(&rt.group, &rt.plural, name, "too many concurrent writes; try again"))
+        Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            name,
+            "too many concurrent writes; try again",
+        ))
     }
 
     fn apply(
@@ -813,7 +998,9 @@ impl Cluster {
             ));
         }
         if !config.is_object() {
-            return Err(ApiError::bad_request("the apply configuration must be an object"));
+            return Err(ApiError::bad_request(
+                "the apply configuration must be an object",
+            ));
         }
         Self::check_type(rt, config)?;
         if let Some(n) = meta_str(config, "name")
@@ -837,10 +1024,17 @@ impl Cluster {
             let m = meta_mut(&mut config);
             m.insert("name".into(), Value::String(name.to_owned()));
             if rt.namespaced {
-                m.insert("namespace".into(), Value::String(namespace.unwrap_or("").to_owned()));
+                m.insert(
+                    "namespace".into(),
+                    Value::String(namespace.unwrap_or("").to_owned()),
+                );
             }
-            if m.get("managedFields").is_some_and(|f| f.as_array().is_none_or(|a| !a.is_empty())) {
-                return Err(ApiError::bad_request("metadata.managedFields must be nil in an apply configuration"));
+            if m.get("managedFields")
+                .is_some_and(|f| f.as_array().is_none_or(|a| !a.is_empty()))
+            {
+                return Err(ApiError::bad_request(
+                    "metadata.managedFields must be nil in an apply configuration",
+                ));
             }
             m.remove("managedFields");
             m.remove("resourceVersion");
@@ -850,15 +1044,11 @@ impl Cluster {
             let unknown = schema.prune(&mut config);
             match opts.field_validation {
                 FieldValidation::Strict if !unknown.is_empty() => {
-                    let list = unknown.iter().map(|u| format!("unknown field {u:?}")).collect::<Vec<_>>();
-                    return Err(ApiError::bad_request(format!(
-                        "{} in {}: strict decoding error: {}",
-                        rt.kind,
-                        rt.api_version(),
-                        list.join(", ")
-                    )));
+                    return Err(strict_decoding_error(rt, &unknown));
                 }
-                FieldValidation::Warn => warnings.extend(unknown.iter().map(|u| format!("unknown field {u:?}"))),
+                FieldValidation::Warn => {
+                    warnings.extend(unknown.iter().map(|u| format!("unknown field {u:?}")));
+                }
                 _ => {}
             }
         }
@@ -881,22 +1071,40 @@ impl Cluster {
         let api_version = rt.api_version();
         for _ in 0..16 {
             let timestamp = now();
-            let ctx = WriteContext { manager: &opts.field_manager, api_version: &api_version, subresource, now: &timestamp };
+            let ctx = WriteContext {
+                manager: &opts.field_manager,
+                api_version: &api_version,
+                subresource,
+                now: &timestamp,
+            };
             let old_stored = match self.get_stored(rt, namespace, name) {
                 Ok(s) => Some(s),
                 Err(e) if e.code == 404 && subresource.is_none() => None,
                 Err(e) => return Err(e),
             };
             let live = old_stored.as_ref().map(|s| Self::present(rt, s));
-            let merged = managed::apply(live.as_ref(), &config, &ctx, opts.force, rt.schema.as_ref())
-                .map_err(|e| apply_error(rt, e))?;
-            let managed_fields = merged.pointer("/metadata/managedFields").cloned().unwrap_or(json!([]));
+            let merged =
+                managed::apply(live.as_ref(), &config, &ctx, opts.force, rt.schema.as_ref())
+                    .map_err(|e| apply_error(rt, e))?;
+            let managed_fields = merged
+                .pointer("/metadata/managedFields")
+                .cloned()
+                .unwrap_or(json!([]));
             let result = match &old_stored {
-                None => match self.create_inner(rt, namespace, merged, opts, Some(managed_fields)) {
-                    Err(e) if e.reason == "AlreadyExists" => continue,
-                    other => other,
-                },
-                Some(old) => match self.commit_update(rt, old, merged, subresource, opts, Some(managed_fields)) {
+                None => {
+                    match self.create_inner(rt, namespace, merged, opts, Some(managed_fields)) {
+                        Err(e) if e.reason == "AlreadyExists" => continue,
+                        other => other,
+                    }
+                }
+                Some(old) => match self.commit_update(
+                    rt,
+                    old,
+                    merged,
+                    subresource,
+                    opts,
+                    Some(managed_fields),
+                ) {
                     Ok(o) => Ok(o),
                     Err(CommitError::Api(e)) => Err(e),
                     Err(CommitError::Stale) => continue,
@@ -907,7 +1115,12 @@ impl Cluster {
                 o
             });
         }
-        Err(ApiError::conflict(&rt.group, &rt.plural, name, "too many concurrent writes; try again"))
+        Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            name,
+            "too many concurrent writes; try again",
+        ))
     }
 
     /// Deletes an object, honouring finalizers and the propagation policy.
@@ -924,22 +1137,34 @@ impl Cluster {
             if let Some(uid) = &opts.precondition_uid
                 && uid != old_stored.uid()
             {
-                return Err(ApiError::conflict(&rt.group, &rt.plural, name, &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    old_stored.uid()
-                )));
+                return Err(ApiError::conflict(
+                    &rt.group,
+                    &rt.plural,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        old_stored.uid()
+                    ),
+                ));
             }
             if let Some(rv) = &opts.precondition_rv
                 && *rv != old_stored.rv.to_string()
             {
-                return Err(ApiError::conflict(&rt.group, &rt.plural, name, &format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                    old_stored.rv
-                )));
+                return Err(ApiError::conflict(
+                    &rt.group,
+                    &rt.plural,
+                    name,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                        old_stored.rv
+                    ),
+                ));
             }
             let mut fins = finalizers(&old);
             match opts.propagation {
-                Some(Propagation::Foreground) if !fins.iter().any(|f| f == FOREGROUND_FINALIZER) => {
+                Some(Propagation::Foreground)
+                    if !fins.iter().any(|f| f == FOREGROUND_FINALIZER) =>
+                {
                     fins.retain(|f| f != ORPHAN_FINALIZER);
                     fins.push(FOREGROUND_FINALIZER.into());
                 }
@@ -952,7 +1177,11 @@ impl Cluster {
             let is_namespace = rt.group.is_empty() && rt.plural == "namespaces";
             let pending = !fins.is_empty() || is_namespace;
             if opts.dry_run {
-                return Ok(if pending { DeleteOutcome::Pending(old) } else { DeleteOutcome::Deleted(old) });
+                return Ok(if pending {
+                    DeleteOutcome::Pending(old)
+                } else {
+                    DeleteOutcome::Deleted(old)
+                });
             }
             let key = Self::object_key(rt, namespace, name);
             if pending {
@@ -977,25 +1206,46 @@ impl Cluster {
                 if is_namespace {
                     new["status"] = json!({"phase": "Terminating"});
                 }
-                match self.inner.store.write(&rt.storage_key(), key, Some(to_storage(rt, new)), Some(old_stored.rv), false) {
+                match self.inner.store.write(
+                    &rt.storage_key(),
+                    key,
+                    Some(to_storage(rt, new)),
+                    Some(old_stored.rv),
+                    false,
+                ) {
                     Ok(stored) => return Ok(DeleteOutcome::Pending(Self::present(rt, &stored))),
                     Err(WriteError::Stale) => {}
-                    Err(WriteError::Missing) => return Err(ApiError::not_found(&rt.group, &rt.plural, name)),
+                    Err(WriteError::Missing) => {
+                        return Err(ApiError::not_found(&rt.group, &rt.plural, name));
+                    }
                     Err(e) => return Err(ApiError::internal(format!("storage: {e:?}"))),
                 }
             } else {
-                match self.inner.store.write(&rt.storage_key(), key, None, Some(old_stored.rv), false) {
+                match self.inner.store.write(
+                    &rt.storage_key(),
+                    key,
+                    None,
+                    Some(old_stored.rv),
+                    false,
+                ) {
                     Ok(stored) => {
                         crate::controllers::crd::after_delete(self, rt, &stored.value);
                         return Ok(DeleteOutcome::Deleted(Self::present(rt, &stored)));
                     }
                     Err(WriteError::Stale) => {}
-                    Err(WriteError::Missing) => return Err(ApiError::not_found(&rt.group, &rt.plural, name)),
+                    Err(WriteError::Missing) => {
+                        return Err(ApiError::not_found(&rt.group, &rt.plural, name));
+                    }
                     Err(e) => return Err(ApiError::internal(format!("storage: {e:?}"))),
                 }
             }
         }
-        Err(ApiError::conflict(&rt.group, &rt.plural, name, "too many concurrent writes; try again"))
+        Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            name,
+            "too many concurrent writes; try again",
+        ))
     }
 
     /// For the control plane's own controllers: read-modify-write with retries. `f` returns `false`
@@ -1009,7 +1259,11 @@ impl Cluster {
         manager: &str,
         mut f: impl FnMut(&mut Value) -> bool,
     ) -> ApiResult<Option<Value>> {
-        let opts = WriteOptions { field_manager: manager.to_owned(), field_validation: FieldValidation::Ignore, ..WriteOptions::default() };
+        let opts = WriteOptions {
+            field_manager: manager.to_owned(),
+            field_validation: FieldValidation::Ignore,
+            ..WriteOptions::default()
+        };
         for _ in 0..16 {
             let old_stored = self.get_stored(rt, namespace, name)?;
             let mut new = Self::present(rt, &old_stored);
@@ -1022,7 +1276,12 @@ impl Cluster {
                 Err(CommitError::Stale) => {}
             }
         }
-        Err(ApiError::conflict(&rt.group, &rt.plural, name, "too many concurrent writes"))
+        Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            name,
+            "too many concurrent writes",
+        ))
     }
 }
 
@@ -1037,6 +1296,20 @@ fn to_storage(rt: &ResourceType, mut obj: Value) -> Value {
     obj
 }
 
+/// The `400 Bad Request` of `fieldValidation=Strict`, worded as Kubernetes words it.
+fn strict_decoding_error(rt: &ResourceType, unknown: &[String]) -> ApiError {
+    let list = unknown
+        .iter()
+        .map(|u| format!("unknown field {u:?}"))
+        .collect::<Vec<_>>();
+    ApiError::bad_request(format!(
+        "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+        list.join(", "),
+        kind = rt.kind,
+        version = rt.version,
+    ))
+}
+
 fn apply_error(rt: &ResourceType, e: ApplyError) -> ApiError {
     match e {
         ApplyError::Conflicts(conflicts) => {
@@ -1044,7 +1317,10 @@ fn apply_error(rt: &ResourceType, e: ApplyError) -> ApiError {
             let mut lines = Vec::new();
             let mut causes = Vec::new();
             for c in &conflicts {
-                lines.push(format!("conflict with {:?} using {api_version}: {}", c.manager, c.field));
+                lines.push(format!(
+                    "conflict with {:?} using {api_version}: {}",
+                    c.manager, c.field
+                ));
                 causes.push(Cause {
                     reason: "FieldManagerConflict".into(),
                     message: format!("conflict with {:?} using {api_version}", c.manager),
@@ -1054,7 +1330,11 @@ fn apply_error(rt: &ResourceType, e: ApplyError) -> ApiError {
             let message = if lines.len() == 1 {
                 format!("Apply failed with 1 conflict: {}", lines[0])
             } else {
-                format!("Apply failed with {} conflicts: {}", lines.len(), lines.join("\n"))
+                format!(
+                    "Apply failed with {} conflicts: {}",
+                    lines.len(),
+                    lines.join("\n")
+                )
             };
             let mut err = ApiError::new(409, "Conflict", message);
             err.causes = causes;

@@ -16,14 +16,20 @@ fn set_default(map: &mut Map<String, Value>, key: &str, value: Value) {
 }
 
 fn default_containers(list: Option<&mut Value>) {
-    let Some(list) = list.and_then(Value::as_array_mut) else { return };
+    let Some(list) = list.and_then(Value::as_array_mut) else {
+        return;
+    };
     for c in list.iter_mut().filter_map(Value::as_object_mut) {
         set_default(c, "terminationMessagePath", json!("/dev/termination-log"));
         set_default(c, "terminationMessagePolicy", json!("File"));
         let image = c.get("image").and_then(Value::as_str).unwrap_or("");
         let last = image.rsplit('/').next().unwrap_or("");
         let tagged = last.contains(':') && !last.ends_with(":latest");
-        let policy = if tagged || image.contains('@') { "IfNotPresent" } else { "Always" };
+        let policy = if tagged || image.contains('@') {
+            "IfNotPresent"
+        } else {
+            "Always"
+        };
         set_default(c, "imagePullPolicy", json!(policy));
         if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
             for p in ports.iter_mut().filter_map(Value::as_object_mut) {
@@ -52,13 +58,22 @@ fn template_spec(obj: &mut Value) -> Option<&mut Value> {
 
 /// Applies the API server's defaults for built-in kinds. `old` is the previous state on updates;
 /// `allocate_ip` hands out Service cluster IPs.
-pub fn apply_builtin(rt: &ResourceType, obj: &mut Value, old: Option<&Value>, allocate_ip: &dyn Fn() -> String) {
+pub fn apply_builtin(
+    rt: &ResourceType,
+    obj: &mut Value,
+    old: Option<&Value>,
+    allocate_ip: &dyn Fn() -> String,
+) {
     if !rt.builtin {
         return;
     }
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "namespaces") => {
-            let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_owned();
+            let name = obj
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
             if let Some(m) = obj_mut(obj, "metadata") {
                 let labels = m.entry("labels").or_insert_with(|| json!({}));
                 if let Some(l) = labels.as_object_mut() {
@@ -67,29 +82,44 @@ pub fn apply_builtin(rt: &ResourceType, obj: &mut Value, old: Option<&Value>, al
             }
             let terminating = obj.pointer("/metadata/deletionTimestamp").is_some();
             if old.is_none() {
-                let spec = obj.as_object_mut().map(|o| o.entry("spec").or_insert_with(|| json!({})));
+                let spec = obj
+                    .as_object_mut()
+                    .map(|o| o.entry("spec").or_insert_with(|| json!({})));
                 if let Some(s) = spec.and_then(Value::as_object_mut) {
                     set_default(s, "finalizers", json!(["kubernetes"]));
                 }
             }
             if let Some(o) = obj.as_object_mut() {
-                o.insert("status".into(), json!({"phase": if terminating { "Terminating" } else { "Active" }}));
+                o.insert(
+                    "status".into(),
+                    json!({"phase": if terminating { "Terminating" } else { "Active" }}),
+                );
             }
         }
         ("", "services") => {
             let old_ip = old.and_then(|o| o.pointer("/spec/clusterIP")).cloned();
             let old_ips = old.and_then(|o| o.pointer("/spec/clusterIPs")).cloned();
-            let Some(spec) = obj_mut(obj, "spec") else { return };
+            let Some(spec) = obj_mut(obj, "spec") else {
+                return;
+            };
             set_default(spec, "type", json!("ClusterIP"));
             set_default(spec, "sessionAffinity", json!("None"));
-            let type_ = spec.get("type").and_then(Value::as_str).unwrap_or("ClusterIP").to_owned();
+            let type_ = spec
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("ClusterIP")
+                .to_owned();
             if type_ != "ExternalName" {
                 if let Some(ip) = old_ip.filter(|v| !v.is_null()) {
                     set_default(spec, "clusterIP", ip);
                     if let Some(ips) = old_ips {
                         set_default(spec, "clusterIPs", ips);
                     }
-                } else if spec.get("clusterIP").and_then(Value::as_str).is_none_or(str::is_empty) {
+                } else if spec
+                    .get("clusterIP")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+                {
                     let ip = allocate_ip();
                     spec.insert("clusterIP".into(), json!(ip));
                     spec.insert("clusterIPs".into(), json!([ip]));
@@ -109,7 +139,8 @@ pub fn apply_builtin(rt: &ResourceType, obj: &mut Value, old: Option<&Value>, al
                 }
             }
             if let Some(o) = obj.as_object_mut() {
-                o.entry("status").or_insert_with(|| json!({"loadBalancer": {}}));
+                o.entry("status")
+                    .or_insert_with(|| json!({"loadBalancer": {}}));
             }
         }
         ("", "secrets") => {
@@ -128,6 +159,10 @@ pub fn apply_builtin(rt: &ResourceType, obj: &mut Value, old: Option<&Value>, al
         }
         ("", "pods") => {
             default_pod_spec(obj.get_mut("spec"), "Always");
+            // A new pod is Pending until a kubelet reports on it (there is none here).
+            if old.is_none() && obj.get("status").is_none_or(|s| s.get("phase").is_none()) {
+                obj["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
+            }
         }
         ("apps", "deployments") => {
             if let Some(spec) = obj_mut(obj, "spec") {
@@ -153,7 +188,11 @@ pub fn apply_builtin(rt: &ResourceType, obj: &mut Value, old: Option<&Value>, al
                 set_default(spec, "replicas", json!(1));
                 set_default(spec, "podManagementPolicy", json!("OrderedReady"));
                 set_default(spec, "revisionHistoryLimit", json!(10));
-                set_default(spec, "updateStrategy", json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
+                set_default(
+                    spec,
+                    "updateStrategy",
+                    json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+                );
                 set_default(
                     spec,
                     "persistentVolumeClaimRetentionPolicy",
@@ -201,7 +240,11 @@ pub(crate) fn base64_encode(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
@@ -215,7 +258,11 @@ pub(crate) fn base64_encode(bytes: &[u8]) -> String {
 }
 
 fn required(field: &str) -> Cause {
-    Cause { reason: "FieldValueRequired".into(), message: "Required value".into(), field: field.to_owned() }
+    Cause {
+        reason: "FieldValueRequired".into(),
+        message: "Required value".into(),
+        field: field.to_owned(),
+    }
 }
 
 fn check_containers(spec: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
@@ -223,10 +270,16 @@ fn check_containers(spec: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
     match spec.get("containers").and_then(Value::as_array) {
         Some(list) if !list.is_empty() => {
             for (i, c) in list.iter().enumerate() {
-                if c.get("name").and_then(Value::as_str).is_none_or(str::is_empty) {
+                if c.get("name")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+                {
                     causes.push(required(&format!("{path}.containers[{i}].name")));
                 }
-                if c.get("image").and_then(Value::as_str).is_none_or(str::is_empty) {
+                if c.get("image")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+                {
                     causes.push(required(&format!("{path}.containers[{i}].image")));
                 }
             }
@@ -245,7 +298,10 @@ pub fn validate_builtin(rt: &ResourceType, obj: &Value) -> Vec<Cause> {
                 causes.push(required("spec.selector"));
             }
             let labels = obj.pointer("/spec/template/metadata/labels");
-            if let Some(match_labels) = selector.and_then(|s| s.get("matchLabels")).and_then(Value::as_object) {
+            if let Some(match_labels) = selector
+                .and_then(|s| s.get("matchLabels"))
+                .and_then(Value::as_object)
+            {
                 let ok = match_labels
                     .iter()
                     .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
@@ -260,19 +316,32 @@ pub fn validate_builtin(rt: &ResourceType, obj: &Value) -> Vec<Cause> {
                     });
                 }
             }
-            check_containers(obj.pointer("/spec/template/spec"), "spec.template.spec", &mut causes);
+            check_containers(
+                obj.pointer("/spec/template/spec"),
+                "spec.template.spec",
+                &mut causes,
+            );
         }
-        ("batch", "jobs") => check_containers(obj.pointer("/spec/template/spec"), "spec.template.spec", &mut causes),
+        ("batch", "jobs") => check_containers(
+            obj.pointer("/spec/template/spec"),
+            "spec.template.spec",
+            &mut causes,
+        ),
         ("", "pods") => check_containers(obj.get("spec"), "spec", &mut causes),
         ("", "services") => {
-            let type_ = obj.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP");
+            let type_ = obj
+                .pointer("/spec/type")
+                .and_then(Value::as_str)
+                .unwrap_or("ClusterIP");
             if let Some(ports) = obj.pointer("/spec/ports").and_then(Value::as_array) {
                 for (i, p) in ports.iter().enumerate() {
                     if p.get("port").is_none_or(Value::is_null) {
                         causes.push(required(&format!("spec.ports[{i}].port")));
                     }
                 }
-            } else if type_ != "ExternalName" && obj.pointer("/spec/clusterIP").and_then(Value::as_str) != Some("None") {
+            } else if type_ != "ExternalName"
+                && obj.pointer("/spec/clusterIP").and_then(Value::as_str) != Some("None")
+            {
                 causes.push(required("spec.ports"));
             }
         }

@@ -61,13 +61,21 @@ impl ApiError {
     }
 
     pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
-        Self::new(404, "NotFound", format!("{} \"{name}\" not found", qualified(group, resource)))
-            .with_details(group, resource, name)
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", qualified(group, resource)),
+        )
+        .with_details(group, resource, name)
     }
 
     pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", qualified(group, resource)))
-            .with_details(group, resource, name)
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", qualified(group, resource)),
+        )
+        .with_details(group, resource, name)
     }
 
     /// Optimistic-concurrency failure.
@@ -75,7 +83,10 @@ impl ApiError {
         Self::new(
             409,
             "Conflict",
-            format!("Operation cannot be fulfilled on {} \"{name}\": {detail}", qualified(group, resource)),
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {detail}",
+                qualified(group, resource)
+            ),
         )
         .with_details(group, resource, name)
     }
@@ -84,11 +95,29 @@ impl ApiError {
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> Self {
         let list = causes
             .iter()
-            .map(|c| if c.field.is_empty() { c.message.clone() } else { format!("{}: {}", c.field, c.message) })
+            .map(|c| {
+                if c.field.is_empty() {
+                    c.message.clone()
+                } else {
+                    format!("{}: {}", c.field, c.message)
+                }
+            })
             .collect::<Vec<_>>();
-        let joined = if list.len() == 1 { list[0].clone() } else { format!("[{}]", list.join(", ")) };
-        let gk = if group.is_empty() { kind.to_owned() } else { format!("{kind}.{group}") };
-        let mut e = Self::new(422, "Invalid", format!("{gk} \"{name}\" is invalid: {joined}"));
+        let joined = if list.len() == 1 {
+            list[0].clone()
+        } else {
+            format!("[{}]", list.join(", "))
+        };
+        let gk = if group.is_empty() {
+            kind.to_owned()
+        } else {
+            format!("{kind}.{group}")
+        };
+        let mut e = Self::new(
+            422,
+            "Invalid",
+            format!("{gk} \"{name}\" is invalid: {joined}"),
+        );
         e.group = Some(group.to_owned());
         e.kind = Some(kind.to_owned());
         e.name = Some(name.to_owned());
@@ -138,7 +167,9 @@ impl ApiError {
                 Value::Array(
                     self.causes
                         .iter()
-                        .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                        .map(
+                            |c| json!({"reason": c.reason, "message": c.message, "field": c.field}),
+                        )
                         .collect(),
                 ),
             );
@@ -164,5 +195,9 @@ impl ApiError {
 
 /// `deployments.apps` or `configmaps`.
 pub fn qualified(group: &str, resource: &str) -> String {
-    if group.is_empty() { resource.to_owned() } else { format!("{resource}.{group}") }
+    if group.is_empty() {
+        resource.to_owned()
+    } else {
+        format!("{resource}.{group}")
+    }
 }

@@ -13,7 +13,10 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
-use crate::cluster::{Cluster, DeleteOptions, DeleteOutcome, FieldValidation, PatchType, Propagation, WriteOptions, WriteOutcome};
+use crate::cluster::{
+    Cluster, DeleteOptions, DeleteOutcome, FieldValidation, PatchType, Propagation, WriteOptions,
+    WriteOutcome,
+};
 use crate::error::{ApiError, ApiResult};
 use crate::registry::ResourceType;
 use crate::selectors::{FieldSelector, LabelSelector};
@@ -40,23 +43,32 @@ fn parse_query(uri: &http::Uri) -> Query {
 }
 
 fn json_response(status: StatusCode, value: &Value) -> Response {
-    bytes_response(status, Bytes::from(serde_json::to_vec(value).unwrap_or_default()))
+    bytes_response(
+        status,
+        Bytes::from(serde_json::to_vec(value).unwrap_or_default()),
+    )
 }
 
 fn bytes_response(status: StatusCode, body: Bytes) -> Response {
     let mut r = Response::new(Body::from(body));
     *r.status_mut() = status;
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     r
 }
 
 fn error_response(e: &ApiError) -> Response {
-    json_response(StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR), &e.to_status())
+    json_response(
+        StatusCode::from_u16(e.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        &e.to_status(),
+    )
 }
 
 fn with_warnings(mut r: Response, warnings: &[String]) -> Response {
     for w in warnings {
-        let text = format!("299 - {:?}", w);
+        let text = format!("299 - {w:?}");
         if let Ok(v) = HeaderValue::from_str(&text) {
             r.headers_mut().append("Warning", v);
         }
@@ -73,7 +85,10 @@ enum Representation {
 }
 
 fn representation(headers: &HeaderMap) -> Representation {
-    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     // The first acceptable alternative wins.
     for alt in accept.split(',') {
         let alt = alt.replace(' ', "");
@@ -83,7 +98,10 @@ fn representation(headers: &HeaderMap) -> Representation {
         if alt.contains("as=PartialObjectMetadata") && alt.contains("g=meta.k8s.io") {
             return Representation::PartialMetadata;
         }
-        if alt.starts_with("application/json") || alt.starts_with("*/*") || alt.starts_with("application/yaml") {
+        if alt.starts_with("application/json")
+            || alt.starts_with("*/*")
+            || alt.starts_with("application/yaml")
+        {
             return Representation::Object;
         }
     }
@@ -95,7 +113,10 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request("the request body is empty"));
     }
-    let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("application/json");
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
     if crate::protobuf::is_protobuf(ct) {
         return crate::protobuf::decode(body);
     }
@@ -103,7 +124,8 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
         return Ok(v);
     }
     if ct.contains("yaml") {
-        let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("the request body is not UTF-8"))?;
+        let text = std::str::from_utf8(body)
+            .map_err(|_| ApiError::bad_request("the request body is not UTF-8"))?;
         let options = serde_saphyr::options! { strict_booleans: true };
         return serde_saphyr::from_str_with_options::<Value>(text, options)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
@@ -115,9 +137,16 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
 }
 
 fn user_agent_manager(headers: &HeaderMap) -> String {
-    let ua = headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("unknown");
+    let ua = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("unknown");
     let product = ua.split('/').next().unwrap_or("unknown").trim();
-    if product.is_empty() { "unknown".into() } else { product.chars().take(128).collect() }
+    if product.is_empty() {
+        "unknown".into()
+    } else {
+        product.chars().take(128).collect()
+    }
 }
 
 fn write_options(q: &Query, headers: &HeaderMap, default_manager: bool) -> ApiResult<WriteOptions> {
@@ -138,12 +167,18 @@ fn write_options(q: &Query, headers: &HeaderMap, default_manager: bool) -> ApiRe
     let force = match q.get("force").map(String::as_str) {
         None | Some("" | "false") => false,
         Some("true") => true,
-        Some(other) => return Err(ApiError::bad_request(format!("force: invalid value {other:?}"))),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "force: invalid value {other:?}"
+            )));
+        }
     };
     Ok(WriteOptions {
         dry_run,
         field_manager,
-        field_validation: FieldValidation::parse(q.get("fieldValidation").map_or("", String::as_str))?,
+        field_validation: FieldValidation::parse(
+            q.get("fieldValidation").map_or("", String::as_str),
+        )?,
         force,
     })
 }
@@ -172,20 +207,34 @@ fn parse_resource_path(segments: &[&str]) -> Option<ResourcePath> {
         rest = &rest[1..];
     }
     let (namespace, rest) = match rest {
-        ["namespaces", ns, r, tail @ ..] if !matches!(*r, "status" | "finalize") => (Some((*ns).to_owned()), {
-            let mut v = vec![*r];
-            v.extend_from_slice(tail);
-            v
-        }),
+        ["namespaces", ns, r, tail @ ..] if !matches!(*r, "status" | "finalize") => {
+            (Some((*ns).to_owned()), {
+                let mut v = vec![*r];
+                v.extend_from_slice(tail);
+                v
+            })
+        }
         other => (None, other.to_vec()),
     };
     let (plural, name, subresource) = match rest.as_slice() {
         [p] => ((*p).to_owned(), None, None),
         [p, n] => ((*p).to_owned(), Some((*n).to_owned()), None),
-        [p, n, s] => ((*p).to_owned(), Some((*n).to_owned()), Some((*s).to_owned())),
+        [p, n, s] => (
+            (*p).to_owned(),
+            Some((*n).to_owned()),
+            Some((*s).to_owned()),
+        ),
         _ => return None,
     };
-    Some(ResourcePath { group, version, namespace, plural, name, subresource, watch_prefix })
+    Some(ResourcePath {
+        group,
+        version,
+        namespace,
+        plural,
+        name,
+        subresource,
+        watch_prefix,
+    })
 }
 
 /// The single entry point for every request.
@@ -206,27 +255,34 @@ async fn route(state: &AppState, request: Request) -> ApiResult<Response> {
     let path = parts.uri.path().trim_end_matches('/').to_owned();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let q = parse_query(&parts.uri);
-    let body = match axum::body::to_bytes(body, state.max_body_bytes).await {
-        Ok(b) => b,
-        Err(_) => {
-            return Err(ApiError::too_large(format!(
-                "the request body is larger than the limit of {} bytes",
-                state.max_body_bytes
-            )));
-        }
+    let Ok(body) = axum::body::to_bytes(body, state.max_body_bytes).await else {
+        return Err(ApiError::too_large(format!(
+            "the request body is larger than the limit of {} bytes",
+            state.max_body_bytes
+        )));
     };
     let cluster = &state.cluster;
     let get_only = |m: &Method| -> ApiResult<()> {
-        if *m == Method::GET { Ok(()) } else { Err(ApiError::method_not_allowed(format!("the server does not allow this method ({m}) on the requested resource"))) }
+        if *m == Method::GET {
+            Ok(())
+        } else {
+            Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method ({m}) on the requested resource"
+            )))
+        }
     };
     match segments.as_slice() {
         [] => {
             get_only(&parts.method)?;
-            Ok(json_response(StatusCode::OK, &json!({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v3", "/readyz", "/version"]})))
+            Ok(json_response(
+                StatusCode::OK,
+                &json!({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v3", "/readyz", "/version"]}),
+            ))
         }
         ["healthz" | "readyz" | "livez"] => {
             let mut r = Response::new(Body::from("ok"));
-            r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+            r.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
             Ok(r)
         }
         ["version"] => {
@@ -235,65 +291,144 @@ async fn route(state: &AppState, request: Request) -> ApiResult<Response> {
         }
         ["api"] => {
             get_only(&parts.method)?;
-            let host = parts.headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("127.0.0.1");
-            Ok(json_response(StatusCode::OK, &discovery::core_versions(host)))
+            let host = parts
+                .headers
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("127.0.0.1");
+            Ok(json_response(
+                StatusCode::OK,
+                &discovery::core_versions(host),
+            ))
         }
         ["apis"] => {
             get_only(&parts.method)?;
-            Ok(json_response(StatusCode::OK, &discovery::group_list(&cluster.registry())))
+            Ok(json_response(
+                StatusCode::OK,
+                &discovery::group_list(&cluster.registry()),
+            ))
         }
         ["api", v] => {
             get_only(&parts.method)?;
             discovery::resource_list(&cluster.registry(), "", v)
                 .map(|d| json_response(StatusCode::OK, &d))
-                .ok_or_else(|| ApiError::new(404, "NotFound", "the server could not find the requested resource"))
+                .ok_or_else(|| {
+                    ApiError::new(
+                        404,
+                        "NotFound",
+                        "the server could not find the requested resource",
+                    )
+                })
         }
         ["apis", g] => {
             get_only(&parts.method)?;
             discovery::group(&cluster.registry(), g)
                 .map(|d| json_response(StatusCode::OK, &d))
-                .ok_or_else(|| ApiError::new(404, "NotFound", "the server could not find the requested resource"))
+                .ok_or_else(|| {
+                    ApiError::new(
+                        404,
+                        "NotFound",
+                        "the server could not find the requested resource",
+                    )
+                })
         }
         ["apis", g, v] => {
             get_only(&parts.method)?;
             discovery::resource_list(&cluster.registry(), g, v)
                 .map(|d| json_response(StatusCode::OK, &d))
-                .ok_or_else(|| ApiError::new(404, "NotFound", "the server could not find the requested resource"))
+                .ok_or_else(|| {
+                    ApiError::new(
+                        404,
+                        "NotFound",
+                        "the server could not find the requested resource",
+                    )
+                })
         }
         ["openapi", "v3"] => {
             get_only(&parts.method)?;
             let registry = cluster.registry();
-            let mut cache = state.openapi.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut cache = state
+                .openapi
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let mut paths = serde_json::Map::new();
             for (p, g, v) in openapi::group_versions(&registry) {
                 if let Some((_, hash)) = cache.get(&registry, &p, &g, &v) {
-                    paths.insert(p.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash}")}));
+                    paths.insert(
+                        p.clone(),
+                        json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash}")}),
+                    );
                 }
             }
             Ok(json_response(StatusCode::OK, &json!({"paths": paths})))
         }
         ["openapi", "v3", rest @ ..] => {
             get_only(&parts.method)?;
-            let p = rest.join("/");
-            let (g, v) = match rest {
+            let doc_path = rest.join("/");
+            let (group, version) = match rest {
                 ["api", v] => (String::new(), (*v).to_owned()),
                 ["apis", g, v] => ((*g).to_owned(), (*v).to_owned()),
-                _ => return Err(ApiError::new(404, "NotFound", "the server could not find the requested resource")),
+                _ => {
+                    return Err(ApiError::new(
+                        404,
+                        "NotFound",
+                        "the server could not find the requested resource",
+                    ));
+                }
             };
             let registry = cluster.registry();
-            let mut cache = state.openapi.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut cache = state
+                .openapi
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let (bytes, _) = cache
-                .get(&registry, &p, &g, &v)
-                .ok_or_else(|| ApiError::new(404, "NotFound", "the server could not find the requested resource"))?;
-            let mut r = bytes_response(StatusCode::OK, Bytes::from(bytes.as_ref().clone()));
-            r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, immutable"));
-            Ok(r)
+                .get(&registry, &doc_path, &group, &version)
+                .ok_or_else(|| {
+                    ApiError::new(
+                        404,
+                        "NotFound",
+                        "the server could not find the requested resource",
+                    )
+                })?;
+            let mut response = bytes_response(StatusCode::OK, Bytes::from(bytes.as_ref().clone()));
+            response.headers_mut().insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("public, immutable"),
+            );
+            Ok(response)
         }
-        ["openapi", "v2"] => Err(ApiError::new(404, "NotFound", "OpenAPI v2 is not served; use /openapi/v3")),
+        [
+            "apis",
+            group @ ("authorization.k8s.io" | "authentication.k8s.io"),
+            "v1",
+            review,
+        ] if discovery::is_review(group, review) => {
+            if parts.method != Method::POST {
+                return Err(ApiError::method_not_allowed(format!(
+                    "the server does not allow this method ({}) on the requested resource",
+                    parts.method
+                )));
+            }
+            let request = parse_body(&parts.headers, &body)?;
+            Ok(json_response(
+                StatusCode::CREATED,
+                &discovery::review(&request)?,
+            ))
+        }
+        ["openapi", "v2"] => Err(ApiError::new(
+            404,
+            "NotFound",
+            "OpenAPI v2 is not served; use /openapi/v3",
+        )),
         _ => {
-            let path = parse_resource_path(&segments)
-                .ok_or_else(|| ApiError::new(404, "NotFound", "the server could not find the requested resource"))?;
-            resource_request(state, &parts.method, &parts.headers, &q, &path, &body).await
+            let path = parse_resource_path(&segments).ok_or_else(|| {
+                ApiError::new(
+                    404,
+                    "NotFound",
+                    "the server could not find the requested resource",
+                )
+            })?;
+            resource_request(state, &parts.method, &parts.headers, &q, &path, &body)
         }
     }
 }
@@ -306,15 +441,29 @@ fn present_object(rt: &ResourceType, obj: Value, repr: Representation, rv: &str)
     }
 }
 
-fn write_response(rt: &ResourceType, outcome: WriteOutcome, repr: Representation, created_status: StatusCode) -> Response {
-    let status = if outcome.created { created_status } else { StatusCode::OK };
-    let rv = outcome.object.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("").to_owned();
+fn write_response(
+    rt: &ResourceType,
+    outcome: WriteOutcome,
+    repr: Representation,
+    created_status: StatusCode,
+) -> Response {
+    let status = if outcome.created {
+        created_status
+    } else {
+        StatusCode::OK
+    };
+    let rv = outcome
+        .object
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
     let r = json_response(status, &present_object(rt, outcome.object, repr, &rv));
     with_warnings(r, &outcome.warnings)
 }
 
 #[allow(clippy::too_many_arguments)]
-async fn resource_request(
+fn resource_request(
     state: &AppState,
     method: &Method,
     headers: &HeaderMap,
@@ -325,20 +474,38 @@ async fn resource_request(
     let cluster = &state.cluster;
     let rt = cluster.resource(&path.group, &path.version, &path.plural)?;
     if !rt.namespaced && path.namespace.is_some() {
-        return Err(ApiError::new(404, "NotFound", "the server could not find the requested resource"));
+        return Err(ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        ));
     }
     let ns = path.namespace.as_deref();
     let repr = representation(headers);
-    let watch = path.watch_prefix || matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
+    let watch =
+        path.watch_prefix || matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
     if let Some(sub) = path.subresource.as_deref() {
         let ok = (sub == "status" && rt.status)
             || (sub == "scale" && rt.scale)
             || (sub == "finalize" && rt.group.is_empty() && rt.plural == "namespaces");
         if !ok {
-            return Err(ApiError::new(404, "NotFound", "the server could not find the requested resource"));
+            return Err(ApiError::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            ));
         }
         if sub == "scale" {
-            return scale_request(cluster, &rt, method, headers, q, ns, path.name.as_deref().unwrap_or(""), body);
+            return scale_request(
+                cluster,
+                &rt,
+                method,
+                headers,
+                q,
+                ns,
+                path.name.as_deref().unwrap_or(""),
+                body,
+            );
         }
     }
     // `finalize` writes the namespace's spec.finalizers: treat it as an update of the main resource.
@@ -353,8 +520,15 @@ async fn resource_request(
         (Method::GET, None) => list_response(cluster, &rt, ns, q, repr),
         (Method::GET, Some(name)) => {
             let obj = cluster.get(&rt, ns, name)?;
-            let rv = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("").to_owned();
-            Ok(json_response(StatusCode::OK, &present_object(&rt, obj, repr, &rv)))
+            let rv = obj
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            Ok(json_response(
+                StatusCode::OK,
+                &present_object(&rt, obj, repr, &rv),
+            ))
         }
         (Method::POST, None) => {
             let opts = write_options(q, headers, true)?;
@@ -369,7 +543,10 @@ async fn resource_request(
             Ok(write_response(&rt, outcome, repr, StatusCode::CREATED))
         }
         (Method::PATCH, Some(name)) => {
-            let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let ct = headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
             let patch_type = PatchType::from_content_type(ct).ok_or_else(|| {
                 ApiError::unsupported_media_type(format!(
                     "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml{}",
@@ -402,7 +579,9 @@ async fn resource_request(
             let (items, _) = cluster.list(&rt, ns);
             let mut deleted = Vec::new();
             for item in items {
-                if !labels.matches(item.value.pointer("/metadata/labels")) || !fields.matches(&item.value) {
+                if !labels.matches(item.value.pointer("/metadata/labels"))
+                    || !fields.matches(&item.value)
+                {
                     continue;
                 }
                 let item_ns = item.namespace().to_owned();
@@ -425,8 +604,17 @@ async fn resource_request(
 
 fn delete_options(q: &Query, headers: &HeaderMap, body: &[u8]) -> ApiResult<DeleteOptions> {
     let mut opts = DeleteOptions::default();
-    let body_opts = if body.iter().all(u8::is_ascii_whitespace) { Value::Null } else { parse_body(headers, body)? };
-    let policy = q.get("propagationPolicy").cloned().or_else(|| body_opts.get("propagationPolicy").and_then(Value::as_str).map(str::to_owned));
+    let body_opts = if body.iter().all(u8::is_ascii_whitespace) {
+        Value::Null
+    } else {
+        parse_body(headers, body)?
+    };
+    let policy = q.get("propagationPolicy").cloned().or_else(|| {
+        body_opts
+            .get("propagationPolicy")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
     opts.propagation = match policy.as_deref() {
         None | Some("") => {
             if body_opts.get("orphanDependents").and_then(Value::as_bool) == Some(true) {
@@ -445,15 +633,30 @@ fn delete_options(q: &Query, headers: &HeaderMap, body: &[u8]) -> ApiResult<Dele
         }
     };
     let dry_run = q.get("dryRun").cloned().or_else(|| {
-        body_opts.get("dryRun").and_then(Value::as_array).and_then(|a| a.first()).and_then(Value::as_str).map(str::to_owned)
+        body_opts
+            .get("dryRun")
+            .and_then(Value::as_array)
+            .and_then(|a| a.first())
+            .and_then(Value::as_str)
+            .map(str::to_owned)
     });
     opts.dry_run = match dry_run.as_deref() {
         None | Some("") => false,
         Some("All") => true,
-        Some(other) => return Err(ApiError::bad_request(format!("dryRun: Unsupported value: {other:?}: supported values: \"All\""))),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "dryRun: Unsupported value: {other:?}: supported values: \"All\""
+            )));
+        }
     };
-    opts.precondition_uid = body_opts.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_owned);
-    opts.precondition_rv = body_opts.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(str::to_owned);
+    opts.precondition_uid = body_opts
+        .pointer("/preconditions/uid")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    opts.precondition_rv = body_opts
+        .pointer("/preconditions/resourceVersion")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     Ok(opts)
 }
 
@@ -472,7 +675,12 @@ fn scale_request(
         let selector = obj
             .pointer("/spec/selector/matchLabels")
             .and_then(Value::as_object)
-            .map(|m| m.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or(""))).collect::<Vec<_>>().join(","))
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
             .unwrap_or_default();
         json!({
             "kind": "Scale", "apiVersion": "autoscaling/v1",
@@ -490,34 +698,89 @@ fn scale_request(
     match *method {
         Method::PUT => scale = input,
         Method::PATCH => {
-            let ct = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let ct = headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
             match PatchType::from_content_type(ct) {
-                Some(PatchType::Json) => capstan_patch::json_patch(&mut scale, &input).map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?,
-                Some(PatchType::Merge | PatchType::Strategic | PatchType::Apply) => capstan_patch::merge_patch(&mut scale, &input),
-                None => return Err(ApiError::unsupported_media_type("unsupported patch type for scale")),
+                Some(PatchType::Json) => capstan_patch::json_patch(&mut scale, &input)
+                    .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?,
+                Some(PatchType::Merge | PatchType::Strategic | PatchType::Apply) => {
+                    capstan_patch::merge_patch(&mut scale, &input);
+                }
+                None => {
+                    return Err(ApiError::unsupported_media_type(
+                        "unsupported patch type for scale",
+                    ));
+                }
             }
         }
-        _ => return Err(ApiError::method_not_allowed("the server does not allow this method on scale")),
+        _ => {
+            return Err(ApiError::method_not_allowed(
+                "the server does not allow this method on scale",
+            ));
+        }
     }
-    let replicas = scale.pointer("/spec/replicas").and_then(Value::as_i64).ok_or_else(|| {
-        ApiError::invalid("autoscaling", "Scale", name, vec![crate::error::Cause { reason: "FieldValueRequired".into(), message: "Required value".into(), field: "spec.replicas".into() }])
-    })?;
+    let replicas = scale
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "autoscaling",
+                "Scale",
+                name,
+                vec![crate::error::Cause {
+                    reason: "FieldValueRequired".into(),
+                    message: "Required value".into(),
+                    field: "spec.replicas".into(),
+                }],
+            )
+        })?;
     let opts = write_options(q, headers, true)?;
+    if let Some(rv) = scale
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .filter(|rv| !rv.is_empty())
+        && current
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            != Some(rv)
+    {
+        return Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ));
+    }
+    if opts.dry_run {
+        let mut shown = current;
+        shown["spec"]["replicas"] = json!(replicas);
+        return Ok(json_response(StatusCode::OK, &to_scale(&shown)));
+    }
     let updated = cluster.mutate(rt, ns, name, None, &opts.field_manager, |obj| {
         obj["spec"]["replicas"] = json!(replicas);
         true
     })?;
-    Ok(json_response(StatusCode::OK, &to_scale(&updated.unwrap_or(current))))
+    Ok(json_response(
+        StatusCode::OK,
+        &to_scale(&updated.unwrap_or(current)),
+    ))
 }
 
 fn continue_token(rv: u64, ns: &str, name: &str) -> String {
     let raw = format!("{rv}\n{ns}\n{name}");
-    raw.bytes().map(|b| format!("{b:02x}")).collect()
+    raw.bytes()
+        .fold(String::with_capacity(raw.len() * 2), |mut out, b| {
+            use std::fmt::Write as _;
+            let _ = write!(out, "{b:02x}");
+            out
+        })
 }
 
 fn parse_continue(token: &str) -> ApiResult<(u64, String, String)> {
     let invalid = || ApiError::bad_request("continue key is not valid: the token is malformed");
-    if token.len() % 2 != 0 {
+    if !token.len().is_multiple_of(2) {
         return Err(invalid());
     }
     let bytes: Vec<u8> = (0..token.len())
@@ -527,13 +790,22 @@ fn parse_continue(token: &str) -> ApiResult<(u64, String, String)> {
         .map_err(|_| invalid())?;
     let text = String::from_utf8(bytes).map_err(|_| invalid())?;
     let mut parts = text.splitn(3, '\n');
-    let rv = parts.next().and_then(|r| r.parse().ok()).ok_or_else(invalid)?;
+    let rv = parts
+        .next()
+        .and_then(|r| r.parse().ok())
+        .ok_or_else(invalid)?;
     let ns = parts.next().ok_or_else(invalid)?.to_owned();
     let name = parts.next().ok_or_else(invalid)?.to_owned();
     Ok((rv, ns, name))
 }
 
-fn list_response(cluster: &Cluster, rt: &Arc<ResourceType>, ns: Option<&str>, q: &Query, repr: Representation) -> ApiResult<Response> {
+fn list_response(
+    cluster: &Cluster,
+    rt: &Arc<ResourceType>,
+    ns: Option<&str>,
+    q: &Query,
+    repr: Representation,
+) -> ApiResult<Response> {
     let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))?;
     let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))?;
     let limit: usize = q.get("limit").and_then(|l| l.parse().ok()).unwrap_or(0);
@@ -596,7 +868,9 @@ fn list_response(cluster: &Cluster, rt: &Arc<ResourceType>, ns: Option<&str>, q:
                 Value::String(rt.api_version()),
                 meta
             );
-            let mut buf = BytesMut::with_capacity(head.len() + selected.iter().map(|s| s.json.len() + 1).sum::<usize>() + 2);
+            let mut buf = BytesMut::with_capacity(
+                head.len() + selected.iter().map(|s| s.json.len() + 1).sum::<usize>() + 2,
+            );
             buf.put_slice(head.as_bytes());
             for (i, item) in selected.iter().enumerate() {
                 if i > 0 {
@@ -605,7 +879,9 @@ fn list_response(cluster: &Cluster, rt: &Arc<ResourceType>, ns: Option<&str>, q:
                 if rt.version == rt.storage_version {
                     buf.put_slice(&item.json);
                 } else {
-                    buf.put_slice(&serde_json::to_vec(&Cluster::present(rt, item)).unwrap_or_default());
+                    buf.put_slice(
+                        &serde_json::to_vec(&Cluster::present(rt, item)).unwrap_or_default(),
+                    );
                 }
             }
             buf.put_slice(b"]}");
@@ -630,7 +906,9 @@ impl Watcher {
         {
             return false;
         }
-        self.labels.matches(stored.value.pointer("/metadata/labels")) && self.fields.matches(&stored.value)
+        self.labels
+            .matches(stored.value.pointer("/metadata/labels"))
+            && self.fields.matches(&stored.value)
     }
 
     fn line(&self, type_: &str, stored: &Stored) -> Bytes {
@@ -671,8 +949,10 @@ impl Watcher {
         if initial_events_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        let obj = json!({"kind": self.rt.kind, "apiVersion": self.rt.api_version(), "metadata": meta});
-        let mut line = serde_json::to_vec(&json!({"type": "BOOKMARK", "object": obj})).unwrap_or_default();
+        let obj =
+            json!({"kind": self.rt.kind, "apiVersion": self.rt.api_version(), "metadata": meta});
+        let mut line =
+            serde_json::to_vec(&json!({"type": "BOOKMARK", "object": obj})).unwrap_or_default();
         line.push(b'\n');
         Bytes::from(line)
     }
@@ -680,14 +960,25 @@ impl Watcher {
 
 fn gone_line(requested: u64) -> Bytes {
     let status = ApiError::gone(format!("too old resource version: {requested}")).to_status();
-    let mut line = serde_json::to_vec(&json!({"type": "ERROR", "object": status})).unwrap_or_default();
+    let mut line =
+        serde_json::to_vec(&json!({"type": "ERROR", "object": status})).unwrap_or_default();
     line.push(b'\n');
     Bytes::from(line)
 }
 
-fn watch_response(state: &AppState, rt: Arc<ResourceType>, ns: Option<&str>, q: &Query, repr: Representation) -> ApiResult<Response> {
+fn watch_response(
+    state: &AppState,
+    rt: Arc<ResourceType>,
+    ns: Option<&str>,
+    q: &Query,
+    repr: Representation,
+) -> ApiResult<Response> {
     let watcher = Watcher {
-        namespace: if rt.namespaced { ns.map(str::to_owned) } else { None },
+        namespace: if rt.namespaced {
+            ns.map(str::to_owned)
+        } else {
+            None
+        },
         labels: LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))?,
         fields: FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))?,
         repr,
@@ -699,11 +990,16 @@ fn watch_response(state: &AppState, rt: Arc<ResourceType>, ns: Option<&str>, q: 
     let timeout = q
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
-        .map_or(state.max_watch, |t| Duration::from_secs(t).min(state.max_watch));
-    let since: Option<u64> = match rv_param.as_str() {
-        "" | "0" => None,
-        other => Some(other.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {other:?}")))?),
-    };
+        .map_or(state.max_watch, |t| {
+            Duration::from_secs(t).min(state.max_watch)
+        });
+    let since: Option<u64> =
+        match rv_param.as_str() {
+            "" | "0" => None,
+            other => Some(other.parse().map_err(|_| {
+                ApiError::bad_request(format!("invalid resource version: {other:?}"))
+            })?),
+        };
     let cluster = state.cluster.clone();
     let bookmark_interval = state.bookmark_interval;
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(256);
@@ -729,10 +1025,9 @@ fn watch_response(state: &AppState, rt: Arc<ResourceType>, ns: Option<&str>, q: 
                 return;
             }
         }
-        if send_initial && bookmarks {
-            if tx.send(Ok(watcher.bookmark(start_rv, true))).await.is_err() {
-                return;
-            }
+        if send_initial && bookmarks && tx.send(Ok(watcher.bookmark(start_rv, true))).await.is_err()
+        {
+            return;
         }
         let mut last_rv = start_rv;
         for event in sub.backlog.drain(..) {
@@ -782,8 +1077,14 @@ fn watch_response(state: &AppState, rt: Arc<ResourceType>, ns: Option<&str>, q: 
     });
     let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
     let mut r = Response::new(Body::from_stream(stream));
-    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
     Ok(r)
 }
 
@@ -793,11 +1094,30 @@ mod tests {
 
     #[test]
     fn resource_paths() {
-        let p = parse_resource_path(&["apis", "apps", "v1", "namespaces", "d", "deployments", "web", "status"]).unwrap();
-        assert_eq!((p.group.as_str(), p.namespace.as_deref(), p.plural.as_str()), ("apps", Some("d"), "deployments"));
-        assert_eq!((p.name.as_deref(), p.subresource.as_deref()), (Some("web"), Some("status")));
+        let p = parse_resource_path(&[
+            "apis",
+            "apps",
+            "v1",
+            "namespaces",
+            "d",
+            "deployments",
+            "web",
+            "status",
+        ])
+        .unwrap();
+        assert_eq!(
+            (p.group.as_str(), p.namespace.as_deref(), p.plural.as_str()),
+            ("apps", Some("d"), "deployments")
+        );
+        assert_eq!(
+            (p.name.as_deref(), p.subresource.as_deref()),
+            (Some("web"), Some("status"))
+        );
         let p = parse_resource_path(&["api", "v1", "namespaces", "d"]).unwrap();
-        assert_eq!((p.plural.as_str(), p.name.as_deref(), p.namespace), ("namespaces", Some("d"), None));
+        assert_eq!(
+            (p.plural.as_str(), p.name.as_deref(), p.namespace),
+            ("namespaces", Some("d"), None)
+        );
         let p = parse_resource_path(&["api", "v1", "namespaces", "d", "finalize"]).unwrap();
         assert_eq!(p.subresource.as_deref(), Some("finalize"));
         let p = parse_resource_path(&["api", "v1", "watch", "namespaces", "d", "pods"]).unwrap();

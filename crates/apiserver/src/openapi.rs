@@ -3,17 +3,21 @@
 //! `kubectl explain`. `/openapi/v2` is not served: clients fall back to v3.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{Map, Value, json};
 
 use crate::registry::{Registry, ResourceType};
 
 fn component_name(rt: &ResourceType) -> String {
-    if rt.builtin {
-        if let Some(r) = rt.openapi.as_ref().and_then(|o| o.get("$ref")).and_then(Value::as_str) {
-            return r.trim_start_matches("#/components/schemas/").to_owned();
-        }
+    if rt.builtin
+        && let Some(r) = rt
+            .openapi
+            .as_ref()
+            .and_then(|o| o.get("$ref"))
+            .and_then(Value::as_str)
+    {
+        return r.trim_start_matches("#/components/schemas/").to_owned();
     }
     let reversed: Vec<&str> = rt.group.split('.').rev().collect();
     format!("{}.{}.{}", reversed.join("."), rt.version, rt.kind)
@@ -25,7 +29,11 @@ fn collect_refs(value: &Value, out: &mut BTreeSet<String>) {
             for (k, v) in m {
                 if k == "$ref" {
                     if let Some(r) = v.as_str() {
-                        out.insert(r.trim_start_matches("#/components/schemas/").trim_start_matches("#/definitions/").to_owned());
+                        out.insert(
+                            r.trim_start_matches("#/components/schemas/")
+                                .trim_start_matches("#/definitions/")
+                                .to_owned(),
+                        );
                     }
                 } else {
                     collect_refs(v, out);
@@ -56,7 +64,12 @@ fn operation(rt: &ResourceType, action: &str, schema_ref: &str, params: &[&str])
     });
     if matches!(action, "put" | "patch" | "post") {
         let types: &[&str] = if action == "patch" {
-            &["application/apply-patch+yaml", "application/json-patch+json", "application/merge-patch+json", "application/strategic-merge-patch+json"]
+            &[
+                "application/apply-patch+yaml",
+                "application/json-patch+json",
+                "application/merge-patch+json",
+                "application/strategic-merge-patch+json",
+            ]
         } else {
             &["application/json"]
         };
@@ -74,7 +87,11 @@ pub fn group_version_document(registry: &Registry, group: &str, version: &str) -
     let groups = registry.groups();
     let (_, versions) = groups.iter().find(|(g, _)| g == group)?;
     let (_, types) = versions.iter().find(|(v, _)| v == version)?;
-    let prefix = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+    let prefix = if group.is_empty() {
+        format!("/api/{version}")
+    } else {
+        format!("/apis/{group}/{version}")
+    };
     let builtin_defs = capstan_schema::builtin::definitions();
     let mut paths = Map::new();
     let mut schemas: BTreeMap<String, Value> = BTreeMap::new();
@@ -91,7 +108,13 @@ pub fn group_version_document(registry: &Registry, group: &str, version: &str) -
             schemas.insert(name.clone(), s);
         }
         let write = ["dryRun", "fieldManager", "fieldValidation", "pretty"];
-        let patch = ["dryRun", "fieldManager", "fieldValidation", "force", "pretty"];
+        let patch = [
+            "dryRun",
+            "fieldManager",
+            "fieldValidation",
+            "force",
+            "pretty",
+        ];
         let item = json!({
             "get": operation(rt, "get", &schema_ref, &["pretty"]),
             "put": operation(rt, "put", &schema_ref, &write),
@@ -102,7 +125,11 @@ pub fn group_version_document(registry: &Registry, group: &str, version: &str) -
             "get": operation(rt, "list", &schema_ref, &["labelSelector", "fieldSelector", "limit", "continue", "resourceVersion", "watch"]),
             "post": operation(rt, "post", &schema_ref, &write),
         });
-        let base = if rt.namespaced { format!("{prefix}/namespaces/{{namespace}}/{}", rt.plural) } else { format!("{prefix}/{}", rt.plural) };
+        let base = if rt.namespaced {
+            format!("{prefix}/namespaces/{{namespace}}/{}", rt.plural)
+        } else {
+            format!("{prefix}/{}", rt.plural)
+        };
         paths.insert(format!("{base}/{{name}}"), item);
         paths.insert(base, collection);
         if rt.status {
@@ -115,7 +142,11 @@ pub fn group_version_document(registry: &Registry, group: &str, version: &str) -
             if let Some(p) = status.get_mut("patch").and_then(Value::as_object_mut) {
                 p.remove("x-kubernetes-group-version-kind");
             }
-            let base = if rt.namespaced { format!("{prefix}/namespaces/{{namespace}}/{}", rt.plural) } else { format!("{prefix}/{}", rt.plural) };
+            let base = if rt.namespaced {
+                format!("{prefix}/namespaces/{{namespace}}/{}", rt.plural)
+            } else {
+                format!("{prefix}/{}", rt.plural)
+            };
             paths.insert(format!("{base}/{{name}}/status"), status);
         }
     }
@@ -155,7 +186,11 @@ pub fn group_versions(registry: &Registry) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     for (g, versions) in registry.groups() {
         for (v, _) in versions {
-            let path = if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") };
+            let path = if g.is_empty() {
+                format!("api/{v}")
+            } else {
+                format!("apis/{g}/{v}")
+            };
             out.push((path, g.clone(), v));
         }
     }
@@ -171,7 +206,13 @@ pub struct Cache {
 
 impl Cache {
     /// The serialised document and its hash for a group/version.
-    pub fn get(&mut self, registry: &Registry, path: &str, group: &str, version: &str) -> Option<(Arc<Vec<u8>>, String)> {
+    pub fn get(
+        &mut self,
+        registry: &Registry,
+        path: &str,
+        group: &str,
+        version: &str,
+    ) -> Option<(Arc<Vec<u8>>, String)> {
         if self.generation != registry.generation() {
             self.docs.clear();
             self.generation = registry.generation();
@@ -179,11 +220,47 @@ impl Cache {
         if let Some(hit) = self.docs.get(path) {
             return Some(hit.clone());
         }
+        // Documents of built-in kinds only are the same in every server of the process: build once.
+        let builtin_key = builtin_key(registry, path, group, version);
+        if let Some(key) = &builtin_key
+            && let Some(hit) = shared()
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(key)
+        {
+            self.docs.insert(path.to_owned(), hit.clone());
+            return Some(hit.clone());
+        }
         let doc = group_version_document(registry, group, version)?;
         let bytes = serde_json::to_vec(&doc).ok()?;
         let hash = content_hash(&bytes);
         let entry = (Arc::new(bytes), hash);
         self.docs.insert(path.to_owned(), entry.clone());
+        if let Some(key) = builtin_key {
+            shared()
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(key, entry.clone());
+        }
         Some(entry)
     }
+}
+
+type Shared = Mutex<BTreeMap<String, (Arc<Vec<u8>>, String)>>;
+
+fn shared() -> &'static Shared {
+    static SHARED: OnceLock<Shared> = OnceLock::new();
+    SHARED.get_or_init(Shared::default)
+}
+
+/// A key naming a group/version's document when every kind in it is built in.
+fn builtin_key(registry: &Registry, path: &str, group: &str, version: &str) -> Option<String> {
+    let groups = registry.groups();
+    let (_, versions) = groups.iter().find(|(g, _)| g == group)?;
+    let (_, types) = versions.iter().find(|(v, _)| v == version)?;
+    if !types.iter().all(|t| t.builtin) {
+        return None;
+    }
+    let plurals: Vec<&str> = types.iter().map(|t| t.plural.as_str()).collect();
+    Some(format!("{path}:{}", plurals.join(",")))
 }

@@ -46,12 +46,19 @@ pub struct ResourceType {
 impl ResourceType {
     /// `apps/v1` or `v1`.
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
     }
 
     /// The key objects of this resource are stored under, the same for all versions.
     pub fn storage_key(&self) -> StorageKey {
-        StorageKey { group: self.group.clone(), resource: self.plural.clone() }
+        StorageKey {
+            group: self.group.clone(),
+            resource: self.plural.clone(),
+        }
     }
 
     pub fn list_kind(&self) -> String {
@@ -66,13 +73,19 @@ pub struct StorageKey {
     pub resource: String,
 }
 
+/// A group with its versions (preferred first), each with its resource types.
+pub type GroupTypes = (String, Vec<(String, Vec<Arc<ResourceType>>)>);
+
+/// Plurals per version, per group, in discovery order.
+type GroupPlurals = Vec<(String, Vec<(String, Vec<String>)>)>;
+
 /// All resource types, by group/version/plural, in discovery order.
 #[derive(Default, Debug)]
 pub struct Registry {
     by_gvr: HashMap<(String, String, String), Arc<ResourceType>>,
     by_gvk: HashMap<(String, String, String), Arc<ResourceType>>,
     /// group → versions (discovery order; preferred first) → plurals in insertion order.
-    groups: Vec<(String, Vec<(String, Vec<String>)>)>,
+    groups: GroupPlurals,
     /// CRD name → the (group, plural) and versions it registered.
     crds: BTreeMap<String, (String, String, Vec<String>)>,
     /// Bumped on every change (cache invalidation).
@@ -85,22 +98,23 @@ impl Registry {
         self.generation += 1;
         let rt = Arc::new(rt);
         let key = (rt.group.clone(), rt.version.clone(), rt.plural.clone());
-        self.by_gvk.insert((rt.group.clone(), rt.version.clone(), rt.kind.clone()), Arc::clone(&rt));
+        self.by_gvk.insert(
+            (rt.group.clone(), rt.version.clone(), rt.kind.clone()),
+            Arc::clone(&rt),
+        );
         let is_new = self.by_gvr.insert(key, Arc::clone(&rt)).is_none();
         if is_new {
-            let group = match self.groups.iter_mut().find(|(g, _)| *g == rt.group) {
-                Some(g) => g,
-                None => {
-                    self.groups.push((rt.group.clone(), Vec::new()));
-                    self.groups.last_mut().expect("just pushed")
-                }
+            let group = if let Some(g) = self.groups.iter_mut().find(|(g, _)| *g == rt.group) {
+                g
+            } else {
+                self.groups.push((rt.group.clone(), Vec::new()));
+                self.groups.last_mut().expect("just pushed")
             };
-            match group.1.iter_mut().find(|(v, _)| *v == rt.version) {
-                Some(v) => v.1.push(rt.plural.clone()),
-                None => {
-                    group.1.push((rt.version.clone(), vec![rt.plural.clone()]));
-                    group.1.sort_by(|a, b| compare_versions(&b.0, &a.0));
-                }
+            if let Some(v) = group.1.iter_mut().find(|(v, _)| *v == rt.version) {
+                v.1.push(rt.plural.clone());
+            } else {
+                group.1.push((rt.version.clone(), vec![rt.plural.clone()]));
+                group.1.sort_by(|a, b| compare_versions(&b.0, &a.0));
             }
         }
     }
@@ -108,8 +122,12 @@ impl Registry {
     /// Removes a resource type.
     pub fn remove(&mut self, group: &str, version: &str, plural: &str) {
         self.generation += 1;
-        if let Some(rt) = self.by_gvr.remove(&(group.to_owned(), version.to_owned(), plural.to_owned())) {
-            self.by_gvk.remove(&(rt.group.clone(), rt.version.clone(), rt.kind.clone()));
+        if let Some(rt) =
+            self.by_gvr
+                .remove(&(group.to_owned(), version.to_owned(), plural.to_owned()))
+        {
+            self.by_gvk
+                .remove(&(rt.group.clone(), rt.version.clone(), rt.kind.clone()));
         }
         if let Some(gi) = self.groups.iter().position(|(g, _)| g == group) {
             let versions = &mut self.groups[gi].1;
@@ -131,17 +149,21 @@ impl Registry {
     }
 
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
-        self.by_gvr.get(&(group.to_owned(), version.to_owned(), plural.to_owned())).cloned()
+        self.by_gvr
+            .get(&(group.to_owned(), version.to_owned(), plural.to_owned()))
+            .cloned()
     }
 
     /// Finds a resource by `apiVersion` and `kind`.
     pub fn by_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceType>> {
         let (group, version) = split_api_version(api_version);
-        self.by_gvk.get(&(group.to_owned(), version.to_owned(), kind.to_owned())).cloned()
+        self.by_gvk
+            .get(&(group.to_owned(), version.to_owned(), kind.to_owned()))
+            .cloned()
     }
 
     /// Groups with their versions (preferred first) and resource types.
-    pub fn groups(&self) -> Vec<(String, Vec<(String, Vec<Arc<ResourceType>>)>)> {
+    pub fn groups(&self) -> Vec<GroupTypes> {
         self.groups
             .iter()
             .map(|(g, versions)| {
@@ -159,7 +181,11 @@ impl Registry {
 
     /// Every version of a group's resource (for storage-wide operations).
     pub fn versions_of(&self, group: &str, plural: &str) -> Vec<Arc<ResourceType>> {
-        self.by_gvr.values().filter(|rt| rt.group == group && rt.plural == plural).cloned().collect()
+        self.by_gvr
+            .values()
+            .filter(|rt| rt.group == group && rt.plural == plural)
+            .cloned()
+            .collect()
     }
 
     /// One resource type per storage key (its storage version when served).
@@ -171,8 +197,10 @@ impl Registry {
                 for p in plurals {
                     if seen.insert((g.clone(), p.clone())) {
                         let all = self.versions_of(g, p);
-                        if let Some(rt) =
-                            all.iter().find(|rt| rt.version == rt.storage_version).or_else(|| all.first())
+                        if let Some(rt) = all
+                            .iter()
+                            .find(|rt| rt.version == rt.storage_version)
+                            .or_else(|| all.first())
                         {
                             out.push(Arc::clone(rt));
                         }
@@ -187,11 +215,23 @@ impl Registry {
         self.crds.get(crd_name)
     }
 
-    pub fn set_crd_registration(&mut self, crd_name: &str, group: &str, plural: &str, versions: Vec<String>) {
-        self.crds.insert(crd_name.to_owned(), (group.to_owned(), plural.to_owned(), versions));
+    pub fn set_crd_registration(
+        &mut self,
+        crd_name: &str,
+        group: &str,
+        plural: &str,
+        versions: Vec<String>,
+    ) {
+        self.crds.insert(
+            crd_name.to_owned(),
+            (group.to_owned(), plural.to_owned(), versions),
+        );
     }
 
-    pub fn remove_crd_registration(&mut self, crd_name: &str) -> Option<(String, String, Vec<String>)> {
+    pub fn remove_crd_registration(
+        &mut self,
+        crd_name: &str,
+    ) -> Option<(String, String, Vec<String>)> {
         self.crds.remove(crd_name)
     }
 }

@@ -32,7 +32,9 @@ impl LabelSelector {
                 continue;
             }
             reqs.push(parse_requirement(part).ok_or_else(|| {
-                ApiError::bad_request(format!("unable to parse requirement: invalid label selector: {part:?}"))
+                ApiError::bad_request(format!(
+                    "unable to parse requirement: invalid label selector: {part:?}"
+                ))
             })?);
         }
         Ok(Self(reqs))
@@ -48,8 +50,12 @@ impl LabelSelector {
             Requirement::NotIn(k, set) => get(k).is_none_or(|v| !set.contains(v)),
             Requirement::Exists(k) => get(k).is_some(),
             Requirement::DoesNotExist(k) => get(k).is_none(),
-            Requirement::GreaterThan(k, n) => get(k).and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v > *n),
-            Requirement::LessThan(k, n) => get(k).and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v < *n),
+            Requirement::GreaterThan(k, n) => get(k)
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|v| v > *n),
+            Requirement::LessThan(k, n) => get(k)
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|v| v < *n),
         })
     }
 
@@ -81,16 +87,23 @@ fn split_top_level(input: &str) -> Vec<&str> {
 fn valid_key(k: &str) -> bool {
     !k.is_empty()
         && k.len() <= 317
-        && k.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
 }
 
 fn valid_value(v: &str) -> bool {
-    v.len() <= 63 && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    v.len() <= 63
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 fn parse_set(s: &str) -> Option<BTreeSet<String>> {
     let inner = s.trim().strip_prefix('(')?.strip_suffix(')')?;
-    let set: BTreeSet<String> = inner.split(',').map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect();
+    let set: BTreeSet<String> = inner
+        .split(',')
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+        .collect();
     set.iter().all(|v| valid_value(v)).then_some(set)
 }
 
@@ -108,8 +121,14 @@ fn parse_requirement(part: &str) -> Option<Requirement> {
             return match ctor {
                 0 if valid_value(v) => Some(Requirement::NotEquals(k.to_owned(), v.to_owned())),
                 1 if valid_value(v) => Some(Requirement::Equals(k.to_owned(), v.to_owned())),
-                2 => v.parse().ok().map(|n| Requirement::GreaterThan(k.to_owned(), n)),
-                3 => v.parse().ok().map(|n| Requirement::LessThan(k.to_owned(), n)),
+                2 => v
+                    .parse()
+                    .ok()
+                    .map(|n| Requirement::GreaterThan(k.to_owned(), n)),
+                3 => v
+                    .parse()
+                    .ok()
+                    .map(|n| Requirement::LessThan(k.to_owned(), n)),
                 _ => None,
             };
         }
@@ -119,10 +138,16 @@ fn parse_requirement(part: &str) -> Option<Requirement> {
         let key = words[0].trim();
         let rest = words[1].trim();
         if let Some(set) = rest.strip_prefix("notin") {
-            return valid_key(key).then_some(()).and(parse_set(set)).map(|s| Requirement::NotIn(key.to_owned(), s));
+            return valid_key(key)
+                .then_some(())
+                .and(parse_set(set))
+                .map(|s| Requirement::NotIn(key.to_owned(), s));
         }
         if let Some(set) = rest.strip_prefix("in") {
-            return valid_key(key).then_some(()).and(parse_set(set)).map(|s| Requirement::In(key.to_owned(), s));
+            return valid_key(key)
+                .then_some(())
+                .and(parse_set(set))
+                .map(|s| Requirement::In(key.to_owned(), s));
         }
         return None;
     }
@@ -148,7 +173,9 @@ impl FieldSelector {
             } else if let Some((f, v)) = part.split_once('=') {
                 (f, true, v)
             } else {
-                return Err(ApiError::bad_request(format!("invalid field selector: {part:?}: expected an operator")));
+                return Err(ApiError::bad_request(format!(
+                    "invalid field selector: {part:?}: expected an operator"
+                )));
             };
             reqs.push((field.trim().to_owned(), equal, value.trim().to_owned()));
         }
@@ -157,7 +184,10 @@ impl FieldSelector {
 
     /// The value of `metadata.name=` if the selector pins one.
     pub fn pinned_name(&self) -> Option<&str> {
-        self.0.iter().find(|(f, eq, _)| f == "metadata.name" && *eq).map(|(_, _, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(f, eq, _)| f == "metadata.name" && *eq)
+            .map(|(_, _, v)| v.as_str())
     }
 
     pub fn matches(&self, object: &Value) -> bool {
@@ -204,12 +234,18 @@ mod tests {
 
     #[test]
     fn field_selector_forms() {
-        let obj = json!({"metadata": {"name": "x", "namespace": "d"}, "status": {"phase": "Running"}});
+        let obj =
+            json!({"metadata": {"name": "x", "namespace": "d"}, "status": {"phase": "Running"}});
         let ok = |s: &str| FieldSelector::parse(s).unwrap().matches(&obj);
         assert!(ok("metadata.name=x"));
         assert!(ok("metadata.name==x,status.phase!=Pending"));
         assert!(!ok("metadata.namespace=other"));
         assert!(FieldSelector::parse("nonsense").is_err());
-        assert_eq!(FieldSelector::parse("metadata.name=x").unwrap().pinned_name(), Some("x"));
+        assert_eq!(
+            FieldSelector::parse("metadata.name=x")
+                .unwrap()
+                .pinned_name(),
+            Some("x")
+        );
     }
 }

@@ -32,15 +32,24 @@ impl Stored {
     }
 
     pub fn namespace(&self) -> &str {
-        self.value.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("")
+        self.value
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("")
     }
 
     pub fn name(&self) -> &str {
-        self.value.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+        self.value
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
     }
 
     pub fn uid(&self) -> &str {
-        self.value.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("")
+        self.value
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or("")
     }
 }
 
@@ -88,7 +97,12 @@ struct Table {
 impl Table {
     fn new() -> Self {
         let (sender, _) = broadcast::channel(4096);
-        Self { objects: BTreeMap::new(), history: VecDeque::new(), compacted: 0, sender }
+        Self {
+            objects: BTreeMap::new(),
+            history: VecDeque::new(),
+            compacted: 0,
+            sender,
+        }
     }
 }
 
@@ -132,14 +146,19 @@ impl Store {
     pub fn new(history_limit: usize) -> Self {
         let (all, _) = broadcast::channel(65_536);
         Self {
-            state: Mutex::new(State { rv: 1, tables: HashMap::new() }),
+            state: Mutex::new(State {
+                rv: 1,
+                tables: HashMap::new(),
+            }),
             history_limit: history_limit.max(1),
             all,
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The current (latest) resourceVersion.
@@ -153,7 +172,10 @@ impl Store {
     }
 
     pub fn get(&self, key: &StorageKey, object: &ObjectKey) -> Option<Arc<Stored>> {
-        self.lock().tables.get(key).and_then(|t| t.objects.get(object).cloned())
+        self.lock()
+            .tables
+            .get(key)
+            .and_then(|t| t.objects.get(object).cloned())
     }
 
     /// All objects of a resource (optionally in one namespace), in key order, with the list's resourceVersion.
@@ -179,13 +201,21 @@ impl Store {
     pub fn count_in_namespace(&self, key: &StorageKey, namespace: &str) -> usize {
         let state = self.lock();
         state.tables.get(key).map_or(0, |t| {
-            t.objects.range((namespace.to_owned(), String::new())..).take_while(|((n, _), _)| n == namespace).count()
+            t.objects
+                .range((namespace.to_owned(), String::new())..)
+                .take_while(|((n, _), _)| n == namespace)
+                .count()
         })
     }
 
     /// Storage keys that hold at least one object.
     pub fn keys(&self) -> Vec<StorageKey> {
-        self.lock().tables.iter().filter(|(_, t)| !t.objects.is_empty()).map(|(k, _)| k.clone()).collect()
+        self.lock()
+            .tables
+            .iter()
+            .filter(|(_, t)| !t.objects.is_empty())
+            .map(|(k, _)| k.clone())
+            .collect()
     }
 
     /// Creates, updates (when `expected_rv` matches) or deletes an object; `value == None` deletes.
@@ -212,19 +242,31 @@ impl Store {
         {
             return Err(WriteError::Stale);
         }
-        let (type_, stored) = match value {
-            Some(v) => {
-                let stored = Arc::new(Stored::new(v, next_rv));
-                table.objects.insert(object, Arc::clone(&stored));
-                (if previous.is_some() { EventType::Modified } else { EventType::Added }, stored)
-            }
-            None => {
-                table.objects.remove(&object);
-                let prev = previous.as_ref().expect("checked above");
-                (EventType::Deleted, Arc::new(Stored::new(prev.value.clone(), next_rv)))
-            }
+        let (type_, stored) = if let Some(v) = value {
+            let stored = Arc::new(Stored::new(v, next_rv));
+            table.objects.insert(object, Arc::clone(&stored));
+            (
+                if previous.is_some() {
+                    EventType::Modified
+                } else {
+                    EventType::Added
+                },
+                stored,
+            )
+        } else {
+            table.objects.remove(&object);
+            let prev = previous.as_ref().expect("checked above");
+            (
+                EventType::Deleted,
+                Arc::new(Stored::new(prev.value.clone(), next_rv)),
+            )
         };
-        let event = Arc::new(WatchEvent { type_, key: key.clone(), object: Arc::clone(&stored), previous });
+        let event = Arc::new(WatchEvent {
+            type_,
+            key: key.clone(),
+            object: Arc::clone(&stored),
+            previous,
+        });
         table.history.push_back(Arc::clone(&event));
         while table.history.len() > self.history_limit {
             if let Some(old) = table.history.pop_front() {
@@ -251,8 +293,17 @@ impl Store {
         if since < table.compacted {
             return None;
         }
-        let backlog = table.history.iter().filter(|e| e.object.rv > since).cloned().collect();
-        Some(Subscription { backlog, receiver: table.sender.subscribe(), rv })
+        let backlog = table
+            .history
+            .iter()
+            .filter(|e| e.object.rv > since)
+            .cloned()
+            .collect();
+        Some(Subscription {
+            backlog,
+            receiver: table.sender.subscribe(),
+            rv,
+        })
     }
 }
 
@@ -262,7 +313,10 @@ mod tests {
     use serde_json::json;
 
     fn key() -> StorageKey {
-        StorageKey { group: String::new(), resource: "configmaps".into() }
+        StorageKey {
+            group: String::new(),
+            resource: "configmaps".into(),
+        }
     }
 
     fn obj(name: &str) -> Value {
@@ -272,17 +326,49 @@ mod tests {
     #[test]
     fn resource_versions_increase_and_stale_writes_fail() {
         let store = Store::new(10);
-        let a = store.write(&key(), ("ns".into(), "a".into()), Some(obj("a")), None, true).unwrap();
+        let a = store
+            .write(
+                &key(),
+                ("ns".into(), "a".into()),
+                Some(obj("a")),
+                None,
+                true,
+            )
+            .unwrap();
         assert_eq!(a.value["metadata"]["resourceVersion"], "2");
         assert_eq!(
-            store.write(&key(), ("ns".into(), "a".into()), Some(obj("a")), None, true).unwrap_err(),
+            store
+                .write(
+                    &key(),
+                    ("ns".into(), "a".into()),
+                    Some(obj("a")),
+                    None,
+                    true
+                )
+                .unwrap_err(),
             WriteError::Exists
         );
         assert_eq!(
-            store.write(&key(), ("ns".into(), "a".into()), Some(obj("a")), Some(1), false).unwrap_err(),
+            store
+                .write(
+                    &key(),
+                    ("ns".into(), "a".into()),
+                    Some(obj("a")),
+                    Some(1),
+                    false
+                )
+                .unwrap_err(),
             WriteError::Stale
         );
-        let b = store.write(&key(), ("ns".into(), "a".into()), Some(obj("a")), Some(2), false).unwrap();
+        let b = store
+            .write(
+                &key(),
+                ("ns".into(), "a".into()),
+                Some(obj("a")),
+                Some(2),
+                false,
+            )
+            .unwrap();
         assert_eq!(b.rv, 3);
     }
 
@@ -290,7 +376,15 @@ mod tests {
     fn history_compacts_and_old_watches_are_refused() {
         let store = Store::new(2);
         for i in 0..5 {
-            store.write(&key(), ("ns".into(), format!("o{i}")), Some(obj(&format!("o{i}"))), None, true).unwrap();
+            store
+                .write(
+                    &key(),
+                    ("ns".into(), format!("o{i}")),
+                    Some(obj(&format!("o{i}"))),
+                    None,
+                    true,
+                )
+                .unwrap();
         }
         assert!(store.subscribe(&key(), 1).is_none());
         let sub = store.subscribe(&key(), 4).unwrap();
@@ -301,8 +395,12 @@ mod tests {
     #[test]
     fn list_by_namespace() {
         let store = Store::new(10);
-        store.write(&key(), ("a".into(), "x".into()), Some(obj("x")), None, true).unwrap();
-        store.write(&key(), ("b".into(), "y".into()), Some(obj("y")), None, true).unwrap();
+        store
+            .write(&key(), ("a".into(), "x".into()), Some(obj("x")), None, true)
+            .unwrap();
+        store
+            .write(&key(), ("b".into(), "y".into()), Some(obj("y")), None, true)
+            .unwrap();
         assert_eq!(store.list(&key(), Some("a")).0.len(), 1);
         assert_eq!(store.list(&key(), None).0.len(), 2);
     }

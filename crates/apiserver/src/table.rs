@@ -7,7 +7,11 @@ use crate::registry::{PrinterColumn, ResourceType};
 /// Evaluates the subset of JSONPath that printer columns use: `.a.b`, `.a[0]`, `.a[*].b`,
 /// `.a[?(@.type=="Ready")].status`. Returns every match.
 pub fn json_path<'a>(value: &'a Value, path: &str) -> Vec<&'a Value> {
-    let path = path.trim().trim_start_matches('{').trim_end_matches('}').trim_start_matches('$');
+    let path = path
+        .trim()
+        .trim_start_matches('{')
+        .trim_end_matches('}')
+        .trim_start_matches('$');
     let mut current = vec![value];
     let mut rest = path;
     while !rest.is_empty() {
@@ -20,7 +24,9 @@ pub fn json_path<'a>(value: &'a Value, path: &str) -> Vec<&'a Value> {
             }
             current = current.into_iter().filter_map(|v| v.get(key)).collect();
         } else if let Some(r) = rest.strip_prefix('[') {
-            let Some(end) = find_bracket_end(r) else { return Vec::new() };
+            let Some(end) = find_bracket_end(r) else {
+                return Vec::new();
+            };
             let inner = &r[..end];
             rest = &r[end + 1..];
             current = current
@@ -31,8 +37,13 @@ pub fn json_path<'a>(value: &'a Value, path: &str) -> Vec<&'a Value> {
                         items.iter().collect()
                     } else if let Ok(i) = inner.parse::<usize>() {
                         items.get(i).into_iter().collect()
-                    } else if let Some(filter) = inner.strip_prefix("?(").and_then(|f| f.strip_suffix(')')) {
-                        items.iter().filter(|item| filter_matches(item, filter)).collect()
+                    } else if let Some(filter) =
+                        inner.strip_prefix("?(").and_then(|f| f.strip_suffix(')'))
+                    {
+                        items
+                            .iter()
+                            .filter(|item| filter_matches(item, filter))
+                            .collect()
                     } else {
                         let key = inner.trim_matches(|c| c == '\'' || c == '"');
                         v.get(key).into_iter().collect()
@@ -75,7 +86,7 @@ fn filter_matches(item: &Value, filter: &str) -> bool {
     let expected = rhs.trim().trim_matches(|c| c == '"' || c == '\'');
     let found = json_path(item, path).into_iter().any(|v| match v {
         Value::String(s) => s == expected,
-        other => other.to_string() == expected,
+        other => *other == expected,
     });
     found == op
 }
@@ -96,48 +107,92 @@ fn count(v: Option<&Value>) -> usize {
 fn cell(obj: &Value, column: &PrinterColumn) -> Value {
     let path = column.json_path.as_str();
     if let Some(paths) = path.strip_prefix("@count:") {
-        return json!(paths.split(',').map(|p| count(json_path(obj, p).first().copied())).sum::<usize>());
+        return json!(
+            paths
+                .split(',')
+                .map(|p| count(json_path(obj, p).first().copied()))
+                .sum::<usize>()
+        );
     }
     if let Some(paths) = path.strip_prefix("@ready:") {
         let mut it = paths.split(',');
-        let ready = it.next().and_then(|p| json_path(obj, p).first().and_then(|v| v.as_i64())).unwrap_or(0);
-        let want = it.next().and_then(|p| json_path(obj, p).first().and_then(|v| v.as_i64())).unwrap_or(1);
+        let ready = it
+            .next()
+            .and_then(|p| json_path(obj, p).first().and_then(|v| v.as_i64()))
+            .unwrap_or(0);
+        let want = it
+            .next()
+            .and_then(|p| json_path(obj, p).first().and_then(|v| v.as_i64()))
+            .unwrap_or(1);
         return json!(format!("{ready}/{want}"));
     }
     match path {
         "@externalip" => {
-            let t = obj.pointer("/spec/type").and_then(Value::as_str).unwrap_or("");
-            return json!(if t == "LoadBalancer" { "<pending>" } else { "<none>" });
+            let t = obj
+                .pointer("/spec/type")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            return json!(if t == "LoadBalancer" {
+                "<pending>"
+            } else {
+                "<none>"
+            });
         }
         "@ports" => {
-            let ports = obj.pointer("/spec/ports").and_then(Value::as_array).map(|ps| {
-                ps.iter()
-                    .map(|p| {
-                        let port = render(p.get("port").unwrap_or(&Value::Null));
-                        let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
-                        match p.get("nodePort") {
-                            Some(n) => format!("{port}:{}/{proto}", render(n)),
-                            None => format!("{port}/{proto}"),
-                        }
-                    })
-                    .collect::<Vec<_>>()
-                    .join(",")
-            });
-            return json!(ports.filter(|s| !s.is_empty()).unwrap_or_else(|| "<none>".into()));
+            let ports = obj
+                .pointer("/spec/ports")
+                .and_then(Value::as_array)
+                .map(|ps| {
+                    ps.iter()
+                        .map(|p| {
+                            let port = render(p.get("port").unwrap_or(&Value::Null));
+                            let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
+                            match p.get("nodePort") {
+                                Some(n) => format!("{port}:{}/{proto}", render(n)),
+                                None => format!("{port}/{proto}"),
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                        .join(",")
+                });
+            return json!(
+                ports
+                    .filter(|s| !s.is_empty())
+                    .unwrap_or_else(|| "<none>".into())
+            );
         }
         "@jobstatus" => {
             let conds = obj.pointer("/status/conditions").and_then(Value::as_array);
-            let has = |t: &str| conds.is_some_and(|c| c.iter().any(|c| c["type"] == t && c["status"] == "True"));
-            return json!(if has("Complete") { "Complete" } else if has("Failed") { "Failed" } else { "Running" });
+            let has = |t: &str| {
+                conds.is_some_and(|c| c.iter().any(|c| c["type"] == t && c["status"] == "True"))
+            };
+            return json!(if has("Complete") {
+                "Complete"
+            } else if has("Failed") {
+                "Failed"
+            } else {
+                "Running"
+            });
         }
         "@completions" => {
-            let done = obj.pointer("/status/succeeded").and_then(Value::as_i64).unwrap_or(0);
-            let want = obj.pointer("/spec/completions").and_then(Value::as_i64).unwrap_or(1);
+            let done = obj
+                .pointer("/status/succeeded")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            let want = obj
+                .pointer("/spec/completions")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
             return json!(format!("{done}/{want}"));
         }
         "@podready" => {
-            let statuses = obj.pointer("/status/containerStatuses").and_then(Value::as_array);
-            let total = obj.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
+            let statuses = obj
+                .pointer("/status/containerStatuses")
+                .and_then(Value::as_array);
+            let total = obj
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
             let ready = statuses.map_or(0, |s| s.iter().filter(|c| c["ready"] == true).count());
             return json!(format!("{ready}/{total}"));
         }
@@ -164,14 +219,31 @@ pub fn partial_metadata(obj: &Value) -> Value {
 }
 
 /// A `Table` of objects. `include_object`: `None`, `Metadata` (default) or `Object`.
-pub fn table(rt: &ResourceType, objects: &[Value], resource_version: &str, include_object: &str) -> Value {
-    let mut columns = vec![definition("Name", "string", "name", "Name must be unique within a namespace.", 0)];
+pub fn table(
+    rt: &ResourceType,
+    objects: &[Value],
+    resource_version: &str,
+    include_object: &str,
+) -> Value {
+    let mut columns = vec![definition(
+        "Name",
+        "string",
+        "name",
+        "Name must be unique within a namespace.",
+        0,
+    )];
     let mut has_age = false;
     for c in &rt.printer_columns {
         if c.json_path == ".metadata.creationTimestamp" {
             has_age = true;
         }
-        columns.push(definition(&c.name, &c.type_, &c.format, &c.description, c.priority));
+        columns.push(definition(
+            &c.name,
+            &c.type_,
+            &c.format,
+            &c.description,
+            c.priority,
+        ));
     }
     if !has_age {
         columns.push(definition("Age", "string", "", "CreationTimestamp is a timestamp representing the server time when this object was created.", 0));
@@ -179,12 +251,18 @@ pub fn table(rt: &ResourceType, objects: &[Value], resource_version: &str, inclu
     let rows: Vec<Value> = objects
         .iter()
         .map(|obj| {
-            let mut cells = vec![json!(obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or(""))];
+            let mut cells = vec![json!(
+                obj.pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+            )];
             for c in &rt.printer_columns {
                 cells.push(cell(obj, c));
             }
             if !has_age {
-                cells.push(json!(age(obj.pointer("/metadata/creationTimestamp").and_then(Value::as_str))));
+                cells.push(json!(age(obj
+                    .pointer("/metadata/creationTimestamp")
+                    .and_then(Value::as_str))));
             }
             let mut row = json!({"cells": cells});
             match include_object {
@@ -206,7 +284,9 @@ pub fn table(rt: &ResourceType, objects: &[Value], resource_version: &str, inclu
 
 /// Kubernetes' short human duration since a timestamp (`5s`, `3m2s`, `4h`, `2d`).
 pub fn age(timestamp: Option<&str>) -> String {
-    let Some(t) = timestamp.and_then(|t| t.parse::<jiff::Timestamp>().ok()) else { return "<unknown>".into() };
+    let Some(t) = timestamp.and_then(|t| t.parse::<jiff::Timestamp>().ok()) else {
+        return "<unknown>".into();
+    };
     let secs = (jiff::Timestamp::now().as_second() - t.as_second()).max(0);
     match secs {
         s if s < 120 => format!("{s}s"),
@@ -226,9 +306,15 @@ mod tests {
     fn json_path_subset() {
         let v = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "Stalled", "status": "False"}]}, "spec": {"url": "x"}});
         assert_eq!(json_path(&v, ".spec.url"), vec![&json!("x")]);
-        assert_eq!(json_path(&v, ".status.conditions[?(@.type==\"Ready\")].status"), vec![&json!("True")]);
+        assert_eq!(
+            json_path(&v, ".status.conditions[?(@.type==\"Ready\")].status"),
+            vec![&json!("True")]
+        );
         assert_eq!(json_path(&v, ".status.conditions[*].type").len(), 2);
-        assert_eq!(json_path(&v, ".status.conditions[1].type"), vec![&json!("Stalled")]);
+        assert_eq!(
+            json_path(&v, ".status.conditions[1].type"),
+            vec![&json!("Stalled")]
+        );
         assert!(json_path(&v, ".nope").is_empty());
     }
 }

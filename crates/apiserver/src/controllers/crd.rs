@@ -19,7 +19,11 @@ fn invalid(name: &str, field: &str, message: &str) -> ApiError {
         "apiextensions.k8s.io",
         "CustomResourceDefinition",
         name,
-        vec![Cause { reason: "FieldValueInvalid".into(), message: message.to_owned(), field: field.to_owned() }],
+        vec![Cause {
+            reason: "FieldValueInvalid".into(),
+            message: message.to_owned(),
+            field: field.to_owned(),
+        }],
     )
 }
 
@@ -43,9 +47,19 @@ fn object_schema(version: &Value) -> Value {
 
 /// Resource types a CRD defines (one per served version).
 pub fn resource_types(crd: &Value) -> ApiResult<Vec<ResourceType>> {
-    let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
-    let spec = crd.get("spec").ok_or_else(|| invalid(name, "spec", "Required value"))?;
-    let s = |p: &str| spec.pointer(p).and_then(Value::as_str).unwrap_or("").to_owned();
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let spec = crd
+        .get("spec")
+        .ok_or_else(|| invalid(name, "spec", "Required value"))?;
+    let s = |p: &str| {
+        spec.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
     let group = s("/group");
     let plural = s("/names/plural");
     let kind = s("/names/kind");
@@ -59,35 +73,86 @@ pub fn resource_types(crd: &Value) -> ApiResult<Vec<ResourceType>> {
         return Err(invalid(name, "spec.names.kind", "Required value"));
     }
     if name != format!("{plural}.{group}") {
-        return Err(invalid(name, "metadata.name", &format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group")));
+        return Err(invalid(
+            name,
+            "metadata.name",
+            &format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group"),
+        ));
     }
     let scope = s("/scope");
     if scope != "Namespaced" && scope != "Cluster" {
-        return Err(invalid(name, "spec.scope", &format!("Unsupported value: {scope:?}: supported values: \"Cluster\", \"Namespaced\"")));
+        return Err(invalid(
+            name,
+            "spec.scope",
+            &format!("Unsupported value: {scope:?}: supported values: \"Cluster\", \"Namespaced\""),
+        ));
     }
-    let versions = spec.get("versions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let versions = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if versions.is_empty() {
-        return Err(invalid(name, "spec.versions", "Required value: must have exactly one version marked as storage version"));
+        return Err(invalid(
+            name,
+            "spec.versions",
+            "Required value: must have exactly one version marked as storage version",
+        ));
     }
-    let storage: Vec<&Value> = versions.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).collect();
+    let storage: Vec<&Value> = versions
+        .iter()
+        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .collect();
     if storage.len() != 1 {
-        return Err(invalid(name, "spec.versions", "Invalid value: must have exactly one version marked as storage version"));
+        return Err(invalid(
+            name,
+            "spec.versions",
+            "Invalid value: must have exactly one version marked as storage version",
+        ));
     }
-    let storage_version = storage[0].get("name").and_then(Value::as_str).unwrap_or("").to_owned();
-    let singular = spec.pointer("/names/singular").and_then(Value::as_str).map_or_else(|| kind.to_lowercase(), str::to_owned);
+    let storage_version = storage[0]
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let singular = spec
+        .pointer("/names/singular")
+        .and_then(Value::as_str)
+        .map_or_else(|| kind.to_lowercase(), str::to_owned);
     let strings = |p: &str| -> Vec<String> {
-        spec.pointer(p).and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect()).unwrap_or_default()
+        spec.pointer(p)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
     };
     let mut out = Vec::new();
     for (i, v) in versions.iter().enumerate() {
-        let vname = v.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
+        let vname = v
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
         if vname.is_empty() {
-            return Err(invalid(name, &format!("spec.versions[{i}].name"), "Required value"));
+            return Err(invalid(
+                name,
+                &format!("spec.versions[{i}].name"),
+                "Required value",
+            ));
         }
         let openapi = object_schema(v);
-        let schema = Schema::from_openapi(&openapi, capstan_schema::builtin::definitions()).map_err(|e| {
-            invalid(name, &format!("spec.versions[{i}].schema.openAPIV3Schema"), &format!("Invalid value: {e}"))
-        })?;
+        let schema = Schema::from_openapi(&openapi, capstan_schema::builtin::definitions())
+            .map_err(|e| {
+                invalid(
+                    name,
+                    &format!("spec.versions[{i}].schema.openAPIV3Schema"),
+                    &format!("Invalid value: {e}"),
+                )
+            })?;
         if v.get("served").and_then(Value::as_bool) != Some(true) {
             continue;
         }
@@ -134,35 +199,50 @@ pub fn resource_types(crd: &Value) -> ApiResult<Vec<ResourceType>> {
 fn condition(type_: &str, reason: &str, message: &str, previous: Option<&Value>) -> Value {
     let time = previous
         .and_then(|c| c.as_array())
-        .and_then(|a| a.iter().find(|c| c["type"] == type_ && c["status"] == "True"))
+        .and_then(|a| {
+            a.iter()
+                .find(|c| c["type"] == type_ && c["status"] == "True")
+        })
         .and_then(|c| c.get("lastTransitionTime").cloned())
         .unwrap_or_else(|| json!(now()));
     json!({"type": type_, "status": "True", "lastTransitionTime": time, "reason": reason, "message": message})
 }
 
 /// Runs before a write: validates a CRD and sets its status.
-pub fn on_write(_cluster: &Cluster, rt: &ResourceType, obj: &mut Value, _dry_run: bool) -> ApiResult<()> {
+pub fn on_write(
+    _cluster: &Cluster,
+    rt: &ResourceType,
+    obj: &mut Value,
+    _dry_run: bool,
+) -> ApiResult<()> {
     if !is_crd(rt) {
         return Ok(());
     }
     let types = resource_types(obj)?;
     let spec = &obj["spec"];
     let mut accepted = spec.get("names").cloned().unwrap_or(json!({}));
-    if let Some(a) = accepted.as_object_mut() {
-        if let Some(first) = types.first() {
-            a.insert("singular".into(), json!(first.singular));
-            a.entry("listKind").or_insert_with(|| json!(format!("{}List", first.kind)));
-        }
+    if let Some(a) = accepted.as_object_mut()
+        && let Some(first) = types.first()
+    {
+        a.insert("singular".into(), json!(first.singular));
+        a.entry("listKind")
+            .or_insert_with(|| json!(format!("{}List", first.kind)));
     }
     let storage = spec
         .get("versions")
         .and_then(Value::as_array)
-        .and_then(|vs| vs.iter().find(|v| v.get("storage").and_then(Value::as_bool) == Some(true)))
+        .and_then(|vs| {
+            vs.iter()
+                .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        })
         .and_then(|v| v.get("name").cloned())
         .unwrap_or(Value::Null);
     let previous = obj.pointer("/status/conditions").cloned();
-    let mut stored_versions: Vec<Value> =
-        obj.pointer("/status/storedVersions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut stored_versions: Vec<Value> = obj
+        .pointer("/status/storedVersions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if !stored_versions.contains(&storage) {
         stored_versions.push(storage);
     }
@@ -182,8 +262,14 @@ pub fn after_write(cluster: &Cluster, rt: &ResourceType, obj: &Value) {
     if !is_crd(rt) {
         return;
     }
-    let Ok(types) = resource_types(obj) else { return };
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_owned();
+    let Ok(types) = resource_types(obj) else {
+        return;
+    };
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
     let mut registry = cluster.registry_mut();
     if let Some((group, plural, versions)) = registry.crd_registration(&name).cloned() {
         for v in versions {
@@ -204,13 +290,27 @@ pub fn after_delete(cluster: &Cluster, rt: &ResourceType, obj: &Value) {
     if !is_crd(rt) {
         return;
     }
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let registration = cluster.registry_mut().remove_crd_registration(name);
-    let Some((group, plural, versions)) = registration else { return };
-    let key = crate::registry::StorageKey { group: group.clone(), resource: plural.clone() };
+    let Some((group, plural, versions)) = registration else {
+        return;
+    };
+    let key = crate::registry::StorageKey {
+        group: group.clone(),
+        resource: plural.clone(),
+    };
     let (objects, _) = cluster.store().list(&key, None);
     for o in objects {
-        let _ = cluster.store().write(&key, (o.namespace().to_owned(), o.name().to_owned()), None, None, false);
+        let _ = cluster.store().write(
+            &key,
+            (o.namespace().to_owned(), o.name().to_owned()),
+            None,
+            None,
+            false,
+        );
     }
     cluster.store().drop_table(&key);
     let mut registry = cluster.registry_mut();

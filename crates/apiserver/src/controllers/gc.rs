@@ -8,7 +8,9 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::cluster::{Cluster, DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation, finalizers};
+use crate::cluster::{
+    Cluster, DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation, finalizers,
+};
 use crate::registry::ResourceType;
 use crate::store::{EventType, Stored};
 
@@ -22,7 +24,12 @@ struct Entry {
 fn owner_uids(obj: &Value) -> Vec<String> {
     obj.pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
-        .map(|refs| refs.iter().filter_map(|r| r.get("uid").and_then(Value::as_str)).map(str::to_owned).collect())
+        .map(|refs| {
+            refs.iter()
+                .filter_map(|r| r.get("uid").and_then(Value::as_str))
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -36,7 +43,10 @@ pub fn sweep(cluster: &Cluster) -> bool {
     for rt in cluster.registry().storage_types() {
         let (objects, _) = cluster.list(&rt, None);
         for object in objects {
-            entries.push(Entry { rt: Arc::clone(&rt), object });
+            entries.push(Entry {
+                rt: Arc::clone(&rt),
+                object,
+            });
         }
     }
     let by_uid: HashMap<&str, &Entry> = entries.iter().map(|e| (e.object.uid(), e)).collect();
@@ -58,8 +68,14 @@ pub fn sweep(cluster: &Cluster) -> bool {
         }
         if owners.iter().all(|u| !by_uid.contains_key(u.as_str())) {
             let ns = e.object.namespace().to_owned();
-            let opts = DeleteOptions { propagation: Some(Propagation::Background), ..DeleteOptions::default() };
-            if cluster.delete(&e.rt, Some(&ns), e.object.name(), &opts).is_ok() {
+            let opts = DeleteOptions {
+                propagation: Some(Propagation::Background),
+                ..DeleteOptions::default()
+            };
+            if cluster
+                .delete(&e.rt, Some(&ns), e.object.name(), &opts)
+                .is_ok()
+            {
                 deleted.insert(e.object.uid().to_owned());
                 changed = true;
             }
@@ -72,28 +88,39 @@ pub fn sweep(cluster: &Cluster) -> bool {
         }
         let fins = finalizers(&e.object.value);
         let uid = e.object.uid();
-        let deps: Vec<&&Entry> = dependents.get(uid).map(|d| d.iter().collect()).unwrap_or_default();
+        let deps: Vec<&&Entry> = dependents
+            .get(uid)
+            .map(|d| d.iter().collect())
+            .unwrap_or_default();
         let ns = e.object.namespace().to_owned();
         if fins.iter().any(|f| f == ORPHAN_FINALIZER) {
             for d in &deps {
                 let dns = d.object.namespace().to_owned();
                 let _ = cluster.mutate(&d.rt, Some(&dns), d.object.name(), None, MANAGER, |obj| {
-                    let Some(refs) = obj.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) else {
+                    let Some(refs) = obj
+                        .pointer_mut("/metadata/ownerReferences")
+                        .and_then(Value::as_array_mut)
+                    else {
                         return false;
                     };
                     refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
-                    if refs.is_empty() {
-                        if let Some(m) = obj["metadata"].as_object_mut() {
-                            m.remove("ownerReferences");
-                        }
+                    if refs.is_empty()
+                        && let Some(m) = obj["metadata"].as_object_mut()
+                    {
+                        m.remove("ownerReferences");
                     }
                     true
                 });
             }
-            let _ = cluster.mutate(&e.rt, Some(&ns), e.object.name(), None, MANAGER, |obj| remove_finalizer(obj, ORPHAN_FINALIZER));
+            let _ = cluster.mutate(&e.rt, Some(&ns), e.object.name(), None, MANAGER, |obj| {
+                remove_finalizer(obj, ORPHAN_FINALIZER)
+            });
             changed = true;
         } else if fins.iter().any(|f| f == FOREGROUND_FINALIZER) {
-            let remaining: Vec<&&&Entry> = deps.iter().filter(|d| !deleted.contains(d.object.uid())).collect();
+            let remaining: Vec<&&&Entry> = deps
+                .iter()
+                .filter(|d| !deleted.contains(d.object.uid()))
+                .collect();
             if remaining.is_empty() {
                 let _ = cluster.mutate(&e.rt, Some(&ns), e.object.name(), None, MANAGER, |obj| {
                     remove_finalizer(obj, FOREGROUND_FINALIZER)
@@ -105,8 +132,14 @@ pub fn sweep(cluster: &Cluster) -> bool {
                         continue;
                     }
                     let dns = d.object.namespace().to_owned();
-                    let opts = DeleteOptions { propagation: Some(Propagation::Foreground), ..DeleteOptions::default() };
-                    if cluster.delete(&d.rt, Some(&dns), d.object.name(), &opts).is_ok() {
+                    let opts = DeleteOptions {
+                        propagation: Some(Propagation::Foreground),
+                        ..DeleteOptions::default()
+                    };
+                    if cluster
+                        .delete(&d.rt, Some(&dns), d.object.name(), &opts)
+                        .is_ok()
+                    {
                         changed = true;
                     }
                 }
@@ -117,7 +150,12 @@ pub fn sweep(cluster: &Cluster) -> bool {
 }
 
 fn remove_finalizer(obj: &mut Value, finalizer: &str) -> bool {
-    let Some(list) = obj.pointer_mut("/metadata/finalizers").and_then(Value::as_array_mut) else { return false };
+    let Some(list) = obj
+        .pointer_mut("/metadata/finalizers")
+        .and_then(Value::as_array_mut)
+    else {
+        return false;
+    };
     let before = list.len();
     list.retain(|f| f.as_str() != Some(finalizer));
     before != list.len()
@@ -126,7 +164,9 @@ fn remove_finalizer(obj: &mut Value, finalizer: &str) -> bool {
 fn relevant(type_: EventType, object: &Value) -> bool {
     type_ == EventType::Deleted
         || (deleting(object)
-            && finalizers(object).iter().any(|f| f == FOREGROUND_FINALIZER || f == ORPHAN_FINALIZER))
+            && finalizers(object)
+                .iter()
+                .any(|f| f == FOREGROUND_FINALIZER || f == ORPHAN_FINALIZER))
         || (type_ == EventType::Added && object.pointer("/metadata/ownerReferences").is_some())
 }
 

@@ -12,7 +12,9 @@ const MANAGER: &str = "capstan-namespace-controller";
 /// Deletes the contents of terminating namespaces; finalizes those that are empty.
 /// Returns whether a namespace is still terminating.
 pub fn sweep(cluster: &Cluster) -> bool {
-    let Ok(ns_type) = cluster.resource("", "v1", "namespaces") else { return false };
+    let Ok(ns_type) = cluster.resource("", "v1", "namespaces") else {
+        return false;
+    };
     let (namespaces, _) = cluster.list(&ns_type, None);
     let mut pending = false;
     for ns in namespaces {
@@ -35,7 +37,10 @@ pub fn sweep(cluster: &Cluster) -> bool {
         }
         if remaining == 0 {
             let _ = cluster.mutate(&ns_type, None, &name, None, MANAGER, |obj| {
-                let Some(list) = obj.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut) else {
+                let Some(list) = obj
+                    .pointer_mut("/spec/finalizers")
+                    .and_then(Value::as_array_mut)
+                else {
                     return false;
                 };
                 let before = list.len();
@@ -61,7 +66,14 @@ pub async fn run(cluster: Cluster) {
             }
         } else {
             match events.recv().await {
-                Ok(e) => e.key.group.is_empty() && e.key.resource == "namespaces" && e.object.value.pointer("/metadata/deletionTimestamp").is_some(),
+                Ok(e) => {
+                    e.key.group.is_empty()
+                        && e.key.resource == "namespaces"
+                        && e.object
+                            .value
+                            .pointer("/metadata/deletionTimestamp")
+                            .is_some()
+                }
                 Err(RecvError::Lagged(_)) => true,
                 Err(RecvError::Closed) => return,
             }

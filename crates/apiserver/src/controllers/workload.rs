@@ -20,8 +20,13 @@ pub const ROLLOUT_ANNOTATION: &str = "sim.capstan.dev/rollout";
 pub const DELAY_ANNOTATION: &str = "sim.capstan.dev/rollout-delay";
 
 const MANAGER: &str = "kube-controller-manager";
-const KINDS: [(&str, &str); 5] =
-    [("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets"), ("apps", "replicasets"), ("batch", "jobs")];
+const KINDS: [(&str, &str); 5] = [
+    ("apps", "deployments"),
+    ("apps", "statefulsets"),
+    ("apps", "daemonsets"),
+    ("apps", "replicasets"),
+    ("batch", "jobs"),
+];
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Outcome {
@@ -31,14 +36,20 @@ enum Outcome {
 }
 
 fn outcome(obj: &Value) -> (Outcome, Option<u64>) {
-    let ann = |k: &str| obj.pointer("/metadata/annotations").and_then(|a| a.get(k)).and_then(Value::as_str);
+    let ann = |k: &str| {
+        obj.pointer("/metadata/annotations")
+            .and_then(|a| a.get(k))
+            .and_then(Value::as_str)
+    };
     let delay = ann(DELAY_ANNOTATION).and_then(|d| d.trim_end_matches('s').parse::<u64>().ok());
     match ann(ROLLOUT_ANNOTATION) {
         Some("hang") => (Outcome::Progressing, None),
         Some("fail") => (Outcome::Failed, None),
         _ => {
             if let Some(secs) = delay {
-                let created = obj.pointer("/metadata/creationTimestamp").and_then(Value::as_str);
+                let created = obj
+                    .pointer("/metadata/creationTimestamp")
+                    .and_then(Value::as_str);
                 // Progressing until the delay has passed since the last spec change was observed.
                 let since = obj
                     .pointer("/status/conditions")
@@ -48,10 +59,16 @@ fn outcome(obj: &Value) -> (Outcome, Option<u64>) {
                     .or(created);
                 let elapsed = since
                     .and_then(|s| s.parse::<jiff::Timestamp>().ok())
-                    .map_or(0, |t| (jiff::Timestamp::now().as_second() - t.as_second()).max(0) as u64);
-                let observed = obj.pointer("/status/observedGeneration") == obj.pointer("/metadata/generation");
+                    .map_or(0, |t| {
+                        (jiff::Timestamp::now().as_second() - t.as_second()).max(0) as u64
+                    });
+                let observed = obj.pointer("/status/observedGeneration")
+                    == obj.pointer("/metadata/generation");
                 if !observed || elapsed < secs {
-                    return (Outcome::Progressing, Some(if observed { secs - elapsed } else { secs }));
+                    return (
+                        Outcome::Progressing,
+                        Some(if observed { secs - elapsed } else { secs }),
+                    );
                 }
             }
             (Outcome::Complete, None)
@@ -59,17 +76,34 @@ fn outcome(obj: &Value) -> (Outcome, Option<u64>) {
     }
 }
 
-fn condition(previous: Option<&Value>, type_: &str, status: &str, reason: &str, message: &str, with_update: bool) -> Value {
+fn condition(
+    previous: Option<&Value>,
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    with_update: bool,
+) -> Value {
     let prev = previous
         .and_then(Value::as_array)
         .and_then(|a| a.iter().find(|c| c["type"] == type_));
     let same = prev.is_some_and(|p| p["status"] == status);
     let same_reason = same && prev.is_some_and(|p| p["reason"] == reason);
     let t = now();
-    let transition = if same { prev.and_then(|p| p.get("lastTransitionTime").cloned()).unwrap_or(json!(t)) } else { json!(t) };
+    let transition = if same {
+        prev.and_then(|p| p.get("lastTransitionTime").cloned())
+            .unwrap_or(json!(t))
+    } else {
+        json!(t)
+    };
     let mut c = json!({"type": type_, "status": status, "lastTransitionTime": transition, "reason": reason, "message": message});
     if with_update {
-        let update = if same_reason { prev.and_then(|p| p.get("lastUpdateTime").cloned()).unwrap_or(json!(t)) } else { json!(t) };
+        let update = if same_reason {
+            prev.and_then(|p| p.get("lastUpdateTime").cloned())
+                .unwrap_or(json!(t))
+        } else {
+            json!(t)
+        };
         c["lastUpdateTime"] = update;
     }
     c
@@ -87,9 +121,18 @@ fn hash(v: &Value) -> String {
 
 /// The status the workload's controller would report.
 fn desired_status(plural: &str, obj: &Value) -> (Value, Option<u64>) {
-    let generation = obj.pointer("/metadata/generation").cloned().unwrap_or(json!(1));
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
-    let replicas = obj.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
+    let generation = obj
+        .pointer("/metadata/generation")
+        .cloned()
+        .unwrap_or(json!(1));
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let replicas = obj
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
     let prev = obj.pointer("/status/conditions");
     let (outcome, requeue) = outcome(obj);
     let template_hash = hash(obj.pointer("/spec/template").unwrap_or(&Value::Null));
@@ -100,22 +143,64 @@ fn desired_status(plural: &str, obj: &Value) -> (Value, Option<u64>) {
                 Outcome::Complete => (
                     replicas,
                     vec![
-                        condition(prev, "Available", "True", "MinimumReplicasAvailable", "Deployment has minimum availability.", true),
-                        condition(prev, "Progressing", "True", "NewReplicaSetAvailable", &format!("ReplicaSet \"{rs}\" has successfully progressed."), true),
+                        condition(
+                            prev,
+                            "Available",
+                            "True",
+                            "MinimumReplicasAvailable",
+                            "Deployment has minimum availability.",
+                            true,
+                        ),
+                        condition(
+                            prev,
+                            "Progressing",
+                            "True",
+                            "NewReplicaSetAvailable",
+                            &format!("ReplicaSet \"{rs}\" has successfully progressed."),
+                            true,
+                        ),
                     ],
                 ),
                 Outcome::Progressing => (
                     0,
                     vec![
-                        condition(prev, "Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.", true),
-                        condition(prev, "Progressing", "True", "ReplicaSetUpdated", &format!("ReplicaSet \"{rs}\" is progressing."), true),
+                        condition(
+                            prev,
+                            "Available",
+                            "False",
+                            "MinimumReplicasUnavailable",
+                            "Deployment does not have minimum availability.",
+                            true,
+                        ),
+                        condition(
+                            prev,
+                            "Progressing",
+                            "True",
+                            "ReplicaSetUpdated",
+                            &format!("ReplicaSet \"{rs}\" is progressing."),
+                            true,
+                        ),
                     ],
                 ),
                 Outcome::Failed => (
                     0,
                     vec![
-                        condition(prev, "Available", "False", "MinimumReplicasUnavailable", "Deployment does not have minimum availability.", true),
-                        condition(prev, "Progressing", "False", "ProgressDeadlineExceeded", &format!("ReplicaSet \"{rs}\" has timed out progressing."), true),
+                        condition(
+                            prev,
+                            "Available",
+                            "False",
+                            "MinimumReplicasUnavailable",
+                            "Deployment does not have minimum availability.",
+                            true,
+                        ),
+                        condition(
+                            prev,
+                            "Progressing",
+                            "False",
+                            "ProgressDeadlineExceeded",
+                            &format!("ReplicaSet \"{rs}\" has timed out progressing."),
+                            true,
+                        ),
                     ],
                 ),
             };
@@ -131,7 +216,11 @@ fn desired_status(plural: &str, obj: &Value) -> (Value, Option<u64>) {
         }
         "statefulsets" => {
             let revision = format!("{name}-{template_hash}");
-            let ready = if outcome == Outcome::Complete { replicas } else { 0 };
+            let ready = if outcome == Outcome::Complete {
+                replicas
+            } else {
+                0
+            };
             let mut s = json!({"observedGeneration": generation, "replicas": replicas, "currentReplicas": replicas, "updatedReplicas": replicas, "currentRevision": revision, "updateRevision": revision, "collisionCount": 0, "availableReplicas": ready});
             if ready > 0 {
                 s["readyReplicas"] = json!(ready);
@@ -143,7 +232,11 @@ fn desired_status(plural: &str, obj: &Value) -> (Value, Option<u64>) {
             json!({"observedGeneration": generation, "desiredNumberScheduled": 1, "currentNumberScheduled": 1, "updatedNumberScheduled": 1, "numberMisscheduled": 0, "numberReady": ready, "numberAvailable": ready, "numberUnavailable": 1 - ready})
         }
         "replicasets" => {
-            let ready = if outcome == Outcome::Complete { replicas } else { 0 };
+            let ready = if outcome == Outcome::Complete {
+                replicas
+            } else {
+                0
+            };
             let mut s = json!({"observedGeneration": generation, "replicas": replicas, "fullyLabeledReplicas": replicas});
             if ready > 0 {
                 s["readyReplicas"] = json!(ready);
@@ -152,19 +245,33 @@ fn desired_status(plural: &str, obj: &Value) -> (Value, Option<u64>) {
             s
         }
         "jobs" => {
-            let completions = obj.pointer("/spec/completions").and_then(Value::as_i64).unwrap_or(1);
-            let start = obj.pointer("/status/startTime").cloned().unwrap_or_else(|| json!(now()));
+            let completions = obj
+                .pointer("/spec/completions")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            let start = obj
+                .pointer("/status/startTime")
+                .cloned()
+                .unwrap_or_else(|| json!(now()));
             match outcome {
                 Outcome::Complete => {
-                    let done = obj.pointer("/status/completionTime").cloned().unwrap_or_else(|| json!(now()));
+                    let done = obj
+                        .pointer("/status/completionTime")
+                        .cloned()
+                        .unwrap_or_else(|| json!(now()));
                     json!({"startTime": start, "completionTime": done, "succeeded": completions, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}, "conditions": [
                         condition(prev, "SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of succeeded pods", false),
                         condition(prev, "Complete", "True", "CompletionsReached", "Reached expected number of succeeded pods", false),
                     ]})
                 }
-                Outcome::Progressing => json!({"startTime": start, "active": 1, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}}),
+                Outcome::Progressing => {
+                    json!({"startTime": start, "active": 1, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}})
+                }
                 Outcome::Failed => {
-                    let backoff = obj.pointer("/spec/backoffLimit").and_then(Value::as_i64).unwrap_or(6);
+                    let backoff = obj
+                        .pointer("/spec/backoffLimit")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(6);
                     json!({"startTime": start, "failed": backoff + 1, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}, "conditions": [
                         condition(prev, "FailureTarget", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit", false),
                         condition(prev, "Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit", false),
@@ -174,14 +281,23 @@ fn desired_status(plural: &str, obj: &Value) -> (Value, Option<u64>) {
         }
         _ => Value::Null,
     };
-    if status.get("conditions").is_some_and(|c| c.as_array().is_some_and(Vec::is_empty)) {
+    if status
+        .get("conditions")
+        .is_some_and(|c| c.as_array().is_some_and(Vec::is_empty))
+    {
         status.as_object_mut().map(|o| o.remove("conditions"));
     }
     (status, requeue)
 }
 
 /// Brings one workload's status up to date. Returns seconds after which to look again.
-fn reconcile(cluster: &Cluster, group: &str, plural: &str, namespace: &str, name: &str) -> Option<u64> {
+fn reconcile(
+    cluster: &Cluster,
+    group: &str,
+    plural: &str,
+    namespace: &str,
+    name: &str,
+) -> Option<u64> {
     let rt = cluster.resource(group, "v1", plural).ok()?;
     let mut requeue = None;
     let _ = cluster.mutate(&rt, Some(namespace), name, Some("status"), MANAGER, |obj| {
@@ -207,7 +323,9 @@ pub async fn run(cluster: Cluster) {
             Ok(e) => e,
             Err(RecvError::Lagged(_)) => {
                 for (group, plural) in KINDS {
-                    let Ok(rt) = cluster.resource(group, "v1", plural) else { continue };
+                    let Ok(rt) = cluster.resource(group, "v1", plural) else {
+                        continue;
+                    };
                     let (objects, _) = cluster.list(&rt, None);
                     for o in objects {
                         reconcile(&cluster, group, plural, o.namespace(), o.name());
@@ -220,10 +338,16 @@ pub async fn run(cluster: Cluster) {
         if event.type_ == EventType::Deleted {
             continue;
         }
-        let Some((group, plural)) = KINDS.iter().find(|(g, p)| event.key.group == *g && event.key.resource == *p) else {
+        let Some((group, plural)) = KINDS
+            .iter()
+            .find(|(g, p)| event.key.group == *g && event.key.resource == *p)
+        else {
             continue;
         };
-        let (ns, name) = (event.object.namespace().to_owned(), event.object.name().to_owned());
+        let (ns, name) = (
+            event.object.namespace().to_owned(),
+            event.object.name().to_owned(),
+        );
         if let Some(secs) = reconcile(&cluster, group, plural, &ns, &name) {
             let cluster = cluster.clone();
             let (group, plural) = (*group, *plural);

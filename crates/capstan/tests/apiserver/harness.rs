@@ -28,19 +28,28 @@ impl Run {
     /// Panics with the output unless the command succeeded.
     #[track_caller]
     pub fn ok(self) -> Self {
-        assert_eq!(self.status, 0, "kubectl failed:\nstdout: {}\nstderr: {}", self.stdout, self.stderr);
+        assert_eq!(
+            self.status, 0,
+            "kubectl failed:\nstdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
         self
     }
 
     /// Panics unless the command failed; returns it for inspecting stderr.
     #[track_caller]
     pub fn fails(self) -> Self {
-        assert_ne!(self.status, 0, "kubectl unexpectedly succeeded:\nstdout: {}\nstderr: {}", self.stdout, self.stderr);
+        assert_ne!(
+            self.status, 0,
+            "kubectl unexpectedly succeeded:\nstdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
         self
     }
 
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("kubectl output is not JSON ({e}): {}", self.stdout))
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("kubectl output is not JSON ({e}): {}", self.stdout))
     }
 }
 
@@ -76,11 +85,17 @@ impl TestCluster {
     }
 
     pub async fn start_with(config: capstan_apiserver::Config) -> Self {
-        let server = capstan_apiserver::ApiServer::start(config).await.expect("start the control plane");
+        let server = capstan_apiserver::ApiServer::start(config)
+            .await
+            .expect("start the control plane");
         let dir = tempfile::tempdir().expect("temp dir");
         let kubeconfig = dir.path().join("kubeconfig");
         std::fs::write(&kubeconfig, server.kubeconfig()).expect("write kubeconfig");
-        Self { server, dir, kubeconfig }
+        Self {
+            server,
+            dir,
+            kubeconfig,
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -117,13 +132,27 @@ impl TestCluster {
         out.into()
     }
 
+    /// Runs kubectl with extra environment variables (e.g. `KUBE_EDITOR` for `kubectl edit`).
+    pub async fn kubectl_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut cmd = self.command(args);
+        cmd.envs(env.iter().copied());
+        let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
+            .await
+            .unwrap_or_else(|_| panic!("kubectl {args:?} timed out"))
+            .expect("run kubectl");
+        out.into()
+    }
+
     /// Runs kubectl with `input` on stdin.
     pub async fn kubectl_stdin(&self, args: &[&str], input: &str) -> Run {
         let mut cmd = self.command(args);
         cmd.stdin(Stdio::piped());
         let mut child = cmd.spawn().expect("spawn kubectl");
         let mut stdin = child.stdin.take().expect("stdin");
-        stdin.write_all(input.as_bytes()).await.expect("write stdin");
+        stdin
+            .write_all(input.as_bytes())
+            .await
+            .expect("write stdin");
         drop(stdin);
         let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
             .await
@@ -139,10 +168,14 @@ impl TestCluster {
 
     /// A kube-rs client for this cluster.
     pub async fn client(&self) -> kube::Client {
-        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("read kubeconfig");
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-            .await
-            .expect("kube config");
+        let kubeconfig =
+            kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("read kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(
+            kubeconfig,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .expect("kube config");
         kube::Client::try_from(config).expect("kube client")
     }
 }
@@ -158,12 +191,17 @@ where
         if let Some(v) = check().await {
             return v;
         }
-        assert!(start.elapsed() < timeout, "timed out after {timeout:?} waiting for {what}");
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
 /// A path in ../shared/corpus.
 pub fn corpus(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus").join(path)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/corpus")
+        .join(path)
 }

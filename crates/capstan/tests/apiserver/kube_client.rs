@@ -6,8 +6,8 @@ use std::time::Duration;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
-use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
 use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
@@ -32,19 +32,28 @@ impl Proxy {
         let (conns, refusing) = (Arc::clone(&connections), Arc::clone(&refuse));
         let acceptor = tokio::spawn(async move {
             loop {
-                let Ok((mut inbound, _)) = listener.accept().await else { return };
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    return;
+                };
                 if refusing.load(std::sync::atomic::Ordering::SeqCst) {
                     drop(inbound);
                     continue;
                 }
                 let task = tokio::spawn(async move {
-                    let Ok(mut outbound) = TcpStream::connect(upstream).await else { return };
+                    let Ok(mut outbound) = TcpStream::connect(upstream).await else {
+                        return;
+                    };
                     let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
                 });
                 conns.lock().unwrap().push(task);
             }
         });
-        Self { address, connections, refuse, acceptor }
+        Self {
+            address,
+            connections,
+            refuse,
+            acceptor,
+        }
     }
 
     /// Closes every open connection.
@@ -55,10 +64,11 @@ impl Proxy {
     }
 
     fn refuse(&self, refuse: bool) {
-        self.refuse.store(refuse, std::sync::atomic::Ordering::SeqCst);
+        self.refuse
+            .store(refuse, std::sync::atomic::Ordering::SeqCst);
     }
 
-    async fn client(&self) -> kube::Client {
+    fn client(&self) -> kube::Client {
         let mut config = kube::Config::new(format!("http://{}", self.address).parse().unwrap());
         config.default_namespace = "default".into();
         kube::Client::try_from(config).unwrap()
@@ -89,7 +99,9 @@ fn spawn_watcher(api: Api<ConfigMap>, seen: Arc<Mutex<Seen>>) -> JoinHandle<()> 
         while let Some(event) = stream.next().await {
             let entry = match event {
                 Ok(Event::Init) => "init".to_owned(),
-                Ok(Event::InitApply(cm)) => format!("init-apply {}", cm.metadata.name.unwrap_or_default()),
+                Ok(Event::InitApply(cm)) => {
+                    format!("init-apply {}", cm.metadata.name.unwrap_or_default())
+                }
                 Ok(Event::InitDone) => "init-done".to_owned(),
                 Ok(Event::Apply(cm)) => format!("apply {}", cm.metadata.name.unwrap_or_default()),
                 Ok(Event::Delete(cm)) => format!("delete {}", cm.metadata.name.unwrap_or_default()),
@@ -112,16 +124,22 @@ async fn wait_for_entry(seen: &Arc<Mutex<Seen>>, entry: &str) {
 async fn watcher_resumes_after_dropped_connection_without_gaps_or_repeats() {
     let cluster = TestCluster::start().await;
     let proxy = Proxy::start(cluster.server.address()).await;
-    let api: Api<ConfigMap> = Api::default_namespaced(proxy.client().await);
+    let api: Api<ConfigMap> = Api::default_namespaced(proxy.client());
     let direct: Api<ConfigMap> = Api::default_namespaced(cluster.client().await);
     for name in ["a", "b"] {
-        direct.create(&PostParams::default(), &configmap(name)).await.unwrap();
+        direct
+            .create(&PostParams::default(), &configmap(name))
+            .await
+            .unwrap();
     }
     let seen = Arc::new(Mutex::new(Seen::default()));
     let task = spawn_watcher(api, Arc::clone(&seen));
     wait_for_entry(&seen, "init-done").await;
     for name in ["c", "d"] {
-        direct.create(&PostParams::default(), &configmap(name)).await.unwrap();
+        direct
+            .create(&PostParams::default(), &configmap(name))
+            .await
+            .unwrap();
     }
     wait_for_entry(&seen, "apply d").await;
 
@@ -129,26 +147,49 @@ async fn watcher_resumes_after_dropped_connection_without_gaps_or_repeats() {
     proxy.refuse(true);
     proxy.cut();
     for name in ["e", "f"] {
-        direct.create(&PostParams::default(), &configmap(name)).await.unwrap();
+        direct
+            .create(&PostParams::default(), &configmap(name))
+            .await
+            .unwrap();
     }
-    direct.delete("a", &Default::default()).await.unwrap();
+    direct
+        .delete("a", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
     proxy.refuse(false);
     wait_for_entry(&seen, "delete a").await;
-    direct.create(&PostParams::default(), &configmap("g")).await.unwrap();
+    direct
+        .create(&PostParams::default(), &configmap("g"))
+        .await
+        .unwrap();
     wait_for_entry(&seen, "apply g").await;
     task.abort();
 
     let log = seen.lock().unwrap().log.clone();
     assert_eq!(
         log,
-        ["init", "init-apply a", "init-apply b", "init-done", "apply c", "apply d", "apply e", "apply f", "delete a", "apply g"],
+        [
+            "init",
+            "init-apply a",
+            "init-apply b",
+            "init-done",
+            "apply c",
+            "apply d",
+            "apply e",
+            "apply f",
+            "delete a",
+            "apply g"
+        ],
         "the watcher must resume from its resourceVersion: no relist, nothing missed, nothing repeated"
     );
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn expired_resource_version_is_gone_and_the_watcher_relists() {
-    let config = capstan_apiserver::Config { watch_history: 5, ..capstan_apiserver::Config::default() };
+    let config = capstan_apiserver::Config {
+        watch_history: 5,
+        ..capstan_apiserver::Config::default()
+    };
     let cluster = TestCluster::start_with(config).await;
     let direct: Api<ConfigMap> = Api::default_namespaced(cluster.client().await);
 
@@ -156,13 +197,24 @@ async fn expired_resource_version_is_gone_and_the_watcher_relists() {
     let list = direct.list(&ListParams::default()).await.unwrap();
     let old_rv = list.metadata.resource_version.unwrap();
     for i in 0..10 {
-        direct.create(&PostParams::default(), &configmap(&format!("early-{i}"))).await.unwrap();
+        direct
+            .create(&PostParams::default(), &configmap(&format!("early-{i}")))
+            .await
+            .unwrap();
     }
-    let mut stream = direct.watch(&WatchParams::default(), &old_rv).await.unwrap().boxed();
+    let mut stream = direct
+        .watch(&WatchParams::default(), &old_rv)
+        .await
+        .unwrap()
+        .boxed();
     match stream.try_next().await.unwrap() {
         Some(WatchEvent::Error(status)) => {
             assert_eq!(status.code, 410, "{status:?}");
-            assert!(status.message.contains("too old resource version"), "{}", status.message);
+            assert!(
+                status.message.contains("too old resource version"),
+                "{}",
+                status.message
+            );
         }
         other => panic!("expected a 410 error event, got {other:?}"),
     }
@@ -170,21 +222,28 @@ async fn expired_resource_version_is_gone_and_the_watcher_relists() {
     // A watcher that fell that far behind relists and sees everything.
     let proxy = Proxy::start(cluster.server.address()).await;
     let seen = Arc::new(Mutex::new(Seen::default()));
-    let task = spawn_watcher(Api::default_namespaced(proxy.client().await), Arc::clone(&seen));
+    let task = spawn_watcher(Api::default_namespaced(proxy.client()), Arc::clone(&seen));
     wait_for_entry(&seen, "init-done").await;
     proxy.refuse(true);
     proxy.cut();
     for i in 0..10 {
-        direct.create(&PostParams::default(), &configmap(&format!("late-{i}"))).await.unwrap();
+        direct
+            .create(&PostParams::default(), &configmap(&format!("late-{i}")))
+            .await
+            .unwrap();
     }
     proxy.refuse(false);
-    eventually(Duration::from_secs(30), "a relist with the late objects", || {
-        let log = seen.lock().unwrap().log.clone();
-        async move {
-            let inits = log.iter().filter(|e| *e == "init").count();
-            (inits >= 2 && log.iter().any(|e| e == "init-apply late-9")).then_some(())
-        }
-    })
+    eventually(
+        Duration::from_secs(30),
+        "a relist with the late objects",
+        || {
+            let log = seen.lock().unwrap().log.clone();
+            async move {
+                let inits = log.iter().filter(|e| *e == "init").count();
+                (inits >= 2 && log.iter().any(|e| e == "init-apply late-9")).then_some(())
+            }
+        },
+    )
     .await;
     task.abort();
 }
@@ -207,16 +266,29 @@ async fn server_side_apply_dry_run_returns_the_merged_object_without_persisting(
         )
         .await
         .unwrap();
-    assert_eq!(preview.data.as_ref().unwrap().get("b").map(String::as_str), Some("2"));
+    assert_eq!(
+        preview.data.as_ref().unwrap().get("b").map(String::as_str),
+        Some("2")
+    );
 
     let live = api.get("settings").await.unwrap();
-    assert_eq!(live.metadata.resource_version.as_deref(), Some(rv.as_str()), "a dry run must not write");
+    assert_eq!(
+        live.metadata.resource_version.as_deref(),
+        Some(rv.as_str()),
+        "a dry run must not write"
+    );
     assert!(!live.data.unwrap().contains_key("b"));
 
     // A dry-run create persists nothing either.
-    api.patch("ghost", &PatchParams::apply("test").dry_run(), &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ghost"}})))
-        .await
-        .unwrap();
+    api.patch(
+        "ghost",
+        &PatchParams::apply("test").dry_run(),
+        &Patch::Apply(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ghost"}}),
+        ),
+    )
+    .await
+    .unwrap();
     assert!(api.get_opt("ghost").await.unwrap().is_none());
 }
 
@@ -224,20 +296,46 @@ async fn server_side_apply_dry_run_returns_the_merged_object_without_persisting(
 async fn server_side_apply_conflicts_and_force() {
     let cluster = TestCluster::start().await;
     let api: Api<ConfigMap> = Api::default_namespaced(cluster.client().await);
-    let cm = |v: &str| Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owned"}, "data": {"key": v}}));
-    api.patch("owned", &PatchParams::apply("alice"), &cm("a")).await.unwrap();
-    let err = api.patch("owned", &PatchParams::apply("bob"), &cm("b")).await.unwrap_err();
+    let cm = |v: &str| {
+        Patch::Apply(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owned"}, "data": {"key": v}}),
+        )
+    };
+    api.patch("owned", &PatchParams::apply("alice"), &cm("a"))
+        .await
+        .unwrap();
+    let err = api
+        .patch("owned", &PatchParams::apply("bob"), &cm("b"))
+        .await
+        .unwrap_err();
     match err {
         kube::Error::Api(status) => {
             assert_eq!(status.code, 409);
-            assert!(status.message.contains(".data.key") && status.message.contains("alice"), "{}", status.message);
+            assert!(
+                status.message.contains(".data.key") && status.message.contains("alice"),
+                "{}",
+                status.message
+            );
         }
         other => panic!("expected a conflict, got {other:?}"),
     }
-    let forced = api.patch("owned", &PatchParams::apply("bob").force(), &cm("b")).await.unwrap();
+    let forced = api
+        .patch("owned", &PatchParams::apply("bob").force(), &cm("b"))
+        .await
+        .unwrap();
     assert_eq!(forced.data.unwrap()["key"], "b");
-    let managers: Vec<String> = forced.metadata.managed_fields.unwrap().into_iter().filter_map(|m| m.manager).collect();
-    assert_eq!(managers, ["bob"], "forcing moves ownership; alice owned nothing else");
+    let managers: Vec<String> = forced
+        .metadata
+        .managed_fields
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert_eq!(
+        managers,
+        ["bob"],
+        "forcing moves ownership; alice owned nothing else"
+    );
 
     // Dropping a field from the applied configuration removes it.
     api.patch("owned", &PatchParams::apply("bob"), &Patch::Apply(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owned"}, "data": {"other": "x"}})))
@@ -251,14 +349,23 @@ async fn server_side_apply_conflicts_and_force() {
 async fn discovery_and_paged_lists() {
     let cluster = TestCluster::start().await;
     let client = cluster.client().await;
-    let discovery = kube::discovery::Discovery::new(client.clone()).run().await.unwrap();
+    let discovery = kube::discovery::Discovery::new(client.clone())
+        .run()
+        .await
+        .unwrap();
     let apps = discovery.get("apps").expect("apps group");
-    assert!(apps.recommended_resources().iter().any(|(r, _)| r.kind == "Deployment"));
+    assert!(
+        apps.recommended_resources()
+            .iter()
+            .any(|(r, _)| r.kind == "Deployment")
+    );
     assert!(discovery.get("apiextensions.k8s.io").is_some());
 
     let api: Api<ConfigMap> = Api::default_namespaced(client);
     for i in 0..7 {
-        api.create(&PostParams::default(), &configmap(&format!("page-{i}"))).await.unwrap();
+        api.create(&PostParams::default(), &configmap(&format!("page-{i}")))
+            .await
+            .unwrap();
     }
     let mut names = Vec::new();
     let mut token: Option<String> = None;
@@ -276,5 +383,8 @@ async fn discovery_and_paged_lists() {
         }
     }
     names.retain(|n| n.starts_with("page-"));
-    assert_eq!(names, (0..7).map(|i| format!("page-{i}")).collect::<Vec<_>>());
+    assert_eq!(
+        names,
+        (0..7).map(|i| format!("page-{i}")).collect::<Vec<_>>()
+    );
 }

@@ -1,6 +1,7 @@
 //! Integration tests of the embedded control plane: `kubectl` (a client nobody here wrote) and
 //! kube-rs drive a real server over HTTP on 127.0.0.1.
 
+mod bad_input;
 mod harness;
 mod kube_client;
 mod kubectl;
