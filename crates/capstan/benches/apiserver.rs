@@ -31,7 +31,14 @@ async fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let kubeconfig = dir.path().join("kubeconfig");
     let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
-        .args(["dev", "--listen", "127.0.0.1:0", "--log-level", "warn", "--kubeconfig"])
+        .args([
+            "dev",
+            "--listen",
+            "127.0.0.1:0",
+            "--log-level",
+            "warn",
+            "--kubeconfig",
+        ])
         .arg(&kubeconfig)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -40,7 +47,10 @@ async fn main() -> anyhow::Result<()> {
     let pid = server.id().expect("server pid");
     let start = Instant::now();
     while !kubeconfig.exists() {
-        anyhow::ensure!(start.elapsed() < Duration::from_secs(30), "capstan dev did not start");
+        anyhow::ensure!(
+            start.elapsed() < Duration::from_secs(30),
+            "capstan dev did not start"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let config = kube::Config::from_custom_kubeconfig(
@@ -49,10 +59,18 @@ async fn main() -> anyhow::Result<()> {
     )
     .await?;
     let idle_kib = peak_rss_kib(pid);
-    let clients: Vec<kube::Client> = (0..CLIENTS).map(|_| kube::Client::try_from(config.clone())).collect::<Result<_, _>>()?;
+    let clients: Vec<kube::Client> = (0..CLIENTS)
+        .map(|_| kube::Client::try_from(config.clone()))
+        .collect::<Result<_, _>>()?;
     let namespaces: Api<Namespace> = Api::all(clients[0].clone());
     namespaces
-        .patch("bench", &PatchParams::apply("bench"), &Patch::Apply(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}})))
+        .patch(
+            "bench",
+            &PatchParams::apply("bench"),
+            &Patch::Apply(
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}}),
+            ),
+        )
         .await?;
 
     let started = Instant::now();
@@ -91,16 +109,34 @@ async fn main() -> anyhow::Result<()> {
         let t = Instant::now();
         let text = clients[0].request_text(request).await?;
         latencies.push(t.elapsed());
-        count = serde_json::from_str::<serde_json::Value>(&text)?["items"].as_array().map_or(0, Vec::len);
+        count = serde_json::from_str::<serde_json::Value>(&text)?["items"]
+            .as_array()
+            .map_or(0, Vec::len);
     }
     latencies.sort();
     let peak_kib = peak_rss_kib(pid);
     server.kill().await?;
 
-    anyhow::ensure!(count == OBJECTS, "listed {count} objects, expected {OBJECTS}");
-    println!("capstan apiserver benchmark ({OBJECTS} ConfigMaps, {CLIENTS} kube-rs clients, server-side apply)");
-    println!("  applies/s:          {:.0}   (target >= 3000)", OBJECTS as f64 / apply_secs);
-    println!("  list latency:       {:.1} ms median of 5, {:.1} ms min   (target < 150 ms)", latencies[2].as_secs_f64() * 1e3, latencies[0].as_secs_f64() * 1e3);
-    println!("  server peak RSS:    {:.1} MiB   (target < 200 MiB; idle {:.1} MiB)", peak_kib as f64 / 1024.0, idle_kib as f64 / 1024.0);
+    anyhow::ensure!(
+        count == OBJECTS,
+        "listed {count} objects, expected {OBJECTS}"
+    );
+    println!(
+        "capstan apiserver benchmark ({OBJECTS} ConfigMaps, {CLIENTS} kube-rs clients, server-side apply)"
+    );
+    println!(
+        "  applies/s:          {:.0}   (target >= 3000)",
+        OBJECTS as f64 / apply_secs
+    );
+    println!(
+        "  list latency:       {:.1} ms median of 5, {:.1} ms min   (target < 150 ms)",
+        latencies[2].as_secs_f64() * 1e3,
+        latencies[0].as_secs_f64() * 1e3
+    );
+    println!(
+        "  server peak RSS:    {:.1} MiB   (target < 200 MiB; idle {:.1} MiB)",
+        peak_kib as f64 / 1024.0,
+        idle_kib as f64 / 1024.0
+    );
     Ok(())
 }

@@ -39,6 +39,12 @@ pub enum Command {
     Install(crate::install::InstallArgs),
     /// Build kustomizations with Capstan's native kustomize engine.
     Kustomize(crate::kustomize::KustomizeArgs),
+    /// Push an artifact (a directory as a Flux OCI artifact) to a registry.
+    #[command(subcommand)]
+    Push(crate::artifact::PushCommand),
+    /// Pull an artifact from a registry.
+    #[command(subcommand)]
+    Pull(crate::artifact::PullCommand),
 }
 
 /// Sets up `tracing` to stderr.
@@ -46,7 +52,9 @@ pub fn init_logging(args: &GlobalArgs) {
     let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| args.log_level.clone());
     let filter = tracing_subscriber::EnvFilter::try_new(&filter)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match args.log_format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),
@@ -59,6 +67,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dev(args) => crate::dev::run(args).await,
         Command::Install(args) => crate::install::run(&args),
         Command::Kustomize(args) => crate::kustomize::run(&args),
+        Command::Push(command) => crate::artifact::run_push(command).await,
+        Command::Pull(command) => crate::artifact::run_pull(command).await,
     }
 }
 

@@ -29,19 +29,33 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     };
     let server = capstan_apiserver::ApiServer::start(config)
         .await
-        .with_context(|| format!("cannot listen on {}\nhint: pick another address with --listen 127.0.0.1:0", args.listen))?;
+        .with_context(|| {
+            format!(
+                "cannot listen on {}\nhint: pick another address with --listen 127.0.0.1:0",
+                args.listen
+            )
+        })?;
     install_crds(&server).context("installing Capstan's CustomResourceDefinitions")?;
-    if let Some(dir) = args.kubeconfig.parent().filter(|d| !d.as_os_str().is_empty()) {
+    if let Some(dir) = args
+        .kubeconfig
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+    {
         fs_err::create_dir_all(dir)?;
     }
     fs_err::write(&args.kubeconfig, server.kubeconfig())?;
     let kubeconfig = fs_err::canonicalize(&args.kubeconfig)?;
     eprintln!("capstan dev: Kubernetes API at {}", server.url());
-    eprintln!("capstan dev: kubeconfig written to {}", kubeconfig.display());
+    eprintln!(
+        "capstan dev: kubeconfig written to {}",
+        kubeconfig.display()
+    );
     eprintln!("  export KUBECONFIG={}", kubeconfig.display());
     eprintln!("  kubectl api-resources");
     eprintln!("capstan dev: press Ctrl-C to stop");
-    tokio::signal::ctrl_c().await.context("waiting for Ctrl-C")?;
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
     eprintln!("capstan dev: stopping");
     server.shutdown().await;
     Ok(ExitCode::SUCCESS)
@@ -53,10 +67,15 @@ fn install_crds(server: &capstan_apiserver::ApiServer) -> anyhow::Result<()> {
     let rt = cluster
         .resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let opts = WriteOptions { field_manager: "capstan".into(), ..WriteOptions::default() };
+    let opts = WriteOptions {
+        field_manager: "capstan".into(),
+        ..WriteOptions::default()
+    };
     for crd in capstan_api::crds() {
         let body = serde_json::to_value(&crd)?;
-        cluster.create(&rt, None, body, &opts).map_err(|e| anyhow::anyhow!("{}: {e}", crd.metadata.name.unwrap_or_default()))?;
+        cluster
+            .create(&rt, None, body, &opts)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", crd.metadata.name.unwrap_or_default()))?;
     }
     Ok(())
 }

@@ -20,6 +20,9 @@ pub fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let yaml = capstan_api::crds_yaml().context("rendering the CustomResourceDefinitions")?;
-    std::io::stdout().lock().write_all(yaml.as_bytes()).context("writing to stdout")?;
+    std::io::stdout()
+        .lock()
+        .write_all(yaml.as_bytes())
+        .context("writing to stdout")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,5 +1,6 @@
 //! `capstan`: pull-based continuous delivery for Kubernetes, drop-in for Flux v2.
 
+mod artifact;
 mod cli;
 mod dev;
 mod install;
@@ -12,7 +13,10 @@ use clap::Parser;
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     cli::init_logging(&cli.global);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

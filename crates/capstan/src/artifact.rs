@@ -1,0 +1,201 @@
+//! `capstan push artifact` and `capstan pull artifact`: Flux OCI artifacts from the command line,
+//! compatible with `flux push artifact` / `flux pull artifact`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use capstan_source::artifact::{IgnoreFilter, Limits};
+use capstan_source::oci::{
+    self, Created, Credentials, LayerSelector, PullOptions, PushOptions, RegistryOptions,
+};
+use clap::{Args, Subcommand};
+
+/// `capstan push …`
+#[derive(Debug, Subcommand)]
+pub enum PushCommand {
+    /// Push a directory to a container registry as a Flux OCI artifact.
+    Artifact(PushArtifactArgs),
+}
+
+/// `capstan pull …`
+#[derive(Debug, Subcommand)]
+pub enum PullCommand {
+    /// Pull a Flux OCI artifact and extract it into a directory.
+    Artifact(PullArtifactArgs),
+}
+
+/// Connection flags shared by push and pull.
+#[derive(Debug, Args)]
+pub struct RegistryArgs {
+    /// Use plain HTTP instead of HTTPS (local registries).
+    #[arg(long)]
+    pub insecure: bool,
+    /// Registry credentials as `<username>:<password>`; anonymous when absent.
+    #[arg(long, value_name = "USER:PASSWORD")]
+    pub creds: Option<String>,
+    /// A PEM file with CA certificates to trust in addition to the system roots.
+    #[arg(long, value_name = "FILE")]
+    pub ca_file: Option<PathBuf>,
+}
+
+impl RegistryArgs {
+    fn options(&self) -> anyhow::Result<RegistryOptions> {
+        let credentials = self
+            .creds
+            .as_deref()
+            .map(str::parse::<Credentials>)
+            .transpose()
+            .context("--creds")?;
+        let ca_certificates = match &self.ca_file {
+            Some(path) => vec![fs_err::read(path)?],
+            None => Vec::new(),
+        };
+        Ok(RegistryOptions {
+            credentials,
+            insecure: self.insecure,
+            ca_certificates,
+        })
+    }
+}
+
+/// `capstan push artifact oci://HOST/REPOSITORY:TAG --path DIR --source URL --revision REV`
+#[derive(Debug, Args)]
+pub struct PushArtifactArgs {
+    /// Where to push: `oci://<registry>/<repository>:<tag>`.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The directory to package.
+    #[arg(long, value_name = "DIR")]
+    pub path: PathBuf,
+    /// The source address, e.g. the Git URL (annotation `org.opencontainers.image.source`).
+    #[arg(long)]
+    pub source: String,
+    /// The source revision, e.g. `main@sha1:<sha>` (annotation `org.opencontainers.image.revision`).
+    #[arg(long)]
+    pub revision: String,
+    /// Set the created time to 1970-01-01T00:00:00Z so the same content always gives the same digest.
+    #[arg(long)]
+    pub reproducible: bool,
+    /// Paths to leave out, in .gitignore syntax (comma-separated or repeated).
+    #[arg(long, value_delimiter = ',', value_name = "PATTERN")]
+    pub ignore_paths: Vec<String>,
+    /// Extra manifest annotations as `key=value` (repeatable).
+    #[arg(long = "annotations", short = 'a', value_name = "KEY=VALUE")]
+    pub annotations: Vec<String>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// `capstan pull artifact oci://HOST/REPOSITORY:TAG --output DIR`
+#[derive(Debug, Args)]
+pub struct PullArtifactArgs {
+    /// What to pull: `oci://<registry>/<repository>:<tag>` or `…@sha256:<digest>`.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// The directory to extract into; it must not exist or be empty.
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub output: PathBuf,
+    /// Use the first layer with this media type instead of the first layer.
+    #[arg(long, value_name = "MEDIA_TYPE")]
+    pub layer_media_type: Option<String>,
+    #[command(flatten)]
+    pub registry: RegistryArgs,
+}
+
+/// Runs `capstan push …`.
+pub async fn run_push(command: PushCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        PushCommand::Artifact(args) => push(args).await,
+    }
+}
+
+/// Runs `capstan pull …`.
+pub async fn run_pull(command: PullCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        PullCommand::Artifact(args) => pull(args).await,
+    }
+}
+
+/// Packs `--path` and pushes it; prints the artifact digest on stdout.
+pub async fn push(args: PushArtifactArgs) -> anyhow::Result<ExitCode> {
+    if !args.path.is_dir() {
+        bail!("--path {} is not a directory", args.path.display());
+    }
+    let mut annotations = BTreeMap::new();
+    for pair in &args.annotations {
+        let Some((key, value)) = pair.split_once('=') else {
+            bail!("--annotations {pair:?}: expected key=value");
+        };
+        annotations.insert(key.to_owned(), value.to_owned());
+    }
+    let ignore = if args.ignore_paths.is_empty() {
+        None
+    } else {
+        Some(IgnoreFilter::from_patterns(
+            &args.ignore_paths.join("\n"),
+            "--ignore-paths",
+        )?)
+    };
+    let options = PushOptions {
+        source: args.source,
+        revision: args.revision,
+        created: if args.reproducible {
+            Created::Reproducible
+        } else {
+            Created::Now
+        },
+        annotations,
+        ignore,
+    };
+    let registry = args.registry.options()?;
+    eprintln!("pushing {} to {}", args.path.display(), args.url);
+    let pushed = oci::push(&args.path, &args.url, &options, &registry)
+        .await
+        .with_context(|| format!("pushing {}", args.url))
+        .map_err(with_hint)?;
+    eprintln!("pushed {}", pushed.reference);
+    println!("{}", pushed.digest);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Pulls `URL` and extracts it into `--output`; prints the artifact revision on stdout.
+pub async fn pull(args: PullArtifactArgs) -> anyhow::Result<ExitCode> {
+    let registry = args.registry.options()?;
+    let options = PullOptions {
+        layer_selector: LayerSelector {
+            media_type: args.layer_media_type,
+            ..LayerSelector::default()
+        },
+        limits: Limits::default(),
+    };
+    eprintln!("pulling {} into {}", args.url, args.output.display());
+    let pulled = oci::pull(&args.url, &args.output, &options, &registry)
+        .await
+        .with_context(|| format!("pulling {}", args.url))
+        .map_err(with_hint)?;
+    for key in [oci::SOURCE_ANNOTATION, oci::REVISION_ANNOTATION] {
+        if let Some(value) = pulled.annotations.get(key).filter(|v| !v.is_empty()) {
+            eprintln!("{key}: {value}");
+        }
+    }
+    println!("{}", pulled.revision);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Adds a `hint:` line for the errors users can fix with a flag.
+fn with_hint(error: anyhow::Error) -> anyhow::Error {
+    let hint = error.chain().find_map(|cause| match cause.downcast_ref::<capstan_source::Error>() {
+        Some(capstan_source::Error::Registry { .. }) => Some(
+            "check the address and credentials (--creds); use --insecure for a plain-HTTP registry",
+        ),
+        Some(capstan_source::Error::TargetNotEmpty { .. }) => Some("choose an empty or new --output directory"),
+        _ => None,
+    });
+    match hint {
+        // `main` prints errors with `{:#}`; the hint goes on its own line at the end.
+        Some(hint) => anyhow::anyhow!("{error:#}\nhint: {hint}"),
+        None => error,
+    }
+}

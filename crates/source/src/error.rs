@@ -1,0 +1,206 @@
+//! The error type of this crate.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong while packing, storing, serving, fetching, pushing or pulling
+/// an artifact.
+///
+/// Messages are short, lower-case and name the path, entry, URL or reference involved, so they
+/// can be copied into a condition message as they are.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A filesystem operation failed.
+    #[error("cannot {action} {path}")]
+    Io {
+        /// What was being done (`read`, `create`, `rename`, ...).
+        action: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The directory to archive does not exist or is not a directory.
+    #[error("source path {path} is not a directory")]
+    NotADirectory {
+        /// The path given.
+        path: PathBuf,
+    },
+
+    /// An ignore pattern could not be parsed.
+    #[error("invalid ignore pattern {pattern:?} in {origin}")]
+    IgnorePattern {
+        /// The offending line.
+        pattern: String,
+        /// Where it came from (`spec.ignore`, a `.sourceignore` path, ...).
+        origin: String,
+        /// The underlying error.
+        #[source]
+        source: ignore::Error,
+    },
+
+    /// The archive is not a readable gzip-compressed tarball.
+    #[error("invalid tarball: {detail}")]
+    InvalidArchive {
+        /// What was wrong.
+        detail: String,
+        /// The underlying error, when there is one.
+        #[source]
+        source: Option<std::io::Error>,
+    },
+
+    /// A tarball entry would be written outside the target directory, or is of a refused type.
+    #[error("tar entry {entry:?}: {reason}")]
+    UnsafeEntry {
+        /// The entry name as stored in the tarball.
+        entry: String,
+        /// Why it was refused.
+        reason: String,
+    },
+
+    /// A tarball exceeds one of the configured [`crate::artifact::Limits`].
+    #[error("tar entry {entry:?}: {what} exceeds the limit of {limit}")]
+    LimitExceeded {
+        /// The entry being read when the limit was hit.
+        entry: String,
+        /// Which limit, with the value reached.
+        what: String,
+        /// The configured limit.
+        limit: u64,
+    },
+
+    /// The extraction target exists and is not an empty directory.
+    #[error("target directory {path} exists and is not empty")]
+    TargetNotEmpty {
+        /// The target directory.
+        path: PathBuf,
+    },
+
+    /// A digest string is malformed or uses an unsupported algorithm.
+    #[error("invalid digest {value:?}: {reason}")]
+    InvalidDigest {
+        /// The string given.
+        value: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+
+    /// Content does not match the digest it was announced with.
+    #[error("digest mismatch for {subject}: expected {expected}, got {actual}")]
+    DigestMismatch {
+        /// What was verified (an URL, a layer, a manifest, a stored file).
+        subject: String,
+        /// The expected digest.
+        expected: String,
+        /// The digest of the content received.
+        actual: String,
+    },
+
+    /// An artifact path is not of the form `<kind>/<namespace>/<name>/<file>`.
+    #[error("invalid artifact path {path:?}: {reason}")]
+    InvalidArtifactPath {
+        /// The path given.
+        path: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+
+    /// An HTTP request failed.
+    #[error("cannot download {url}")]
+    Http {
+        /// The URL requested.
+        url: String,
+        /// The underlying error.
+        #[source]
+        source: reqwest::Error,
+    },
+
+    /// An HTTP server answered with an unexpected status.
+    #[error("cannot download {url}: server answered {status}")]
+    HttpStatus {
+        /// The URL requested.
+        url: String,
+        /// The status received.
+        status: u16,
+    },
+
+    /// An OCI reference could not be parsed.
+    #[error("invalid OCI reference {reference:?}: {reason}")]
+    InvalidReference {
+        /// The reference given.
+        reference: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A registry operation failed.
+    #[error("cannot {operation} {reference}")]
+    Registry {
+        /// What was being done (`push layer to`, `pull manifest of`, ...).
+        operation: &'static str,
+        /// The reference involved.
+        reference: String,
+        /// The underlying error.
+        #[source]
+        source: Box<oci_client::errors::OciDistributionError>,
+    },
+
+    /// The registry client could not be built from the options (e.g. an unusable CA).
+    #[error("cannot create the registry client")]
+    RegistryClient(#[source] Box<oci_client::errors::OciDistributionError>),
+
+    /// A manifest could not be used as a Flux artifact.
+    #[error("unsupported manifest for {reference}: {reason}")]
+    UnsupportedManifest {
+        /// The reference pulled.
+        reference: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+
+    /// No layer of the artifact matches the layer selector.
+    #[error("no layer with media type {media_type:?} in {reference}")]
+    LayerNotFound {
+        /// The reference pulled.
+        reference: String,
+        /// The media type asked for.
+        media_type: String,
+    },
+
+    /// Registry credentials are malformed.
+    #[error("invalid registry credentials: {reason}")]
+    InvalidCredentials {
+        /// What is wrong with them.
+        reason: String,
+    },
+
+    /// A CA certificate bundle could not be used.
+    #[error("invalid CA certificate: {reason}")]
+    InvalidCertificate {
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A blocking task was cancelled or panicked.
+    #[error("background task failed")]
+    Task(#[source] tokio::task::JoinError),
+}
+
+impl Error {
+    /// An [`Error::Io`] for `path`.
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        Self::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,134 @@
+//! Flux OCI artifacts: push a directory to a registry, pull one back, with Flux's media types
+//! and annotations so artifacts move both ways between Capstan and `flux push/pull artifact`.
+//!
+//! # Expected flow
+//! Build [`RegistryOptions`] (credentials from `--creds` or a docker config secret with
+//! [`Credentials::from_docker_config`], `insecure` for plain HTTP, CA certificates), then
+//! [`push`] a directory under a tag, or [`pull`] a tag or digest into a directory (or, with
+//! [`LayerOperation::Copy`], the raw layer into a file). [`resolve_digest`] asks for the
+//! current manifest digest of a tag without downloading anything.
+//!
+//! # Guarantees
+//! - Pushed artifacts have an OCI image manifest (`application/vnd.oci.image.manifest.v1+json`)
+//!   with config media type [`CONFIG_MEDIA_TYPE`], one layer of [`CONTENT_MEDIA_TYPE`] (the
+//!   gzip-compressed tarball of [`crate::artifact::pack`]), and the annotations
+//!   [`SOURCE_ANNOTATION`], [`REVISION_ANNOTATION`] and [`CREATED_ANNOTATION`]; the config
+//!   blob is the one `flux push artifact` writes.
+//! - With [`Created::Reproducible`] the same directory gives the same manifest digest.
+//! - On pull, the manifest digest is checked against a digest reference, the layer against
+//!   its descriptor digest and size, before anything is extracted; extraction is
+//!   [`crate::artifact::extract`] with its limits.
+//!
+//! # Errors
+//! [`crate::Error::Registry`] wraps transport and registry errors, naming the operation and
+//! reference; [`crate::Error::DigestMismatch`] a tampered blob or manifest;
+//! [`crate::Error::LayerNotFound`] / [`crate::Error::UnsupportedManifest`] artifacts that do
+//! not fit the layer selector.
+
+mod auth;
+mod pull;
+mod push;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::digest::Digest;
+use crate::error::{Error, Result};
+
+pub use auth::{Credentials, RegistryOptions};
+pub use pull::{LayerOperation, LayerSelector, PullOptions, Pulled, pull, resolve_digest};
+pub use push::{Created, PushOptions, Pushed, config_blob, push};
+
+/// Media type of the OCI image manifest Flux artifacts use.
+pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
+/// Media type of Docker schema 2 manifests, accepted on pull.
+pub const DOCKER_MANIFEST_MEDIA_TYPE: &str = "application/vnd.docker.distribution.manifest.v2+json";
+/// Media type of the config blob of Flux artifacts.
+pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.cncf.flux.config.v1+json";
+/// Media type prefix of Flux content layers.
+pub const CONTENT_MEDIA_TYPE_PREFIX: &str = "application/vnd.cncf.flux.content.v1";
+/// Media type of the gzip-compressed tarball layer of Flux artifacts.
+pub const CONTENT_MEDIA_TYPE: &str = "application/vnd.cncf.flux.content.v1.tar+gzip";
+/// Annotation with the URL of the artifact's upstream source.
+pub const SOURCE_ANNOTATION: &str = "org.opencontainers.image.source";
+/// Annotation with the upstream source revision.
+pub const REVISION_ANNOTATION: &str = "org.opencontainers.image.revision";
+/// Annotation with the RFC 3339 time the artifact was built.
+pub const CREATED_ANNOTATION: &str = "org.opencontainers.image.created";
+/// The `oci://` scheme of OCIRepository URLs and CLI arguments.
+pub const URL_SCHEME: &str = "oci://";
+
+/// A content descriptor, as found in manifests.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Descriptor {
+    /// Media type of the referenced content.
+    pub media_type: String,
+    /// Size in bytes.
+    pub size: i64,
+    /// Digest, `sha256:<hex>`.
+    pub digest: String,
+    /// Optional annotations.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// An OCI image manifest, with the fields Flux artifacts use (others are ignored on read).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    /// Always 2.
+    pub schema_version: u32,
+    /// The manifest media type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    /// The config blob.
+    pub config: Descriptor,
+    /// The layers.
+    #[serde(default)]
+    pub layers: Vec<Descriptor>,
+    /// Manifest annotations.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// Parses `oci://host[:port]/repository[:tag][@sha256:…]` (the scheme is optional).
+pub fn parse_reference(url: &str) -> Result<oci_client::Reference> {
+    let bare = url.strip_prefix(URL_SCHEME).unwrap_or(url);
+    if bare.is_empty() || bare.contains("://") {
+        return Err(Error::InvalidReference {
+            reference: url.to_owned(),
+            reason: "expected oci://<registry>/<repository>[:<tag>][@<digest>]".to_owned(),
+        });
+    }
+    bare.parse::<oci_client::Reference>()
+        .map_err(|e| Error::InvalidReference {
+            reference: url.to_owned(),
+            reason: e.to_string(),
+        })
+}
+
+/// The artifact revision Flux records for a pulled reference: `<tag>@sha256:<manifest digest>`,
+/// or `sha256:<manifest digest>` when no tag is given.
+pub fn revision(tag: Option<&str>, manifest_digest: &Digest) -> String {
+    match tag {
+        Some(tag) if !tag.is_empty() => format!("{tag}@{manifest_digest}"),
+        _ => manifest_digest.to_string(),
+    }
+}
+
+fn registry_error(
+    operation: &'static str,
+    reference: &oci_client::Reference,
+    source: oci_client::errors::OciDistributionError,
+) -> Error {
+    Error::Registry {
+        operation,
+        reference: reference.whole(),
+        source: Box::new(source),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,136 @@
+use super::*;
+
+#[test]
+fn config_blob_matches_flux() {
+    let diff_id = Digest::of(b"tar");
+    let blob = config_blob("1970-01-01T00:00:00Z", &diff_id);
+    assert_eq!(
+        String::from_utf8(blob).unwrap(),
+        format!(
+            "{{\"architecture\":\"\",\"created\":\"1970-01-01T00:00:00Z\",\
+             \"history\":[{{\"created\":\"0001-01-01T00:00:00Z\"}}],\"os\":\"\",\
+             \"rootfs\":{{\"type\":\"layers\",\"diff_ids\":[\"{diff_id}\"]}},\"config\":{{}}}}"
+        )
+    );
+}
+
+#[test]
+fn created_times_are_whole_seconds_in_utc() {
+    assert_eq!(Created::Reproducible.to_rfc3339(), "1970-01-01T00:00:00Z");
+    let at: k8s_openapi::jiff::Timestamp = "2024-05-06T07:08:09.123456Z".parse().unwrap();
+    assert_eq!(Created::At(at).to_rfc3339(), "2024-05-06T07:08:09Z");
+    let now = Created::Now.to_rfc3339();
+    assert_eq!(now.len(), 20, "{now}");
+    assert!(now.ends_with('Z'));
+}
+
+#[test]
+fn manifest_serializes_in_go_field_order() {
+    let manifest = Manifest {
+        schema_version: 2,
+        media_type: Some(MANIFEST_MEDIA_TYPE.to_owned()),
+        config: Descriptor {
+            media_type: CONFIG_MEDIA_TYPE.to_owned(),
+            size: 1,
+            digest: "sha256:c".to_owned(),
+            annotations: BTreeMap::new(),
+        },
+        layers: vec![Descriptor {
+            media_type: CONTENT_MEDIA_TYPE.to_owned(),
+            size: 2,
+            digest: "sha256:l".to_owned(),
+            annotations: BTreeMap::new(),
+        }],
+        annotations: BTreeMap::from([
+            (SOURCE_ANNOTATION.to_owned(), "s".to_owned()),
+            (CREATED_ANNOTATION.to_owned(), "c".to_owned()),
+        ]),
+    };
+    assert_eq!(
+        serde_json::to_string(&manifest).unwrap(),
+        "{\"schemaVersion\":2,\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\
+         \"config\":{\"mediaType\":\"application/vnd.cncf.flux.config.v1+json\",\"size\":1,\"digest\":\"sha256:c\"},\
+         \"layers\":[{\"mediaType\":\"application/vnd.cncf.flux.content.v1.tar+gzip\",\"size\":2,\"digest\":\"sha256:l\"}],\
+         \"annotations\":{\"org.opencontainers.image.created\":\"c\",\"org.opencontainers.image.source\":\"s\"}}"
+    );
+}
+
+#[test]
+fn references_parse_with_or_without_scheme() {
+    let reference = parse_reference("oci://127.0.0.1:5000/apps/podinfo:v1.2.3").unwrap();
+    assert_eq!(reference.registry(), "127.0.0.1:5000");
+    assert_eq!(reference.repository(), "apps/podinfo");
+    assert_eq!(reference.tag(), Some("v1.2.3"));
+    let digest = Digest::of(b"m");
+    let reference = parse_reference(&format!("ghcr.io/org/repo@{digest}")).unwrap();
+    assert_eq!(reference.digest(), Some(digest.to_string().as_str()));
+    for bad in [
+        "",
+        "oci://",
+        "https://ghcr.io/org/repo:v1",
+        "oci://Bad Name",
+    ] {
+        assert!(
+            matches!(parse_reference(bad), Err(Error::InvalidReference { .. })),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn revisions_follow_flux() {
+    let digest = Digest::of(b"m");
+    assert_eq!(revision(Some("v1"), &digest), format!("v1@{digest}"));
+    assert_eq!(revision(None, &digest), digest.to_string());
+}
+
+#[test]
+fn credentials_from_flag_and_docker_config() {
+    let creds: Credentials = "user:pa:ss".parse().unwrap();
+    assert_eq!(
+        (creds.username.as_str(), creds.password.as_str()),
+        ("user", "pa:ss")
+    );
+    assert!(
+        !format!("{creds:?}").contains("pa:ss"),
+        "Debug hides the password"
+    );
+    assert!("nocolon".parse::<Credentials>().is_err());
+    assert!(":pass".parse::<Credentials>().is_err());
+
+    let config = br#"{"auths":{
+        "https://registry.example:5000/v1/":{"auth":"YWxpY2U6czNjcmV0"},
+        "other.example":{"username":"bob","password":"pw"},
+        "broken.example":{"auth":"!!!"}}}"#;
+    let alice = Credentials::from_docker_config(config, "registry.example:5000")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (alice.username.as_str(), alice.password.as_str()),
+        ("alice", "s3cret")
+    );
+    let bob = Credentials::from_docker_config(config, "OTHER.example")
+        .unwrap()
+        .unwrap();
+    assert_eq!(bob.username, "bob");
+    assert!(
+        Credentials::from_docker_config(config, "unknown.example")
+            .unwrap()
+            .is_none()
+    );
+    let error = Credentials::from_docker_config(config, "broken.example").unwrap_err();
+    assert!(error.to_string().contains("not base64"), "{error}");
+    assert!(Credentials::from_docker_config(b"not json", "x").is_err());
+}
+
+#[test]
+fn bad_ca_certificates_are_refused() {
+    let options = RegistryOptions {
+        ca_certificates: vec![b"garbage".to_vec()],
+        ..RegistryOptions::default()
+    };
+    assert!(matches!(
+        options.client(),
+        Err(Error::InvalidCertificate { .. })
+    ));
+}
