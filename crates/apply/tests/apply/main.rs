@@ -1,0 +1,697 @@
+//! The apply engine against the embedded control plane, reached only through a kube client.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use capstan_apply::{
+    Action, ApplyOptions, DeleteOptions, DriftKind, Error, Inventory, ObjectRef, Owner,
+    ResourceManager, Status, set_owner_labels,
+};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use serde_json::{Value, json};
+
+const MANAGER: &str = "capstan-test";
+
+struct Cluster {
+    /// Kept alive for the test's duration.
+    _server: capstan_apiserver::ApiServer,
+    client_config: kube::Config,
+    client: kube::Client,
+    manager: ResourceManager,
+}
+
+impl Cluster {
+    async fn start() -> Self {
+        let server = capstan_apiserver::ApiServer::start(capstan_apiserver::Config::default())
+            .await
+            .expect("start the control plane");
+        let kubeconfig: kube::config::Kubeconfig =
+            kube::config::Kubeconfig::from_yaml(&server.kubeconfig()).expect("kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(
+            kubeconfig,
+            &kube::config::KubeConfigOptions::default(),
+        )
+        .await
+        .expect("client config");
+        let client = kube::Client::try_from(config.clone()).expect("client");
+        let manager = ResourceManager::new(client.clone(), MANAGER);
+        Self {
+            _server: server,
+            client_config: config,
+            client,
+            manager,
+        }
+    }
+
+    /// The live object, as JSON.
+    async fn get(&self, api_version: &str, kind: &str, ns: &str, name: &str) -> Option<Value> {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let (resource, caps) = kube::discovery::pinned_kind(&self.client, &gvk)
+            .await
+            .ok()?;
+        let api: Api<DynamicObject> = match caps.scope {
+            kube::discovery::Scope::Namespaced => {
+                Api::namespaced_with(self.client.clone(), ns, &resource)
+            }
+            kube::discovery::Scope::Cluster => Api::all_with(self.client.clone(), &resource),
+        };
+        api.get_opt(name)
+            .await
+            .expect("get")
+            .map(|o| serde_json::to_value(o).unwrap())
+    }
+
+    /// A merge patch by another field manager, as `kubectl patch` or `kubectl edit` would send.
+    async fn kubectl_patch(&self, kind: &str, ns: &str, name: &str, patch: Value) {
+        let resource = match kind {
+            "ConfigMap" => ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk("", "v1", "ConfigMap"),
+                "configmaps",
+            ),
+            other => panic!("no plural for {other}"),
+        };
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &resource);
+        let params = PatchParams {
+            field_manager: Some("kubectl-patch".into()),
+            ..PatchParams::default()
+        };
+        api.patch(name, &params, &Patch::Merge(&patch))
+            .await
+            .expect("kubectl-like patch");
+    }
+}
+
+fn object(value: Value) -> DynamicObject {
+    serde_json::from_value(value).expect("manifest")
+}
+
+fn configmap(ns: &str, name: &str, data: &Value) -> DynamicObject {
+    object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns}, "data": data}))
+}
+
+fn namespace(name: &str) -> DynamicObject {
+    object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}))
+}
+
+fn deployment(ns: &str, name: &str, rollout: Option<&str>) -> DynamicObject {
+    let mut annotations = serde_json::Map::new();
+    if let Some(r) = rollout {
+        annotations.insert("sim.capstan.dev/rollout".into(), r.into());
+    }
+    object(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns, "annotations": annotations},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]}}}}))
+}
+
+fn crd() -> DynamicObject {
+    object(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}
+    }))
+}
+
+fn resource_version(v: &Value) -> String {
+    v["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("resourceVersion")
+        .to_owned()
+}
+
+fn refs(objects: &[DynamicObject]) -> Vec<ObjectRef> {
+    objects
+        .iter()
+        .map(|o| ObjectRef::from_object(o).unwrap())
+        .collect()
+}
+
+/// Polls `check` until it returns `Some`, failing the test after `timeout`.
+async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn crd_and_custom_resource_apply_in_stages() {
+    let c = Cluster::start().await;
+    // The custom resource comes first in the set: staging must still apply the CRD before it.
+    let objects = vec![
+        object(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "shop"}, "spec": {"size": 3}})),
+        configmap("shop", "settings", &json!({"a": "1"})),
+        crd(),
+        namespace("shop"),
+    ];
+    let changeset = c
+        .manager
+        .apply_all_staged(&objects, &ApplyOptions::default())
+        .await
+        .expect("apply");
+    let order: Vec<String> = changeset
+        .entries
+        .iter()
+        .map(|e| format!("{} {}", e.object, e.action))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "CustomResourceDefinition/widgets.example.com created",
+            "Namespace/shop created",
+            "Widget/shop/w created",
+            "ConfigMap/shop/settings created",
+        ]
+    );
+    let widget = c
+        .get("example.com/v1", "Widget", "shop", "w")
+        .await
+        .unwrap();
+    assert_eq!(widget["spec"]["size"], 3);
+    assert_eq!(
+        widget["metadata"]["managedFields"][0]["manager"], MANAGER,
+        "applied under the manager's field manager"
+    );
+}
+
+#[tokio::test]
+async fn second_apply_is_unchanged_and_a_changed_field_is_configured() {
+    let c = Cluster::start().await;
+    let mut objects = vec![
+        configmap("default", "a", &json!({"k": "1"})),
+        deployment("default", "web", None),
+        object(json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}})),
+    ];
+    let options = ApplyOptions::default();
+    let first = c
+        .manager
+        .apply_all_staged(&objects, &options)
+        .await
+        .unwrap();
+    assert_eq!(first.with_action(Action::Created).count(), 3);
+    let before = [
+        resource_version(&c.get("v1", "ConfigMap", "default", "a").await.unwrap()),
+        resource_version(
+            &c.get("apps/v1", "Deployment", "default", "web")
+                .await
+                .unwrap(),
+        ),
+        resource_version(&c.get("v1", "Service", "default", "web").await.unwrap()),
+    ];
+
+    let second = c
+        .manager
+        .apply_all_staged(&objects, &options)
+        .await
+        .unwrap();
+    assert!(
+        second.entries.iter().all(|e| e.action == Action::Unchanged),
+        "{second:?}"
+    );
+    assert!(!second.has_changes());
+    let cm = c.get("v1", "ConfigMap", "default", "a").await.unwrap();
+    assert_eq!(resource_version(&cm), before[0]);
+    let svc = c.get("v1", "Service", "default", "web").await.unwrap();
+    assert_eq!(resource_version(&svc), before[2]);
+
+    objects[0] = configmap("default", "a", &json!({"k": "2"}));
+    let third = c
+        .manager
+        .apply_all_staged(&objects, &options)
+        .await
+        .unwrap();
+    assert_eq!(
+        third.action(&ObjectRef::new("v1", "ConfigMap", "default", "a")),
+        Some(Action::Configured)
+    );
+    assert_eq!(
+        third.action(&ObjectRef::new("apps/v1", "Deployment", "default", "web")),
+        Some(Action::Unchanged)
+    );
+    let cm = c.get("v1", "ConfigMap", "default", "a").await.unwrap();
+    assert_eq!(cm["data"]["k"], "2");
+    assert_ne!(resource_version(&cm), before[0]);
+}
+
+#[tokio::test]
+async fn drift_by_another_manager_is_diffed_then_corrected() {
+    let c = Cluster::start().await;
+    let objects = vec![
+        configmap("default", "cfg", &json!({"key": "git"})),
+        configmap("default", "new", &json!({"x": "y"})),
+    ];
+    let options = ApplyOptions::default();
+    c.manager
+        .apply_all_staged(&objects[..1], &options)
+        .await
+        .unwrap();
+    c.kubectl_patch(
+        "ConfigMap",
+        "default",
+        "cfg",
+        json!({"data": {"key": "hand-edited"}}),
+    )
+    .await;
+    let rv = resource_version(&c.get("v1", "ConfigMap", "default", "cfg").await.unwrap());
+
+    let drifts = c.manager.diff(&objects, &options).await.unwrap();
+    assert_eq!(
+        drifts[0].kind,
+        DriftKind::Changed(vec!["data.key".to_owned()])
+    );
+    assert_eq!(drifts[1].kind, DriftKind::Created);
+    // A diff writes nothing.
+    let after_diff = c.get("v1", "ConfigMap", "default", "cfg").await.unwrap();
+    assert_eq!(resource_version(&after_diff), rv);
+    assert!(c.get("v1", "ConfigMap", "default", "new").await.is_none());
+
+    let changeset = c
+        .manager
+        .apply_all_staged(&objects, &options)
+        .await
+        .unwrap();
+    assert_eq!(changeset.entries[0].action, Action::Configured);
+    let fixed = c.get("v1", "ConfigMap", "default", "cfg").await.unwrap();
+    assert_eq!(fixed["data"]["key"], "git");
+    let drifts = c.manager.diff(&objects, &options).await.unwrap();
+    assert!(
+        drifts.iter().all(|d| d.kind == DriftKind::Unchanged),
+        "{drifts:?}"
+    );
+}
+
+#[tokio::test]
+async fn stale_inventory_entries_are_pruned_except_prune_disabled_and_foreign() {
+    let c = Cluster::start().await;
+    let mut keep_me = configmap("default", "keep-me", &json!({}));
+    keep_me.metadata.annotations = Some(
+        [(
+            "kustomize.toolkit.fluxcd.io/prune".to_owned(),
+            "disabled".to_owned(),
+        )]
+        .into(),
+    );
+    let mut objects = vec![
+        namespace("old-ns"),
+        configmap("default", "stays", &json!({})),
+        configmap("default", "goes", &json!({})),
+        configmap("old-ns", "goes-too", &json!({})),
+        keep_me,
+    ];
+    set_owner_labels(&mut objects, "apps", "flux-system");
+    let mut foreign = vec![configmap("default", "foreign", &json!({}))];
+    set_owner_labels(&mut foreign, "other", "flux-system");
+    let options = ApplyOptions::default();
+    let first = c
+        .manager
+        .apply_all_staged(&objects, &options)
+        .await
+        .unwrap();
+    c.manager
+        .apply_all_staged(&foreign, &options)
+        .await
+        .unwrap();
+
+    let mut old = Inventory::from_changeset(&first);
+    old.add(ObjectRef::from_object(&foreign[0]).unwrap());
+    // Round-trip through status as a reconciler would.
+    let old = Inventory::from_status(&old.to_status()).unwrap();
+    let new = Inventory::new([ObjectRef::new("v1", "ConfigMap", "default", "stays")]);
+    let stale = old.diff(&new);
+    assert_eq!(stale.len(), 5);
+
+    let delete = DeleteOptions {
+        owner: Some(Owner {
+            name: "apps".into(),
+            namespace: "flux-system".into(),
+        }),
+        ..DeleteOptions::default()
+    };
+    let pruned = c.manager.delete_all(&stale, &delete).await.unwrap();
+    let lines: Vec<String> = pruned
+        .entries
+        .iter()
+        .map(|e| format!("{} {}", e.object, e.action))
+        .collect();
+    // Inventory (id) order, Namespaces last.
+    assert_eq!(
+        lines,
+        [
+            "ConfigMap/default/foreign skipped",
+            "ConfigMap/default/goes deleted",
+            "ConfigMap/default/keep-me skipped",
+            "ConfigMap/old-ns/goes-too deleted",
+            "Namespace/old-ns deleted",
+        ]
+    );
+    assert!(c.get("v1", "ConfigMap", "default", "goes").await.is_none());
+    assert!(
+        c.get("v1", "ConfigMap", "default", "keep-me")
+            .await
+            .is_some()
+    );
+    assert!(
+        c.get("v1", "ConfigMap", "default", "foreign")
+            .await
+            .is_some()
+    );
+    assert!(c.get("v1", "ConfigMap", "default", "stays").await.is_some());
+    // Pruning again finds nothing left to delete.
+    let again = c.manager.delete_all(&stale, &delete).await.unwrap();
+    assert!(!again.has_changes(), "{again:?}");
+}
+
+#[tokio::test]
+async fn ssa_if_not_present_and_ignore() {
+    let c = Cluster::start().await;
+    let annotated = |name: &str, mode: &str, value: &str| {
+        let mut cm = configmap("default", name, &json!({"k": value}));
+        cm.metadata.annotations = Some(
+            [(
+                "kustomize.toolkit.fluxcd.io/ssa".to_owned(),
+                mode.to_owned(),
+            )]
+            .into(),
+        );
+        cm
+    };
+    let options = ApplyOptions::default();
+    let first = c
+        .manager
+        .apply_all_staged(
+            &[
+                annotated("once", "IfNotPresent", "1"),
+                annotated("ignored", "Ignore", "1"),
+            ],
+            &options,
+        )
+        .await
+        .unwrap();
+    let actions: Vec<Action> = first.entries.iter().map(|e| e.action).collect();
+    assert_eq!(actions, [Action::Created, Action::Skipped]);
+    assert!(
+        c.get("v1", "ConfigMap", "default", "ignored")
+            .await
+            .is_none()
+    );
+
+    let second = c
+        .manager
+        .apply_all_staged(&[annotated("once", "IfNotPresent", "2")], &options)
+        .await
+        .unwrap();
+    assert_eq!(second.entries[0].action, Action::Skipped);
+    let live = c.get("v1", "ConfigMap", "default", "once").await.unwrap();
+    assert_eq!(live["data"]["k"], "1", "IfNotPresent never updates");
+}
+
+fn job(image: &str, force_annotation: bool) -> DynamicObject {
+    let mut j = object(json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "migrate", "namespace": "default"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "m", "image": image}]}}}}));
+    if force_annotation {
+        j.metadata.annotations = Some(
+            [(
+                "kustomize.toolkit.fluxcd.io/force".to_owned(),
+                "enabled".to_owned(),
+            )]
+            .into(),
+        );
+    }
+    j
+}
+
+/// kube's default transport stack.
+type Transport = tower::util::BoxService<
+    http::Request<kube::client::Body>,
+    http::Response<Box<kube::client::DynBody>>,
+    tower::BoxError,
+>;
+
+/// A client whose transport answers as a real API server does where the embedded control plane
+/// does not: a Job's `spec.template` is immutable (422 `field is immutable`). The embedded control
+/// plane accepts such changes, so the rule is emulated here, in front of it; the engine still sees
+/// only a kube client.
+fn client_with_immutable_job_templates(cluster: &Cluster) -> kube::Client {
+    use http_body_util::BodyExt;
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+    use tower::{Service, ServiceExt};
+
+    let config = cluster.client_config.clone();
+    let templates: Arc<Mutex<HashMap<String, Value>>> = Arc::default();
+    let layer = tower::layer::layer_fn(move |inner: Transport| {
+        let inner = Arc::new(tokio::sync::Mutex::new(inner));
+        let templates = Arc::clone(&templates);
+        tower::service_fn(move |request: http::Request<kube::client::Body>| {
+            let inner = Arc::clone(&inner);
+            let templates = Arc::clone(&templates);
+            async move {
+                let path = request.uri().path().to_owned();
+                let is_job =
+                    path.starts_with("/apis/batch/v1/namespaces/") && path.contains("/jobs/");
+                let dry_run = request.uri().query().is_some_and(|q| q.contains("dryRun"));
+                let method = request.method().clone();
+                let (parts, body) = request.into_parts();
+                let bytes = body.collect().await?.to_bytes();
+                let mut template = None;
+                if is_job && method == http::Method::PATCH {
+                    let sent: Value = serde_json::from_slice(&bytes).unwrap_or_default();
+                    let new = sent["spec"]["template"].clone();
+                    let old = templates.lock().unwrap().get(&path).cloned();
+                    if old.is_some_and(|old| old != new) {
+                        let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                        "reason": "Invalid", "code": 422,
+                        "message": "Job.batch \"migrate\" is invalid: spec.template: Invalid value: \"...\": field is immutable"});
+                        let body =
+                            http_body_util::Full::new(bytes::Bytes::from(status.to_string()))
+                                .map_err(|never| -> tower::BoxError { match never {} });
+                        let response = http::Response::builder()
+                            .status(422)
+                            .header("content-type", "application/json")
+                            .body(Box::new(body) as Box<kube::client::DynBody>)
+                            .unwrap();
+                        return Ok(response);
+                    }
+                    template = Some(new);
+                }
+                if is_job && method == http::Method::DELETE {
+                    templates.lock().unwrap().remove(&path);
+                }
+                let request =
+                    http::Request::from_parts(parts, kube::client::Body::from(bytes.to_vec()));
+                let future = {
+                    let mut service = inner.lock().await;
+                    service.ready().await?.call(request)
+                };
+                let response = future.await?;
+                if let Some(template) = template
+                    && response.status().is_success()
+                    && !dry_run
+                {
+                    templates.lock().unwrap().insert(path, template);
+                }
+                Ok::<_, tower::BoxError>(response)
+            }
+        })
+    });
+    kube::client::ClientBuilder::try_from(config)
+        .expect("client builder")
+        .with_layer(&layer)
+        .build()
+}
+
+#[tokio::test]
+async fn immutable_fields_need_force_to_recreate() {
+    let c = Cluster::start().await;
+    let manager = ResourceManager::new(client_with_immutable_job_templates(&c), MANAGER);
+    let options = ApplyOptions::default();
+    manager
+        .apply_all_staged(&[job("migrate:1", false)], &options)
+        .await
+        .unwrap();
+    let uid = c
+        .get("batch/v1", "Job", "default", "migrate")
+        .await
+        .unwrap()["metadata"]["uid"]
+        .clone();
+
+    let error = manager
+        .apply_all_staged(&[job("migrate:2", false)], &options)
+        .await
+        .unwrap_err();
+    let Error::Partial { errors, .. } = &error else {
+        panic!("expected a partial error, got {error}");
+    };
+    assert!(errors[0].immutable, "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("Job/default/migrate: immutable field changed"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("spec.template"), "{error}");
+    let live = c
+        .get("batch/v1", "Job", "default", "migrate")
+        .await
+        .unwrap();
+    assert_eq!(
+        live["metadata"]["uid"], uid,
+        "nothing was recreated without force"
+    );
+
+    let forced = ApplyOptions {
+        force: true,
+        ..ApplyOptions::default()
+    };
+    let changeset = manager
+        .apply_all_staged(&[job("migrate:2", false)], &forced)
+        .await
+        .unwrap();
+    assert_eq!(changeset.entries[0].action, Action::Created);
+    let live = c
+        .get("batch/v1", "Job", "default", "migrate")
+        .await
+        .unwrap();
+    assert_ne!(live["metadata"]["uid"], uid, "the job was recreated");
+    assert_eq!(
+        live["spec"]["template"]["spec"]["containers"][0]["image"],
+        "migrate:2"
+    );
+
+    // The annotation forces without the option.
+    let changeset = manager
+        .apply_all_staged(&[job("migrate:3", true)], &options)
+        .await
+        .unwrap();
+    assert_eq!(changeset.entries[0].action, Action::Created);
+}
+
+/// The embedded control plane does not enforce immutable fields (a real API server rejects this
+/// with 422): the engine then simply configures the Job. Kept so the infidelity is noticed when
+/// the control plane starts enforcing it.
+#[tokio::test]
+async fn control_plane_accepts_job_template_changes() {
+    let c = Cluster::start().await;
+    let options = ApplyOptions::default();
+    c.manager
+        .apply_all_staged(&[job("migrate:1", false)], &options)
+        .await
+        .unwrap();
+    let changeset = c
+        .manager
+        .apply_all_staged(&[job("migrate:2", false)], &options)
+        .await
+        .unwrap();
+    assert_eq!(changeset.entries[0].action, Action::Configured);
+}
+
+#[tokio::test]
+async fn health_waits_for_rollouts() {
+    let c = Cluster::start().await;
+    let objects = vec![
+        deployment("default", "ok", None),
+        deployment("default", "hangs", Some("hang")),
+        deployment("default", "fails", Some("fail")),
+    ];
+    c.manager
+        .apply_all_staged(&objects, &ApplyOptions::default())
+        .await
+        .unwrap();
+    let all = refs(&objects);
+    let poll = Duration::from_millis(100);
+
+    let ok = c
+        .manager
+        .wait_for(&all[..1], Duration::from_secs(20), poll)
+        .await
+        .expect("healthy deployment");
+    assert_eq!(ok[0].status, Status::Current);
+
+    let start = Instant::now();
+    let error = c
+        .manager
+        .wait_for(&all[1..2], Duration::from_secs(2), poll)
+        .await
+        .unwrap_err();
+    assert!(start.elapsed() >= Duration::from_secs(2));
+    let Error::HealthTimeout { pending, .. } = &error else {
+        panic!("expected a timeout, got {error}");
+    };
+    assert_eq!(pending[0].object.to_string(), "Deployment/default/hangs");
+    assert!(
+        error
+            .to_string()
+            .contains("Deployment/default/hangs: Deployment does not have minimum availability"),
+        "{error}"
+    );
+
+    let start = Instant::now();
+    let error = c
+        .manager
+        .wait_for(&all, Duration::from_secs(30), poll)
+        .await
+        .unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(10), "fails fast");
+    let Error::HealthFailed { failed } = &error else {
+        panic!("expected a failure, got {error}");
+    };
+    assert_eq!(failed[0].object.to_string(), "Deployment/default/fails");
+
+    let missing = ObjectRef::new("v1", "ConfigMap", "default", "missing");
+    let results = c.manager.check_health(&[missing]).await;
+    assert_eq!(results[0].status, Status::NotFound);
+}
+
+#[tokio::test]
+async fn one_invalid_object_does_not_hide_the_others() {
+    let c = Cluster::start().await;
+    let objects = vec![
+        configmap("default", "good-1", &json!({"k": "v"})),
+        object(json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "bad", "namespace": "default"},
+            "spec": {"ports": [{"port": "not-a-number"}]}})),
+        object(json!({"apiVersion": "nope.example.com/v1", "kind": "Ghost",
+            "metadata": {"name": "g", "namespace": "default"}})),
+        configmap("default", "good-2", &json!({"k": "v"})),
+    ];
+    let error = c
+        .manager
+        .apply_all_staged(&objects, &ApplyOptions::default())
+        .await
+        .unwrap_err();
+    let Error::Partial { changeset, errors } = &error else {
+        panic!("expected a partial error, got {error}");
+    };
+    assert_eq!(changeset.with_action(Action::Created).count(), 2);
+    let failed: Vec<&str> = errors.iter().map(|e| e.object.as_str()).collect();
+    assert_eq!(failed, ["Service/default/bad", "Ghost/default/g"]);
+    assert!(errors[1].message.contains("no matches for kind"), "{error}");
+    assert!(
+        error.to_string().starts_with("2 of 4 objects failed"),
+        "{error}"
+    );
+    eventually(Duration::from_secs(5), "good objects", || async {
+        c.get("v1", "ConfigMap", "default", "good-2").await
+    })
+    .await;
+}
