@@ -21,6 +21,28 @@ pub const ORPHAN_FINALIZER: &str = "orphan";
 /// The namespace lifecycle finalizer in `spec.finalizers`.
 pub const NAMESPACE_FINALIZER: &str = "kubernetes";
 
+/// Deepest nesting an object may have. Request bodies are limited by their decoders, but patches
+/// can deepen a stored object step by step; every recursive walk (validation, pruning, managed
+/// fields, encoding) relies on this bound.
+pub const MAX_OBJECT_DEPTH: usize = 100;
+
+/// Whether `value` nests deeper than `max` (iterative: safe on any input).
+pub fn exceeds_depth(value: &Value, max: usize) -> bool {
+    let mut stack = vec![(value, 1usize)];
+    while let Some((v, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Object(m) => Box::new(m.values()),
+            Value::Array(a) => Box::new(a.iter()),
+            _ => continue,
+        };
+        if depth > max {
+            return true;
+        }
+        stack.extend(children.map(|c| (c, depth + 1)));
+    }
+    false
+}
+
 /// How to treat fields the schema does not know (`?fieldValidation=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum FieldValidation {
@@ -290,10 +312,24 @@ impl Cluster {
     /// strategy `None`).
     pub fn present(rt: &ResourceType, stored: &Stored) -> Value {
         let mut v = stored.value.clone();
-        if rt.version != rt.storage_version {
+        if !Self::served_as_stored(rt, stored) {
             v["apiVersion"] = Value::String(rt.api_version());
         }
         v
+    }
+
+    /// Whether the stored form is already in the version `rt` serves (objects keep the version
+    /// they were written in, which may predate a change of the CRD's storage version).
+    pub fn served_as_stored(rt: &ResourceType, stored: &Stored) -> bool {
+        let api_version = stored
+            .value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        match api_version.split_once('/') {
+            Some((g, v)) => g == rt.group && v == rt.version,
+            None => rt.group.is_empty() && api_version == rt.version,
+        }
     }
 
     fn object_key(rt: &ResourceType, namespace: Option<&str>, name: &str) -> ObjectKey {
@@ -388,13 +424,27 @@ impl Cluster {
         obj: &mut Value,
         validation: FieldValidation,
     ) -> ApiResult<Vec<String>> {
+        if exceeds_depth(obj, MAX_OBJECT_DEPTH) {
+            return Err(ApiError::new(
+                422,
+                "Invalid",
+                format!(
+                    "{} is nested deeper than {MAX_OBJECT_DEPTH} levels",
+                    rt.kind
+                ),
+            ));
+        }
         let name = meta_str(obj, "name").unwrap_or("").to_owned();
         let mut causes = Vec::new();
         let name_ok = match (rt.group.as_str(), rt.plural.as_str()) {
             ("", "namespaces" | "services") => is_dns1123_label(&name),
             _ => {
                 is_dns1123_subdomain(&name)
-                    || (!rt.builtin && !name.is_empty() && !name.contains('/'))
+                    || (!rt.builtin
+                        && !name.is_empty()
+                        && name != "."
+                        && name != ".."
+                        && !name.contains(['/', '%']))
             }
         };
         if !name_ok {
@@ -762,6 +812,11 @@ impl Cluster {
         let warnings = Self::admit(rt, &mut new, opts.field_validation)?;
         let ip = || self.allocate_service_ip();
         defaults::apply_builtin(rt, &mut new, Some(&old), &ip);
+        let immutable = defaults::validate_builtin_update(rt, &old, &new);
+        if !immutable.is_empty() {
+            let name = meta_str(&old, "name").unwrap_or("").to_owned();
+            return Err(ApiError::invalid(&rt.group, &rt.kind, &name, immutable).into());
+        }
         if Self::has_generation(rt) && Self::spec_changed(rt, &old, &new) {
             let g = old_meta
                 .get("generation")
@@ -820,16 +875,24 @@ impl Cluster {
             });
         }
         let key = Self::object_key(rt, namespace.as_deref(), &name);
-        let value = if finished {
-            None
+        let store = &self.inner.store;
+        let written = if finished {
+            store.delete_as(
+                &rt.storage_key(),
+                key,
+                to_storage(rt, new),
+                Some(old_stored.rv),
+            )
         } else {
-            Some(to_storage(rt, new))
+            store.write(
+                &rt.storage_key(),
+                key,
+                Some(to_storage(rt, new)),
+                Some(old_stored.rv),
+                false,
+            )
         };
-        match self
-            .inner
-            .store
-            .write(&rt.storage_key(), key, value, Some(old_stored.rv), false)
-        {
+        match written {
             Ok(stored) => {
                 if finished {
                     crate::controllers::crd::after_delete(self, rt, &stored.value);
@@ -857,41 +920,44 @@ impl Cluster {
         namespace: Option<&str>,
         name: &str,
         subresource: Option<&str>,
-        body: Value,
+        body: &Value,
         opts: &WriteOptions,
     ) -> ApiResult<WriteOutcome> {
-        Self::check_type(rt, &body)?;
-        if let Some(n) = meta_str(&body, "name")
+        Self::check_type(rt, body)?;
+        if let Some(n) = meta_str(body, "name")
             && n != name
         {
             return Err(ApiError::bad_request(format!(
                 "the name of the object ({n}) does not match the name on the URL ({name})"
             )));
         }
-        let expected = meta_str(&body, "resourceVersion")
+        let expected = meta_str(body, "resourceVersion")
             .filter(|s| !s.is_empty())
             .map(str::to_owned);
-        let old = self.get_stored(rt, namespace, name)?;
-        if let Some(rv) = &expected
-            && *rv != old.rv.to_string()
-        {
-            return Err(ApiError::conflict(
+        let modified = || {
+            ApiError::conflict(
                 &rt.group,
                 &rt.plural,
                 name,
                 "the object has been modified; please apply your changes to the latest version and try again",
-            ));
+            )
+        };
+        // An update without a resourceVersion is unconditional: a lost race is retried.
+        for _ in 0..16 {
+            let old = self.get_stored(rt, namespace, name)?;
+            if let Some(rv) = &expected
+                && *rv != old.rv.to_string()
+            {
+                return Err(modified());
+            }
+            match self.commit_update(rt, &old, body.clone(), subresource, opts, None) {
+                Ok(o) => return Ok(o),
+                Err(CommitError::Api(e)) => return Err(e),
+                Err(CommitError::Stale) if expected.is_none() => {}
+                Err(CommitError::Stale) => return Err(modified()),
+            }
         }
-        match self.commit_update(rt, &old, body, subresource, opts, None) {
-            Ok(o) => Ok(o),
-            Err(CommitError::Api(e)) => Err(e),
-            Err(CommitError::Stale) => Err(ApiError::conflict(
-                &rt.group,
-                &rt.plural,
-                name,
-                "the object has been modified; please apply your changes to the latest version and try again",
-            )),
-        }
+        Err(modified())
     }
 
     /// Patches an object (`PATCH`), including server-side apply.
@@ -1354,5 +1420,22 @@ enum CommitError {
 impl From<ApiError> for CommitError {
     fn from(e: ApiError) -> Self {
         Self::Api(e)
+    }
+}
+
+#[cfg(test)]
+mod depth_tests {
+    use super::*;
+
+    #[test]
+    fn depth_limit() {
+        let mut v = json!(1);
+        for _ in 0..10 {
+            v = json!({"a": [v]});
+        }
+        // Twenty nested containers.
+        assert!(!exceeds_depth(&v, 20));
+        assert!(exceeds_depth(&v, 19));
+        assert!(!exceeds_depth(&json!("scalar"), 1));
     }
 }

@@ -351,6 +351,57 @@ pub fn validate_builtin(rt: &ResourceType, obj: &Value) -> Vec<Cause> {
 }
 
 #[cfg(test)]
+mod update_tests {
+    use super::*;
+
+    fn rt(group: &str, plural: &str) -> ResourceType {
+        crate::builtins::resource_types()
+            .into_iter()
+            .find(|r| r.group == group && r.plural == plural)
+            .unwrap()
+    }
+
+    #[test]
+    fn immutable_fields_of_built_in_kinds() {
+        let job =
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "a", "image": "x"}]}}}});
+        let mut changed = job.clone();
+        changed["spec"]["template"]["spec"]["containers"][0]["image"] = json!("y");
+        let causes = validate_builtin_update(&rt("batch", "jobs"), &job, &changed);
+        assert_eq!(causes.len(), 1);
+        assert_eq!(causes[0].field, "spec.template");
+        assert!(causes[0].message.ends_with("field is immutable"));
+        assert!(validate_builtin_update(&rt("batch", "jobs"), &job, &job).is_empty());
+
+        let d = json!({"spec": {"selector": {"matchLabels": {"app": "a"}}, "replicas": 1}});
+        let mut scaled = d.clone();
+        scaled["spec"]["replicas"] = json!(3);
+        assert!(validate_builtin_update(&rt("apps", "deployments"), &d, &scaled).is_empty());
+        let mut reselected = d.clone();
+        reselected["spec"]["selector"]["matchLabels"]["app"] = json!("b");
+        assert_eq!(
+            validate_builtin_update(&rt("apps", "deployments"), &d, &reselected)[0].field,
+            "spec.selector"
+        );
+
+        let cm = json!({"immutable": true, "data": {"a": "1"}});
+        let edited = json!({"immutable": true, "data": {"a": "2"}});
+        assert_eq!(
+            validate_builtin_update(&rt("", "configmaps"), &cm, &edited)[0].field,
+            "data"
+        );
+
+        let rb = json!({"roleRef": {"kind": "Role", "name": "a"}});
+        let rb2 = json!({"roleRef": {"kind": "Role", "name": "b"}});
+        assert!(
+            validate_builtin_update(&rt("rbac.authorization.k8s.io", "rolebindings"), &rb, &rb2)[0]
+                .message
+                .contains("cannot change roleRef")
+        );
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -362,4 +413,131 @@ mod tests {
         assert_eq!(base64_encode(b"foo"), "Zm9v");
         assert_eq!(base64_encode(b"hello world"), "aGVsbG8gd29ybGQ=");
     }
+}
+
+fn immutable(field: &str, value: Option<&Value>) -> Cause {
+    let shown = value.map_or_else(|| "null".to_owned(), Value::to_string);
+    Cause {
+        reason: "FieldValueInvalid".into(),
+        message: format!("Invalid value: {shown}: field is immutable"),
+        field: field.to_owned(),
+    }
+}
+
+fn forbidden(field: &str, message: &str) -> Cause {
+    Cause {
+        reason: "FieldValueForbidden".into(),
+        message: format!("Forbidden: {message}"),
+        field: field.to_owned(),
+    }
+}
+
+/// Update rules of built-in kinds: the fields a real API server refuses to change.
+pub fn validate_builtin_update(rt: &ResourceType, old: &Value, new: &Value) -> Vec<Cause> {
+    if !rt.builtin {
+        return Vec::new();
+    }
+    let mut causes = Vec::new();
+    let changed = |pointer: &str| old.pointer(pointer) != new.pointer(pointer);
+    let check = |causes: &mut Vec<Cause>, pointer: &str, field: &str| {
+        if changed(pointer) {
+            causes.push(immutable(field, new.pointer(pointer)));
+        }
+    };
+    match (rt.group.as_str(), rt.plural.as_str()) {
+        ("apps", "deployments" | "replicasets" | "daemonsets") => {
+            check(&mut causes, "/spec/selector", "spec.selector");
+        }
+        ("apps", "statefulsets") => {
+            const MUTABLE: [&str; 6] = [
+                "replicas",
+                "ordinals",
+                "template",
+                "updateStrategy",
+                "persistentVolumeClaimRetentionPolicy",
+                "minReadySeconds",
+            ];
+            let strip = |v: &Value| {
+                let mut spec = v.get("spec").cloned().unwrap_or(Value::Null);
+                if let Some(o) = spec.as_object_mut() {
+                    for k in MUTABLE {
+                        o.remove(k);
+                    }
+                }
+                spec
+            };
+            if strip(old) != strip(new) {
+                causes.push(forbidden(
+                    "spec",
+                    "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+                ));
+            }
+        }
+        ("batch", "jobs") => {
+            check(&mut causes, "/spec/selector", "spec.selector");
+            check(&mut causes, "/spec/template", "spec.template");
+            check(&mut causes, "/spec/completionMode", "spec.completionMode");
+        }
+        ("", "services") => {
+            let external =
+                |v: &Value| v.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName");
+            if !external(old) && !external(new) {
+                check(&mut causes, "/spec/clusterIP", "spec.clusterIP");
+            }
+        }
+        ("", "configmaps" | "secrets") => {
+            if old.get("immutable") == Some(&Value::Bool(true)) {
+                for field in ["data", "binaryData", "stringData", "immutable"] {
+                    if changed(&format!("/{field}")) {
+                        causes.push(forbidden(
+                            field,
+                            "field is immutable when `immutable` is set",
+                        ));
+                    }
+                }
+            }
+            if rt.plural == "secrets" {
+                check(&mut causes, "/type", "type");
+            }
+        }
+        ("", "persistentvolumeclaims") => {
+            let strip = |v: &Value| {
+                let mut spec = v.get("spec").cloned().unwrap_or(Value::Null);
+                if let Some(o) = spec.as_object_mut() {
+                    o.remove("volumeAttributesClassName");
+                    if let Some(r) = o.get_mut("resources").and_then(Value::as_object_mut) {
+                        r.remove("requests");
+                    }
+                    // The binder fills these in; they may be set once.
+                    if old.pointer("/spec/volumeName").is_none() {
+                        o.remove("volumeName");
+                    }
+                }
+                spec
+            };
+            if strip(old) != strip(new) {
+                causes.push(forbidden(
+                    "spec",
+                    "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",
+                ));
+            }
+        }
+        ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings")
+            if changed("/roleRef") =>
+        {
+            causes.push(Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!(
+                    "Invalid value: {}: cannot change roleRef",
+                    new.pointer("/roleRef").unwrap_or(&Value::Null)
+                ),
+                field: "roleRef".into(),
+            });
+        }
+        ("apiextensions.k8s.io", "customresourcedefinitions") => {
+            check(&mut causes, "/spec/scope", "spec.scope");
+        }
+        _ => {}
+    }
+    causes
 }

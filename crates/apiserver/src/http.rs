@@ -539,7 +539,7 @@ fn resource_request(
         (Method::PUT, Some(name)) => {
             let opts = write_options(q, headers, true)?;
             let body = parse_body(headers, body)?;
-            let outcome = cluster.update(&rt, ns, name, subresource, body, &opts)?;
+            let outcome = cluster.update(&rt, ns, name, subresource, &body, &opts)?;
             Ok(write_response(&rt, outcome, repr, StatusCode::CREATED))
         }
         (Method::PATCH, Some(name)) => {
@@ -876,7 +876,7 @@ fn list_response(
                 if i > 0 {
                     buf.put_u8(b',');
                 }
-                if rt.version == rt.storage_version {
+                if Cluster::served_as_stored(rt, item) {
                     buf.put_slice(&item.json);
                 } else {
                     buf.put_slice(
@@ -916,7 +916,7 @@ impl Watcher {
         buf.put_slice(b"{\"type\":\"");
         buf.put_slice(type_.as_bytes());
         buf.put_slice(b"\",\"object\":");
-        if self.repr == Representation::Object && self.rt.version == self.rt.storage_version {
+        if self.repr == Representation::Object && Cluster::served_as_stored(&self.rt, stored) {
             buf.put_slice(&stored.json);
         } else {
             let obj = Cluster::present(&self.rt, stored);

@@ -211,6 +211,11 @@ impl Registry {
         out
     }
 
+    /// Names of the CRDs currently served.
+    pub fn crd_names(&self) -> Vec<String> {
+        self.crds.keys().cloned().collect()
+    }
+
     pub fn crd_registration(&self, crd_name: &str) -> Option<&(String, String, Vec<String>)> {
         self.crds.get(crd_name)
     }

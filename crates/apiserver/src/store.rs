@@ -85,10 +85,16 @@ pub struct WatchEvent {
 /// `(namespace, name)`; cluster-scoped objects use an empty namespace.
 pub type ObjectKey = (String, String);
 
+/// Most watch history kept per resource, in encoded bytes, whatever the event count: large objects
+/// written often must not pin unbounded memory.
+const HISTORY_BYTES: usize = 64 * 1024 * 1024;
+
 #[derive(Debug)]
 struct Table {
     objects: BTreeMap<ObjectKey, Arc<Stored>>,
     history: VecDeque<Arc<WatchEvent>>,
+    /// Encoded size of the objects in `history`.
+    history_bytes: usize,
     /// Watches from a resourceVersion below this are too old.
     compacted: u64,
     sender: broadcast::Sender<Arc<WatchEvent>>,
@@ -100,6 +106,7 @@ impl Table {
         Self {
             objects: BTreeMap::new(),
             history: VecDeque::new(),
+            history_bytes: 0,
             compacted: 0,
             sender,
         }
@@ -144,7 +151,7 @@ pub struct Subscription {
 impl Store {
     /// A store keeping `history_limit` watch events per resource.
     pub fn new(history_limit: usize) -> Self {
-        let (all, _) = broadcast::channel(65_536);
+        let (all, _) = broadcast::channel(8192);
         Self {
             state: Mutex::new(State {
                 rv: 1,
@@ -197,27 +204,6 @@ impl Store {
         (items, rv)
     }
 
-    /// Counts objects of a resource in a namespace.
-    pub fn count_in_namespace(&self, key: &StorageKey, namespace: &str) -> usize {
-        let state = self.lock();
-        state.tables.get(key).map_or(0, |t| {
-            t.objects
-                .range((namespace.to_owned(), String::new())..)
-                .take_while(|((n, _), _)| n == namespace)
-                .count()
-        })
-    }
-
-    /// Storage keys that hold at least one object.
-    pub fn keys(&self) -> Vec<StorageKey> {
-        self.lock()
-            .tables
-            .iter()
-            .filter(|(_, t)| !t.objects.is_empty())
-            .map(|(k, _)| k.clone())
-            .collect()
-    }
-
     /// Creates, updates (when `expected_rv` matches) or deletes an object; `value == None` deletes.
     /// Returns the stored result.
     pub fn write(
@@ -225,6 +211,30 @@ impl Store {
         key: &StorageKey,
         object: ObjectKey,
         value: Option<Value>,
+        expected_rv: Option<u64>,
+        create: bool,
+    ) -> Result<Arc<Stored>, WriteError> {
+        self.write_inner(key, object, value, None, expected_rv, create)
+    }
+
+    /// Deletes an object whose final state (e.g. with its last finalizer removed) is `last`: the
+    /// DELETED event carries that state, as on a real cluster.
+    pub fn delete_as(
+        &self,
+        key: &StorageKey,
+        object: ObjectKey,
+        last: Value,
+        expected_rv: Option<u64>,
+    ) -> Result<Arc<Stored>, WriteError> {
+        self.write_inner(key, object, None, Some(last), expected_rv, false)
+    }
+
+    fn write_inner(
+        &self,
+        key: &StorageKey,
+        object: ObjectKey,
+        value: Option<Value>,
+        last: Option<Value>,
         expected_rv: Option<u64>,
         create: bool,
     ) -> Result<Arc<Stored>, WriteError> {
@@ -256,10 +266,8 @@ impl Store {
         } else {
             table.objects.remove(&object);
             let prev = previous.as_ref().expect("checked above");
-            (
-                EventType::Deleted,
-                Arc::new(Stored::new(prev.value.clone(), next_rv)),
-            )
+            let last = last.unwrap_or_else(|| prev.value.clone());
+            (EventType::Deleted, Arc::new(Stored::new(last, next_rv)))
         };
         let event = Arc::new(WatchEvent {
             type_,
@@ -267,22 +275,19 @@ impl Store {
             object: Arc::clone(&stored),
             previous,
         });
+        table.history_bytes += event.object.json.len();
         table.history.push_back(Arc::clone(&event));
-        while table.history.len() > self.history_limit {
-            if let Some(old) = table.history.pop_front() {
-                table.compacted = old.object.rv;
-            }
+        while table.history.len() > self.history_limit || table.history_bytes > HISTORY_BYTES {
+            let Some(old) = table.history.pop_front() else {
+                break;
+            };
+            table.history_bytes -= old.object.json.len();
+            table.compacted = old.object.rv;
         }
         let _ = table.sender.send(Arc::clone(&event));
         let _ = self.all.send(event);
         state.rv = next_rv;
         Ok(stored)
-    }
-
-    /// Drops a whole resource's objects without events (used when a CRD is removed after its
-    /// objects were deleted one by one).
-    pub fn drop_table(&self, key: &StorageKey) {
-        self.lock().tables.remove(key);
     }
 
     /// Subscribes to a table from `since` (exclusive). `None` if history no longer reaches back to it.

@@ -208,9 +208,68 @@ fn condition(type_: &str, reason: &str, message: &str, previous: Option<&Value>)
     json!({"type": type_, "status": "True", "lastTransitionTime": time, "reason": reason, "message": message})
 }
 
+/// Refuses groups Kubernetes reserves and resources another definition already serves, so a CRD can
+/// never take over (or, when deleted, wipe) a built-in resource.
+fn check_group(cluster: &Cluster, crd: &Value, types: &[ResourceType]) -> ApiResult<()> {
+    let Some(first) = types.first() else {
+        return Ok(());
+    };
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let group = first.group.as_str();
+    if !group.contains('.') {
+        return Err(invalid(
+            name,
+            "spec.group",
+            &format!("Invalid value: {group:?}: should be a domain with at least one dot"),
+        ));
+    }
+    let approved = crd
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get("api-approved.kubernetes.io"))
+        .is_some();
+    let protected = group == "k8s.io"
+        || group.ends_with(".k8s.io")
+        || group == "kubernetes.io"
+        || group.ends_with(".kubernetes.io");
+    if protected && !approved {
+        return Err(invalid(
+            name,
+            "metadata.annotations[api-approved.kubernetes.io]",
+            &format!(
+                "Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111 (group {group:?})"
+            ),
+        ));
+    }
+    let registry = cluster.registry();
+    let taken = registry
+        .versions_of(group, &first.plural)
+        .iter()
+        .any(|rt| rt.builtin)
+        || registry.crd_names().into_iter().any(|other| {
+            other != name
+                && registry
+                    .crd_registration(&other)
+                    .is_some_and(|(g, p, _)| g == group && *p == first.plural)
+        });
+    if taken {
+        return Err(invalid(
+            name,
+            "spec.names.plural",
+            &format!(
+                "Invalid value: {:?}: {}.{group} is already served",
+                first.plural, first.plural
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Runs before a write: validates a CRD and sets its status.
 pub fn on_write(
-    _cluster: &Cluster,
+    cluster: &Cluster,
     rt: &ResourceType,
     obj: &mut Value,
     _dry_run: bool,
@@ -219,6 +278,7 @@ pub fn on_write(
         return Ok(());
     }
     let types = resource_types(obj)?;
+    check_group(cluster, obj, &types)?;
     let spec = &obj["spec"];
     let mut accepted = spec.get("names").cloned().unwrap_or(json!({}));
     if let Some(a) = accepted.as_object_mut()
@@ -262,15 +322,28 @@ pub fn after_write(cluster: &Cluster, rt: &ResourceType, obj: &Value) {
     if !is_crd(rt) {
         return;
     }
-    let Ok(types) = resource_types(obj) else {
-        return;
-    };
     let name = obj
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_owned();
     let mut registry = cluster.registry_mut();
+    // Concurrent CRD writes may finish out of order: serve what is stored now, read under the
+    // registry lock, not the state this write saw.
+    let key = rt.storage_key();
+    let Some(current) = cluster.store().get(&key, &(String::new(), name.clone())) else {
+        return;
+    };
+    if current
+        .value
+        .pointer("/metadata/deletionTimestamp")
+        .is_some()
+    {
+        return;
+    }
+    let Ok(types) = resource_types(&current.value) else {
+        return;
+    };
     if let Some((group, plural, versions)) = registry.crd_registration(&name).cloned() {
         for v in versions {
             registry.remove(&group, &v, &plural);
@@ -285,7 +358,8 @@ pub fn after_write(cluster: &Cluster, rt: &ResourceType, obj: &Value) {
     registry.set_crd_registration(&name, &group, &plural, versions);
 }
 
-/// Runs after a CRD is removed: deletes its objects and stops serving it.
+/// Runs after a CRD is removed: stops serving it, then deletes its objects (with DELETED events, so
+/// watchers see them go; the table keeps its watch history).
 pub fn after_delete(cluster: &Cluster, rt: &ResourceType, obj: &Value) {
     if !is_crd(rt) {
         return;
@@ -294,13 +368,22 @@ pub fn after_delete(cluster: &Cluster, rt: &ResourceType, obj: &Value) {
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let registration = cluster.registry_mut().remove_crd_registration(name);
-    let Some((group, plural, versions)) = registration else {
+    let registration = {
+        let mut registry = cluster.registry_mut();
+        let registration = registry.remove_crd_registration(name);
+        if let Some((group, plural, versions)) = &registration {
+            for v in versions {
+                registry.remove(group, v, plural);
+            }
+        }
+        registration
+    };
+    let Some((group, plural, _)) = registration else {
         return;
     };
     let key = crate::registry::StorageKey {
-        group: group.clone(),
-        resource: plural.clone(),
+        group,
+        resource: plural,
     };
     let (objects, _) = cluster.store().list(&key, None);
     for o in objects {
@@ -311,10 +394,5 @@ pub fn after_delete(cluster: &Cluster, rt: &ResourceType, obj: &Value) {
             None,
             false,
         );
-    }
-    cluster.store().drop_table(&key);
-    let mut registry = cluster.registry_mut();
-    for v in versions {
-        registry.remove(&group, &v, &plural);
     }
 }

@@ -33,6 +33,30 @@ fn owner_uids(obj: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+fn owner_refs(obj: &Value) -> Vec<Value> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Whether the owner an ownerReference names is really gone: looked up by kind and name in the
+/// dependent's namespace (or cluster-wide) and compared by UID. An owner of a kind the server does
+/// not know counts as present, so nothing is deleted on a guess.
+fn owner_absent(cluster: &Cluster, owner: &Value, namespace: &str) -> bool {
+    let field = |k: &str| owner.get(k).and_then(Value::as_str).unwrap_or("");
+    let Some(rt) = cluster
+        .registry()
+        .by_kind(field("apiVersion"), field("kind"))
+    else {
+        return false;
+    };
+    match cluster.get_stored(&rt, Some(namespace), field("name")) {
+        Ok(found) => found.uid() != field("uid"),
+        Err(e) => e.code == 404,
+    }
+}
+
 fn deleting(obj: &Value) -> bool {
     obj.pointer("/metadata/deletionTimestamp").is_some()
 }
@@ -40,7 +64,8 @@ fn deleting(obj: &Value) -> bool {
 /// One pass over every object. Returns whether it changed anything.
 pub fn sweep(cluster: &Cluster) -> bool {
     let mut entries = Vec::new();
-    for rt in cluster.registry().storage_types() {
+    let types = cluster.registry().storage_types();
+    for rt in types {
         let (objects, _) = cluster.list(&rt, None);
         for object in objects {
             entries.push(Entry {
@@ -66,10 +91,17 @@ pub fn sweep(cluster: &Cluster) -> bool {
         if owners.is_empty() || deleting(&e.object.value) {
             continue;
         }
-        if owners.iter().all(|u| !by_uid.contains_key(u.as_str())) {
+        // The snapshot above is not atomic: confirm with fresh reads that every owner is gone
+        // before deleting, and only delete the very object that was seen (its UID).
+        if owners.iter().all(|u| !by_uid.contains_key(u.as_str()))
+            && owner_refs(&e.object.value)
+                .iter()
+                .all(|r| owner_absent(cluster, r, e.object.namespace()))
+        {
             let ns = e.object.namespace().to_owned();
             let opts = DeleteOptions {
                 propagation: Some(Propagation::Background),
+                precondition_uid: Some(e.object.uid().to_owned()),
                 ..DeleteOptions::default()
             };
             if cluster
@@ -134,6 +166,7 @@ pub fn sweep(cluster: &Cluster) -> bool {
                     let dns = d.object.namespace().to_owned();
                     let opts = DeleteOptions {
                         propagation: Some(Propagation::Foreground),
+                        precondition_uid: Some(d.object.uid().to_owned()),
                         ..DeleteOptions::default()
                     };
                     if cluster

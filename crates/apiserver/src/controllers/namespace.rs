@@ -23,7 +23,8 @@ pub fn sweep(cluster: &Cluster) -> bool {
         }
         let name = ns.name().to_owned();
         let mut remaining = 0;
-        for rt in cluster.registry().storage_types() {
+        let types = cluster.registry().storage_types();
+        for rt in types {
             if !rt.namespaced {
                 continue;
             }
