@@ -15,7 +15,6 @@ const MANAGER: &str = "capstan-test";
 struct Cluster {
     /// Kept alive for the test's duration.
     _server: capstan_apiserver::ApiServer,
-    client_config: kube::Config,
     client: kube::Client,
     manager: ResourceManager,
 }
@@ -33,11 +32,10 @@ impl Cluster {
         )
         .await
         .expect("client config");
-        let client = kube::Client::try_from(config.clone()).expect("client");
+        let client = kube::Client::try_from(config).expect("client");
         let manager = ResourceManager::new(client.clone(), MANAGER);
         Self {
             _server: server,
-            client_config: config,
             client,
             manager,
         }
@@ -440,90 +438,10 @@ fn job(image: &str, force_annotation: bool) -> DynamicObject {
     j
 }
 
-/// kube's default transport stack.
-type Transport = tower::util::BoxService<
-    http::Request<kube::client::Body>,
-    http::Response<Box<kube::client::DynBody>>,
-    tower::BoxError,
->;
-
-/// A client whose transport answers as a real API server does where the embedded control plane
-/// does not: a Job's `spec.template` is immutable (422 `field is immutable`). The embedded control
-/// plane accepts such changes, so the rule is emulated here, in front of it; the engine still sees
-/// only a kube client.
-fn client_with_immutable_job_templates(cluster: &Cluster) -> kube::Client {
-    use http_body_util::BodyExt;
-    use std::collections::HashMap;
-    use std::sync::{Arc, Mutex};
-    use tower::{Service, ServiceExt};
-
-    let config = cluster.client_config.clone();
-    let templates: Arc<Mutex<HashMap<String, Value>>> = Arc::default();
-    let layer = tower::layer::layer_fn(move |inner: Transport| {
-        let inner = Arc::new(tokio::sync::Mutex::new(inner));
-        let templates = Arc::clone(&templates);
-        tower::service_fn(move |request: http::Request<kube::client::Body>| {
-            let inner = Arc::clone(&inner);
-            let templates = Arc::clone(&templates);
-            async move {
-                let path = request.uri().path().to_owned();
-                let is_job =
-                    path.starts_with("/apis/batch/v1/namespaces/") && path.contains("/jobs/");
-                let dry_run = request.uri().query().is_some_and(|q| q.contains("dryRun"));
-                let method = request.method().clone();
-                let (parts, body) = request.into_parts();
-                let bytes = body.collect().await?.to_bytes();
-                let mut template = None;
-                if is_job && method == http::Method::PATCH {
-                    let sent: Value = serde_json::from_slice(&bytes).unwrap_or_default();
-                    let new = sent["spec"]["template"].clone();
-                    let old = templates.lock().unwrap().get(&path).cloned();
-                    if old.is_some_and(|old| old != new) {
-                        let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                        "reason": "Invalid", "code": 422,
-                        "message": "Job.batch \"migrate\" is invalid: spec.template: Invalid value: \"...\": field is immutable"});
-                        let body =
-                            http_body_util::Full::new(bytes::Bytes::from(status.to_string()))
-                                .map_err(|never| -> tower::BoxError { match never {} });
-                        let response = http::Response::builder()
-                            .status(422)
-                            .header("content-type", "application/json")
-                            .body(Box::new(body) as Box<kube::client::DynBody>)
-                            .unwrap();
-                        return Ok(response);
-                    }
-                    template = Some(new);
-                }
-                if is_job && method == http::Method::DELETE {
-                    templates.lock().unwrap().remove(&path);
-                }
-                let request =
-                    http::Request::from_parts(parts, kube::client::Body::from(bytes.to_vec()));
-                let future = {
-                    let mut service = inner.lock().await;
-                    service.ready().await?.call(request)
-                };
-                let response = future.await?;
-                if let Some(template) = template
-                    && response.status().is_success()
-                    && !dry_run
-                {
-                    templates.lock().unwrap().insert(path, template);
-                }
-                Ok::<_, tower::BoxError>(response)
-            }
-        })
-    });
-    kube::client::ClientBuilder::try_from(config)
-        .expect("client builder")
-        .with_layer(&layer)
-        .build()
-}
-
 #[tokio::test]
 async fn immutable_fields_need_force_to_recreate() {
     let c = Cluster::start().await;
-    let manager = ResourceManager::new(client_with_immutable_job_templates(&c), MANAGER);
+    let manager = &c.manager;
     let options = ApplyOptions::default();
     manager
         .apply_all_staged(&[job("migrate:1", false)], &options)
@@ -584,25 +502,6 @@ async fn immutable_fields_need_force_to_recreate() {
         .await
         .unwrap();
     assert_eq!(changeset.entries[0].action, Action::Created);
-}
-
-/// The embedded control plane does not enforce immutable fields (a real API server rejects this
-/// with 422): the engine then simply configures the Job. Kept so the infidelity is noticed when
-/// the control plane starts enforcing it.
-#[tokio::test]
-async fn control_plane_accepts_job_template_changes() {
-    let c = Cluster::start().await;
-    let options = ApplyOptions::default();
-    c.manager
-        .apply_all_staged(&[job("migrate:1", false)], &options)
-        .await
-        .unwrap();
-    let changeset = c
-        .manager
-        .apply_all_staged(&[job("migrate:2", false)], &options)
-        .await
-        .unwrap();
-    assert_eq!(changeset.entries[0].action, Action::Configured);
 }
 
 #[tokio::test]
