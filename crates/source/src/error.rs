@@ -182,6 +182,45 @@ pub enum Error {
         reason: String,
     },
 
+    /// A Git operation failed (connection, ref listing, fetch, object access).
+    #[error("cannot {operation} {url}: {source}")]
+    Git {
+        /// What was being done (`list references of`, `fetch`, `check out`, ...).
+        operation: &'static str,
+        /// The repository URL (without credentials).
+        url: String,
+        /// The underlying error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+
+    /// The requested Git reference does not exist on the remote.
+    #[error("{reference} not found in {url}")]
+    GitReferenceNotFound {
+        /// The repository URL.
+        url: String,
+        /// The reference, as written in `spec.ref` (`branch main`, `tag v1.0.0`, ...).
+        reference: String,
+    },
+
+    /// A `spec.ref` or Git URL cannot be used as written.
+    #[error("invalid git reference: {reason}")]
+    InvalidGitReference {
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// The Git credentials cannot be used, or need a feature not supported yet.
+    #[error("unsupported git authentication: {reason}")]
+    UnsupportedGitAuth {
+        /// What is wrong or missing.
+        reason: String,
+    },
+
+    /// A semver constraint could not be parsed.
+    #[error(transparent)]
+    Constraint(#[from] crate::semver_constraint::ConstraintError),
+
     /// A blocking task was cancelled or panicked.
     #[error("background task failed")]
     Task(#[source] tokio::task::JoinError),

@@ -7,6 +7,9 @@
 //!   router serving the files.
 //! - [`fetch`]: the consumer side — download an artifact URL, verify its digest, extract it.
 //! - [`oci`]: push and pull Flux OCI artifacts (`flux push artifact` compatible).
+//! - [`git`]: fetch a Git reference (`GitRepository.spec.ref`) into a directory, or resolve it
+//!   to a Flux revision without downloading objects.
+//! - [`semver_constraint`]: Masterminds-compatible version constraints (`>=1.2 <2`, `^1.2 || ~2.0`).
 //!
 //! # Expected flow
 //! A source reconciler fetches upstream content into a directory, builds an
@@ -56,7 +59,9 @@ pub mod artifact;
 pub mod digest;
 mod error;
 pub mod fetch;
+pub mod git;
 pub mod oci;
+pub mod semver_constraint;
 pub mod storage;
 pub mod tls;
 

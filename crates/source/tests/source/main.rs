@@ -1,7 +1,9 @@
 //! Integration tests of capstan-source against real servers on 127.0.0.1: Debian's
-//! `docker-registry` (checked with `skopeo`) and the artifact storage HTTP server.
+//! `docker-registry` (checked with `skopeo`), the artifact storage HTTP server, and Git served by
+//! `git http-backend`, `sshd` and `file://`.
 //! Run `./scripts/setup` first; missing tools fail the tests with that hint.
 
 mod fetch;
+mod git;
 mod oci;
 mod support;

@@ -1,0 +1,627 @@
+//! Fetching Git repositories the way Flux's `GitRepository` does, with gitoxide.
+//!
+//! # Expected flow
+//! A reconciler calls [`remote_revision`] to resolve `spec.ref` to a Flux revision (one
+//! reference listing, no objects downloaded); when it differs from the stored artifact's
+//! revision, it calls [`fetch`], which checks the commit's tree out into a directory (no `.git`),
+//! then packs that directory with [`crate::storage::Storage::archive`].
+//!
+//! ```no_run
+//! # async fn example() -> capstan_source::Result<()> {
+//! use capstan_source::git::{self, FetchOptions, GitAuth, GitReference};
+//! let url = "https://example.com/org/repo.git";
+//! let reference = GitReference::branch("main");
+//! let revision = git::remote_revision(url, &reference, &GitAuth::None).await?;
+//! let result = git::fetch(url, &reference, &GitAuth::None, "/tmp/checkout".as_ref(),
+//!     &FetchOptions::default()).await?;
+//! assert_eq!(result.revision, revision);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Guarantees
+//! - Revisions are Flux's: `main@sha1:<hex>`, `v1.0.0@sha1:<hex>`, `refs/heads/main@sha1:<hex>`,
+//!   `sha1:<hex>`. Tags are peeled to their commit.
+//! - Branch, tag, name and semver references are fetched shallowly (depth 1); a commit is fetched
+//!   with the history of its branch (or of all branches and tags when no branch is given).
+//! - Checkout writes regular files, executables and symbolic links below the target directory
+//!   only; submodules are left out (not supported yet).
+//!
+//! # Errors
+//! An unknown reference is [`Error::GitReferenceNotFound`]; transport failures are
+//! [`Error::Git`]. Authentication that is not wired yet (client certificates) is refused with
+//! [`Error::UnsupportedGitAuth`], never ignored.
+
+mod checkout;
+mod reference;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use gix::protocol::transport::client::blocking_io::http;
+use gix::remote::Direction;
+
+pub use reference::{DEFAULT_BRANCH, GitReference};
+use reference::{RemoteRef, Resolved, Selector};
+
+use crate::{Error, Result};
+
+/// Credentials for a Git remote, usually read from a Flux secret with [`GitAuth::from_secret`].
+#[derive(Clone, Default)]
+pub enum GitAuth {
+    /// No credentials (public repositories, `file://`).
+    #[default]
+    None,
+    /// HTTP(S) credentials and trust.
+    Http(HttpAuth),
+    /// An ssh private key and the hosts to trust, used through the `ssh` program with strict
+    /// host key checking: hosts missing from `known_hosts` are refused.
+    Ssh {
+        /// The private key (PEM or OpenSSH format).
+        identity: Vec<u8>,
+        /// `known_hosts` lines; unknown hosts are refused.
+        known_hosts: Vec<u8>,
+    },
+}
+
+impl std::fmt::Debug for GitAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never print secrets.
+        match self {
+            Self::None => f.write_str("None"),
+            Self::Http(auth) => f
+                .debug_struct("Http")
+                .field("basic", &auth.basic.as_ref().map(|(user, _)| user))
+                .field("bearer", &auth.bearer_token.is_some())
+                .field("ca", &auth.ca_pem.is_some())
+                .finish(),
+            Self::Ssh { .. } => f.write_str("Ssh"),
+        }
+    }
+}
+
+/// HTTP(S) authentication: basic or bearer, and an optional CA bundle.
+#[derive(Clone, Default)]
+pub struct HttpAuth {
+    /// `username` and `password`.
+    pub basic: Option<(String, String)>,
+    /// `bearerToken`.
+    pub bearer_token: Option<String>,
+    /// `ca.crt`: PEM certificates trusted in addition to the system roots.
+    pub ca_pem: Option<Vec<u8>>,
+}
+
+impl GitAuth {
+    /// Reads Flux's secret keys: `username`/`password`, `bearerToken`, `ca.crt` (HTTPS);
+    /// `identity`/`known_hosts` (ssh). Keys for client certificates (`tls.crt`, `tls.key`) are
+    /// refused as not supported yet.
+    pub fn from_secret(data: &BTreeMap<String, Vec<u8>>) -> Result<Self> {
+        let text = |key: &str| -> Result<Option<String>> {
+            data.get(key)
+                .map(|value| {
+                    String::from_utf8(value.clone()).map_err(|_| Error::UnsupportedGitAuth {
+                        reason: format!("secret key {key} is not UTF-8"),
+                    })
+                })
+                .transpose()
+        };
+        if data.contains_key("identity") {
+            let known_hosts = data
+                .get("known_hosts")
+                .ok_or_else(|| Error::UnsupportedGitAuth {
+                    reason: "secret has identity but no known_hosts".to_owned(),
+                })?;
+            return Ok(Self::Ssh {
+                identity: data["identity"].clone(),
+                known_hosts: known_hosts.clone(),
+            });
+        }
+        if data.contains_key("tls.crt") || data.contains_key("tls.key") {
+            return Err(Error::UnsupportedGitAuth {
+                reason: "client certificates (tls.crt, tls.key) are not supported yet".to_owned(),
+            });
+        }
+        let basic = match (text("username")?, text("password")?) {
+            (Some(user), Some(password)) => Some((user, password)),
+            (None, None) => None,
+            _ => {
+                return Err(Error::UnsupportedGitAuth {
+                    reason: "secret must have both username and password".to_owned(),
+                });
+            }
+        };
+        let auth = HttpAuth {
+            basic,
+            bearer_token: text("bearerToken")?,
+            ca_pem: data.get("ca.crt").cloned(),
+        };
+        if auth.basic.is_some() && auth.bearer_token.is_some() {
+            return Err(Error::UnsupportedGitAuth {
+                reason: "secret has both username/password and bearerToken".to_owned(),
+            });
+        }
+        if auth.basic.is_none() && auth.bearer_token.is_none() && auth.ca_pem.is_none() {
+            return Ok(Self::None);
+        }
+        Ok(Self::Http(auth))
+    }
+}
+
+/// Options of [`fetch`].
+#[derive(Debug, Clone, Default)]
+pub struct FetchOptions {
+    /// Fetch the whole history instead of the tip only (ignored for commit references, which
+    /// always fetch history).
+    pub full_history: bool,
+}
+
+/// What [`fetch`] checked out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchResult {
+    /// The Flux revision, e.g. `main@sha1:<hex>`.
+    pub revision: String,
+    /// The commit id (40 hex characters).
+    pub commit: String,
+    /// The remote reference fetched (`refs/heads/main`), `None` for a bare commit.
+    pub reference: Option<String>,
+}
+
+/// Resolves `reference` on the remote to a Flux revision without downloading objects.
+///
+/// A commit reference resolves without contacting the remote.
+pub async fn remote_revision(
+    url: &str,
+    reference: &GitReference,
+    auth: &GitAuth,
+) -> Result<String> {
+    let selector = reference.selector()?;
+    if matches!(selector, Selector::Commit { .. }) {
+        return Ok(selector.resolve(url, &[])?.revision);
+    }
+    let url = url.to_owned();
+    let auth = auth.clone();
+    tokio::task::spawn_blocking(move || {
+        let scratch = scratch_dir()?;
+        let repo = init_scratch(&url, scratch.path(), &auth)?;
+        Ok(list_and_resolve(&repo, &url, &selector, &auth)?.revision)
+    })
+    .await
+    .map_err(Error::Task)?
+}
+
+/// Fetches `reference` from `url` and checks its tree out into `dest_dir`.
+///
+/// `dest_dir` must not exist or be empty; no `.git` directory is written.
+pub async fn fetch(
+    url: &str,
+    reference: &GitReference,
+    auth: &GitAuth,
+    dest_dir: &Path,
+    options: &FetchOptions,
+) -> Result<FetchResult> {
+    let selector = reference.selector()?;
+    let url = url.to_owned();
+    let auth = auth.clone();
+    let dest_dir = dest_dir.to_owned();
+    let options = options.clone();
+    tokio::task::spawn_blocking(move || fetch_blocking(&url, &selector, &auth, &dest_dir, &options))
+        .await
+        .map_err(Error::Task)?
+}
+
+fn fetch_blocking(
+    url: &str,
+    selector: &Selector,
+    auth: &GitAuth,
+    dest_dir: &Path,
+    options: &FetchOptions,
+) -> Result<FetchResult> {
+    checkout::prepare_target(dest_dir)?;
+    let scratch = scratch_dir()?;
+    let repo = init_scratch(url, scratch.path(), auth)?;
+    let resolved = if let Selector::Commit { .. } = selector {
+        selector.resolve(url, &[])?
+    } else {
+        list_and_resolve(&repo, url, selector, auth)?
+    };
+    let (specs, shallow) = match (&resolved.remote_ref, selector) {
+        (None, _) => (
+            vec![
+                "+refs/heads/*:refs/heads/*".to_owned(),
+                "+refs/tags/*:refs/tags/*".to_owned(),
+            ],
+            false,
+        ),
+        (Some(name), Selector::Commit { .. }) => (vec![format!("+{name}:{name}")], false),
+        (Some(name), _) => (vec![format!("+{name}:{name}")], !options.full_history),
+    };
+    let remote = repo
+        .remote_at(url)
+        .and_then(|remote| remote.with_refspecs(specs.iter().map(String::as_str), Direction::Fetch))
+        .map(|remote| remote.with_fetch_tags(gix::remote::fetch::Tags::None))
+        .map_err(|e| git_error("open", url, e))?;
+    let connection = connect(&remote, url, auth)?;
+    let mut prepare = connection
+        .prepare_fetch(
+            gix::progress::Discard,
+            gix::remote::ref_map::Options::default(),
+        )
+        .map_err(|e| git_error("list references of", url, e))?;
+    if shallow {
+        prepare = prepare.with_shallow(gix::remote::fetch::Shallow::DepthAtRemote(
+            std::num::NonZeroU32::MIN,
+        ));
+    }
+    prepare
+        .receive(gix::progress::Discard, &AtomicBool::new(false))
+        .map_err(|e| git_error("fetch", url, e))?;
+    let commit_id = gix::ObjectId::from_hex(resolved.commit.as_bytes())
+        .map_err(|e| git_error("parse commit id from", url, e))?;
+    let tree = match repo.find_commit(commit_id) {
+        Ok(commit) => commit
+            .tree_id()
+            .map_err(|e| git_error("read commit of", url, e))?,
+        Err(_) => {
+            return Err(Error::GitReferenceNotFound {
+                url: url.to_owned(),
+                reference: selector.to_string(),
+            });
+        }
+    };
+    checkout::write_tree(&repo, tree.detach(), dest_dir).map_err(|error| match error {
+        checkout::CheckoutError::Io(error) => error,
+        checkout::CheckoutError::Git(source) => Error::Git {
+            operation: "check out",
+            url: url.to_owned(),
+            source,
+        },
+    })?;
+    Ok(FetchResult {
+        revision: resolved.revision,
+        commit: resolved.commit,
+        reference: resolved.remote_ref,
+    })
+}
+
+fn scratch_dir() -> Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix("capstan-git-")
+        .tempdir()
+        .map_err(|e| Error::io("create", std::env::temp_dir(), e))
+}
+
+/// The scheme of `url`; scp-like `user@host:path` counts as `ssh`.
+fn url_scheme(url: &str) -> &str {
+    match url.split_once("://") {
+        Some((scheme, _)) => scheme,
+        None if url.contains(':') => "ssh",
+        None => "file",
+    }
+}
+
+/// A throw-away bare repository to fetch into. For ssh credentials, the identity and
+/// known hosts are written next to it and `core.sshCommand` makes `ssh` use only those, with
+/// strict host key checking.
+fn init_scratch(url: &str, dir: &Path, auth: &GitAuth) -> Result<gix::Repository> {
+    let git_dir = dir.join("repo.git");
+    let repo = gix::init_bare(&git_dir)
+        .map_err(|e| git_error("create a scratch repository for", url, e))?;
+    let GitAuth::Ssh {
+        identity,
+        known_hosts,
+    } = auth
+    else {
+        return Ok(repo);
+    };
+    drop(repo);
+    let identity_path = dir.join("identity");
+    let known_hosts_path = dir.join("known_hosts");
+    let mut key = identity.clone();
+    if !key.ends_with(b"\n") {
+        // OpenSSH refuses a private key without its final newline.
+        key.push(b'\n');
+    }
+    write_private(&identity_path, &key)?;
+    write_private(&known_hosts_path, known_hosts)?;
+    let command = format!(
+        "ssh -F /dev/null -i {} -o IdentitiesOnly=yes -o BatchMode=yes \
+         -o StrictHostKeyChecking=yes -o UserKnownHostsFile={} -o GlobalKnownHostsFile=/dev/null",
+        shell_quote(&identity_path),
+        shell_quote(&known_hosts_path)
+    );
+    let config_path = git_dir.join("config");
+    let mut config =
+        fs_err::read_to_string(&config_path).map_err(|e| Error::io("read", &config_path, e))?;
+    writeln!(
+        config,
+        "[core]\n\tsshCommand = \"{}\"",
+        command.replace('\\', "\\\\").replace('"', "\\\"")
+    )
+    .expect("writing to a String cannot fail");
+    fs_err::write(&config_path, config).map_err(|e| Error::io("write", &config_path, e))?;
+    gix::open(&git_dir).map_err(|e| git_error("open the scratch repository for", url, e))
+}
+
+fn write_private(path: &Path, content: &[u8]) -> Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| Error::io("create", path, e))?;
+    file.write_all(content)
+        .map_err(|e| Error::io("write", path, e))
+}
+
+fn shell_quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', "'\\''"))
+}
+
+fn list_and_resolve(
+    repo: &gix::Repository,
+    url: &str,
+    selector: &Selector,
+    auth: &GitAuth,
+) -> Result<Resolved> {
+    let specs: Vec<String> = selector
+        .refspec_sources()
+        .into_iter()
+        .map(|source| format!("+{source}:{source}"))
+        .collect();
+    let remote = repo
+        .remote_at(url)
+        .and_then(|remote| remote.with_refspecs(specs.iter().map(String::as_str), Direction::Fetch))
+        .map(|remote| remote.with_fetch_tags(gix::remote::fetch::Tags::None))
+        .map_err(|e| git_error("open", url, e))?;
+    let connection = connect(&remote, url, auth)?;
+    let (ref_map, _handshake) = connection
+        .ref_map(
+            gix::progress::Discard,
+            gix::remote::ref_map::Options::default(),
+        )
+        .map_err(|e| git_error("list references of", url, e))?;
+    let refs: Vec<RemoteRef> = ref_map
+        .remote_refs
+        .iter()
+        .filter_map(|advertised| {
+            use gix::protocol::handshake::Ref;
+            let (name, commit) = match advertised {
+                Ref::Peeled {
+                    full_ref_name,
+                    object,
+                    ..
+                }
+                | Ref::Direct {
+                    full_ref_name,
+                    object,
+                }
+                | Ref::Symbolic {
+                    full_ref_name,
+                    object,
+                    ..
+                } => (full_ref_name, object),
+                Ref::Unborn { .. } => return None,
+            };
+            Some(RemoteRef {
+                name: name.to_string(),
+                commit: commit.to_hex().to_string(),
+            })
+        })
+        .collect();
+    selector.resolve(url, &refs)
+}
+
+type Connection<'remote, 'repo> = gix::remote::Connection<
+    'remote,
+    'static,
+    'repo,
+    Box<dyn gix::protocol::transport::client::blocking_io::Transport + Send>,
+>;
+
+fn connect<'remote, 'repo>(
+    remote: &'remote gix::Remote<'repo>,
+    url: &str,
+    auth: &GitAuth,
+) -> Result<Connection<'remote, 'repo>> {
+    match (url_scheme(url), auth) {
+        ("ssh", GitAuth::Ssh { .. }) | ("file", GitAuth::None) => {}
+        ("ssh", _) => {
+            return Err(Error::UnsupportedGitAuth {
+                reason: format!("ssh url {url} needs identity and known_hosts in the secret"),
+            });
+        }
+        // gitoxide's reqwest client uses the process-wide rustls provider.
+        ("http" | "https", GitAuth::None | GitAuth::Http(_)) => {
+            crate::tls::install_default_provider();
+        }
+        (other, GitAuth::None) => {
+            return Err(Error::InvalidGitReference {
+                reason: format!("unsupported url scheme {other:?} in {url}"),
+            });
+        }
+        (other, _) => {
+            return Err(Error::UnsupportedGitAuth {
+                reason: format!("the secret's credentials cannot be used with a {other} url"),
+            });
+        }
+    }
+    let connection = remote
+        .connect(Direction::Fetch)
+        .map_err(|e| git_error("connect to", url, e))?;
+    match auth {
+        GitAuth::Http(http_auth) => {
+            Ok(connection.with_transport_options(Box::new(http_options(http_auth)?)))
+        }
+        _ => Ok(connection),
+    }
+}
+
+/// HTTP transport options carrying the credentials and CA bundle into gitoxide's reqwest client.
+fn http_options(auth: &HttpAuth) -> Result<http::Options> {
+    crate::tls::install_default_provider();
+    let authorization = match (&auth.basic, &auth.bearer_token) {
+        (Some((user, password)), _) => Some(format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+        )),
+        (None, Some(token)) => Some(format!("Bearer {token}")),
+        (None, None) => None,
+    };
+    let authorization = authorization
+        .map(|value| {
+            reqwest::header::HeaderValue::from_str(&value).map_err(|_| Error::UnsupportedGitAuth {
+                reason: "credentials contain characters not allowed in an HTTP header".to_owned(),
+            })
+        })
+        .transpose()?
+        .map(|mut value| {
+            value.set_sensitive(true);
+            value
+        });
+    let certificates = auth
+        .ca_pem
+        .as_deref()
+        .map(|pem| {
+            reqwest::Certificate::from_pem_bundle(pem).map_err(|e| Error::InvalidCertificate {
+                reason: format!("ca.crt: {e}"),
+            })
+        })
+        .transpose()?;
+    let mut backend = http::reqwest::Options::default();
+    if let Some(certificates) = certificates {
+        backend.configure_client = Some(Box::new(move |builder| {
+            Ok(builder.tls_certs_merge(certificates.clone()))
+        }));
+    }
+    if let Some(authorization) = authorization {
+        backend.configure_request = Some(Box::new(move |request| {
+            request
+                .headers_mut()
+                .insert(reqwest::header::AUTHORIZATION, authorization.clone());
+            Ok(())
+        }));
+    }
+    Ok(http::Options {
+        backend: Some(Arc::new(Mutex::new(backend))),
+        ..http::Options::default()
+    })
+}
+
+fn git_error(
+    operation: &'static str,
+    url: &str,
+    source: impl std::error::Error + Send + Sync + 'static,
+) -> Error {
+    Error::Git {
+        operation,
+        url: url.to_owned(),
+        source: Box::new(source),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secret(pairs: &[(&str, &str)]) -> BTreeMap<String, Vec<u8>> {
+        pairs
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), value.as_bytes().to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn reads_flux_secret_keys() {
+        let GitAuth::Http(auth) =
+            GitAuth::from_secret(&secret(&[("username", "u"), ("password", "p")])).unwrap()
+        else {
+            panic!("expected http auth");
+        };
+        assert_eq!(auth.basic, Some(("u".to_owned(), "p".to_owned())));
+        let GitAuth::Http(auth) =
+            GitAuth::from_secret(&secret(&[("bearerToken", "t"), ("ca.crt", "pem")])).unwrap()
+        else {
+            panic!("expected http auth");
+        };
+        assert_eq!(auth.bearer_token.as_deref(), Some("t"));
+        assert_eq!(auth.ca_pem.as_deref(), Some(&b"pem"[..]));
+        assert!(matches!(
+            GitAuth::from_secret(&secret(&[("identity", "k"), ("known_hosts", "h")])).unwrap(),
+            GitAuth::Ssh { .. }
+        ));
+        assert!(matches!(
+            GitAuth::from_secret(&BTreeMap::new()).unwrap(),
+            GitAuth::None
+        ));
+    }
+
+    #[test]
+    fn refuses_incomplete_or_unsupported_secrets() {
+        for (pairs, message) in [
+            (
+                &[("username", "u")][..],
+                "secret must have both username and password",
+            ),
+            (
+                &[("identity", "k")][..],
+                "secret has identity but no known_hosts",
+            ),
+            (
+                &[("tls.crt", "c"), ("tls.key", "k")][..],
+                "client certificates (tls.crt, tls.key) are not supported yet",
+            ),
+            (
+                &[("username", "u"), ("password", "p"), ("bearerToken", "t")][..],
+                "secret has both username/password and bearerToken",
+            ),
+        ] {
+            let error = GitAuth::from_secret(&secret(pairs)).unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                format!("unsupported git authentication: {message}")
+            );
+        }
+    }
+
+    #[test]
+    fn debug_never_prints_secrets() {
+        let auth =
+            GitAuth::from_secret(&secret(&[("username", "u"), ("password", "hunter2")])).unwrap();
+        assert!(!format!("{auth:?}").contains("hunter2"));
+        let auth = GitAuth::from_secret(&secret(&[("identity", "PRIVATE"), ("known_hosts", "h")]))
+            .unwrap();
+        assert!(!format!("{auth:?}").contains("PRIVATE"));
+    }
+
+    #[test]
+    fn classifies_url_schemes() {
+        assert_eq!(url_scheme("https://h/r.git"), "https");
+        assert_eq!(url_scheme("git@github.com:org/repo.git"), "ssh");
+        assert_eq!(url_scheme("/srv/repo.git"), "file");
+    }
+
+    #[test]
+    fn refuses_an_invalid_ca_bundle() {
+        let auth = HttpAuth {
+            ca_pem: Some(
+                b"-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n".to_vec(),
+            ),
+            ..HttpAuth::default()
+        };
+        let Err(error) = http_options(&auth) else {
+            panic!("an invalid CA bundle was accepted");
+        };
+        assert!(
+            error
+                .to_string()
+                .starts_with("invalid CA certificate: ca.crt"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,753 @@
+//! Git fetch against a bare repository served by `git http-backend` (through a small CGI bridge
+//! in python3) and over `file://`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use capstan_source::git::{self, FetchOptions, GitAuth, GitReference};
+
+use crate::support::{eventually, free_port, require, tree};
+
+/// Runs `git` with a fixed identity and returns trimmed stdout.
+fn git(dir: &Path, args: &[&str]) -> String {
+    require("git");
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "Capstan Test")
+        .env("GIT_AUTHOR_EMAIL", "test@capstan.invalid")
+        .env("GIT_COMMITTER_NAME", "Capstan Test")
+        .env("GIT_COMMITTER_EMAIL", "test@capstan.invalid")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+/// A bare repository `repo.git` plus a work tree that pushes to it.
+struct Upstream {
+    dir: tempfile::TempDir,
+}
+
+impl Upstream {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let upstream = Self { dir };
+        std::fs::create_dir(upstream.bare()).unwrap();
+        git(&upstream.bare(), &["init", "--bare", "-q", "-b", "main"]);
+        git(&upstream.bare(), &["config", "http.receivepack", "false"]);
+        std::fs::create_dir(upstream.work()).unwrap();
+        git(&upstream.work(), &["init", "-q", "-b", "main"]);
+        git(
+            &upstream.work(),
+            &["remote", "add", "origin", upstream.bare().to_str().unwrap()],
+        );
+        upstream
+    }
+
+    fn bare(&self) -> PathBuf {
+        self.dir.path().join("repo.git")
+    }
+
+    fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+
+    fn file_url(&self) -> String {
+        format!("file://{}", self.bare().display())
+    }
+
+    /// Writes `files`, commits, pushes `main` and returns the commit id.
+    fn commit(&self, files: &[(&str, &str)], message: &str) -> String {
+        for (path, content) in files {
+            let path = self.work().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+        git(&self.work(), &["add", "-A"]);
+        git(&self.work(), &["commit", "-q", "-m", message]);
+        git(&self.work(), &["push", "-q", "origin", "main"]);
+        git(&self.work(), &["rev-parse", "HEAD"])
+    }
+
+    /// Tags HEAD (annotated when `annotated`) and pushes the tag.
+    fn tag(&self, name: &str, annotated: bool) {
+        if annotated {
+            git(&self.work(), &["tag", "-a", "-m", name, name]);
+        } else {
+            git(&self.work(), &["tag", name]);
+        }
+        git(&self.work(), &["push", "-q", "origin", name]);
+    }
+}
+
+/// `git http-backend` behind a python3 CGI bridge on 127.0.0.1, killed on drop.
+struct HttpServer {
+    child: Child,
+    port: u16,
+    tls: bool,
+}
+
+const BRIDGE: &str = r#"
+import http.server, os, subprocess, sys
+root, port = sys.argv[1], int(sys.argv[2])
+expected_auth = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None
+tls = sys.argv[4:6]
+class Bridge(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *args): pass
+    def body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+    def handle_git(self):
+        if expected_auth and self.headers.get("Authorization") != expected_auth:
+            self.body()
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="git"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        path, _, query = self.path.partition("?")
+        env = dict(os.environ, GIT_PROJECT_ROOT=root, GIT_HTTP_EXPORT_ALL="1",
+                   PATH_INFO=path, QUERY_STRING=query, REQUEST_METHOD=self.command,
+                   CONTENT_TYPE=self.headers.get("Content-Type", ""), REMOTE_ADDR="127.0.0.1",
+                   GIT_PROTOCOL=self.headers.get("Git-Protocol") or "version=2")
+        if self.headers.get("Content-Encoding"):
+            env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
+        data = self.body()
+        env["CONTENT_LENGTH"] = str(len(data))
+        out = subprocess.run(["git", "http-backend"], input=data, env=env, capture_output=True).stdout
+        head, _, payload = out.partition(b"\r\n\r\n")
+        status, headers = 200, []
+        for line in head.decode().split("\r\n"):
+            key, _, value = line.partition(":")
+            if key.lower() == "status":
+                status = int(value.strip().split()[0])
+            elif key:
+                headers.append((key, value.strip()))
+        self.send_response(status)
+        for key, value in headers:
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+    do_GET = handle_git
+    do_POST = handle_git
+server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Bridge)
+if tls:
+    import ssl
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tls[0], tls[1])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+server.serve_forever()
+"#;
+
+impl HttpServer {
+    async fn start(root: &Path) -> Self {
+        Self::start_with_auth(root, None).await
+    }
+
+    /// A server answering 401 unless the `Authorization` header is exactly `authorization`.
+    async fn start_with_auth(root: &Path, authorization: Option<&str>) -> Self {
+        Self::spawn(root, authorization, None).await
+    }
+
+    /// A server speaking HTTPS with `cert` and `key` (PEM files).
+    async fn start_tls(root: &Path, cert: &Path, key: &Path) -> Self {
+        Self::spawn(root, None, Some((cert, key))).await
+    }
+
+    async fn spawn(root: &Path, authorization: Option<&str>, tls: Option<(&Path, &Path)>) -> Self {
+        require("python3");
+        require("git");
+        let port = free_port();
+        let child = Command::new("python3")
+            .arg("-c")
+            .arg(BRIDGE)
+            .arg(root)
+            .arg(port.to_string())
+            .arg(authorization.unwrap_or(""))
+            .args(
+                tls.iter()
+                    .flat_map(|(cert, key)| [cert.as_os_str(), key.as_os_str()]),
+            )
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        eventually(
+            Duration::from_secs(20),
+            "the git http bridge to listen",
+            || async move {
+                tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .ok()
+                    .map(|_| ())
+            },
+        )
+        .await;
+        Self {
+            child,
+            port,
+            tls: tls.is_some(),
+        }
+    }
+
+    fn url(&self) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}/repo.git", self.port)
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn fetch_into(url: &str, reference: &GitReference) -> (tempfile::TempDir, git::FetchResult) {
+    let out = tempfile::tempdir().unwrap();
+    let result = git::fetch(
+        url,
+        reference,
+        &GitAuth::None,
+        &out.path().join("checkout"),
+        &FetchOptions::default(),
+    )
+    .await
+    .unwrap();
+    (out, result)
+}
+
+/// The shared scenario: new commits become new revisions, tags/semver/commit refs pick the
+/// right commit, `remote_revision` agrees with `fetch`.
+async fn scenario(upstream: &Upstream, url: &str) {
+    let first = upstream.commit(
+        &[("app/config.yaml", "v: 1\n"), ("README.md", "hello\n")],
+        "first",
+    );
+    upstream.tag("v1.0.0", false);
+    let second = upstream.commit(&[("app/config.yaml", "v: 2\n")], "second");
+    upstream.tag("v1.1.0", true);
+    upstream.tag("v2.0.0-rc.1", false);
+
+    let main = GitReference::branch("main");
+    let (out, result) = fetch_into(url, &main).await;
+    assert_eq!(result.revision, format!("main@sha1:{second}"));
+    assert_eq!(result.commit, second);
+    let files = tree(&out.path().join("checkout"));
+    assert_eq!(
+        files.keys().collect::<Vec<_>>(),
+        ["README.md", "app/", "app/config.yaml"],
+        "no .git is written"
+    );
+    assert_eq!(files["app/config.yaml"], b"v: 2\n");
+    assert_eq!(
+        git::remote_revision(url, &main, &GitAuth::None)
+            .await
+            .unwrap(),
+        result.revision
+    );
+
+    // A pushed commit is the new revision, seen by remote_revision and fetch alike.
+    let third = upstream.commit(&[("app/new.yaml", "new\n")], "third");
+    assert_eq!(
+        git::remote_revision(url, &main, &GitAuth::None)
+            .await
+            .unwrap(),
+        format!("main@sha1:{third}")
+    );
+    let (_out, result) = fetch_into(url, &main).await;
+    assert_eq!(result.revision, format!("main@sha1:{third}"));
+
+    // Tags, lightweight and annotated (peeled to the commit).
+    let (out, result) = fetch_into(url, &GitReference::tag("v1.0.0")).await;
+    assert_eq!(result.revision, format!("v1.0.0@sha1:{first}"));
+    assert_eq!(
+        std::fs::read(out.path().join("checkout/app/config.yaml")).unwrap(),
+        b"v: 1\n"
+    );
+    let (_out, result) = fetch_into(url, &GitReference::tag("v1.1.0")).await;
+    assert_eq!(result.revision, format!("v1.1.0@sha1:{second}"));
+
+    // Semver: the highest release tag matching; pre-releases only when asked for.
+    let (_out, result) = fetch_into(url, &GitReference::semver(">=1.0.0 <2.0.0")).await;
+    assert_eq!(result.revision, format!("v1.1.0@sha1:{second}"));
+    let (_out, result) = fetch_into(url, &GitReference::semver("~1.0")).await;
+    assert_eq!(result.revision, format!("v1.0.0@sha1:{first}"));
+    let (_out, result) = fetch_into(url, &GitReference::semver(">=2.0.0-0")).await;
+    assert_eq!(result.revision, format!("v2.0.0-rc.1@sha1:{second}"));
+
+    // Name and commit references.
+    let (_out, result) = fetch_into(url, &GitReference::name("refs/tags/v1.0.0")).await;
+    assert_eq!(result.revision, format!("refs/tags/v1.0.0@sha1:{first}"));
+    let (out, result) = fetch_into(url, &GitReference::commit(&first)).await;
+    assert_eq!(result.revision, format!("sha1:{first}"));
+    assert_eq!(
+        std::fs::read(out.path().join("checkout/app/config.yaml")).unwrap(),
+        b"v: 1\n"
+    );
+    let on_branch = GitReference {
+        branch: Some("main".into()),
+        commit: Some(second.clone()),
+        ..GitReference::default()
+    };
+    let (_out, result) = fetch_into(url, &on_branch).await;
+    assert_eq!(result.revision, format!("main@sha1:{second}"));
+
+    // Unknown references are clear errors.
+    let out = tempfile::tempdir().unwrap();
+    let error = git::fetch(
+        url,
+        &GitReference::branch("nope"),
+        &GitAuth::None,
+        out.path(),
+        &FetchOptions::default(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.to_string(), format!("branch nope not found in {url}"));
+    let error = git::remote_revision(url, &GitReference::semver("^9"), &GitAuth::None)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("tag matching semver \"^9\" not found in {url}")
+    );
+    let missing_commit = "0123456789012345678901234567890123456789";
+    let error = git::fetch(
+        url,
+        &GitReference::commit(missing_commit),
+        &GitAuth::None,
+        out.path(),
+        &FetchOptions::default(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!("commit {missing_commit} not found in {url}")
+    );
+}
+
+#[tokio::test]
+async fn fetches_over_smart_http() {
+    let upstream = Upstream::new();
+    let server = HttpServer::start(upstream.dir.path()).await;
+    scenario(&upstream, &server.url()).await;
+}
+
+#[tokio::test]
+async fn fetches_over_file_url() {
+    let upstream = Upstream::new();
+    scenario(&upstream, &upstream.file_url()).await;
+}
+
+#[tokio::test]
+async fn sourceignore_excludes_files_from_the_artifact() {
+    use capstan_source::artifact::IgnoreFilter;
+    let upstream = Upstream::new();
+    upstream.commit(
+        &[
+            (".sourceignore", "secrets/\n*.md\n"),
+            ("deploy/app.yaml", "kind: ConfigMap\n"),
+            ("secrets/token", "hunter2\n"),
+            ("NOTES.md", "notes\n"),
+        ],
+        "ignore",
+    );
+    let (out, _result) = fetch_into(&upstream.file_url(), &GitReference::branch("main")).await;
+    let checkout = out.path().join("checkout");
+    let filter = IgnoreFilter::for_source(&checkout, None).unwrap();
+    let tarball = out.path().join("artifact.tar.gz");
+    let options = capstan_source::artifact::PackOptions {
+        filter: Some(&filter),
+        ..Default::default()
+    };
+    capstan_source::artifact::pack_to_file(&checkout, &tarball, &options).unwrap();
+    let extracted = out.path().join("extracted");
+    capstan_source::artifact::extract(
+        std::fs::File::open(&tarball).unwrap(),
+        &extracted,
+        &capstan_source::artifact::Limits::default(),
+    )
+    .unwrap();
+    let files = tree(&extracted);
+    assert!(files.contains_key("deploy/app.yaml"), "{:?}", files.keys());
+    assert!(
+        !files
+            .keys()
+            .any(|k| k.starts_with("secrets") || k.as_str() == "NOTES.md"),
+        "{:?}",
+        files.keys()
+    );
+}
+
+#[tokio::test]
+async fn ssh_without_a_key_is_refused() {
+    let error = git::remote_revision(
+        "ssh://git@127.0.0.1:22/repo.git",
+        &GitReference::branch("main"),
+        &GitAuth::None,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "unsupported git authentication: ssh url ssh://git@127.0.0.1:22/repo.git needs identity and known_hosts in the secret"
+    );
+}
+
+fn secret(pairs: &[(&str, &str)]) -> BTreeMap<String, Vec<u8>> {
+    pairs
+        .iter()
+        .map(|(key, value)| ((*key).to_owned(), value.as_bytes().to_vec()))
+        .collect()
+}
+
+#[tokio::test]
+async fn http_basic_and_bearer_auth() {
+    let upstream = Upstream::new();
+    let commit = upstream.commit(&[("a.yaml", "a\n")], "first");
+    let main = GitReference::branch("main");
+    // "capstan:s3cret" in base64.
+    let basic =
+        HttpServer::start_with_auth(upstream.dir.path(), Some("Basic Y2Fwc3RhbjpzM2NyZXQ=")).await;
+    let auth =
+        GitAuth::from_secret(&secret(&[("username", "capstan"), ("password", "s3cret")])).unwrap();
+    assert_eq!(
+        git::remote_revision(&basic.url(), &main, &auth)
+            .await
+            .unwrap(),
+        format!("main@sha1:{commit}")
+    );
+    let out = tempfile::tempdir().unwrap();
+    let result = git::fetch(
+        &basic.url(),
+        &main,
+        &auth,
+        out.path(),
+        &FetchOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(result.commit, commit);
+    assert_eq!(std::fs::read(out.path().join("a.yaml")).unwrap(), b"a\n");
+
+    let wrong =
+        GitAuth::from_secret(&secret(&[("username", "capstan"), ("password", "nope")])).unwrap();
+    let error = git::remote_revision(&basic.url(), &main, &wrong)
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with(&format!("cannot list references of {}", basic.url())),
+        "{error}"
+    );
+    let error = git::remote_revision(&basic.url(), &main, &GitAuth::None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, capstan_source::Error::Git { .. }),
+        "{error}"
+    );
+
+    let bearer = HttpServer::start_with_auth(upstream.dir.path(), Some("Bearer t0ken")).await;
+    let auth = GitAuth::from_secret(&secret(&[("bearerToken", "t0ken")])).unwrap();
+    assert_eq!(
+        git::remote_revision(&bearer.url(), &main, &auth)
+            .await
+            .unwrap(),
+        format!("main@sha1:{commit}")
+    );
+}
+
+/// `sshd` in the foreground on 127.0.0.1 with a test host key, killed on drop.
+struct SshServer {
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+fn keygen(path: &Path) -> String {
+    require("ssh-keygen");
+    let status = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "ssh-keygen failed");
+    std::fs::read_to_string(path.with_extension("pub")).unwrap()
+}
+
+impl SshServer {
+    async fn start() -> Self {
+        let sshd = Path::new("/usr/sbin/sshd");
+        assert!(
+            sshd.is_file(),
+            "sshd is not installed; hint: run ./scripts/setup"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        keygen(&dir.path().join("host_key"));
+        let client_public = keygen(&dir.path().join("client_key"));
+        std::fs::write(dir.path().join("authorized_keys"), client_public).unwrap();
+        let port = free_port();
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {root}/host_key\n\
+             AuthorizedKeysFile {root}/authorized_keys\nStrictModes no\nUsePAM no\n\
+             PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+             PermitRootLogin prohibit-password\nAcceptEnv GIT_PROTOCOL\nPidFile {root}/sshd.pid\n",
+            root = dir.path().display()
+        );
+        std::fs::write(dir.path().join("sshd_config"), config).unwrap();
+        let log = std::fs::File::create(dir.path().join("sshd.log")).unwrap();
+        let child = Command::new(sshd)
+            .arg("-D")
+            .arg("-e")
+            .arg("-f")
+            .arg(dir.path().join("sshd_config"))
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        eventually(Duration::from_secs(20), "sshd to listen", || async move {
+            tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .ok()
+                .map(|_| ())
+        })
+        .await;
+        Self { child, port, dir }
+    }
+
+    fn known_hosts(&self) -> String {
+        let key = std::fs::read_to_string(self.dir.path().join("host_key.pub")).unwrap();
+        format!("[127.0.0.1]:{} {key}", self.port)
+    }
+
+    fn client_key(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("client_key")).unwrap()
+    }
+
+    fn url(&self, path: &Path) -> String {
+        let user =
+            String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap();
+        format!(
+            "ssh://{}@127.0.0.1:{}{}",
+            user.trim(),
+            self.port,
+            path.display()
+        )
+    }
+}
+
+impl Drop for SshServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn fetches_over_ssh_and_refuses_unknown_hosts() {
+    let upstream = Upstream::new();
+    let commit = upstream.commit(&[("a.yaml", "a\n")], "first");
+    let server = SshServer::start().await;
+    let url = server.url(&upstream.bare());
+    let main = GitReference::branch("main");
+    let auth = GitAuth::from_secret(&secret(&[
+        ("identity", &server.client_key()),
+        ("known_hosts", &server.known_hosts()),
+    ]))
+    .unwrap();
+    assert_eq!(
+        git::remote_revision(&url, &main, &auth).await.unwrap(),
+        format!("main@sha1:{commit}")
+    );
+    let out = tempfile::tempdir().unwrap();
+    let result = git::fetch(&url, &main, &auth, out.path(), &FetchOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(result.revision, format!("main@sha1:{commit}"));
+    assert_eq!(std::fs::read(out.path().join("a.yaml")).unwrap(), b"a\n");
+
+    // Hosts are refused when known_hosts has a different key for them, or does not list them
+    // at all (ssh's output goes to stderr; the error names the operation and URL).
+    let other_host = tempfile::tempdir().unwrap();
+    let other_key = keygen(&other_host.path().join("key"));
+    let server_key = std::fs::read_to_string(server.dir.path().join("host_key.pub")).unwrap();
+    for known_hosts in [
+        format!("[127.0.0.1]:{} {other_key}", server.port),
+        format!("[127.0.0.1]:{} {server_key}", server.port + 1),
+    ] {
+        let untrusted = GitAuth::from_secret(&secret(&[
+            ("identity", &server.client_key()),
+            ("known_hosts", &known_hosts),
+        ]))
+        .unwrap();
+        let error = git::remote_revision(&url, &main, &untrusted)
+            .await
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with(&format!("cannot list references of {url}")),
+            "{error}"
+        );
+        let out = tempfile::tempdir().unwrap();
+        let error = git::fetch(
+            &url,
+            &main,
+            &untrusted,
+            out.path(),
+            &FetchOptions::default(),
+        )
+        .await
+        .unwrap_err();
+        assert!(
+            matches!(error, capstan_source::Error::Git { .. }),
+            "{error}"
+        );
+        assert!(tree(out.path()).is_empty(), "nothing is checked out");
+    }
+}
+
+/// Runs `openssl` with `args` in `dir`.
+fn openssl(dir: &Path, args: &[&str]) {
+    require("openssl");
+    let output = Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "openssl {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[tokio::test]
+async fn https_with_a_custom_ca() {
+    let upstream = Upstream::new();
+    let commit = upstream.commit(&[("a.yaml", "a\n")], "first");
+    let pki = tempfile::tempdir().unwrap();
+    let dir = pki.path();
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=capstan test ca",
+        ],
+    );
+    openssl(
+        dir,
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    );
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+        ],
+    );
+    let server = HttpServer::start_tls(
+        upstream.dir.path(),
+        &dir.join("server.crt"),
+        &dir.join("server.key"),
+    )
+    .await;
+    let main = GitReference::branch("main");
+
+    // Without the CA the server is not trusted.
+    let error = git::remote_revision(&server.url(), &main, &GitAuth::None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, capstan_source::Error::Git { .. }),
+        "{error}"
+    );
+
+    let ca = std::fs::read_to_string(dir.join("ca.crt")).unwrap();
+    let auth = GitAuth::from_secret(&secret(&[("ca.crt", &ca)])).unwrap();
+    assert_eq!(
+        git::remote_revision(&server.url(), &main, &auth)
+            .await
+            .unwrap(),
+        format!("main@sha1:{commit}")
+    );
+    let out = tempfile::tempdir().unwrap();
+    let result = git::fetch(
+        &server.url(),
+        &main,
+        &auth,
+        out.path(),
+        &FetchOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(result.commit, commit);
+    assert_eq!(std::fs::read(out.path().join("a.yaml")).unwrap(), b"a\n");
+}
