@@ -662,24 +662,7 @@ impl Cluster {
         let mut warnings = Self::admit(rt, &mut obj, opts.field_validation)?;
         let ip = || self.allocate_service_ip();
         defaults::apply_builtin(rt, &mut obj, None, &ip);
-        let mut obj = if let Some(managed) = applied {
-            if managed.as_array().is_some_and(Vec::is_empty) {
-                meta_mut(&mut obj).remove("managedFields");
-            } else {
-                obj["metadata"]["managedFields"] = managed;
-            }
-            obj
-        } else {
-            let timestamp = now();
-            let api_version = rt.api_version();
-            let ctx = WriteContext {
-                manager: &opts.field_manager,
-                api_version: &api_version,
-                subresource: None,
-                now: &timestamp,
-            };
-            managed::record_update(None, &obj, &ctx, rt.schema.as_ref())
-        };
+        let mut obj = with_managed_fields(rt, None, obj, applied, opts, None);
         crate::controllers::crd::on_write(self, rt, &mut obj, opts.dry_run)?;
         if opts.dry_run {
             return Ok(WriteOutcome {
@@ -824,26 +807,7 @@ impl Cluster {
                 .unwrap_or(0);
             new["metadata"]["generation"] = json!(g + 1);
         }
-        let mut new = if let Some(m) = applied_managed {
-            new["metadata"]["managedFields"] = m;
-            new
-        } else {
-            let timestamp = now();
-            let api_version = rt.api_version();
-            let ctx = WriteContext {
-                manager: &opts.field_manager,
-                api_version: &api_version,
-                subresource,
-                now: &timestamp,
-            };
-            managed::record_update(Some(&old), &new, &ctx, rt.schema.as_ref())
-        };
-        if new["metadata"]
-            .get("managedFields")
-            .is_some_and(|m| m.as_array().is_some_and(Vec::is_empty))
-        {
-            meta_mut(&mut new).remove("managedFields");
-        }
+        let mut new = with_managed_fields(rt, Some(&old), new, applied_managed, opts, subresource);
         crate::controllers::crd::on_write(self, rt, &mut new, opts.dry_run)?;
         // A no-op: nothing changes, the resourceVersion stays.
         let mut old_cmp = old.clone();
@@ -1349,6 +1313,39 @@ impl Cluster {
             "too many concurrent writes",
         ))
     }
+}
+
+/// Sets `metadata.managedFields` of the next state: those server-side apply computed (`applied`), or
+/// an `Update` operation recorded for this write. An empty list is left out, as Kubernetes does.
+fn with_managed_fields(
+    rt: &ResourceType,
+    old: Option<&Value>,
+    mut new: Value,
+    applied: Option<Value>,
+    opts: &WriteOptions,
+    subresource: Option<&str>,
+) -> Value {
+    let mut new = if let Some(managed) = applied {
+        new["metadata"]["managedFields"] = managed;
+        new
+    } else {
+        let timestamp = now();
+        let api_version = rt.api_version();
+        let ctx = WriteContext {
+            manager: &opts.field_manager,
+            api_version: &api_version,
+            subresource,
+            now: &timestamp,
+        };
+        managed::record_update(old, &new, &ctx, rt.schema.as_ref())
+    };
+    if new["metadata"]
+        .get("managedFields")
+        .is_some_and(|m| m.as_array().is_some_and(Vec::is_empty))
+    {
+        meta_mut(&mut new).remove("managedFields");
+    }
+    new
 }
 
 fn to_storage(rt: &ResourceType, mut obj: Value) -> Value {
