@@ -388,3 +388,103 @@ async fn discovery_and_paged_lists() {
         (0..7).map(|i| format!("page-{i}")).collect::<Vec<_>>()
     );
 }
+
+fn crd(group: &str, plural: &str, kind: &str, versions: serde_json::Value) -> serde_json::Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind},
+            "versions": versions,
+        }
+    })
+}
+
+fn version(name: &str, storage: bool) -> serde_json::Value {
+    json!({"name": name, "served": true, "storage": storage,
+        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crd_cannot_take_over_a_built_in_resource() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let cluster = TestCluster::start().await;
+    let client = cluster.client().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for (group, plural) in [("apps", "deployments"), ("batch.k8s.io", "widgets")] {
+        let body: CustomResourceDefinition = serde_json::from_value(crd(
+            group,
+            plural,
+            "Deployment",
+            json!([version("v1", true)]),
+        ))
+        .unwrap();
+        match crds.create(&PostParams::default(), &body).await {
+            Err(kube::Error::Api(status)) => {
+                assert_eq!(status.code, 422, "{group}: {}", status.message)
+            }
+            other => panic!("a CRD for {plural}.{group} must be refused, got {other:?}"),
+        }
+    }
+    let deployments: Api<Deployment> = Api::default_namespaced(client);
+    assert!(
+        deployments.list(&ListParams::default()).await.is_ok(),
+        "deployments are still served"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn objects_are_served_in_the_requested_version_after_a_storage_version_change() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{ApiResource, DynamicObject};
+    use kube::core::GroupVersionKind;
+    let cluster = TestCluster::start().await;
+    let client = cluster.client().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let v1_storage: CustomResourceDefinition = serde_json::from_value(crd(
+        "example.com",
+        "widgets",
+        "Widget",
+        json!([version("v1", true), version("v2", false)]),
+    ))
+    .unwrap();
+    crds.create(&PostParams::default(), &v1_storage)
+        .await
+        .unwrap();
+    let resource = |v: &str| {
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("example.com", v, "Widget"),
+            "widgets",
+        )
+    };
+    let v1: Api<DynamicObject> = Api::default_namespaced_with(client.clone(), &resource("v1"));
+    eventually(Duration::from_secs(10), "widgets served", || {
+        let v1 = v1.clone();
+        async move { v1.list(&ListParams::default()).await.ok().map(|_| ()) }
+    })
+    .await;
+    let widget: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}})).unwrap();
+    v1.create(&PostParams::default(), &widget).await.unwrap();
+
+    let mut v2_storage = crds.get("widgets.example.com").await.unwrap();
+    v2_storage.spec.versions[0].storage = false;
+    v2_storage.spec.versions[1].storage = true;
+    crds.replace("widgets.example.com", &PostParams::default(), &v2_storage)
+        .await
+        .unwrap();
+
+    let v2: Api<DynamicObject> = Api::default_namespaced_with(client, &resource("v2"));
+    let got = v2.get("w").await.unwrap();
+    assert_eq!(got.types.unwrap().api_version, "example.com/v2");
+    let listed = v2.list(&ListParams::default()).await.unwrap();
+    assert_eq!(
+        listed.items[0].types.as_ref().unwrap().api_version,
+        "example.com/v2"
+    );
+    let via_v1 = v1.get("w").await.unwrap();
+    assert_eq!(via_v1.types.unwrap().api_version, "example.com/v1");
+}
