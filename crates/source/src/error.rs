@@ -221,6 +221,50 @@ pub enum Error {
     #[error(transparent)]
     Constraint(#[from] crate::semver_constraint::ConstraintError),
 
+    /// A Bucket spec cannot be used as written (no retry helps).
+    #[error("invalid bucket: {reason}")]
+    InvalidBucket {
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// Bucket credentials are missing fields or do not fit the provider.
+    #[error("invalid bucket credentials: {reason}")]
+    BucketCredentials {
+        /// What is wrong with them.
+        reason: String,
+    },
+
+    /// An object storage operation failed (authentication, missing bucket, network).
+    #[error("cannot {operation} bucket {bucket}: {source}")]
+    Bucket {
+        /// What was being done (`list objects of`, `download an object from`, ...).
+        operation: &'static str,
+        /// The bucket (or container) name.
+        bucket: String,
+        /// The underlying error.
+        #[source]
+        source: Box<object_store::Error>,
+    },
+
+    /// An object key would not stay inside the target directory.
+    #[error("object key {key:?}: {reason}")]
+    UnsafeObjectKey {
+        /// The key as listed.
+        key: String,
+        /// Why it was refused.
+        reason: String,
+    },
+
+    /// A bucket operation did not finish in time.
+    #[error("bucket {bucket}: timed out after {timeout:?}")]
+    BucketTimeout {
+        /// The bucket name.
+        bucket: String,
+        /// The limit.
+        timeout: std::time::Duration,
+    },
+
     /// A blocking task was cancelled or panicked.
     #[error("background task failed")]
     Task(#[source] tokio::task::JoinError),

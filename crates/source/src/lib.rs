@@ -9,6 +9,8 @@
 //! - [`oci`]: push and pull Flux OCI artifacts (`flux push artifact` compatible).
 //! - [`git`]: fetch a Git reference (`GitRepository.spec.ref`) into a directory, or resolve it
 //!   to a Flux revision without downloading objects.
+//! - [`bucket`]: fetch a Flux `Bucket` (S3-compatible or Azure Blob) into a directory, with
+//!   Flux's `sha256:` object-index revision, or compute that revision from a listing alone.
 //! - [`semver_constraint`]: Masterminds-compatible version constraints (`>=1.2 <2`, `^1.2 || ~2.0`).
 //!
 //! # Expected flow
@@ -56,6 +58,7 @@
 //! when no provider is installed yet.
 
 pub mod artifact;
+pub mod bucket;
 pub mod digest;
 mod error;
 pub mod fetch;

@@ -95,6 +95,20 @@ impl IgnoreFilter {
         Ok(filter)
     }
 
+    /// Flux's filter for a Bucket: the bucket root's `.sourceignore` (its text, when the
+    /// object exists), then `spec_ignore`, which wins. Unlike [`Self::for_source`], no default
+    /// exclusions apply, as in Flux's bucket reconciler.
+    pub fn for_bucket(sourceignore: Option<&str>, spec_ignore: Option<&str>) -> Result<Self> {
+        let mut filter = Self::none();
+        if let Some(text) = sourceignore {
+            filter.push(Path::new(""), text.lines(), IGNORE_FILE)?;
+        }
+        if let Some(patterns) = spec_ignore {
+            filter.push(Path::new(""), patterns.lines(), "spec.ignore")?;
+        }
+        Ok(filter)
+    }
+
     /// Whether `path` (relative to the source root, `/`-separated) is excluded.
     pub fn is_ignored(&self, path: &Path, is_dir: bool) -> bool {
         for set in self.sets.iter().rev() {
