@@ -941,6 +941,18 @@ impl Cluster {
                 "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
             ));
         }
+        if opts.force && patch_type != PatchType::Apply {
+            return Err(ApiError::invalid(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                vec![Cause {
+                    reason: "FieldValueInvalid".into(),
+                    message: "Invalid value: true: may not be specified for non-apply patch".into(),
+                    field: "force".into(),
+                }],
+            ));
+        }
         if patch_type == PatchType::Apply {
             return self.apply(rt, namespace, name, subresource, patch, opts);
         }
@@ -1207,11 +1219,20 @@ impl Cluster {
             let is_namespace = rt.group.is_empty() && rt.plural == "namespaces";
             let pending = !fins.is_empty() || is_namespace;
             if opts.dry_run {
-                return Ok(if pending {
-                    DeleteOutcome::Pending(old)
-                } else {
-                    DeleteOutcome::Deleted(old)
-                });
+                if !pending {
+                    return Ok(DeleteOutcome::Deleted(old));
+                }
+                // Show what the delete would do, without writing it.
+                let mut preview = old;
+                let m = meta_mut(&mut preview);
+                m.entry("deletionTimestamp")
+                    .or_insert_with(|| Value::String(now()));
+                m.entry("deletionGracePeriodSeconds")
+                    .or_insert_with(|| json!(0));
+                if !fins.is_empty() {
+                    m.insert("finalizers".into(), json!(fins));
+                }
+                return Ok(DeleteOutcome::Pending(preview));
             }
             let key = Self::object_key(rt, namespace, name);
             if pending {
