@@ -1,0 +1,986 @@
+//! The reconcile runtime shared by every kind.
+//!
+//! A kind plugs in with a [`Reconciler`]: its object type (a [`FluxResource`]), its steps and
+//! its cleanup. [`run`] drives it with kube-rs's [`Controller`] (watch, queue, requeue) and gives
+//! every reconcile the same outer shape:
+//!
+//! 1. a tracing span with the kind, namespace and name, and a [`metrics::ReconcileTimer`];
+//! 2. the finalizer ([`capstan_api::FINALIZER`]): added first; on deletion the cleanup runs and
+//!    the finalizer is removed;
+//! 3. the suspend check (`spec.suspend`): nothing is done while suspended;
+//! 4. the steps, in order, stopping at the first error and keeping the shortest requeue;
+//! 5. the status, finalized on every exit path and written with server-side apply of the
+//!    status subresource under one field manager.
+//!
+//! # Guarantees
+//! - Flux condition semantics: success sets `Ready=True`, removes `Reconciling` and `Stalled`
+//!   and sets `observedGeneration`; a [`ErrorClass::Stalled`] failure sets `Stalled=True` and
+//!   waits for a spec change; [`ErrorClass::Waiting`] and [`ErrorClass::Transient`] failures
+//!   keep `Reconciling=True` (`Progressing`, `ProgressingWithRetry`) and requeue.
+//! - `status.lastHandledReconcileAt` echoes `reconcile.fluxcd.io/requestedAt`; a new value of
+//!   that annotation triggers a reconcile at once, as do spec changes and deletion. Status-only
+//!   changes do not.
+//! - Events are emitted only when the `Ready` condition changes (status, reason or message):
+//!   `Warning` for stalled and transient failures, `Normal` otherwise.
+//! - After success the object is requeued after its interval, with ±[`RuntimeConfig::jitter`].
+
+pub mod conditions;
+pub mod metrics;
+pub mod server;
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::future::Future;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use capstan_api::meta::{Condition, ReconcileRequestStatus, annotation, condition, reason};
+use futures::StreamExt;
+use kube::api::{Patch, PatchParams};
+use kube::core::NamespaceResourceScope;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{PredicateConfig, WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+pub use conditions::ConditionStatus;
+pub use metrics::{Metrics, ReconcileTimer};
+pub use server::{Health, router};
+
+use crate::error::{Error, ErrorClass, ReconcileError};
+
+/// The field manager of every status write, and of finalizer patches.
+pub const FIELD_MANAGER: &str = "capstan";
+
+/// A Flux object the runtime can reconcile: namespaced, with a status holding conditions,
+/// `observedGeneration` and `lastHandledReconcileAt`.
+pub trait FluxResource:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + Debug
+    + DeserializeOwned
+    + Serialize
+    + Send
+    + Sync
+    + 'static
+{
+    /// The status type.
+    type Status: Clone + Debug + Default + PartialEq + Serialize + Send + Sync + 'static;
+
+    /// The current status, if any.
+    fn status(&self) -> Option<&Self::Status>;
+    /// Whether `spec.suspend` is set.
+    fn suspended(&self) -> bool;
+    /// `spec.interval`.
+    fn interval(&self) -> Result<Duration, capstan_api::Error>;
+    /// The status conditions.
+    fn conditions(status: &Self::Status) -> &[Condition];
+    /// The status conditions, mutable.
+    fn conditions_mut(status: &mut Self::Status) -> &mut Vec<Condition>;
+    /// `status.observedGeneration`.
+    fn observed_generation(status: &Self::Status) -> Option<i64>;
+    /// Sets `status.observedGeneration`.
+    fn set_observed_generation(status: &mut Self::Status, generation: Option<i64>);
+    /// `status.lastHandledReconcileAt`, mutable.
+    fn reconcile_request_mut(status: &mut Self::Status) -> &mut ReconcileRequestStatus;
+    /// The revision reported in metrics (e.g. `status.artifact.revision`).
+    fn revision(status: &Self::Status) -> Option<&str>;
+}
+
+/// The future a [`Step`] returns.
+pub type StepFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<StepOutcome, ReconcileError>> + Send + 'a>>;
+
+/// One step of a reconcile pipeline: a name (for logs) and an async function over the
+/// [`StepContext`]. Write the function as `fn step(cx: &mut StepContext<R>) -> StepFuture<'_>
+/// { Box::pin(async move { ... }) }`.
+pub struct Step<R: Reconciler> {
+    /// The step name, e.g. `fetch`.
+    pub name: &'static str,
+    /// The step itself.
+    pub run: for<'a> fn(&'a mut StepContext<R>) -> StepFuture<'a>,
+}
+
+impl<R: Reconciler> Debug for Step<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Step")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a successful step asks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StepOutcome {
+    /// Reconcile again after this delay at the latest (the shortest of all steps and the
+    /// interval wins).
+    pub requeue_after: Option<Duration>,
+}
+
+impl StepOutcome {
+    /// Go on with the next step.
+    pub fn next() -> Self {
+        Self::default()
+    }
+
+    /// Go on, and reconcile again after `delay` at the latest.
+    pub fn requeue_after(delay: Duration) -> Self {
+        Self {
+            requeue_after: Some(delay),
+        }
+    }
+}
+
+/// A kind's reconcile logic, driven by [`run`].
+pub trait Reconciler: Send + Sync + Sized + 'static {
+    /// The kind reconciled.
+    type Object: FluxResource;
+    /// Data handed from one step to the next within one reconcile.
+    type State: Default + Send;
+
+    /// The controller name used as the Event reporter, e.g. `source-controller`.
+    const CONTROLLER_NAME: &'static str;
+
+    /// The steps, run in order.
+    fn steps(&self) -> &[Step<Self>];
+
+    /// Removes what the object owns outside the cluster (stored artifacts, ...) on deletion.
+    fn cleanup(
+        &self,
+        object: &Self::Object,
+    ) -> impl Future<Output = Result<(), ReconcileError>> + Send;
+}
+
+/// Everything a step sees: the object, the status being built, the step-to-step state.
+pub struct StepContext<R: Reconciler> {
+    /// The reconciler (shared configuration such as storage).
+    pub reconciler: Arc<R>,
+    /// The API client.
+    pub client: Client,
+    /// The object as read at the start of the reconcile.
+    pub object: Arc<R::Object>,
+    /// The status being built; written when the reconcile ends.
+    pub status: <R::Object as FluxResource>::Status,
+    /// Data handed between steps.
+    pub state: R::State,
+    ready_message: Option<String>,
+}
+
+impl<R: Reconciler> Debug for StepContext<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StepContext")
+            .field("object", &ObjectRef::from_obj(self.object.as_ref()))
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Reconciler> StepContext<R> {
+    /// A context for `object` with its current status.
+    pub fn new(reconciler: Arc<R>, client: Client, object: Arc<R::Object>) -> Self {
+        let status = object.status().cloned().unwrap_or_default();
+        Self {
+            reconciler,
+            client,
+            object,
+            status,
+            state: R::State::default(),
+            ready_message: None,
+        }
+    }
+
+    /// The object's namespace.
+    pub fn namespace(&self) -> String {
+        self.object.namespace().unwrap_or_default()
+    }
+
+    /// The object's name.
+    pub fn name(&self) -> String {
+        self.object.name_any()
+    }
+
+    /// Sets a condition (with `observedGeneration` = the object's generation).
+    pub fn set_condition(
+        &mut self,
+        type_: &str,
+        status: ConditionStatus,
+        reason: &str,
+        message: &str,
+    ) {
+        let generation = self.object.meta().generation;
+        conditions::set_condition(
+            R::Object::conditions_mut(&mut self.status),
+            type_,
+            status,
+            reason,
+            message,
+            generation,
+        );
+    }
+
+    /// Removes a condition.
+    pub fn remove_condition(&mut self, type_: &str) {
+        conditions::remove_condition(R::Object::conditions_mut(&mut self.status), type_);
+    }
+
+    /// The message of `Ready=True` when every step succeeds.
+    pub fn set_ready_message(&mut self, message: impl Into<String>) {
+        self.ready_message = Some(message.into());
+    }
+
+    /// An API handle for `T` in the object's namespace.
+    pub fn api<T>(&self) -> Api<T>
+    where
+        T: Resource<DynamicType = (), Scope = NamespaceResourceScope>,
+    {
+        Api::namespaced(self.client.clone(), &self.namespace())
+    }
+}
+
+/// Settings of [`run`].
+#[derive(Clone, Debug)]
+pub struct RuntimeConfig {
+    /// Field manager of status and finalizer writes.
+    pub field_manager: String,
+    /// Reconciles running at once (`--concurrent`); 0 means unbounded.
+    pub concurrency: u16,
+    /// First delay of the transient-failure backoff.
+    pub backoff_base: Duration,
+    /// Longest delay of the transient-failure backoff.
+    pub backoff_max: Duration,
+    /// Interval jitter as a fraction (0.05 = ±5 %).
+    pub jitter: f64,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            field_manager: FIELD_MANAGER.to_owned(),
+            concurrency: 4,
+            backoff_base: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(300),
+            jitter: 0.05,
+        }
+    }
+}
+
+/// The delay before retry number `failures` (1-based): `base * 2^(failures-1)`, capped at `max`.
+pub fn backoff(base: Duration, max: Duration, failures: u32) -> Duration {
+    let exponent = failures.saturating_sub(1).min(30);
+    base.saturating_mul(1u32 << exponent).min(max)
+}
+
+/// `interval` moved by a random amount within ±`fraction` of it.
+pub fn jittered(interval: Duration, fraction: f64) -> Duration {
+    let fraction = fraction.clamp(0.0, 1.0);
+    let random = std::hash::RandomState::new().hash_one(std::time::SystemTime::now());
+    let unit = (random >> 11) as f64 / (1u64 << 53) as f64; // [0, 1)
+    let factor = 1.0 + fraction * (2.0 * unit - 1.0);
+    interval.mul_f64(factor.max(0.0))
+}
+
+struct Shared<R: Reconciler> {
+    reconciler: Arc<R>,
+    client: Client,
+    recorder: Recorder,
+    metrics: Metrics,
+    config: RuntimeConfig,
+    failures: Mutex<HashMap<ObjectRef<R::Object>, u32>>,
+}
+
+impl<R: Reconciler> Shared<R> {
+    fn record_failure(&self, object: &R::Object) -> u32 {
+        let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+        let count = failures.entry(ObjectRef::from_obj(object)).or_insert(0);
+        *count = count.saturating_add(1);
+        *count
+    }
+
+    fn reset_failures(&self, object: &R::Object) {
+        self.failures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&ObjectRef::from_obj(object));
+    }
+
+    fn retry_after(&self, object: &R::Object) -> Duration {
+        let failures = self.record_failure(object);
+        backoff(self.config.backoff_base, self.config.backoff_max, failures)
+    }
+}
+
+/// Runs the controller of `reconciler` until `shutdown` is cancelled, then lets running
+/// reconciles finish. `health` is marked ready once the controller is set up.
+pub async fn run<R: Reconciler>(
+    client: Client,
+    reconciler: R,
+    metrics: Metrics,
+    config: RuntimeConfig,
+    health: Health,
+    shutdown: CancellationToken,
+) {
+    let api: Api<R::Object> = Api::all(client.clone());
+    let (reader, writer) = reflector::store();
+    // Reconcile on spec changes (generation), reconcile requests and deletion; not on our own
+    // status and finalizer writes.
+    let trigger = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(trigger_hash::<R::Object>, PredicateConfig::default());
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: R::CONTROLLER_NAME.to_owned(),
+            instance: None,
+        },
+    );
+    let shared = Arc::new(Shared {
+        reconciler: Arc::new(reconciler),
+        client,
+        recorder,
+        metrics,
+        config: config.clone(),
+        failures: Mutex::default(),
+    });
+    let controller_config =
+        kube::runtime::controller::Config::default().concurrency(config.concurrency);
+    health.set_ready(true);
+    let stop = shutdown.clone();
+    Controller::for_stream(trigger, reader)
+        .with_config(controller_config)
+        .graceful_shutdown_on(async move { stop.cancelled().await })
+        .run(reconcile::<R>, error_policy::<R>, shared)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "controller event");
+            }
+        })
+        .await;
+    health.set_ready(false);
+}
+
+// A kube-rs predicate returns `Option`; ours always has a value.
+#[allow(clippy::unnecessary_wraps)]
+fn trigger_hash<K: FluxResource>(object: &K) -> Option<u64> {
+    let meta = object.meta();
+    let mut hasher = std::hash::DefaultHasher::new();
+    meta.generation.hash(&mut hasher);
+    meta.deletion_timestamp.is_some().hash(&mut hasher);
+    meta.annotations
+        .as_ref()
+        .and_then(|a| a.get(annotation::RECONCILE_REQUESTED_AT))
+        .hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+fn describe<K: FluxResource>(object: &K) -> String {
+    format!(
+        "{} {}/{}",
+        K::kind(&()),
+        object.namespace().unwrap_or_default(),
+        object.name_any()
+    )
+}
+
+// The signature is kube-rs's `error_policy`.
+#[allow(clippy::needless_pass_by_value)]
+fn error_policy<R: Reconciler>(
+    object: Arc<R::Object>,
+    error: &Error,
+    shared: Arc<Shared<R>>,
+) -> Action {
+    let delay = shared.retry_after(&object);
+    tracing::warn!(%error, retry_in = ?delay, object = %describe(object.as_ref()), "reconcile failed");
+    Action::requeue(delay)
+}
+
+async fn reconcile<R: Reconciler>(
+    object: Arc<R::Object>,
+    shared: Arc<Shared<R>>,
+) -> Result<Action, Error> {
+    let kind = R::Object::kind(&()).into_owned();
+    let namespace = object.namespace().ok_or_else(|| Error::MissingMetadata {
+        kind: kind.clone(),
+        field: "metadata.namespace",
+    })?;
+    let name = object.name_any();
+    let span = tracing::info_span!("reconcile", kind = %kind, namespace = %namespace, name = %name);
+    async move {
+        let _timer = shared.metrics.start_reconcile(&kind, &namespace, &name);
+        let api: Api<R::Object> = Api::namespaced(shared.client.clone(), &namespace);
+        if object.meta().deletion_timestamp.is_some() {
+            return finalize_deletion(&shared, &api, &object).await;
+        }
+        if !object
+            .finalizers()
+            .iter()
+            .any(|f| f == capstan_api::FINALIZER)
+        {
+            add_finalizer(&shared, &api, &object).await?;
+        }
+        if object.suspended() {
+            tracing::info!("reconciliation is suspended");
+            update_resource_info::<R>(&shared, &object, object.status());
+            return Ok(Action::await_change());
+        }
+        reconcile_steps(&shared, &api, object).await
+    }
+    .instrument(span)
+    .await
+}
+
+async fn finalize_deletion<R: Reconciler>(
+    shared: &Shared<R>,
+    api: &Api<R::Object>,
+    object: &R::Object,
+) -> Result<Action, Error> {
+    if !object
+        .finalizers()
+        .iter()
+        .any(|f| f == capstan_api::FINALIZER)
+    {
+        return Ok(Action::await_change());
+    }
+    if let Err(error) = shared.reconciler.cleanup(object).await {
+        publish(
+            shared,
+            object,
+            EventType::Warning,
+            &error.reason,
+            &error.message,
+        )
+        .await;
+        return Err(Error::Cleanup {
+            object: describe(object),
+            source: error,
+        });
+    }
+    let remaining: Vec<String> = object
+        .finalizers()
+        .iter()
+        .filter(|f| *f != capstan_api::FINALIZER)
+        .cloned()
+        .collect();
+    let patch = serde_json::json!([
+        {"op": "test", "path": "/metadata/finalizers", "value": object.finalizers()},
+        {"op": "replace", "path": "/metadata/finalizers", "value": remaining},
+    ]);
+    patch_metadata(shared, api, object, patch, "remove the finalizer from").await?;
+    shared.reset_failures(object);
+    shared.metrics.forget(
+        &R::Object::kind(&()),
+        &object.namespace().unwrap_or_default(),
+        &object.name_any(),
+    );
+    tracing::info!("cleaned up and removed the finalizer");
+    Ok(Action::await_change())
+}
+
+async fn add_finalizer<R: Reconciler>(
+    shared: &Shared<R>,
+    api: &Api<R::Object>,
+    object: &R::Object,
+) -> Result<(), Error> {
+    let patch = match object.meta().finalizers.as_deref() {
+        None | Some([]) => serde_json::json!([
+            {"op": "add", "path": "/metadata/finalizers", "value": [capstan_api::FINALIZER]},
+        ]),
+        Some(existing) => serde_json::json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": existing},
+            {"op": "add", "path": "/metadata/finalizers/-", "value": capstan_api::FINALIZER},
+        ]),
+    };
+    patch_metadata(shared, api, object, patch, "add the finalizer to").await
+}
+
+async fn patch_metadata<R: Reconciler>(
+    shared: &Shared<R>,
+    api: &Api<R::Object>,
+    object: &R::Object,
+    patch: serde_json::Value,
+    action: &'static str,
+) -> Result<(), Error> {
+    let patch: json_patch::Patch =
+        serde_json::from_value(patch).map_err(|source| Error::Serialize {
+            object: describe(object),
+            source,
+        })?;
+    let params = PatchParams {
+        field_manager: Some(shared.config.field_manager.clone()),
+        ..PatchParams::default()
+    };
+    api.patch(&object.name_any(), &params, &Patch::Json::<()>(patch))
+        .await
+        .map_err(|source| Error::Kube {
+            action,
+            object: describe(object),
+            source,
+        })?;
+    Ok(())
+}
+
+async fn reconcile_steps<R: Reconciler>(
+    shared: &Shared<R>,
+    api: &Api<R::Object>,
+    object: Arc<R::Object>,
+) -> Result<Action, Error> {
+    let generation = object.meta().generation;
+    let original = object.status().cloned().unwrap_or_default();
+    let mut cx = StepContext::new(
+        shared.reconciler.clone(),
+        shared.client.clone(),
+        object.clone(),
+    );
+
+    // What the server holds; every write compares against it.
+    let mut written = original.clone();
+
+    // Phase boundary: announce a new generation before doing the work (a retry keeps its
+    // `ProgressingWithRetry`).
+    let reconciling = conditions::find(R::Object::conditions(&cx.status), condition::RECONCILING)
+        .is_some_and(|c| c.status == ConditionStatus::True.as_str());
+    if R::Object::observed_generation(&cx.status) != generation && !reconciling {
+        let message = format!(
+            "reconciling new object generation ({})",
+            generation.unwrap_or_default()
+        );
+        cx.set_condition(
+            condition::RECONCILING,
+            ConditionStatus::True,
+            reason::PROGRESSING,
+            &message,
+        );
+        if conditions::find(R::Object::conditions(&cx.status), condition::READY).is_none() {
+            cx.set_condition(
+                condition::READY,
+                ConditionStatus::Unknown,
+                reason::PROGRESSING,
+                "reconciliation in progress",
+            );
+        }
+        if cx.status != written {
+            write_status(shared, api, &object, &cx.status).await?;
+            written = cx.status.clone();
+        }
+    }
+
+    let mut result: Result<Option<Duration>, ReconcileError> = object
+        .interval()
+        .map(|interval| Some(jittered(interval, shared.config.jitter)))
+        .map_err(|error| {
+            ReconcileError::stalled("InvalidInterval", error.to_string()).with_source(error)
+        });
+    if let Ok(mut requeue) = result {
+        let steps = shared.reconciler.clone();
+        for step in steps.steps() {
+            tracing::debug!(step = step.name, "running step");
+            match (step.run)(&mut cx).await {
+                Ok(outcome) => {
+                    requeue = match (requeue, outcome.requeue_after) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                Err(error) => {
+                    tracing::info!(step = step.name, class = error.class.label(), %error, "step failed");
+                    result = Err(error);
+                    break;
+                }
+            }
+        }
+        if result.is_ok() {
+            result = Ok(requeue);
+        }
+    }
+
+    let ready_message = cx
+        .ready_message
+        .take()
+        .unwrap_or_else(|| "reconciliation succeeded".to_owned());
+    let (action, event_type) = finalize_status(&mut cx, &result, &ready_message, shared, &object);
+    let old_ready = conditions::find(R::Object::conditions(&original), condition::READY).cloned();
+    if cx.status != written {
+        write_status(shared, api, &object, &cx.status).await?;
+    }
+    let new_ready = conditions::find(R::Object::conditions(&cx.status), condition::READY);
+    if let Some(new_ready) = new_ready
+        && ready_changed(old_ready.as_ref(), new_ready)
+    {
+        publish(
+            shared,
+            &object,
+            event_type,
+            &new_ready.reason,
+            &new_ready.message,
+        )
+        .await;
+    }
+    update_resource_info::<R>(shared, &object, Some(&cx.status));
+    Ok(action)
+}
+
+/// When to reconcile again, as decided by [`apply_result`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Requeue {
+    /// Only on the next change.
+    AwaitChange,
+    /// After this delay.
+    After(Duration),
+    /// After the next exponential-backoff delay.
+    Backoff,
+}
+
+/// Applies the outcome to the status; returns the requeue and the event type of a transition.
+fn finalize_status<R: Reconciler>(
+    cx: &mut StepContext<R>,
+    result: &Result<Option<Duration>, ReconcileError>,
+    ready_message: &str,
+    shared: &Shared<R>,
+    object: &R::Object,
+) -> (Action, EventType) {
+    let (requeue, event_type) = apply_result(&mut cx.status, object, result, ready_message);
+    match result {
+        Ok(_) => shared.reset_failures(object),
+        Err(error) => shared
+            .metrics
+            .count_error(&R::Object::kind(&()), error.class.label()),
+    }
+    let action = match requeue {
+        Requeue::AwaitChange => Action::await_change(),
+        Requeue::After(delay) => Action::requeue(delay),
+        Requeue::Backoff => Action::requeue(shared.retry_after(object)),
+    };
+    (action, event_type)
+}
+
+/// The status side of finishing a reconcile, with Flux's condition semantics.
+fn apply_result<K: FluxResource>(
+    status: &mut K::Status,
+    object: &K,
+    result: &Result<Option<Duration>, ReconcileError>,
+    ready_message: &str,
+) -> (Requeue, EventType) {
+    let generation = object.meta().generation;
+    if let Some(requested) = object.annotations().get(annotation::RECONCILE_REQUESTED_AT) {
+        K::reconcile_request_mut(status).last_handled_reconcile_at = Some(requested.clone());
+    }
+    let set = |status: &mut K::Status, type_, value, reason: &str, message: &str| {
+        conditions::set_condition(
+            K::conditions_mut(status),
+            type_,
+            value,
+            reason,
+            message,
+            generation,
+        );
+    };
+    let error = match result {
+        Ok(requeue) => {
+            set(
+                status,
+                condition::READY,
+                ConditionStatus::True,
+                reason::SUCCEEDED,
+                ready_message,
+            );
+            conditions::remove_condition(K::conditions_mut(status), condition::RECONCILING);
+            conditions::remove_condition(K::conditions_mut(status), condition::STALLED);
+            K::set_observed_generation(status, generation);
+            let requeue = requeue.map_or(Requeue::AwaitChange, Requeue::After);
+            return (requeue, EventType::Normal);
+        }
+        Err(error) => error,
+    };
+    set(
+        status,
+        condition::READY,
+        ConditionStatus::False,
+        &error.reason,
+        &error.message,
+    );
+    match error.class {
+        ErrorClass::Stalled => {
+            set(
+                status,
+                condition::STALLED,
+                ConditionStatus::True,
+                &error.reason,
+                &error.message,
+            );
+            conditions::remove_condition(K::conditions_mut(status), condition::RECONCILING);
+            K::set_observed_generation(status, generation);
+            (Requeue::AwaitChange, EventType::Warning)
+        }
+        ErrorClass::Waiting(delay) => {
+            set(
+                status,
+                condition::RECONCILING,
+                ConditionStatus::True,
+                reason::PROGRESSING,
+                &error.message,
+            );
+            conditions::remove_condition(K::conditions_mut(status), condition::STALLED);
+            (Requeue::After(delay), EventType::Normal)
+        }
+        ErrorClass::Transient => {
+            set(
+                status,
+                condition::RECONCILING,
+                ConditionStatus::True,
+                reason::PROGRESSING_WITH_RETRY,
+                &error.message,
+            );
+            conditions::remove_condition(K::conditions_mut(status), condition::STALLED);
+            (Requeue::Backoff, EventType::Warning)
+        }
+    }
+}
+
+/// Whether `Ready` moved: a new status, reason or message.
+fn ready_changed(old: Option<&Condition>, new: &Condition) -> bool {
+    new.status != ConditionStatus::Unknown.as_str()
+        && old.is_none_or(|old| {
+            old.status != new.status || old.reason != new.reason || old.message != new.message
+        })
+}
+
+async fn write_status<R: Reconciler>(
+    shared: &Shared<R>,
+    api: &Api<R::Object>,
+    object: &R::Object,
+    status: &<R::Object as FluxResource>::Status,
+) -> Result<(), Error> {
+    let body = serde_json::json!({
+        "apiVersion": R::Object::api_version(&()),
+        "kind": R::Object::kind(&()),
+        "metadata": {"name": object.name_any(), "namespace": object.namespace()},
+        "status": status,
+    });
+    let params = PatchParams::apply(&shared.config.field_manager).force();
+    api.patch_status(&object.name_any(), &params, &Patch::Apply(&body))
+        .await
+        .map_err(|source| Error::Kube {
+            action: "patch the status of",
+            object: describe(object),
+            source,
+        })?;
+    Ok(())
+}
+
+async fn publish<R: Reconciler>(
+    shared: &Shared<R>,
+    object: &R::Object,
+    type_: EventType,
+    reason: &str,
+    message: &str,
+) {
+    let event = Event {
+        type_,
+        reason: reason.to_owned(),
+        note: Some(message.chars().take(1024).collect()),
+        action: "Reconcile".to_owned(),
+        secondary: None,
+    };
+    if let Err(error) = shared
+        .recorder
+        .publish(&event, &object.object_ref(&()))
+        .await
+    {
+        tracing::warn!(%error, "cannot publish event");
+    }
+}
+
+fn update_resource_info<R: Reconciler>(
+    shared: &Shared<R>,
+    object: &R::Object,
+    status: Option<&<R::Object as FluxResource>::Status>,
+) {
+    let ready = status.and_then(|s| conditions::find(R::Object::conditions(s), condition::READY));
+    shared
+        .metrics
+        .set_resource_info(&metrics::ResourceInfoLabels {
+            customresource_kind: R::Object::kind(&()).into_owned(),
+            name: object.name_any(),
+            exported_namespace: object.namespace().unwrap_or_default(),
+            ready: ready.map_or_else(|| "Unknown".to_owned(), |c| c.status.clone()),
+            reason: ready.map(|c| c.reason.clone()).unwrap_or_default(),
+            suspended: object.suspended().to_string(),
+            revision: status
+                .and_then(R::Object::revision)
+                .unwrap_or_default()
+                .to_owned(),
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let base = Duration::from_secs(1);
+        let max = Duration::from_secs(10);
+        assert_eq!(backoff(base, max, 1), Duration::from_secs(1));
+        assert_eq!(backoff(base, max, 2), Duration::from_secs(2));
+        assert_eq!(backoff(base, max, 4), Duration::from_secs(8));
+        assert_eq!(backoff(base, max, 5), max);
+        assert_eq!(backoff(base, max, u32::MAX), max);
+    }
+
+    #[test]
+    fn jitter_stays_within_bounds() {
+        let interval = Duration::from_secs(100);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..200 {
+            let value = jittered(interval, 0.05);
+            assert!(
+                value >= Duration::from_secs(95) && value <= Duration::from_secs(105),
+                "{value:?}"
+            );
+            seen.insert(value);
+        }
+        assert!(seen.len() > 1, "jitter never varied");
+        assert_eq!(jittered(interval, 0.0), interval);
+    }
+
+    fn git_repository(generation: i64, requested: Option<&str>) -> capstan_api::GitRepository {
+        let mut annotations = serde_json::Map::new();
+        if let Some(token) = requested {
+            annotations.insert(annotation::RECONCILE_REQUESTED_AT.into(), token.into());
+        }
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": "app", "namespace": "default", "generation": generation,
+                         "annotations": annotations},
+            "spec": {"url": "https://example.invalid/repo.git", "interval": "1m"},
+        }))
+        .unwrap()
+    }
+
+    fn types(status: &capstan_api::source::v1::GitRepositoryStatus) -> Vec<(&str, &str, &str)> {
+        let mut types: Vec<_> = status
+            .conditions
+            .iter()
+            .map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_str()))
+            .collect();
+        types.sort_unstable();
+        types
+    }
+
+    #[test]
+    fn success_sets_ready_and_clears_progress_conditions() {
+        let object = git_repository(3, Some("t1"));
+        let mut status = capstan_api::source::v1::GitRepositoryStatus::default();
+        let failure = Err(ReconcileError::transient("GitOperationFailed", "boom"));
+        apply_result(&mut status, &object, &failure, "");
+        let interval = Duration::from_secs(60);
+        let (requeue, event) = apply_result(&mut status, &object, &Ok(Some(interval)), "stored");
+        assert_eq!(requeue, Requeue::After(interval));
+        assert_eq!(event, EventType::Normal);
+        assert_eq!(types(&status), [("Ready", "True", "Succeeded")]);
+        assert_eq!(status.conditions[0].message, "stored");
+        assert_eq!(status.observed_generation, Some(3));
+        assert_eq!(
+            status
+                .reconcile_request
+                .last_handled_reconcile_at
+                .as_deref(),
+            Some("t1")
+        );
+    }
+
+    #[test]
+    fn error_classes_pick_conditions_requeue_and_event_type() {
+        let object = git_repository(2, None);
+        let mut status = capstan_api::source::v1::GitRepositoryStatus::default();
+        let (requeue, event) = apply_result(
+            &mut status,
+            &object,
+            &Err(ReconcileError::transient("GitOperationFailed", "boom")),
+            "",
+        );
+        assert_eq!((requeue, event), (Requeue::Backoff, EventType::Warning));
+        assert_eq!(
+            types(&status),
+            [
+                ("Ready", "False", "GitOperationFailed"),
+                ("Reconciling", "True", "ProgressingWithRetry")
+            ]
+        );
+        assert_eq!(status.observed_generation, None, "a retry is not observed");
+
+        let delay = Duration::from_secs(30);
+        let (requeue, event) = apply_result(
+            &mut status,
+            &object,
+            &Err(ReconcileError::waiting(
+                delay,
+                "DependencyNotReady",
+                "waiting",
+            )),
+            "",
+        );
+        assert_eq!((requeue, event), (Requeue::After(delay), EventType::Normal));
+        assert_eq!(
+            types(&status),
+            [
+                ("Ready", "False", "DependencyNotReady"),
+                ("Reconciling", "True", "Progressing")
+            ]
+        );
+
+        let (requeue, event) = apply_result(
+            &mut status,
+            &object,
+            &Err(ReconcileError::stalled("InvalidURL", "bad url")),
+            "",
+        );
+        assert_eq!((requeue, event), (Requeue::AwaitChange, EventType::Warning));
+        assert_eq!(
+            types(&status),
+            [
+                ("Ready", "False", "InvalidURL"),
+                ("Stalled", "True", "InvalidURL")
+            ]
+        );
+        assert_eq!(status.observed_generation, Some(2));
+        assert!(status.reconcile_request.last_handled_reconcile_at.is_none());
+    }
+
+    #[test]
+    fn ready_transitions() {
+        let ready = |status: &str, message: &str| Condition {
+            type_: "Ready".into(),
+            status: status.into(),
+            reason: "Succeeded".into(),
+            message: message.into(),
+            last_transition_time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                jiff::Timestamp::UNIX_EPOCH,
+            ),
+            observed_generation: None,
+        };
+        assert!(ready_changed(None, &ready("True", "a")));
+        assert!(!ready_changed(
+            Some(&ready("True", "a")),
+            &ready("True", "a")
+        ));
+        assert!(ready_changed(
+            Some(&ready("True", "a")),
+            &ready("True", "b")
+        ));
+        assert!(ready_changed(
+            Some(&ready("True", "a")),
+            &ready("False", "a")
+        ));
+        assert!(!ready_changed(None, &ready("Unknown", "a")));
+    }
+}

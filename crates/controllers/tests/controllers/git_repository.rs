@@ -1,0 +1,558 @@
+//! The GitRepository controller end to end.
+
+use std::time::Duration;
+
+use capstan_api::GitRepository;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, DeleteParams, ListParams};
+use sha2::Digest as _;
+
+use crate::support::{Env, Upstream, condition, eventually, http_client, tar_entries};
+
+fn ready(object: &GitRepository) -> Option<(String, String, String)> {
+    condition(object, "Ready")
+}
+
+fn revision(object: &GitRepository) -> Option<&str> {
+    Some(object.status.as_ref()?.artifact.as_ref()?.revision.as_str())
+}
+
+fn handled(object: &GitRepository) -> Option<&str> {
+    object
+        .status
+        .as_ref()?
+        .reconcile_request
+        .last_handled_reconcile_at
+        .as_deref()
+}
+
+/// `gotk_reconcile_duration_seconds_count` of one object, 0 before its first reconcile.
+async fn reconcile_count(env: &Env, namespace: &str, name: &str) -> u64 {
+    let text = http_client()
+        .get(format!("{}/metrics", env.http))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let prefix = format!(
+        r#"gotk_reconcile_duration_seconds_count{{kind="GitRepository",name="{name}",namespace="{namespace}"}} "#
+    );
+    text.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .map_or(0, |count| count.trim().parse().unwrap())
+}
+
+fn spec(url: &str) -> serde_json::Value {
+    serde_json::json!({"url": url, "interval": "10m", "ref": {"branch": "main"}})
+}
+
+async fn events(env: &Env, namespace: &str) -> Vec<Event> {
+    let api: Api<Event> = Api::namespaced(env.client.clone(), namespace);
+    api.list(&ListParams::default()).await.unwrap().items
+}
+
+#[tokio::test]
+async fn becomes_ready_serves_the_artifact_and_follows_requested_reconciles() {
+    let env = Env::start().await;
+    let ns = env.namespace("ready").await;
+    let upstream = Upstream::start().await;
+    let first = upstream.commit(
+        &[
+            ("apps/config.yaml", "v: 1\n"),
+            ("secrets/token.txt", "do not ship\n"),
+            (".sourceignore", "secrets/\n"),
+        ],
+        "first",
+    );
+    env.create_git_repository(&ns, "app", spec(&upstream.url()))
+        .await;
+
+    let expected = format!("main@sha1:{first}");
+    let object = env
+        .wait_for(&ns, "app", "Ready=True", |o| {
+            ready(o).is_some_and(|(status, ..)| status == "True")
+        })
+        .await;
+    assert_eq!(revision(&object), Some(expected.as_str()));
+    assert_eq!(
+        ready(&object).unwrap(),
+        (
+            "True".to_owned(),
+            "Succeeded".to_owned(),
+            format!("stored artifact for revision '{expected}'")
+        )
+    );
+    assert_eq!(
+        condition(&object, "ArtifactInStorage").map(|c| c.0),
+        Some("True".to_owned())
+    );
+    assert!(condition(&object, "Reconciling").is_none());
+    assert!(condition(&object, "FetchFailed").is_none());
+    let status = object.status.clone().unwrap();
+    assert_eq!(status.observed_generation, object.metadata.generation);
+    assert!(
+        object
+            .metadata
+            .finalizers
+            .as_ref()
+            .is_some_and(|f| f.iter().any(|f| f == "finalizers.fluxcd.io"))
+    );
+
+    // The artifact is served, matches its digest, and respects .sourceignore.
+    let artifact = status.artifact.unwrap();
+    assert_eq!(
+        artifact.path,
+        format!("gitrepository/{ns}/app/{first}.tar.gz")
+    );
+    assert_eq!(artifact.url, format!("{}/{}", env.http, artifact.path));
+    let client = http_client();
+    let body = client
+        .get(&artifact.url)
+        .send()
+        .await
+        .unwrap()
+        .error_for_status()
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(
+        artifact.digest,
+        format!(
+            "sha256:{}",
+            sha2::Sha256::digest(&body)
+                .iter()
+                .fold(String::new(), |mut hex, b| {
+                    use std::fmt::Write as _;
+                    let _ = write!(hex, "{b:02x}");
+                    hex
+                })
+        )
+    );
+    assert_eq!(artifact.size, Some(i64::try_from(body.len()).unwrap()));
+    let entries = tar_entries(&body);
+    assert!(
+        entries.iter().any(|e| e == "apps/config.yaml"),
+        "{entries:?}"
+    );
+    assert!(
+        !entries.iter().any(|e| e.contains("token.txt")),
+        "{entries:?}"
+    );
+
+    // A Normal event for the transition to Ready.
+    let found = eventually(Duration::from_secs(10), "a Normal event", || {
+        let env = &env;
+        let ns = ns.clone();
+        async move {
+            events(env, &ns)
+                .await
+                .into_iter()
+                .find(|e| e.type_.as_deref() == Some("Normal"))
+        }
+    })
+    .await;
+    assert_eq!(found.reason.as_deref(), Some("Succeeded"));
+    assert_eq!(
+        found.note.as_deref(),
+        Some(format!("stored artifact for revision '{expected}'").as_str())
+    );
+
+    // A new commit shows up at once when a reconcile is requested (the interval is 10m).
+    let second = upstream.commit(&[("apps/config.yaml", "v: 2\n")], "second");
+    env.patch(
+        &ns,
+        "app",
+        serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "t1"}}}),
+    )
+    .await;
+    let expected_second = format!("main@sha1:{second}");
+    let object = env
+        .wait_for(&ns, "app", "the second revision", |o| {
+            revision(o) == Some(expected_second.as_str()) && handled(o) == Some("t1")
+        })
+        .await;
+    let status = object.status.unwrap();
+    assert_eq!(
+        status
+            .reconcile_request
+            .last_handled_reconcile_at
+            .as_deref(),
+        Some("t1"),
+        "{status:#?}"
+    );
+
+    // A third commit: garbage collection keeps two artifacts.
+    let third = upstream.commit(&[("apps/config.yaml", "v: 3\n")], "third");
+    env.patch(
+        &ns,
+        "app",
+        serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "t2"}}}),
+    )
+    .await;
+    let expected_third = format!("main@sha1:{third}");
+    env.wait_for(&ns, "app", "the third revision", |o| {
+        revision(o) == Some(expected_third.as_str())
+    })
+    .await;
+    let dir = env.storage_path(&format!("gitrepository/{ns}/app"));
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    files.sort();
+    let mut expected_files = vec![format!("{second}.tar.gz"), format!("{third}.tar.gz")];
+    expected_files.sort();
+    assert_eq!(files, expected_files);
+
+    // An unchanged remote revision is not fetched again: artifact and messages stay as they are.
+    let before = env.git_repositories(&ns).get("app").await.unwrap();
+    env.patch(
+        &ns,
+        "app",
+        serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "t3"}}}),
+    )
+    .await;
+    let after = env
+        .wait_for(&ns, "app", "the t3 request", |o| handled(o) == Some("t3"))
+        .await;
+    let (before, after) = (before.status.unwrap(), after.status.unwrap());
+    assert_eq!(before.artifact, after.artifact);
+    assert_eq!(before.conditions, after.conditions);
+
+    // spec.ignore is applied and rebuilds the artifact of the same revision.
+    env.patch(
+        &ns,
+        "app",
+        serde_json::json!({"spec": {"ignore": "apps/\n"}}),
+    )
+    .await;
+    let object = env
+        .wait_for(&ns, "app", "observedIgnore", |o| {
+            o.status
+                .as_ref()
+                .is_some_and(|s| s.observed_ignore.as_deref() == Some("apps/\n"))
+        })
+        .await;
+    let artifact = object.status.unwrap().artifact.unwrap();
+    assert_eq!(artifact.revision, expected_third);
+    let body = client
+        .get(&artifact.url)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let entries = tar_entries(&body);
+    assert!(
+        !entries.iter().any(|e| e.starts_with("apps")),
+        "{entries:?}"
+    );
+
+    // Metrics and health endpoints.
+    let metrics = client
+        .get(format!("{}/metrics", env.http))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(&format!(
+            r#"gotk_reconcile_duration_seconds_count{{kind="GitRepository",name="app",namespace="{ns}"}}"#
+        )),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(&format!(r#"revision="{expected_third}""#)),
+        "{metrics}"
+    );
+    for path in ["/healthz", "/readyz"] {
+        let status = client
+            .get(format!("{}{path}", env.http))
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, 200, "{path}");
+    }
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn unknown_branch_and_unreachable_url_report_fetch_failed() {
+    let env = Env::start().await;
+    let ns = env.namespace("failing").await;
+    let upstream = Upstream::start().await;
+    upstream.commit(&[("a.yaml", "a: 1\n")], "first");
+    env.create_git_repository(
+        &ns,
+        "unknown-branch",
+        serde_json::json!({"url": upstream.url(), "interval": "10m", "ref": {"branch": "nope"}}),
+    )
+    .await;
+    env.create_git_repository(
+        &ns,
+        "unreachable",
+        serde_json::json!({"url": "http://127.0.0.1:1/missing.git", "interval": "10m"}),
+    )
+    .await;
+
+    // A missing secret: AuthenticationFailed, retried.
+    env.create_git_repository(
+        &ns,
+        "missing-secret",
+        serde_json::json!({"url": upstream.url(), "interval": "10m", "secretRef": {"name": "absent"}}),
+    )
+    .await;
+    let object = env
+        .wait_for(&ns, "missing-secret", "Ready=False", |o| {
+            ready(o).is_some_and(|(status, ..)| status == "False")
+        })
+        .await;
+    let (_, reason, message) = ready(&object).unwrap();
+    assert_eq!(reason, "AuthenticationFailed");
+    assert!(message.contains(&format!("'{ns}/absent'")), "{message}");
+    assert_eq!(
+        condition(&object, "FetchFailed").map(|c| c.1),
+        Some("AuthenticationFailed".to_owned())
+    );
+
+    // An invalid commit reference needs a spec change: Stalled, not Reconciling.
+    env.create_git_repository(
+        &ns,
+        "bad-commit",
+        serde_json::json!({"url": upstream.url(), "interval": "10m", "ref": {"commit": "xyz"}}),
+    )
+    .await;
+    let object = env
+        .wait_for(&ns, "bad-commit", "Stalled=True", |o| {
+            condition(o, "Stalled").is_some_and(|(status, ..)| status == "True")
+        })
+        .await;
+    let (status, reason, message) = ready(&object).unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "GitOperationFailed")
+    );
+    assert!(message.contains("xyz"), "{message}");
+    assert!(
+        condition(&object, "Reconciling").is_none(),
+        "{:#?}",
+        object.status
+    );
+    assert_eq!(
+        object.status.as_ref().unwrap().observed_generation,
+        object.metadata.generation
+    );
+
+    for name in ["unknown-branch", "unreachable"] {
+        let object = env
+            .wait_for(&ns, name, "Ready=False", |o| {
+                ready(o).is_some_and(|(status, ..)| status == "False")
+            })
+            .await;
+        let (_, reason, message) = ready(&object).unwrap();
+        assert_eq!(reason, "GitOperationFailed", "{name}");
+        assert!(
+            message.starts_with("failed to checkout and determine revision: "),
+            "{name}: {message}"
+        );
+        assert_eq!(
+            condition(&object, "FetchFailed"),
+            Some((
+                "True".to_owned(),
+                "GitOperationFailed".to_owned(),
+                message.clone()
+            )),
+            "{name}"
+        );
+        assert_eq!(
+            condition(&object, "Reconciling").map(|c| c.1),
+            Some("ProgressingWithRetry".to_owned()),
+            "{name}: {:#?}",
+            object.status
+        );
+        assert!(object.status.as_ref().unwrap().artifact.is_none());
+        if name == "unknown-branch" {
+            assert!(message.contains("nope"), "{message}");
+            assert!(message.contains("not found"), "{message}");
+        } else {
+            assert!(message.contains("127.0.0.1:1"), "{message}");
+        }
+    }
+    let warning = eventually(Duration::from_secs(10), "a Warning event", || {
+        let env = &env;
+        let ns = ns.clone();
+        async move {
+            events(env, &ns)
+                .await
+                .into_iter()
+                .find(|e| e.type_.as_deref() == Some("Warning"))
+        }
+    })
+    .await;
+    assert_eq!(warning.reason.as_deref(), Some("GitOperationFailed"));
+
+    // Fixing the spec recovers: FetchFailed and Reconciling disappear.
+    env.patch(
+        &ns,
+        "unknown-branch",
+        serde_json::json!({"spec": {"ref": {"branch": "main"}}}),
+    )
+    .await;
+    let object = env
+        .wait_for(&ns, "unknown-branch", "recovery", |o| {
+            ready(o).is_some_and(|(status, ..)| status == "True")
+        })
+        .await;
+    assert!(condition(&object, "FetchFailed").is_none());
+    assert!(condition(&object, "Reconciling").is_none());
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn suspend_stops_reconciling_until_resumed() {
+    let env = Env::start().await;
+    let ns = env.namespace("suspend").await;
+    let upstream = Upstream::start().await;
+    let first = upstream.commit(&[("a.yaml", "a: 1\n")], "first");
+    env.create_git_repository(&ns, "app", spec(&upstream.url()))
+        .await;
+    let first_revision = format!("main@sha1:{first}");
+    env.wait_for(&ns, "app", "the first revision", |o| {
+        revision(o) == Some(first_revision.as_str())
+    })
+    .await;
+
+    env.patch(&ns, "app", serde_json::json!({"spec": {"suspend": true}}))
+        .await;
+    // The controller has seen the suspended object once the metric says so.
+    let client = http_client();
+    let url = format!("{}/metrics", env.http);
+    eventually(
+        Duration::from_secs(30),
+        "suspended=\"true\" in metrics",
+        || {
+            let request = client.get(&url).send();
+            async move {
+                let text = request.await.ok()?.text().await.ok()?;
+                text.lines()
+                    .any(|l| {
+                        l.starts_with("gotk_resource_info") && l.contains(r#"suspended="true""#)
+                    })
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+
+    // A new commit and a reconcile request while suspended change nothing.
+    let second = upstream.commit(&[("a.yaml", "a: 2\n")], "second");
+    let before = reconcile_count(&env, &ns, "app").await;
+    env.patch(
+        &ns,
+        "app",
+        serde_json::json!({
+            "metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "while-suspended"}},
+        }),
+    )
+    .await;
+    eventually(
+        Duration::from_secs(30),
+        "the requested reconcile to run",
+        || {
+            let env = &env;
+            let ns = ns.clone();
+            async move { (reconcile_count(env, &ns, "app").await > before).then_some(()) }
+        },
+    )
+    .await;
+    let object = env.git_repositories(&ns).get("app").await.unwrap();
+    assert_eq!(revision(&object), Some(first_revision.as_str()));
+    assert_ne!(handled(&object), Some("while-suspended"));
+
+    env.patch(&ns, "app", serde_json::json!({"spec": {"suspend": false}}))
+        .await;
+    let second_revision = format!("main@sha1:{second}");
+    env.wait_for(&ns, "app", "the second revision after resume", |o| {
+        revision(o) == Some(second_revision.as_str())
+    })
+    .await;
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn deletion_removes_stored_artifacts() {
+    let env = Env::start().await;
+    let ns = env.namespace("deletion").await;
+    let upstream = Upstream::start().await;
+    upstream.commit(&[("a.yaml", "a: 1\n")], "first");
+    env.create_git_repository(&ns, "app", spec(&upstream.url()))
+        .await;
+    let object = env
+        .wait_for(&ns, "app", "an artifact", |o| revision(o).is_some())
+        .await;
+    let artifact = object.status.unwrap().artifact.unwrap();
+    let file = env.storage_path(&artifact.path);
+    assert!(file.is_file(), "{}", file.display());
+
+    env.git_repositories(&ns)
+        .delete("app", &DeleteParams::default())
+        .await
+        .unwrap();
+    let api = env.git_repositories(&ns);
+    eventually(Duration::from_secs(30), "the object to be gone", || {
+        let api = api.clone();
+        async move {
+            api.get_opt("app")
+                .await
+                .ok()
+                .filter(Option::is_none)
+                .map(|_| ())
+        }
+    })
+    .await;
+    assert!(!file.exists());
+    assert!(
+        !env.storage_path(&format!("gitrepository/{ns}/app"))
+            .exists()
+    );
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn spec_timeout_bounds_git_operations() {
+    let env = Env::start().await;
+    let ns = env.namespace("timeout").await;
+    // A server that accepts connections and never answers.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let hold = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            open.push(stream);
+        }
+    });
+    env.create_git_repository(
+        &ns,
+        "slow",
+        serde_json::json!({"url": format!("http://{address}/repo.git"), "interval": "10m", "timeout": "1s"}),
+    )
+    .await;
+    let object = env
+        .wait_for(&ns, "slow", "Ready=False", |o| {
+            ready(o).is_some_and(|(status, ..)| status == "False")
+        })
+        .await;
+    let (_, reason, message) = ready(&object).unwrap();
+    assert_eq!(reason, "GitOperationFailed");
+    assert!(message.contains("timed out after 1s"), "{message}");
+    hold.abort();
+    env.stop().await;
+}
