@@ -33,8 +33,10 @@ pub enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the embedded Kubernetes-API-compatible control plane for local development and tests.
+    /// Run the embedded Kubernetes-API-compatible control plane and the controllers on this machine.
     Dev(crate::dev::DevArgs),
+    /// Run the controllers against a cluster (the operator).
+    Controller(crate::controller::ControllerArgs),
     /// Install Capstan into a cluster, or print what would be installed.
     Install(crate::install::InstallArgs),
     /// Build kustomizations with Capstan's native kustomize engine.
@@ -65,6 +67,7 @@ pub fn init_logging(args: &GlobalArgs) {
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Dev(args) => crate::dev::run(args).await,
+        Command::Controller(args) => crate::controller::run(args).await,
         Command::Install(args) => crate::install::run(&args),
         Command::Kustomize(args) => crate::kustomize::run(&args),
         Command::Push(command) => crate::artifact::run_push(command).await,

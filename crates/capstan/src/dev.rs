@@ -19,6 +19,15 @@ pub struct DevArgs {
     /// Watch events kept per resource before old watches get `410 Gone`.
     #[arg(long, default_value_t = 10_000)]
     pub watch_history: usize,
+    /// Directory of the artifact storage.
+    #[arg(long, default_value = ".capstan/artifacts")]
+    pub storage_path: PathBuf,
+    /// Address of the artifact, metrics and health server (port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub storage_addr: SocketAddr,
+    /// Run only the control plane, without Capstan's controllers.
+    #[arg(long)]
+    pub no_controllers: bool,
 }
 
 pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
@@ -45,11 +54,30 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     }
     fs_err::write(&args.kubeconfig, server.kubeconfig())?;
     let kubeconfig = fs_err::canonicalize(&args.kubeconfig)?;
+    // The controllers reach the control plane over HTTP with kube-rs, as they reach any cluster.
+    let controllers = if args.no_controllers {
+        None
+    } else {
+        let client = crate::controller::client(Some(&kubeconfig), None).await?;
+        let serve = crate::controller::ServeArgs {
+            storage_path: args.storage_path.clone(),
+            storage_addr: args.storage_addr,
+            storage_adv_addr: None,
+            concurrent: 4,
+        };
+        Some(crate::controller::start(client, &serve).await?)
+    };
     eprintln!("capstan dev: Kubernetes API at {}", server.url());
     eprintln!(
         "capstan dev: kubeconfig written to {}",
         kubeconfig.display()
     );
+    if let Some(c) = &controllers {
+        eprintln!(
+            "capstan dev: artifacts, /metrics and /healthz at {}",
+            c.artifacts_url
+        );
+    }
     eprintln!("  export KUBECONFIG={}", kubeconfig.display());
     eprintln!("  kubectl api-resources");
     eprintln!("capstan dev: press Ctrl-C to stop");
@@ -57,6 +85,9 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         .await
         .context("waiting for Ctrl-C")?;
     eprintln!("capstan dev: stopping");
+    if let Some(c) = controllers {
+        c.shutdown().await;
+    }
     server.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }

@@ -2,6 +2,7 @@
 
 mod artifact;
 mod cli;
+mod controller;
 mod dev;
 mod install;
 mod kustomize;

@@ -389,7 +389,7 @@ async fn discovery_and_paged_lists() {
     );
 }
 
-fn crd(group: &str, plural: &str, kind: &str, versions: serde_json::Value) -> serde_json::Value {
+fn crd(group: &str, plural: &str, kind: &str, versions: &serde_json::Value) -> serde_json::Value {
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -420,12 +420,12 @@ async fn a_crd_cannot_take_over_a_built_in_resource() {
             group,
             plural,
             "Deployment",
-            json!([version("v1", true)]),
+            &json!([version("v1", true)]),
         ))
         .unwrap();
         match crds.create(&PostParams::default(), &body).await {
             Err(kube::Error::Api(status)) => {
-                assert_eq!(status.code, 422, "{group}: {}", status.message)
+                assert_eq!(status.code, 422, "{group}: {}", status.message);
             }
             other => panic!("a CRD for {plural}.{group} must be refused, got {other:?}"),
         }
@@ -449,7 +449,7 @@ async fn objects_are_served_in_the_requested_version_after_a_storage_version_cha
         "example.com",
         "widgets",
         "Widget",
-        json!([version("v1", true), version("v2", false)]),
+        &json!([version("v1", true), version("v2", false)]),
     ))
     .unwrap();
     crds.create(&PostParams::default(), &v1_storage)

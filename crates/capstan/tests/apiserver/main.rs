@@ -2,6 +2,7 @@
 //! kube-rs drive a real server over HTTP on 127.0.0.1.
 
 mod bad_input;
+mod cli;
 mod harness;
 mod kube_client;
 mod kubectl;

@@ -1,0 +1,150 @@
+//! `capstan controller`: the operator — source reconcilers, the artifact server, metrics and health.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use capstan_controllers::runtime::{self, Health, Metrics, RuntimeConfig};
+use capstan_source::storage::Storage;
+use clap::Args;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Args)]
+pub struct ControllerArgs {
+    /// Kubeconfig to use; in-cluster configuration or `$KUBECONFIG` when absent.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context to use.
+    #[arg(long)]
+    pub context: Option<String>,
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+/// Where artifacts live and how they are served.
+#[derive(Clone, Debug, Args)]
+pub struct ServeArgs {
+    /// Directory of the artifact storage.
+    #[arg(long, default_value = "/data")]
+    pub storage_path: PathBuf,
+    /// Address the artifact, metrics and health server listens on.
+    #[arg(long, default_value = "0.0.0.0:9090")]
+    pub storage_addr: SocketAddr,
+    /// Host:port written into artifact URLs (defaults to the listen address).
+    #[arg(long)]
+    pub storage_adv_addr: Option<String>,
+    /// Reconciles of one kind running at once.
+    #[arg(long, default_value_t = 4)]
+    pub concurrent: u16,
+}
+
+/// The running controllers.
+pub struct Running {
+    /// Where artifacts are served (`http://…`).
+    pub artifacts_url: String,
+    shutdown: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Running {
+    /// Stops the controllers and the server, waiting for reconciles in flight.
+    pub async fn shutdown(self) {
+        self.shutdown.cancel();
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Starts the source controllers and the artifact/metrics server.
+pub async fn start(client: kube::Client, args: &ServeArgs) -> anyhow::Result<Running> {
+    capstan_source::tls::install_default_provider();
+    fs_err::create_dir_all(&args.storage_path)?;
+    let listener = tokio::net::TcpListener::bind(args.storage_addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.storage_addr))?;
+    let address = listener.local_addr()?;
+    let advertised = args
+        .storage_adv_addr
+        .clone()
+        .unwrap_or_else(|| address.to_string());
+    let storage = Storage::new(&args.storage_path, &advertised).with_context(|| {
+        format!(
+            "opening the artifact storage {}",
+            args.storage_path.display()
+        )
+    })?;
+    let metrics = Metrics::new();
+    let health = Health::default();
+    let app = storage
+        .router()
+        .merge(runtime::router(metrics.clone(), health.clone()));
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    let server = tokio::spawn(async move {
+        let serve = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { stop.cancelled().await });
+        if let Err(e) = serve.await {
+            tracing::error!(error = %e, "artifact server stopped");
+        }
+    });
+    let config = RuntimeConfig {
+        concurrency: args.concurrent,
+        ..RuntimeConfig::default()
+    };
+    let git = tokio::spawn(capstan_controllers::git_repository::run(
+        client,
+        storage,
+        metrics,
+        config,
+        health,
+        shutdown.clone(),
+    ));
+    tracing::info!(%address, advertised, "artifact server and controllers started");
+    Ok(Running {
+        artifacts_url: format!("http://{advertised}"),
+        shutdown,
+        tasks: vec![server, git],
+    })
+}
+
+/// A kube client from a kubeconfig path and context, or the default configuration.
+pub async fn client(
+    kubeconfig: Option<&PathBuf>,
+    context: Option<&str>,
+) -> anyhow::Result<kube::Client> {
+    let options = kube::config::KubeConfigOptions {
+        context: context.map(str::to_owned),
+        ..Default::default()
+    };
+    let config = match kubeconfig {
+        Some(path) => {
+            let file = kube::config::Kubeconfig::read_from(path)
+                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            kube::Config::from_custom_kubeconfig(file, &options).await?
+        }
+        None if context.is_some() => kube::Config::from_kubeconfig(&options).await?,
+        None => kube::Config::infer()
+            .await
+            .context("no kubeconfig and not in a cluster\nhint: pass --kubeconfig")?,
+    };
+    Ok(kube::Client::try_from(config)?)
+}
+
+pub async fn run(args: ControllerArgs) -> anyhow::Result<ExitCode> {
+    capstan_source::tls::install_default_provider();
+    let client = client(args.kubeconfig.as_ref(), args.context.as_deref()).await?;
+    let running = start(client, &args.serve).await?;
+    eprintln!(
+        "capstan controller: artifacts served at {}",
+        running.artifacts_url
+    );
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
+    eprintln!("capstan controller: stopping");
+    running.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
