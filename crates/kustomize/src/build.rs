@@ -1,6 +1,7 @@
 //! Accumulating a kustomization tree into objects: resources, generators, components,
 //! transformers, then the top-level finishing steps (hash suffixes, name references, vars).
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -9,6 +10,7 @@ use crate::config::TransformerConfig;
 use crate::error::Error;
 use crate::fs::{FileSystem, normalize};
 use crate::resource::{ResId, Resource};
+use crate::smp::Schemas;
 use crate::types::{Kustomization, Var};
 use crate::{generate, transform, yaml};
 
@@ -45,21 +47,32 @@ pub(crate) struct Accumulator {
     pub resources: Vec<Resource>,
     pub config: TransformerConfig,
     pub vars: Vec<Var>,
+    /// Keys ([`ResId::key`]) of `resources`, built on demand by [`Accumulator::append`];
+    /// dropped by [`Accumulator::invalidate`] whenever transformers may have renamed objects.
+    index: Option<HashSet<ResId>>,
 }
 
 impl Accumulator {
     fn empty() -> Self {
         Accumulator {
-            resources: Vec::new(),
             config: TransformerConfig::builtin(),
-            vars: Vec::new(),
+            ..Accumulator::default()
         }
+    }
+
+    /// Forgets the id index (call after anything that may change ids).
+    pub fn invalidate(&mut self) {
+        self.index = None;
     }
 
     /// Appends, refusing duplicate ids.
     pub fn append(&mut self, resource: Resource, context: &str) -> Result<(), String> {
+        let resources = &self.resources;
+        let index = self
+            .index
+            .get_or_insert_with(|| resources.iter().map(|r| r.current_id().key()).collect());
         let id = resource.current_id();
-        if self.resources.iter().any(|r| r.current_id().equals(&id)) {
+        if !index.insert(id.key()) {
             return Err(format!(
                 "{context}: may not add resource with an already registered id: {id}"
             ));
@@ -69,6 +82,7 @@ impl Accumulator {
     }
 
     fn merge(&mut self, other: Accumulator, context: &str) -> Result<(), String> {
+        self.resources.reserve(other.resources.len());
         for resource in other.resources {
             self.append(resource, context)?;
         }
@@ -93,6 +107,15 @@ pub(crate) struct Target {
 pub(crate) struct Builder<'a> {
     pub fs: &'a dyn FileSystem,
     pub options: &'a BuildOptions,
+    /// Patch schemas; `openapi:` documents add to them for the rest of the build, as
+    /// kustomize's global schema.
+    pub schemas: Schemas,
+    /// The directory being built; origins are written relative to it.
+    root: PathBuf,
+    /// Record where objects come from (`buildMetadata: [originAnnotations]`).
+    track_origins: bool,
+    /// Record which transformers touched objects (`buildMetadata: [transformerAnnotations]`).
+    track_transformations: bool,
     stack: Vec<PathBuf>,
 }
 
@@ -106,9 +129,16 @@ pub fn build_with(
     let mut builder = Builder {
         fs,
         options,
+        schemas: Schemas::default(),
+        root: dir.clone(),
+        track_origins: false,
+        track_transformations: false,
         stack: Vec::new(),
     };
     let target = builder.load_target(&dir, None)?;
+    let metadata = &target.kustomization.build_metadata;
+    builder.track_origins = metadata.iter().any(|m| m == "originAnnotations");
+    builder.track_transformations = metadata.iter().any(|m| m == "transformerAnnotations");
     if target.kustomization.kind == "Component" {
         return Err(Error::invalid(
             &target.file,
@@ -142,11 +172,7 @@ pub fn build_with(
 
     let managed =
         options.add_managed_by_label || k.build_metadata.iter().any(|m| m == "managedByLabel");
-    let origins = k.build_metadata.iter().any(|m| m == "originAnnotations");
-    let transformations = k
-        .build_metadata
-        .iter()
-        .any(|m| m == "transformerAnnotations");
+    let (origins, transformations) = (builder.track_origins, builder.track_transformations);
     let mut out = Vec::with_capacity(accumulator.resources.len());
     for mut resource in accumulator.resources {
         if managed {
@@ -161,7 +187,7 @@ pub fn build_with(
             let mut annotations = resource.annotations();
             annotations.insert(
                 "config.kubernetes.io/origin".into(),
-                Value::String(yaml::to_yaml_document(origin)),
+                Value::String(yaml::to_yaml_document_in_order(origin)),
             );
             resource.set_string_map("annotations", annotations);
         }
@@ -169,8 +195,8 @@ pub fn build_with(
             let mut annotations = resource.annotations();
             annotations.insert(
                 "alpha.config.kubernetes.io/transformations".into(),
-                Value::String(yaml::to_yaml_document(&Value::Array(
-                    resource.transformations.clone(),
+                Value::String(yaml::to_yaml_document_in_order(&Value::Array(
+                    std::mem::take(&mut resource.transformations),
                 ))),
             );
             resource.set_string_map("annotations", annotations);
@@ -366,6 +392,8 @@ impl Builder<'_> {
                 hint: " (validator plugins run programs)".into(),
             });
         }
+        self.load_openapi(target)?;
+        acc.invalidate();
         let mut resources = k.resources.clone();
         resources.extend(k.bases.iter().cloned());
         for entry in &resources {
@@ -391,6 +419,7 @@ impl Builder<'_> {
             }
         }
         generate::run_generators(self, target, &mut acc)?;
+        acc.invalidate();
         for entry in &k.components {
             let dir = self.resolve_dir(target, entry, "components")?;
             let component = self.load_target(&dir, Some("components"))?;
@@ -407,10 +436,12 @@ impl Builder<'_> {
             }
             self.enter(&dir)?;
             acc = self.accumulate_target(&component, acc)?;
+            acc.invalidate();
             self.stack.pop();
         }
         transform::run_builtin_transformers(self, target, &mut acc)?;
         transform::run_transformer_configs(self, target, &mut acc)?;
+        acc.invalidate();
         for var in &k.vars {
             if acc.vars.iter().any(|v| v.name == var.name) {
                 return Err(Error::invalid(
@@ -422,6 +453,89 @@ impl Builder<'_> {
             acc.vars.push(var.clone());
         }
         Ok(acc)
+    }
+
+    /// Whether origins are recorded.
+    pub fn track_origins(&self) -> bool {
+        self.track_origins
+    }
+
+    /// `path` relative to the directory being built, as kustomize writes origins.
+    pub fn relative_to_root(&self, path: &Path) -> String {
+        let path = normalize(path);
+        let root: Vec<_> = self.root.components().collect();
+        let target: Vec<_> = path.components().collect();
+        let common = root.iter().zip(&target).take_while(|(a, b)| a == b).count();
+        let mut relative = PathBuf::new();
+        for _ in common..root.len() {
+            relative.push("..");
+        }
+        for component in &target[common..] {
+            relative.push(component.as_os_str());
+        }
+        relative.display().to_string()
+    }
+
+    /// The origin of objects made or touched by a builtin generator or transformer
+    /// configured by a field of `target`: `configuredIn` and `configuredBy`, in kustomize's
+    /// key order.
+    pub fn configured_origin(&self, target: &Target, kind: &str) -> Value {
+        let mut by = serde_json::Map::new();
+        by.insert("apiVersion".into(), Value::String("builtin".into()));
+        by.insert("kind".into(), Value::String(kind.to_owned()));
+        let mut origin = serde_json::Map::new();
+        origin.insert(
+            "configuredIn".into(),
+            Value::String(self.relative_to_root(&target.file)),
+        );
+        origin.insert("configuredBy".into(), Value::Object(by));
+        Value::Object(origin)
+    }
+
+    /// Records that the builtin transformer `kind` of `target` ran over `resources` (when
+    /// transformer annotations are asked for): objects without an origin take it as their
+    /// origin, the others list it under their transformations, as kustomize does.
+    pub fn record_transformer(&self, target: &Target, kind: &str, resources: &mut [Resource]) {
+        if !self.track_transformations {
+            return;
+        }
+        let origin = self.configured_origin(target, kind);
+        for resource in resources {
+            if resource.origin.is_none() {
+                resource.origin = Some(origin.clone());
+            } else {
+                resource.transformations.push(origin.clone());
+            }
+        }
+    }
+
+    /// Reads the `openapi:` document of a kustomization (`path`; a `version` names the
+    /// built-in schema, which is always there).
+    fn load_openapi(&mut self, target: &Target) -> Result<(), Error> {
+        let openapi = &target.kustomization.openapi;
+        if let Some(unknown) = openapi.keys().find(|k| *k != "path" && *k != "version") {
+            return Err(Error::invalid(
+                &target.file,
+                "openapi",
+                format!("unknown field {unknown:?} (expected path or version)"),
+            ));
+        }
+        let Some(path) = openapi.get("path") else {
+            return Ok(());
+        };
+        let documents = self.read_field_documents(target, path, "openapi")?;
+        let [document] = documents.as_slice() else {
+            return Err(Error::invalid(
+                &target.file,
+                "openapi",
+                format!("{path}: expected one document, found {}", documents.len()),
+            ));
+        };
+        let schemas = Schemas::from_document(document).map_err(|message| {
+            Error::invalid(&target.file, "openapi", format!("{path}: {message}"))
+        })?;
+        self.schemas.extend(schemas);
+        Ok(())
     }
 
     /// Builds a directory named by a `transformers:`/`generators:` entry into its objects
@@ -520,22 +634,18 @@ impl Builder<'_> {
                     ));
                 }
                 let mut resource = Resource::new(object);
-                resource.origin = Some(origin_of(target, entry));
+                if self.track_origins {
+                    let path = self.relative_to_root(&target.dir.join(entry));
+                    let mut origin = serde_json::Map::new();
+                    origin.insert("path".into(), Value::String(path));
+                    resource.origin = Some(Value::Object(origin));
+                }
                 acc.append(resource, &format!("merging resources from '{entry}'"))
                     .map_err(|message| Error::invalid(&target.file, field, message))?;
             }
         }
         Ok(())
     }
-}
-
-fn origin_of(target: &Target, entry: &str) -> Value {
-    let mut map = serde_json::Map::new();
-    map.insert(
-        "path".into(),
-        Value::String(normalize(&target.dir.join(entry)).display().to_string()),
-    );
-    Value::Object(map)
 }
 
 /// Expands `kind: List` (and `*List`) documents into their items.
@@ -553,6 +663,44 @@ fn expand_lists(document: Value) -> Vec<Value> {
     }
     vec![document]
 }
+
+/// The fields of a kustomization file, as kustomize spells them.
+const FIELDS: &[&str] = &[
+    "apiVersion",
+    "kind",
+    "metadata",
+    "openapi",
+    "namePrefix",
+    "nameSuffix",
+    "namespace",
+    "commonLabels",
+    "labels",
+    "commonAnnotations",
+    "patchesStrategicMerge",
+    "patchesJson6902",
+    "patches",
+    "images",
+    "imageTags",
+    "replacements",
+    "replicas",
+    "vars",
+    "sortOptions",
+    "resources",
+    "components",
+    "crds",
+    "bases",
+    "configMapGenerator",
+    "secretGenerator",
+    "helmGlobals",
+    "helmCharts",
+    "helmChartInflationGenerator",
+    "generatorOptions",
+    "configurations",
+    "generators",
+    "transformers",
+    "validators",
+    "buildMetadata",
+];
 
 /// Parses a kustomization file: Go's JSON field matching is case-insensitive, legacy
 /// `patches` lists of strings mean `patchesStrategicMerge`, `imageTags` means `images`.
@@ -577,42 +725,6 @@ pub(crate) fn parse_kustomization(text: &str, file: &Path) -> Result<Kustomizati
             message: "kustomization must be a mapping".into(),
         });
     };
-    const FIELDS: &[&str] = &[
-        "apiVersion",
-        "kind",
-        "metadata",
-        "openapi",
-        "namePrefix",
-        "nameSuffix",
-        "namespace",
-        "commonLabels",
-        "labels",
-        "commonAnnotations",
-        "patchesStrategicMerge",
-        "patchesJson6902",
-        "patches",
-        "images",
-        "imageTags",
-        "replacements",
-        "replicas",
-        "vars",
-        "sortOptions",
-        "resources",
-        "components",
-        "crds",
-        "bases",
-        "configMapGenerator",
-        "secretGenerator",
-        "helmGlobals",
-        "helmCharts",
-        "helmChartInflationGenerator",
-        "generatorOptions",
-        "configurations",
-        "generators",
-        "transformers",
-        "validators",
-        "buildMetadata",
-    ];
     let mut fixed = serde_json::Map::new();
     for (key, value) in map {
         let canonical = FIELDS
@@ -668,7 +780,7 @@ pub(crate) fn id_of(object: &Value) -> ResId {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fs::MemoryFs;
+    use crate::fs::{DiskFs, MemoryFs};
 
     fn run(files: &[(&str, &str)]) -> Result<Vec<Value>, Error> {
         let mut fs = MemoryFs::new();
@@ -751,6 +863,245 @@ mod tests {
         assert_eq!(
             build_with(&fs, Path::new("/app"), &options).unwrap().len(),
             1
+        );
+    }
+
+    /// The message of a build that must fail, checked to name `file` and `field`.
+    fn failure(files: &[(&str, &str)], file: &str, field: &str) -> String {
+        let error = run(files).expect_err("the build must fail").to_string();
+        assert!(error.contains(file), "{error:?} should name {file}");
+        assert!(error.contains(field), "{error:?} should name {field}");
+        error
+    }
+
+    #[test]
+    fn malformed_yaml_names_the_file() {
+        let message = failure(
+            &[
+                ("app/kustomization.yaml", "resources: [cm.yaml]\n"),
+                ("app/cm.yaml", "metadata: {name: [x\n"),
+            ],
+            "/app/cm.yaml",
+            "malformed yaml",
+        );
+        assert!(!message.is_empty());
+        failure(
+            &[("app/kustomization.yaml", "resources: [x\n")],
+            "/app/kustomization.yaml",
+            "malformed yaml",
+        );
+    }
+
+    #[test]
+    fn missing_resource_names_file_and_field() {
+        failure(
+            &[("app/kustomization.yaml", "resources: [nope.yaml]\n")],
+            "/app/nope.yaml",
+            "field resources of /app/kustomization.yaml",
+        );
+        failure(
+            &[(
+                "app/kustomization.yaml",
+                "configMapGenerator:\n- name: x\n  files: [gone.txt]\n",
+            )],
+            "/app/gone.txt",
+            "configMapGenerator",
+        );
+    }
+
+    #[test]
+    fn strategic_patch_matching_nothing_is_an_error() {
+        let message = failure(
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\npatches:\n- path: p.yaml\n",
+                ),
+                ("app/cm.yaml", CM),
+                (
+                    "app/p.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\ndata:\n  a: c\n",
+                ),
+            ],
+            "/app/kustomization.yaml",
+            "patches",
+        );
+        assert!(message.contains("ConfigMap.v1.[noGrp]/other"), "{message}");
+    }
+
+    #[test]
+    fn selector_matching_nothing_is_ignored_as_in_kustomize() {
+        let objects = run(&[
+            (
+                "app/kustomization.yaml",
+                "resources: [cm.yaml]\npatches:\n- target: {kind: Secret}\n  patch: '[{op: add, path: /x, value: 1}]'\n",
+            ),
+            ("app/cm.yaml", CM),
+        ])
+        .unwrap();
+        assert_eq!(objects.len(), 1);
+        assert!(objects[0].get("x").is_none());
+    }
+
+    #[test]
+    fn cycle_names_the_chain() {
+        let message = failure(
+            &[
+                ("app/kustomization.yaml", "resources: [../b]\n"),
+                ("b/kustomization.yaml", "resources: [../app]\n"),
+            ],
+            "/app",
+            "cycle detected",
+        );
+        assert!(message.contains("/b"), "{message}");
+        failure(
+            &[
+                ("app/kustomization.yaml", "components: [../c]\n"),
+                (
+                    "c/kustomization.yaml",
+                    "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncomponents: [../c]\n",
+                ),
+            ],
+            "/c",
+            "cycle detected",
+        );
+    }
+
+    #[test]
+    fn paths_escaping_the_root_are_refused() {
+        for field in [
+            "resources",
+            "patchesStrategicMerge",
+            "configurations",
+            "crds",
+        ] {
+            let text = format!("{field}: [../outside.yaml]\n");
+            failure(
+                &[
+                    ("app/kustomization.yaml", text.as_str()),
+                    ("outside.yaml", CM),
+                ],
+                "/outside.yaml",
+                &format!("field {field}"),
+            );
+        }
+        failure(
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "configMapGenerator:\n- name: x\n  files: [../../etc/passwd]\n",
+                ),
+                ("etc/passwd", "root"),
+            ],
+            "/etc/passwd",
+            "field configMapGenerator",
+        );
+    }
+
+    #[test]
+    fn remote_bases_are_refused() {
+        for entry in [
+            "https://github.com/org/repo//deploy?ref=v1",
+            "github.com/org/repo/deploy",
+            "git@github.com:org/repo.git",
+        ] {
+            let text = format!("resources:\n- {entry}\n");
+            let message = failure(
+                &[("app/kustomization.yaml", text.as_str())],
+                "/app/kustomization.yaml",
+                "field resources",
+            );
+            assert!(message.contains("remote"), "{message}");
+        }
+    }
+
+    #[test]
+    fn symlinks_leaving_the_root_are_refused() {
+        let scratch =
+            std::env::temp_dir().join(format!("capstan-kustomize-symlink-{}", std::process::id()));
+        let app = scratch.join("app");
+        std::fs::create_dir_all(&app).unwrap();
+        std::fs::write(scratch.join("secret.yaml"), CM).unwrap();
+        std::fs::write(app.join("kustomization.yaml"), "resources: [link.yaml]\n").unwrap();
+        let link = app.join("link.yaml");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(scratch.join("secret.yaml"), &link).unwrap();
+        let result = build_with(&DiskFs, &app, &BuildOptions::default());
+        std::fs::remove_dir_all(&scratch).unwrap();
+        let error = result.expect_err("the link leaves the root");
+        assert!(matches!(error, Error::Restricted { .. }), "{error}");
+        let message = error.to_string();
+        assert!(message.contains("link.yaml"), "{message}");
+        assert!(message.contains("field resources"), "{message}");
+    }
+
+    #[test]
+    fn custom_openapi_schema_merges_lists_by_key() {
+        let schema = r#"{"definitions": {
+            "v1.Thing": {"type": "object", "x-kubernetes-group-version-kind": [{"group": "example.com", "version": "v1", "kind": "Thing"}],
+                "properties": {"spec": {"type": "object", "properties": {"items": {"type": "array",
+                    "x-kubernetes-patch-merge-key": "name", "x-kubernetes-patch-strategy": "merge",
+                    "items": {"type": "object", "properties": {"name": {"type": "string"}, "size": {"type": "integer"}}}}}}}}}}"#;
+        let thing = "apiVersion: example.com/v1\nkind: Thing\nmetadata:\n  name: t\nspec:\n  items:\n  - name: a\n    size: 1\n";
+        let patch = "apiVersion: example.com/v1\nkind: Thing\nmetadata:\n  name: t\nspec:\n  items:\n  - name: b\n    size: 2\n";
+        let names = |objects: &[Value]| -> Vec<String> {
+            objects[0]["spec"]["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["name"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let with = run(&[
+            (
+                "app/kustomization.yaml",
+                "resources: [t.yaml]\nopenapi:\n  path: schema.json\npatches:\n- path: p.yaml\n",
+            ),
+            ("app/t.yaml", thing),
+            ("app/p.yaml", patch),
+            ("app/schema.json", schema),
+        ])
+        .unwrap();
+        assert_eq!(names(&with), ["b", "a"]);
+        let without = run(&[
+            (
+                "app/kustomization.yaml",
+                "resources: [t.yaml]\npatches:\n- path: p.yaml\n",
+            ),
+            ("app/t.yaml", thing),
+            ("app/p.yaml", patch),
+        ])
+        .unwrap();
+        assert_eq!(names(&without), ["b"]);
+        failure(
+            &[
+                ("app/kustomization.yaml", "openapi:\n  path: s.json\n"),
+                ("app/s.json", "{\"swagger\": \"2.0\"}"),
+            ],
+            "/app/kustomization.yaml",
+            "openapi",
+        );
+    }
+
+    #[test]
+    fn build_metadata_annotations_use_relative_paths_in_kustomize_order() {
+        let objects = run(&[
+            (
+                "app/kustomization.yaml",
+                "buildMetadata: [originAnnotations, transformerAnnotations]\nresources: [base]\nnamespace: n\n",
+            ),
+            ("app/base/kustomization.yaml", "resources: [cm.yaml]\n"),
+            ("app/base/cm.yaml", CM),
+        ])
+        .unwrap();
+        let annotations = &objects[0]["metadata"]["annotations"];
+        assert_eq!(
+            annotations["config.kubernetes.io/origin"],
+            "path: base/cm.yaml\n"
+        );
+        assert_eq!(
+            annotations["alpha.config.kubernetes.io/transformations"],
+            "- configuredIn: kustomization.yaml\n  configuredBy:\n    apiVersion: builtin\n    kind: NamespaceTransformer\n"
         );
     }
 

@@ -1,5 +1,8 @@
 //! Transformer configuration: which fields each builtin transformer touches.
 
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
 use serde_json::Value;
 
 use crate::types::FieldSpec;
@@ -39,8 +42,13 @@ fn dash(s: &str) -> String {
 }
 
 impl TransformerConfig {
-    /// kustomize's default configuration.
+    /// kustomize's default configuration (parsed once, then cloned).
     pub fn builtin() -> Self {
+        static BUILTIN_CONFIG: OnceLock<TransformerConfig> = OnceLock::new();
+        BUILTIN_CONFIG.get_or_init(Self::parse_builtin).clone()
+    }
+
+    fn parse_builtin() -> Self {
         let mut config = TransformerConfig::default();
         for line in BUILTIN.lines() {
             let parts: Vec<&str> = line.split(' ').collect();
@@ -91,40 +99,45 @@ impl TransformerConfig {
     }
 
     fn add_name_reference(&mut self, reference: NameBackRef) {
-        if let Some(existing) = self.name_reference.iter_mut().find(|r| {
-            r.kind == reference.kind && r.group == reference.group && r.version == reference.version
-        }) {
-            for spec in reference.referrers {
-                if !existing.referrers.contains(&spec) {
-                    existing.referrers.push(spec);
-                }
+        self.add_name_references(vec![reference]);
+    }
+
+    /// Adds name references, merging the referrers of targets already present (linear time:
+    /// every accumulator holds the builtin table, so merges are frequent).
+    fn add_name_references(&mut self, references: Vec<NameBackRef>) {
+        let mut index: HashMap<(String, String, String), usize> = self
+            .name_reference
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ((r.kind.clone(), r.group.clone(), r.version.clone()), i))
+            .collect();
+        for reference in references {
+            let key = (
+                reference.kind.clone(),
+                reference.group.clone(),
+                reference.version.clone(),
+            );
+            if let Some(&at) = index.get(&key) {
+                add_specs(&mut self.name_reference[at].referrers, reference.referrers);
+            } else {
+                index.insert(key, self.name_reference.len());
+                self.name_reference.push(reference);
             }
-        } else {
-            self.name_reference.push(reference);
         }
     }
 
     /// Merges another configuration (from `configurations:` or CRDs) into this one.
     pub fn merge(&mut self, other: TransformerConfig) {
-        fn add(into: &mut Vec<FieldSpec>, from: Vec<FieldSpec>) {
-            for spec in from {
-                if !into.contains(&spec) {
-                    into.push(spec);
-                }
-            }
-        }
-        add(&mut self.name_prefix, other.name_prefix);
-        add(&mut self.name_suffix, other.name_suffix);
-        add(&mut self.common_labels, other.common_labels);
-        add(&mut self.template_labels, other.template_labels);
-        add(&mut self.common_annotations, other.common_annotations);
-        add(&mut self.namespace, other.namespace);
-        add(&mut self.var_reference, other.var_reference);
-        add(&mut self.images, other.images);
-        add(&mut self.replicas, other.replicas);
-        for reference in other.name_reference {
-            self.add_name_reference(reference);
-        }
+        add_specs(&mut self.name_prefix, other.name_prefix);
+        add_specs(&mut self.name_suffix, other.name_suffix);
+        add_specs(&mut self.common_labels, other.common_labels);
+        add_specs(&mut self.template_labels, other.template_labels);
+        add_specs(&mut self.common_annotations, other.common_annotations);
+        add_specs(&mut self.namespace, other.namespace);
+        add_specs(&mut self.var_reference, other.var_reference);
+        add_specs(&mut self.images, other.images);
+        add_specs(&mut self.replicas, other.replicas);
+        self.add_name_references(other.name_reference);
     }
 
     /// Reads a `configurations:` file.
@@ -176,6 +189,20 @@ impl TransformerConfig {
             list.extend(parsed);
         }
         Ok(config)
+    }
+}
+
+/// Appends the specs of `from` that `into` lacks, keeping order.
+fn add_specs(into: &mut Vec<FieldSpec>, from: Vec<FieldSpec>) {
+    if from.is_empty() {
+        return;
+    }
+    let mut seen: HashSet<FieldSpec> = into.iter().cloned().collect();
+    for spec in from {
+        if !seen.contains(&spec) {
+            seen.insert(spec.clone());
+            into.push(spec);
+        }
     }
 }
 

@@ -1,5 +1,7 @@
 //! Walking the fields a [`FieldSpec`] names.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use crate::resource::ResId;
@@ -10,9 +12,16 @@ pub(crate) fn applies(spec: &FieldSpec, id: &ResId) -> bool {
     id.gvk_selected_by(&spec.group, &spec.version, &spec.kind)
 }
 
-/// Splits a field spec path on `/`, honouring `\/` escapes.
-pub(crate) fn split_path(path: &str) -> Vec<String> {
-    let mut segments = Vec::new();
+/// Splits a field spec path on `/`, honouring `\/` escapes (borrowing when there are none).
+pub(crate) fn split_path(path: &str) -> Vec<Cow<'_, str>> {
+    if !path.contains('\\') {
+        return path
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(Cow::Borrowed)
+            .collect();
+    }
+    let mut segments: Vec<Cow<'_, str>> = Vec::new();
     let mut current = String::new();
     let mut chars = path.chars().peekable();
     while let Some(c) = chars.next() {
@@ -20,12 +29,12 @@ pub(crate) fn split_path(path: &str) -> Vec<String> {
             current.push('/');
             chars.next();
         } else if c == '/' {
-            segments.push(std::mem::take(&mut current));
+            segments.push(Cow::Owned(std::mem::take(&mut current)));
         } else {
             current.push(c);
         }
     }
-    segments.push(current);
+    segments.push(Cow::Owned(current));
     segments.retain(|s| !s.is_empty());
     segments
 }
@@ -45,7 +54,7 @@ pub(crate) fn visit(
 
 fn walk(
     node: &mut Value,
-    segments: &[String],
+    segments: &[Cow<'_, str>],
     create: bool,
     set: &mut dyn FnMut(&mut Value) -> Result<(), String>,
 ) -> Result<(), String> {
@@ -62,7 +71,7 @@ fn walk(
         Value::Object(map) => {
             let (key, is_list) = match first.strip_suffix("[]") {
                 Some(key) => (key, true),
-                None => (first.as_str(), false),
+                None => (first.as_ref(), false),
             };
             if let Some((field, value)) = selector(key) {
                 // `[field=value]`: this node is expected to be an element of a list;

@@ -1,6 +1,7 @@
 //! ConfigMap and Secret generators, and the content hash kustomize appends to their names.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use base64::Engine as _;
 use serde_json::{Map, Value};
@@ -263,26 +264,14 @@ fn generate(
             )));
         }
     };
-    let mut origin = Map::new();
-    origin.insert(
-        "configuredIn".into(),
-        Value::String(target.file.display().to_string()),
-    );
-    let mut by = Map::new();
-    by.insert("apiVersion".into(), Value::String("builtin".into()));
-    by.insert(
-        "kind".into(),
-        Value::String(
-            if secret {
-                "SecretGenerator"
-            } else {
-                "ConfigMapGenerator"
-            }
-            .into(),
-        ),
-    );
-    origin.insert("configuredBy".into(), Value::Object(by));
-    resource.origin = Some(Value::Object(origin));
+    if builder.track_origins() {
+        let kind = if secret {
+            "SecretGenerator"
+        } else {
+            "ConfigMapGenerator"
+        };
+        resource.origin = Some(builder.configured_origin(target, kind));
+    }
     Ok(resource)
 }
 
@@ -414,7 +403,10 @@ pub(crate) fn hash(object: &Value) -> String {
         _ => go_json(object),
     };
     let digest = Sha256::digest(encoded.as_bytes());
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let hex: String = digest.iter().fold(String::new(), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}");
+        hex
+    });
     hex[..10]
         .chars()
         .map(|c| match c {
@@ -475,10 +467,9 @@ fn write_go_string(s: &str, out: &mut String) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
+            c if matches!(c, '<' | '>' | '&' | '\u{2028}' | '\u{2029}') || (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
             }
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
     }

@@ -39,23 +39,6 @@
 //! Every [`Error`] names the file and, where it applies, the field: malformed YAML, a missing
 //! resource, a patch whose target matches nothing, a cycle of bases, a path escaping the root.
 
-// Style lints left to a follow-up clean-up pass (none affects behaviour).
-#![allow(
-    clippy::collapsible_if,
-    clippy::format_push_string,
-    clippy::format_collect,
-    clippy::assigning_clones,
-    clippy::match_same_arms,
-    clippy::map_unwrap_or,
-    clippy::unnecessary_wraps,
-    clippy::cast_possible_wrap,
-    clippy::struct_field_names,
-    clippy::manual_range_contains,
-    clippy::excessive_precision,
-    clippy::items_after_statements,
-    clippy::semicolon_if_nothing_returned
-)]
-
 mod build;
 mod config;
 mod error;

@@ -1,5 +1,8 @@
 //! Objects being built, with the bookkeeping kustomize keeps in build annotations.
 
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
 use serde_json::{Map, Value};
 
 /// Group, version, kind and name (and namespace) of an object.
@@ -29,6 +32,20 @@ impl ResId {
             && self.name == other.name
             && (self.effective_namespace() == other.effective_namespace()
                 || is_cluster_scoped(&self.kind))
+    }
+
+    /// A key equal for two ids exactly when [`ResId::equals`] holds: the namespace is made
+    /// effective, and dropped for cluster-scoped kinds.
+    pub fn key(&self) -> ResId {
+        let namespace = if is_cluster_scoped(&self.kind) {
+            String::new()
+        } else {
+            self.effective_namespace().to_owned()
+        };
+        ResId {
+            namespace,
+            ..self.clone()
+        }
     }
 
     /// Whether this id's group/version/kind is selected by a (possibly partial) gvk.
@@ -68,21 +85,21 @@ pub(crate) fn split_api_version(api_version: &str) -> (String, String) {
 }
 
 /// Whether objects of this kind live outside namespaces (built-in kinds only; everything
-/// else counts as namespaced, as in kustomize).
+/// else counts as namespaced, as in kustomize). A kind is cluster-scoped when some built-in
+/// version of it is and none is namespaced.
 pub(crate) fn is_cluster_scoped(kind: &str) -> bool {
-    if matches!(kind, "PodSecurityPolicy" | "ComponentStatus") {
-        return true;
-    }
-    let mut found = false;
-    for builtin in capstan_schema::builtin::kinds() {
-        if builtin.kind == kind {
-            if builtin.namespaced {
-                return false;
-            }
-            found = true;
+    static SCOPES: OnceLock<HashMap<&'static str, bool>> = OnceLock::new();
+    let scopes = SCOPES.get_or_init(|| {
+        let mut scopes: HashMap<&'static str, bool> = HashMap::new();
+        for builtin in capstan_schema::builtin::kinds() {
+            let cluster = scopes.entry(builtin.kind).or_insert(true);
+            *cluster &= !builtin.namespaced;
         }
-    }
-    found
+        scopes.insert("PodSecurityPolicy", true);
+        scopes.insert("ComponentStatus", true);
+        scopes
+    });
+    scopes.get(kind).copied().unwrap_or(false)
 }
 
 /// How a generated object combines with an existing one of the same id.
@@ -170,7 +187,9 @@ impl Resource {
     /// Records the current id as a previous one.
     pub fn store_previous_id(&mut self) {
         let mut id = self.current_id();
-        id.namespace = id.effective_namespace().to_owned();
+        if id.namespace.is_empty() {
+            id.namespace.push_str("default");
+        }
         self.previous.push(id);
     }
 

@@ -1,7 +1,7 @@
 //! The builtin transformers: patches, namespace, prefix/suffix, labels, annotations, images,
 //! replicas, replacements, and the top-level hash, name-reference, vars and sort steps.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use regex::Regex;
 use serde_json::{Map, Value};
@@ -11,6 +11,7 @@ use crate::config::TransformerConfig;
 use crate::error::Error;
 use crate::fieldspec::{self, applies};
 use crate::resource::{ResId, Resource, is_cluster_scoped, split_api_version};
+use crate::smp::Schemas;
 use crate::types::{FieldSpec, Image, Patch, Selector, SortOptions, Var};
 use crate::yaml;
 
@@ -22,20 +23,34 @@ pub(crate) fn run_builtin_transformers(
 ) -> Result<(), Error> {
     let k = &target.kustomization;
     let file = &target.file;
+    let record = |kind: &str, acc: &mut Accumulator| {
+        builder.record_transformer(target, kind, &mut acc.resources);
+    };
     for entry in &k.patches_strategic_merge {
         let text = load_patch_text(builder, target, entry, "patchesStrategicMerge")?;
-        apply_patch(&mut acc.resources, &text, None, &BTreeMap::new())
-            .map_err(|m| Error::invalid(file, "patchesStrategicMerge", m))?;
+        apply_patch(
+            &mut acc.resources,
+            &builder.schemas,
+            &text,
+            None,
+            &BTreeMap::new(),
+        )
+        .map_err(|m| Error::invalid(file, "patchesStrategicMerge", m))?;
+    }
+    if !k.patches_strategic_merge.is_empty() {
+        record("PatchStrategicMergeTransformer", acc);
     }
     for patch in &k.patches {
         let text = patch_body(builder, target, patch, "patches")?;
         apply_patch(
             &mut acc.resources,
+            &builder.schemas,
             &text,
             patch.target.as_ref(),
             &patch.options,
         )
         .map_err(|m| Error::invalid(file, "patches", m))?;
+        record("PatchTransformer", acc);
     }
     if !k.namespace.is_empty() {
         set_namespace(
@@ -45,6 +60,7 @@ pub(crate) fn run_builtin_transformers(
             false,
             "",
         );
+        record("NamespaceTransformer", acc);
     }
     if !k.name_prefix.is_empty() {
         add_prefix_suffix(
@@ -53,6 +69,7 @@ pub(crate) fn run_builtin_transformers(
             "",
             &acc.config.name_prefix,
         );
+        record("PrefixTransformer", acc);
     }
     if !k.name_suffix.is_empty() {
         add_prefix_suffix(
@@ -61,6 +78,7 @@ pub(crate) fn run_builtin_transformers(
             &k.name_suffix,
             &acc.config.name_suffix,
         );
+        record("SuffixTransformer", acc);
     }
     for label in &k.labels {
         let mut specs = label.fields.clone();
@@ -80,6 +98,7 @@ pub(crate) fn run_builtin_transformers(
             );
         }
         set_map_entries(&mut acc.resources, &label.pairs, &specs);
+        record("LabelTransformer", acc);
     }
     if !k.common_labels.is_empty() {
         set_map_entries(
@@ -87,6 +106,7 @@ pub(crate) fn run_builtin_transformers(
             &k.common_labels,
             &acc.config.common_labels,
         );
+        record("LabelTransformer", acc);
     }
     if !k.common_annotations.is_empty() {
         set_map_entries(
@@ -94,6 +114,7 @@ pub(crate) fn run_builtin_transformers(
             &k.common_annotations,
             &acc.config.common_annotations,
         );
+        record("AnnotationsTransformer", acc);
     }
     for patch in &k.patches_json6902 {
         let text = patch_body(builder, target, patch, "patchesJson6902")?;
@@ -106,11 +127,13 @@ pub(crate) fn run_builtin_transformers(
         }
         apply_patch(
             &mut acc.resources,
+            &builder.schemas,
             &text,
             patch.target.as_ref(),
             &patch.options,
         )
         .map_err(|m| Error::invalid(file, "patchesJson6902", m))?;
+        record("PatchJson6902Transformer", acc);
     }
     for replica in &k.replicas {
         set_replicas(
@@ -119,9 +142,11 @@ pub(crate) fn run_builtin_transformers(
             replica.count,
             &acc.config.replicas,
         );
+        record("ReplicaCountTransformer", acc);
     }
     for image in &k.images {
         set_images(&mut acc.resources, image, &acc.config.images);
+        record("ImageTagTransformer", acc);
     }
     for entry in &k.replacements {
         let replacements = match entry {
@@ -139,6 +164,9 @@ pub(crate) fn run_builtin_transformers(
             apply_replacement(&mut acc.resources, replacement)
                 .map_err(|m| Error::invalid(file, "replacements", m))?;
         }
+    }
+    if !k.replacements.is_empty() {
+        record("ReplacementTransformer", acc);
     }
     Ok(())
 }
@@ -162,14 +190,15 @@ fn load_patch_text(
     entry: &str,
     field: &str,
 ) -> Result<String, Error> {
-    if entry.contains('\n')
-        || !builder
-            .fs
-            .exists(&crate::fs::normalize(&target.dir.join(entry)))
-    {
-        if entry.contains('\n') || entry.contains(':') {
-            return Ok(entry.to_owned());
-        }
+    // An entry is an inline patch when it spans lines, or when no such file exists and it
+    // reads as YAML.
+    let inline = entry.contains('\n')
+        || (entry.contains(':')
+            && !builder
+                .fs
+                .exists(&crate::fs::normalize(&target.dir.join(entry))));
+    if inline {
+        return Ok(entry.to_owned());
     }
     builder.read_field_text(target, entry, field)
 }
@@ -199,6 +228,7 @@ fn patch_body(
 /// Applies a strategic-merge or JSON 6902 patch (detected from its shape).
 pub(crate) fn apply_patch(
     resources: &mut Vec<Resource>,
+    schemas: &Schemas,
     text: &str,
     selector: Option<&Selector>,
     options: &BTreeMap<String, bool>,
@@ -265,7 +295,11 @@ pub(crate) fn apply_patch(
                 map.remove("apiVersion");
             }
             let id = resource.current_id();
-            let schema = capstan_schema::builtin::schema(&id.group, &id.version, &id.kind);
+            let schema = if crate::smp::needs_schema(&patch) {
+                schemas.lookup(&id.group, &id.version, &id.kind)
+            } else {
+                None
+            };
             let merged = crate::smp::merge(&resource.object, &patch, schema.as_ref())
                 .map_err(|e| format!("applying patch to {id}: {e}"))?;
             if merged.as_object().is_none_or(Map::is_empty) {
@@ -273,10 +307,8 @@ pub(crate) fn apply_patch(
                 continue;
             }
             resource.object = merged;
-            if !allow_kind {
-                if let Some(map) = resource.object.as_object_mut() {
-                    map.insert("kind".into(), Value::String(kind.clone()));
-                }
+            if !allow_kind && let Some(map) = resource.object.as_object_mut() {
+                map.insert("kind".into(), Value::String(kind.clone()));
             }
             if !allow_name {
                 resource.set_name(&name);
@@ -364,8 +396,10 @@ pub(crate) fn select(resources: &[Resource], selector: &Selector) -> Result<Vec<
         if !regex.matches_gvk(&current) {
             continue;
         }
-        if !matches_label_selector(&resource.labels(), &selector.label_selector)?
-            || !matches_label_selector(&resource.annotations(), &selector.annotation_selector)?
+        if (!selector.label_selector.is_empty()
+            && !matches_label_selector(&resource.labels(), &selector.label_selector)?)
+            || (!selector.annotation_selector.is_empty()
+                && !matches_label_selector(&resource.annotations(), &selector.annotation_selector)?)
         {
             continue;
         }
@@ -463,25 +497,25 @@ pub(crate) fn set_namespace(
             });
         }
         let is_binding = id.kind == "RoleBinding" || id.kind == "ClusterRoleBinding";
-        if is_binding && subjects != "none" {
-            if let Some(list) = resource
+        if is_binding
+            && subjects != "none"
+            && let Some(list) = resource
                 .object
                 .get_mut("subjects")
                 .and_then(Value::as_array_mut)
-            {
-                for subject in list {
-                    let Some(map) = subject.as_object_mut() else {
-                        continue;
-                    };
-                    let pick = if subjects == "allServiceAccounts" {
-                        map.get("kind").and_then(Value::as_str) == Some("ServiceAccount")
-                    } else {
-                        map.get("name").and_then(Value::as_str) == Some("default")
-                    };
-                    if pick {
-                        let slot = map.entry("namespace").or_insert(Value::Null);
-                        set(slot);
-                    }
+        {
+            for subject in list {
+                let Some(map) = subject.as_object_mut() else {
+                    continue;
+                };
+                let pick = if subjects == "allServiceAccounts" {
+                    map.get("kind").and_then(Value::as_str) == Some("ServiceAccount")
+                } else {
+                    map.get("name").and_then(Value::as_str) == Some("default")
+                };
+                if pick {
+                    let slot = map.entry("namespace").or_insert(Value::Null);
+                    set(slot);
                 }
             }
         }
@@ -598,7 +632,6 @@ pub(crate) fn split_image(image: &str) -> (String, String, String) {
     let at = search.find('@');
     let colon = search.find(':');
     match (at, colon) {
-        (None, None) => (image.to_owned(), String::new(), String::new()),
         (Some(at), colon) if colon.is_none_or(|c| at < c) => {
             let at = at + slash;
             (
@@ -623,22 +656,23 @@ pub(crate) fn split_image(image: &str) -> (String, String, String) {
                 String::new(),
             )
         }
-        (Some(_), None) => (image.to_owned(), String::new(), String::new()),
+        (_, None) => (image.to_owned(), String::new(), String::new()),
     }
 }
 
-fn image_matches(value: &str, name: &str) -> bool {
+/// Matches image references naming `name` (kustomize builds the same pattern, unescaped).
+fn image_pattern(name: &str) -> Option<Regex> {
     Regex::new(&format!(
         "^{name}(:[a-zA-Z0-9_.{{}}-]*)?(@sha256:[a-zA-Z0-9_.{{}}-]*)?$"
     ))
-    .is_ok_and(|r| r.is_match(value))
+    .ok()
 }
 
-fn rewrite_image(value: &mut Value, image: &Image) {
+fn rewrite_image(value: &mut Value, image: &Image, pattern: &Regex) {
     let Some(current) = value.as_str() else {
         return;
     };
-    if !image_matches(current, &image.name) {
+    if !pattern.is_match(current) {
         return;
     }
     let (mut name, mut tag, mut digest) = split_image(current);
@@ -664,17 +698,17 @@ fn rewrite_image(value: &mut Value, image: &Image) {
     *value = Value::String(name);
 }
 
-fn walk_containers(node: &mut Value, image: &Image) {
+fn walk_containers(node: &mut Value, image: &Image, pattern: &Regex) {
     match node {
         Value::Object(map) => {
             for (key, child) in map.iter_mut() {
-                walk_containers(child, image);
+                walk_containers(child, image, pattern);
                 if (key == "containers" || key == "initContainers")
                     && let Some(list) = child.as_array_mut()
                 {
                     for container in list {
                         if let Some(slot) = container.get_mut("image") {
-                            rewrite_image(slot, image);
+                            rewrite_image(slot, image, pattern);
                         }
                     }
                 }
@@ -682,7 +716,7 @@ fn walk_containers(node: &mut Value, image: &Image) {
         }
         Value::Array(items) => {
             for item in items {
-                walk_containers(item, image);
+                walk_containers(item, image, pattern);
             }
         }
         _ => {}
@@ -691,14 +725,18 @@ fn walk_containers(node: &mut Value, image: &Image) {
 
 /// The image tag transformer.
 pub(crate) fn set_images(resources: &mut [Resource], image: &Image, specs: &[FieldSpec]) {
+    // A name that is no valid pattern matches nothing, as in kustomize.
+    let Some(pattern) = image_pattern(&image.name) else {
+        return;
+    };
     for resource in resources.iter_mut() {
         if resource.kind() != "CustomResourceDefinition" {
-            walk_containers(&mut resource.object, image);
+            walk_containers(&mut resource.object, image, &pattern);
         }
         let id = resource.current_id();
         for spec in specs.iter().filter(|s| applies(s, &id)) {
             let _ = fieldspec::visit(&mut resource.object, &spec.path, false, &mut |v| {
-                rewrite_image(v, image);
+                rewrite_image(v, image, &pattern);
                 Ok(())
             });
         }
@@ -966,12 +1004,14 @@ pub(crate) fn apply_replacement(
         let paths: Vec<String> = target
             .get("fieldPaths")
             .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_else(|| vec!["metadata.name".to_owned()]);
+            .map_or_else(
+                || vec!["metadata.name".to_owned()],
+                |a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect()
+                },
+            );
         let options = target.get("options");
         let create = options
             .and_then(|o| o.get("create"))
@@ -1011,7 +1051,10 @@ pub(crate) fn apply_replacement(
                     &parts,
                     create,
                     &mut found,
-                    &mut |slot| set_replacement_value(slot, &value, options),
+                    &mut |slot| {
+                        set_replacement_value(slot, &value, options);
+                        Ok(())
+                    },
                 )?;
                 if found == 0 {
                     return Err(format!(
@@ -1025,11 +1068,7 @@ pub(crate) fn apply_replacement(
     Ok(())
 }
 
-fn set_replacement_value(
-    slot: &mut Value,
-    value: &Value,
-    options: Option<&Value>,
-) -> Result<(), String> {
+fn set_replacement_value(slot: &mut Value, value: &Value, options: Option<&Value>) {
     if let Some(options) = options
         && let Some(delimiter) = options.get("delimiter").and_then(Value::as_str)
         && !delimiter.is_empty()
@@ -1038,18 +1077,15 @@ fn set_replacement_value(
         let mut parts: Vec<String> = current.split(delimiter).map(str::to_owned).collect();
         let insert = scalar_text(value).unwrap_or_default();
         let index = options.get("index").and_then(Value::as_i64).unwrap_or(0);
-        if index < 0 {
-            parts.insert(0, insert);
-        } else if index as usize >= parts.len() {
-            parts.push(insert);
-        } else {
-            parts[index as usize] = insert;
+        match usize::try_from(index) {
+            Err(_) => parts.insert(0, insert),
+            Ok(index) if index >= parts.len() => parts.push(insert),
+            Ok(index) => parts[index] = insert,
         }
         *slot = Value::String(parts.join(delimiter));
-        return Ok(());
+        return;
     }
     *slot = value.clone();
-    Ok(())
 }
 
 /// Appends hash suffixes to generated objects that want them.
@@ -1066,7 +1102,6 @@ pub(crate) fn add_hash_suffixes(resources: &mut [Resource]) {
 }
 
 struct Candidate {
-    index: usize,
     previous: Vec<ResId>,
     current: ResId,
     prefixes: Vec<String>,
@@ -1174,19 +1209,28 @@ pub(crate) fn fix_name_references(
 ) -> Result<(), String> {
     let candidates: Vec<Candidate> = resources
         .iter()
-        .enumerate()
-        .map(|(index, r)| Candidate {
-            index,
+        .map(|r| Candidate {
             previous: r.previous.clone(),
             current: r.current_id(),
             prefixes: r.prefixes.clone(),
             suffixes: r.suffixes.clone(),
         })
         .collect();
-    for index in 0..resources.len() {
-        let original = resources[index].original_id();
-        let current = candidates[index].current.clone();
-        let role_ref = resources[index].object.get("roleRef").map(|r| {
+    // Only renamed objects can be referred to by an old name: index them by every name
+    // they had, in resource order.
+    let mut by_old_name: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (index, candidate) in candidates.iter().enumerate() {
+        let mut names: Vec<&str> = candidate.previous.iter().map(|p| p.name.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        for name in names {
+            by_old_name.entry(name).or_default().push(index);
+        }
+    }
+    for (index, resource) in resources.iter_mut().enumerate() {
+        let original = resource.original_id();
+        let current = &candidates[index].current;
+        let role_ref = resource.object.get("roleRef").map(|r| {
             (
                 r.get("apiGroup")
                     .and_then(Value::as_str)
@@ -1200,7 +1244,7 @@ pub(crate) fn fix_name_references(
         });
         let binding_namespaces: Vec<String> =
             if current.kind == "RoleBinding" || current.kind == "ClusterRoleBinding" {
-                resources[index]
+                resource
                     .object
                     .get("subjects")
                     .and_then(Value::as_array)
@@ -1216,34 +1260,37 @@ pub(crate) fn fix_name_references(
             } else {
                 Vec::new()
             };
-        let possible: Vec<&Candidate> = candidates
-            .iter()
-            .filter(|c| {
-                is_cluster_scoped(&current.kind)
-                    || is_cluster_scoped(&c.current.kind)
-                    || c.current.effective_namespace() == current.effective_namespace()
-                    || binding_namespaces
-                        .iter()
-                        .any(|ns| ns == &c.current.namespace)
-            })
-            .collect();
-        let prefixes = resources[index].prefixes.clone();
-        let suffixes = resources[index].suffixes.clone();
+        let referrer_cluster_scoped = is_cluster_scoped(&current.kind);
+        let possible = |name: &str| -> Vec<&Candidate> {
+            by_old_name
+                .get(name)
+                .into_iter()
+                .flatten()
+                .map(|&i| &candidates[i])
+                .filter(|c| {
+                    referrer_cluster_scoped
+                        || is_cluster_scoped(&c.current.kind)
+                        || c.current.effective_namespace() == current.effective_namespace()
+                        || binding_namespaces
+                            .iter()
+                            .any(|ns| ns == &c.current.namespace)
+                })
+                .collect()
+        };
         let referrer = Referrer {
             current: current.clone(),
-            prefixes: &prefixes,
-            suffixes: &suffixes,
+            prefixes: &resource.prefixes,
+            suffixes: &resource.suffixes,
             role_ref,
         };
-        let mut object = resources[index].object.clone();
+        let object = &mut resource.object;
         for target in &config.name_reference {
-            let possible_for_target: Vec<&Candidate> = possible.clone();
             for spec in &target.referrers {
                 if !original.gvk_selected_by(&spec.group, &spec.version, &spec.kind) {
                     continue;
                 }
-                fieldspec::visit(&mut object, &spec.path, false, &mut |node| {
-                    update_reference(node, &possible_for_target, target, spec, &referrer)
+                fieldspec::visit(object, &spec.path, false, &mut |node| {
+                    update_reference(node, &possible, target, spec, &referrer)
                 })
                 .map_err(|m| {
                     format!(
@@ -1253,34 +1300,35 @@ pub(crate) fn fix_name_references(
                 })?;
             }
         }
-        resources[index].object = object;
-        let _ = candidates[index].index;
     }
     Ok(())
 }
 
-fn update_reference(
+fn update_reference<'c>(
     node: &mut Value,
-    candidates: &[&Candidate],
+    possible: &dyn Fn(&str) -> Vec<&'c Candidate>,
     target: &crate::config::NameBackRef,
     spec: &FieldSpec,
     referrer: &Referrer<'_>,
 ) -> Result<(), String> {
     match node {
         Value::String(name) => {
-            if let Some(found) = select_referral(name, candidates, target, spec, referrer, false)? {
-                *name = found.current.name.clone();
+            let candidates = possible(name);
+            if let Some(found) = select_referral(name, &candidates, target, spec, referrer, false)?
+            {
+                name.clone_from(&found.current.name);
             }
         }
         Value::Array(items) => {
             for item in items {
-                update_reference(item, candidates, target, spec, referrer)?;
+                update_reference(item, possible, target, spec, referrer)?;
             }
         }
         Value::Object(map) => {
             let Some(old) = map.get("name").and_then(Value::as_str).map(str::to_owned) else {
                 return Ok(());
             };
+            let candidates = possible(&old);
             let filtered: Vec<&Candidate> =
                 if let Some(ns) = map.get("namespace").and_then(Value::as_str) {
                     let by_original: Vec<&Candidate> = candidates
@@ -1303,7 +1351,7 @@ fn update_reference(
                         by_original
                     }
                 } else {
-                    candidates.to_vec()
+                    candidates
                 };
             if let Some(found) = select_referral(&old, &filtered, target, spec, referrer, true)? {
                 if found.current.name == old && found.current.namespace.is_empty() {
@@ -1491,7 +1539,7 @@ fn gvk_string(id: &ResId) -> String {
 
 /// Orders the output (`legacy` by default, or `fifo`).
 pub(crate) fn sort(
-    resources: &mut [Resource],
+    resources: &mut Vec<Resource>,
     options: Option<&SortOptions>,
 ) -> Result<(), String> {
     let (first, last): (Vec<String>, Vec<String>) = match options {
@@ -1513,21 +1561,35 @@ pub(crate) fn sort(
         }
         None => (to_strings(ORDER_FIRST), to_strings(ORDER_LAST)),
     };
-    let mut orders: BTreeMap<&str, i64> = BTreeMap::new();
-    let n = first.len() as i64;
+    // (-1, i) for the i-th kind of `first`, (1, i) for `last`, (0, 0) for every other kind.
+    let mut orders: BTreeMap<&str, (i8, usize)> = BTreeMap::new();
     for (i, kind) in first.iter().enumerate() {
-        orders.insert(kind, -n + i as i64);
+        orders.insert(kind, (-1, i));
     }
     for (i, kind) in last.iter().enumerate() {
-        orders.insert(kind, 1 + i as i64);
+        orders.insert(kind, (1, i));
     }
-    resources.sort_by(|a, b| {
-        let (x, y) = (a.current_id(), b.current_id());
+    let mut keyed: Vec<(ResId, String, String, Resource)> = std::mem::take(resources)
+        .into_iter()
+        .map(|resource| {
+            let id = resource.current_id();
+            let ns = if id.namespace.is_empty() {
+                "~X"
+            } else {
+                &id.namespace
+            };
+            let name = if id.name.is_empty() { "~N" } else { &id.name };
+            let key = format!("{}|{ns}|{name}", gvk_string(&id));
+            let legacy = legacy_gvk(&id);
+            (id, key, legacy, resource)
+        })
+        .collect();
+    keyed.sort_by(|(x, x_key, x_legacy, _), (y, y_key, y_legacy, _)| {
         let same_gvk = x.group == y.group && x.version == y.version && x.kind == y.kind;
         if !same_gvk {
             let (ox, oy) = (
-                orders.get(x.kind.as_str()).copied().unwrap_or(0),
-                orders.get(y.kind.as_str()).copied().unwrap_or(0),
+                orders.get(x.kind.as_str()).copied().unwrap_or_default(),
+                orders.get(y.kind.as_str()).copied().unwrap_or_default(),
             );
             if ox != oy {
                 return ox.cmp(&oy);
@@ -1536,21 +1598,13 @@ pub(crate) fn sort(
                 && y.kind == "Namespace"
                 && (x.group.is_empty() || y.group.is_empty())
             {
-                return legacy_gvk(&y).cmp(&legacy_gvk(&x));
+                return y_legacy.cmp(x_legacy);
             }
-            return legacy_gvk(&x).cmp(&legacy_gvk(&y));
+            return x_legacy.cmp(y_legacy);
         }
-        let key = |id: &ResId| {
-            let ns = if id.namespace.is_empty() {
-                "~X"
-            } else {
-                &id.namespace
-            };
-            let name = if id.name.is_empty() { "~N" } else { &id.name };
-            format!("{}|{ns}|{name}", gvk_string(id))
-        };
-        key(&x).cmp(&key(&y))
+        x_key.cmp(y_key)
     });
+    resources.extend(keyed.into_iter().map(|(_, _, _, resource)| resource));
     Ok(())
 }
 
@@ -1866,7 +1920,13 @@ fn apply_transformer_config(
                     .unwrap_or("")
                     .to_owned()
             };
-            apply_patch(&mut acc.resources, &text, selector.as_ref(), &options)?;
+            apply_patch(
+                &mut acc.resources,
+                &builder.schemas,
+                &text,
+                selector.as_ref(),
+                &options,
+            )?;
         }
         "PatchStrategicMergeTransformer" => {
             for entry in config
@@ -1879,10 +1939,22 @@ fn apply_transformer_config(
                 let text = builder
                     .read_field_text(target, path, "transformers")
                     .map_err(|e| e.to_string())?;
-                apply_patch(&mut acc.resources, &text, None, &BTreeMap::new())?;
+                apply_patch(
+                    &mut acc.resources,
+                    &builder.schemas,
+                    &text,
+                    None,
+                    &BTreeMap::new(),
+                )?;
             }
             if let Some(patches) = config.get("patches").and_then(Value::as_str) {
-                apply_patch(&mut acc.resources, patches, None, &BTreeMap::new())?;
+                apply_patch(
+                    &mut acc.resources,
+                    &builder.schemas,
+                    patches,
+                    None,
+                    &BTreeMap::new(),
+                )?;
             }
         }
         "ReplacementTransformer" => {
@@ -1895,11 +1967,74 @@ fn apply_transformer_config(
                 apply_replacement(&mut acc.resources, replacement)?;
             }
         }
+        "ValueAddTransformer" => value_add(target, &mut acc.resources, config)?,
         "SortOrderTransformer" => {}
         "HelmChartInflationGenerator" => return Err("helmCharts: not supported yet".into()),
         other => return Err(format!("builtin transformer {other:?} is not supported")),
     }
     Ok(())
+}
+
+/// The alpha `ValueAddTransformer`: writes `value` (by default the name of the directory of
+/// the kustomization listing the transformer) at each target's `fieldPath`, or inserts it as
+/// segment `filePathPosition` (1-based) of a slash-separated value there.
+fn value_add(target: &Target, resources: &mut [Resource], config: &Value) -> Result<(), String> {
+    let value = match config.get("value").and_then(Value::as_str) {
+        Some(value) if !value.is_empty() => value.to_owned(),
+        _ => target
+            .dir
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    for entry in config
+        .get("targets")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let field_path = entry
+            .get("fieldPath")
+            .and_then(Value::as_str)
+            .unwrap_or("metadata/namespace");
+        let position = entry
+            .get("filePathPosition")
+            .and_then(Value::as_u64)
+            .and_then(|p| usize::try_from(p).ok())
+            .unwrap_or(0);
+        let selected: Vec<usize> = match entry.get("selector") {
+            Some(selector) => {
+                let selector: Selector = serde_json::from_value(selector.clone())
+                    .map_err(|e| format!("ValueAddTransformer selector: {e}"))?;
+                select(resources, &selector)?
+            }
+            None => (0..resources.len()).collect(),
+        };
+        for index in selected {
+            fieldspec::visit(
+                &mut resources[index].object,
+                field_path,
+                true,
+                &mut |slot| {
+                    *slot = Value::String(insert_segment(slot.as_str(), &value, position));
+                    Ok(())
+                },
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `value` as segment `position` (1-based; 0 replaces everything) of the path `current`.
+fn insert_segment(current: Option<&str>, value: &str, position: usize) -> String {
+    let current = current.unwrap_or_default();
+    if position == 0 || current.is_empty() {
+        return value.to_owned();
+    }
+    let mut parts: Vec<&str> = current.split('/').collect();
+    let at = (position - 1).min(parts.len());
+    parts.insert(at, value);
+    parts.join("/")
 }
 
 #[cfg(test)]

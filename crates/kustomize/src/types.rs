@@ -132,7 +132,7 @@ pub struct Label {
 }
 
 /// A field path in objects of some kind.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "camelCase")]
 pub struct FieldSpec {
     /// Group (empty: any).
@@ -153,6 +153,7 @@ pub struct FieldSpec {
 }
 
 /// A patch entry.
+#[allow(clippy::struct_field_names)] // field names mirror kustomize's `patches` keys
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Patch {
@@ -171,6 +172,7 @@ pub struct Patch {
 }
 
 /// Selects objects by id fields (regular expressions) and label/annotation selectors.
+#[allow(clippy::struct_field_names)] // field names mirror kustomize's `target` keys
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Selector {

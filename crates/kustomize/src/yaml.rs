@@ -33,9 +33,20 @@ pub fn to_yaml(objects: &[Value]) -> String {
 
 /// Prints one value as a YAML document (no `---` marker).
 pub fn to_yaml_document(value: &Value) -> String {
+    emit_document(value, true)
+}
+
+/// Prints one value as a YAML document keeping map keys in insertion order, as kyaml
+/// prints the build annotations (`config.kubernetes.io/origin`).
+pub(crate) fn to_yaml_document_in_order(value: &Value) -> String {
+    emit_document(value, false)
+}
+
+fn emit_document(value: &Value, sort_keys: bool) -> String {
     let mut emitter = Emitter {
         out: String::new(),
         column: 0,
+        sort_keys,
     };
     match value {
         Value::Object(map) if !map.is_empty() => emitter.mapping(map, 0),
@@ -51,6 +62,8 @@ pub fn to_yaml_document(value: &Value) -> String {
 struct Emitter {
     out: String,
     column: usize,
+    /// Sort map keys as go-yaml v2 does (else keep insertion order).
+    sort_keys: bool,
 }
 
 const BEST_WIDTH: usize = 80;
@@ -81,7 +94,9 @@ impl Emitter {
     /// A block mapping whose keys sit at `indent`; the cursor is already at `indent`.
     fn mapping(&mut self, map: &Map<String, Value>, indent: usize) {
         let mut keys: Vec<&String> = map.keys().collect();
-        keys.sort_by(|a, b| natural_cmp(a, b));
+        if self.sort_keys {
+            keys.sort_by(|a, b| natural_cmp(a, b));
+        }
         for (index, key) in keys.into_iter().enumerate() {
             if index > 0 {
                 self.pad(indent);
@@ -627,17 +642,27 @@ fn is_base60_float(s: &str) -> bool {
 
 /// go-yaml v2's map key order: runs of digits compare numerically, letters before others.
 pub(crate) fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    if a.is_ascii() && b.is_ascii() {
+        natural_cmp_units(a.as_bytes(), b.as_bytes())
+    } else {
+        let ar: Vec<char> = a.chars().collect();
+        let br: Vec<char> = b.chars().collect();
+        natural_cmp_units(&ar, &br)
+    }
+}
+
+/// [`natural_cmp`] over characters (bytes when both keys are ASCII, which is the common case).
+fn natural_cmp_units<T: Copy + Into<char> + Ord>(ar: &[T], br: &[T]) -> std::cmp::Ordering {
     use std::cmp::Ordering;
-    let ar: Vec<char> = a.chars().collect();
-    let br: Vec<char> = b.chars().collect();
+    let ch = |units: &[T], i: usize| -> char { units[i].into() };
     let mut i = 0;
     while i < ar.len() && i < br.len() {
         if ar[i] == br[i] {
             i += 1;
             continue;
         }
-        let al = ar[i].is_alphabetic();
-        let bl = br[i].is_alphabetic();
+        let al = ch(ar, i).is_alphabetic();
+        let bl = ch(br, i).is_alphabetic();
         if al && bl {
             return ar[i].cmp(&br[i]);
         }
@@ -653,25 +678,25 @@ pub(crate) fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
         let mut bn = 0u64;
         let mut ai = i;
         let mut bi = i;
-        if ar[i].is_ascii_digit() || br[i].is_ascii_digit() {
+        if ch(ar, i).is_ascii_digit() || ch(br, i).is_ascii_digit() {
             // go-yaml backs up to the start of the digit run
             let mut start = i;
-            while start > 0 && ar[start - 1].is_ascii_digit() {
+            while start > 0 && ch(ar, start - 1).is_ascii_digit() {
                 start -= 1;
             }
             ai = start;
             bi = start;
         }
-        while ai < ar.len() && ar[ai].is_ascii_digit() {
+        while ai < ar.len() && ch(ar, ai).is_ascii_digit() {
             an = an
                 .saturating_mul(10)
-                .saturating_add(u64::from(ar[ai] as u32 - '0' as u32));
+                .saturating_add(u64::from(ch(ar, ai).to_digit(10).unwrap_or(0)));
             ai += 1;
         }
-        while bi < br.len() && br[bi].is_ascii_digit() {
+        while bi < br.len() && ch(br, bi).is_ascii_digit() {
             bn = bn
                 .saturating_mul(10)
-                .saturating_add(u64::from(br[bi] as u32 - '0' as u32));
+                .saturating_add(u64::from(ch(br, bi).to_digit(10).unwrap_or(0)));
             bi += 1;
         }
         if an != bn {
@@ -691,7 +716,7 @@ fn format_number(n: &Number) -> String {
     if f.fract() == 0.0 && f.abs() < 1e21 {
         // encoding/json prints it without a fraction; go-yaml then reads an integer back
         // when it fits in 64 bits.
-        if f >= -9.223_372_036_854_775_808e18 && f < 1.844_674_407_370_955_2e19 {
+        if (-(2f64.powi(63))..2f64.powi(64)).contains(&f) {
             #[allow(clippy::cast_possible_truncation)]
             return if f < 0.0 {
                 format!("{}", f as i64)

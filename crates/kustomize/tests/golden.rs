@@ -1,5 +1,4 @@
 //! Golden tests: every corpus case built and compared with `kubectl kustomize` output.
-#![allow(clippy::many_single_char_names, clippy::needless_pass_by_value)]
 
 use std::path::{Path, PathBuf};
 
@@ -7,24 +6,7 @@ use capstan_kustomize::{BuildOptions, build, parse_documents, to_yaml};
 use serde_json::Value;
 
 /// Cases allowed to fail, each with the reason. Keep in sync with README.md.
-const EXCEPTIONS: &[(&str, &str)] = &[
-    (
-        "ex-customopenapischema-01-root",
-        "openapi: custom schemas not read yet; lists of that CRD replace instead of merging by key",
-    ),
-    (
-        "ex-valueadd-01-projects-dog-222",
-        "alpha ValueAddTransformer builtin not implemented",
-    ),
-    (
-        "ex-valueadd-02-all",
-        "alpha ValueAddTransformer builtin not implemented",
-    ),
-    (
-        "own-buildmetadata",
-        "origin/transformer annotations not rendered as kustomize does (relative paths, key order)",
-    ),
-];
+const EXCEPTIONS: &[(&str, &str)] = &[];
 
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus")
@@ -143,7 +125,7 @@ fn run(case: &Case) -> Outcome {
     }
     for (index, (a, b)) in ours.iter().zip(&expected).enumerate() {
         if a != b {
-            let first_diff = first_difference(a, b, String::new()).unwrap_or_default();
+            let first_diff = first_difference(a, b, "").unwrap_or_default();
             return Outcome::Fail(format!(
                 "object {index} ({}/{}) differs at {first_diff}",
                 b["kind"].as_str().unwrap_or(""),
@@ -156,28 +138,37 @@ fn run(case: &Case) -> Outcome {
     }
 }
 
-fn first_difference(a: &Value, b: &Value, path: String) -> Option<String> {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            for key in x.keys().chain(y.keys()) {
-                match (x.get(key), y.get(key)) {
-                    (Some(p), Some(q)) => {
-                        if let Some(d) = first_difference(p, q, format!("{path}.{key}")) {
-                            return Some(d);
+fn first_difference(ours: &Value, expected: &Value, path: &str) -> Option<String> {
+    match (ours, expected) {
+        (Value::Object(ours_map), Value::Object(expected_map)) => {
+            for key in ours_map.keys().chain(expected_map.keys()) {
+                match (ours_map.get(key), expected_map.get(key)) {
+                    (Some(ours_value), Some(expected_value)) => {
+                        let at = format!("{path}.{key}");
+                        if let Some(found) = first_difference(ours_value, expected_value, &at) {
+                            return Some(found);
                         }
                     }
-                    (p, q) => return Some(format!("{path}.{key}: ours {p:?} expected {q:?}")),
+                    (ours_value, expected_value) => {
+                        return Some(format!(
+                            "{path}.{key}: ours {ours_value:?} expected {expected_value:?}"
+                        ));
+                    }
                 }
             }
             None
         }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => x
-            .iter()
-            .zip(y)
-            .enumerate()
-            .find_map(|(i, (p, q))| first_difference(p, q, format!("{path}[{i}]"))),
-        _ if a == b => None,
-        _ => Some(format!("{path}: ours {a} expected {b}")),
+        (Value::Array(ours_items), Value::Array(expected_items))
+            if ours_items.len() == expected_items.len() =>
+        {
+            ours_items
+                .iter()
+                .zip(expected_items)
+                .enumerate()
+                .find_map(|(i, (o, e))| first_difference(o, e, &format!("{path}[{i}]")))
+        }
+        _ if ours == expected => None,
+        _ => Some(format!("{path}: ours {ours} expected {expected}")),
     }
 }
 

@@ -91,6 +91,7 @@ fn replicas_and_json_patch_with_selector() {
     };
     apply_patch(
         &mut resources,
+        &Schemas::default(),
         "- op: add\n  path: /spec/paused\n  value: true\n",
         Some(&selector),
         &BTreeMap::new(),
@@ -105,6 +106,7 @@ fn strategic_patch_without_match_is_an_error() {
     let mut resources = vec![deployment("web")];
     let error = apply_patch(
         &mut resources,
+        &Schemas::default(),
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: nope\n",
         None,
         &BTreeMap::new(),
@@ -149,4 +151,106 @@ fn legacy_sort_puts_namespaces_first() {
     ];
     sort(&mut resources, None).unwrap();
     assert_eq!(resources[0].kind(), "Namespace");
+}
+
+#[test]
+fn value_add_inserts_path_segments() {
+    assert_eq!(insert_segment(Some("projects"), "dog", 2), "projects/dog");
+    assert_eq!(insert_segment(Some("projects"), "dog", 1), "dog/projects");
+    assert_eq!(insert_segment(Some("a/b"), "dog", 9), "a/b/dog");
+    assert_eq!(insert_segment(Some("a/b"), "dog", 0), "dog");
+    assert_eq!(insert_segment(None, "dog", 2), "dog");
+}
+
+#[test]
+fn value_add_defaults_to_the_directory_name() {
+    let target = Target {
+        dir: std::path::PathBuf::from("/projects/dog-222"),
+        file: std::path::PathBuf::from("/projects/dog-222/kustomization.yaml"),
+        kustomization: crate::types::Kustomization::default(),
+    };
+    let mut resources = vec![
+        deployment("web"),
+        Resource::new(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+            "data": {"path": "projects"}}),
+        ),
+    ];
+    let config = json!({"targets": [
+        {"fieldPath": "metadata/namespace"},
+        {"selector": {"kind": "ConfigMap"}, "fieldPath": "data/path", "filePathPosition": 2},
+    ]});
+    value_add(&target, &mut resources, &config).unwrap();
+    assert_eq!(resources[0].namespace(), "dog-222");
+    assert_eq!(resources[1].object["data"]["path"], "projects/dog-222");
+    assert!(resources[0].object.get("data").is_none());
+}
+
+#[test]
+fn images_rewrite_matching_names_only() {
+    let mut resources = vec![deployment("web")];
+    let image = Image {
+        name: "nginx".into(),
+        new_tag: "2.0".into(),
+        ..Image::default()
+    };
+    set_images(&mut resources, &image, &config().images);
+    let path = &resources[0].object["spec"]["template"]["spec"]["containers"][0]["image"];
+    assert_eq!(path, "nginx:2.0");
+    let other = Image {
+        name: "ngin".into(),
+        new_tag: "3.0".into(),
+        ..Image::default()
+    };
+    set_images(&mut resources, &other, &config().images);
+    let path = &resources[0].object["spec"]["template"]["spec"]["containers"][0]["image"];
+    assert_eq!(path, "nginx:2.0");
+}
+
+#[test]
+fn legacy_sort_puts_namespaces_first_and_webhooks_last() {
+    let object = |kind: &str, name: &str| {
+        Resource::new(json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name}}))
+    };
+    let mut resources = vec![
+        object("ValidatingWebhookConfiguration", "w"),
+        object("Service", "b"),
+        object("Service", "a"),
+        object("Namespace", "n"),
+    ];
+    sort(&mut resources, None).unwrap();
+    let order: Vec<String> = resources
+        .iter()
+        .map(|r| format!("{}/{}", r.kind(), r.name()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "Namespace/n",
+            "Service/a",
+            "Service/b",
+            "ValidatingWebhookConfiguration/w"
+        ]
+    );
+}
+
+#[test]
+fn name_references_follow_hashed_generator_names() {
+    let mut generated = Resource::new(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"}, "data": {"a": "b"}}),
+    );
+    generated.needs_hash = true;
+    let mut resources = vec![deployment("web"), generated];
+    add_hash_suffixes(&mut resources);
+    fix_name_references(&mut resources, &config()).unwrap();
+    let renamed = resources[1].name().to_owned();
+    assert!(
+        renamed.starts_with("cfg-") && renamed.len() == "cfg-".len() + 10,
+        "{renamed}"
+    );
+    assert_eq!(
+        resources[0].object["spec"]["template"]["spec"]["containers"][0]["envFrom"][0]["configMapRef"]
+            ["name"],
+        renamed.as_str()
+    );
 }
