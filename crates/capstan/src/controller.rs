@@ -95,8 +95,31 @@ pub async fn start(client: kube::Client, args: &ServeArgs) -> anyhow::Result<Run
         ..RuntimeConfig::default()
     };
     let git = tokio::spawn(capstan_controllers::git_repository::run(
-        client,
+        client.clone(),
+        storage.clone(),
+        metrics.clone(),
+        config.clone(),
+        health.clone(),
+        shutdown.clone(),
+    ));
+    let oci = tokio::spawn(capstan_controllers::oci_repository::run(
+        client.clone(),
+        storage.clone(),
+        metrics.clone(),
+        config.clone(),
+        health.clone(),
+        shutdown.clone(),
+    ));
+    let buckets = tokio::spawn(capstan_controllers::bucket::run(
+        client.clone(),
         storage,
+        metrics.clone(),
+        config.clone(),
+        health.clone(),
+        shutdown.clone(),
+    ));
+    let kustomizations = tokio::spawn(capstan_controllers::kustomization::run(
+        client,
         metrics,
         config,
         health,
@@ -106,7 +129,7 @@ pub async fn start(client: kube::Client, args: &ServeArgs) -> anyhow::Result<Run
     Ok(Running {
         artifacts_url: format!("http://{advertised}"),
         shutdown,
-        tasks: vec![server, git],
+        tasks: vec![server, git, oci, buckets, kustomizations],
     })
 }
 

@@ -4,7 +4,10 @@
 //!   finalizer, suspend check, steps as data, status written with server-side apply), error
 //!   classes ([`ErrorClass`]) driving conditions, Events, metrics and requeues, Prometheus
 //!   metrics with Flux's names and the `/metrics`, `/healthz`, `/readyz` router.
+//! - [`bucket`]: the Bucket reconciler (`source.toolkit.fluxcd.io/v1`).
 //! - [`git_repository`]: the GitRepository reconciler (`source.toolkit.fluxcd.io/v1`).
+//! - [`oci_repository`]: the OCIRepository reconciler (`source.toolkit.fluxcd.io/v1`).
+//! - [`kustomization`]: the Kustomization reconciler (`kustomize.toolkit.fluxcd.io/v1`).
 //!
 //! # Example
 //!
@@ -28,9 +31,14 @@
 //! # }
 //! ```
 
+pub mod bucket;
 pub mod error;
 pub mod git_repository;
+pub mod kustomization;
+pub mod oci_repository;
 pub mod runtime;
 
+pub use bucket::BucketReconciler;
 pub use error::{Error, ErrorClass, ReconcileError};
 pub use git_repository::GitRepositoryReconciler;
+pub use oci_repository::OCIRepositoryReconciler;

@@ -1,6 +1,10 @@
 //! Integration tests of the controllers against the embedded control plane (in-process), with
-//! Git served by `git http-backend` behind a python3 bridge on 127.0.0.1. Each test gets its own
-//! control plane, controller, storage directory and Git repository.
+//! Git served by `git http-backend` behind a python3 bridge, a `docker-registry` and a
+//! `moto_server` on 127.0.0.1. Each test gets its own control plane, controllers, storage
+//! directory and servers.
 
+mod bucket;
 mod git_repository;
+mod kustomization;
+mod oci_repository;
 mod support;

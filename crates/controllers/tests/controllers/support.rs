@@ -1,6 +1,8 @@
-//! Test servers and helpers: the embedded control plane with the Flux CRDs, the GitRepository
-//! controller with its storage server, and a Git repository served over smart HTTP.
+//! Test servers and helpers: the embedded control plane with the Flux CRDs, the GitRepository,
+//! OCIRepository and Bucket controllers with their storage server, a Git repository served over smart
+//! HTTP and a `docker-registry` on 127.0.0.1.
 
+use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -48,7 +50,7 @@ pub struct Env {
     /// Base URL of the storage / metrics server, `http://127.0.0.1:<port>`.
     pub http: String,
     shutdown: CancellationToken,
-    controller: Option<tokio::task::JoinHandle<()>>,
+    controllers: Vec<tokio::task::JoinHandle<()>>,
     _server: ApiServer,
 }
 
@@ -92,20 +94,38 @@ impl Env {
             backoff_max: Duration::from_secs(2),
             ..RuntimeConfig::default()
         };
-        let controller = tokio::spawn(capstan_controllers::git_repository::run(
-            client.clone(),
-            storage,
-            metrics,
-            config,
-            health,
-            shutdown.clone(),
-        ));
+        let controllers = vec![
+            tokio::spawn(capstan_controllers::git_repository::run(
+                client.clone(),
+                storage.clone(),
+                metrics.clone(),
+                config.clone(),
+                health.clone(),
+                shutdown.clone(),
+            )),
+            tokio::spawn(capstan_controllers::bucket::run(
+                client.clone(),
+                storage.clone(),
+                metrics.clone(),
+                config.clone(),
+                health.clone(),
+                shutdown.clone(),
+            )),
+            tokio::spawn(capstan_controllers::oci_repository::run(
+                client.clone(),
+                storage,
+                metrics,
+                config,
+                health,
+                shutdown.clone(),
+            )),
+        ];
         Self {
             client,
             storage_dir,
             http: format!("http://{address}"),
             shutdown,
-            controller: Some(controller),
+            controllers,
             _server: server,
         }
     }
@@ -180,7 +200,7 @@ impl Env {
     /// Stops the controller (graceful shutdown) and waits for it.
     pub async fn stop(mut self) {
         self.shutdown.cancel();
-        if let Some(controller) = self.controller.take() {
+        for controller in std::mem::take(&mut self.controllers) {
             tokio::time::timeout(Duration::from_secs(10), controller)
                 .await
                 .expect("the controller stops on shutdown")
@@ -393,4 +413,100 @@ pub fn tar_entries(bytes: &[u8]) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// A `docker-registry` process serving plain HTTP on 127.0.0.1, killed on drop.
+pub struct Registry {
+    child: Child,
+    /// `127.0.0.1:<port>`.
+    pub address: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Registry {
+    /// A registry without authentication.
+    pub async fn start() -> Self {
+        Self::spawn(None).await
+    }
+
+    /// A registry requiring basic authentication as `user` / `password`.
+    pub async fn start_with_auth(user: &str, password: &str) -> Self {
+        Self::spawn(Some((user, password))).await
+    }
+
+    async fn spawn(auth: Option<(&str, &str)>) -> Self {
+        require("docker-registry");
+        let dir = tempfile::tempdir().unwrap();
+        let storage = dir.path().join("storage");
+        std::fs::create_dir(&storage).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let address = format!("127.0.0.1:{port}");
+        let mut config = format!(
+            "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\n\
+             storage:\n  filesystem:\n    rootdirectory: {}\n\
+             http:\n  addr: {address}\n  secret: capstan-test-secret\n",
+            storage.display()
+        );
+        if let Some((user, password)) = auth {
+            require("htpasswd");
+            let output = Command::new("htpasswd")
+                .args(["-nbB", user, password])
+                .output()
+                .unwrap();
+            assert!(output.status.success(), "htpasswd failed");
+            let htpasswd = dir.path().join("htpasswd");
+            std::fs::write(&htpasswd, &output.stdout).unwrap();
+            writeln!(
+                config,
+                "auth:\n  htpasswd:\n    realm: capstan-test\n    path: {}",
+                htpasswd.display()
+            )
+            .unwrap();
+        }
+        let config_path = dir.path().join("config.yml");
+        std::fs::write(&config_path, config).unwrap();
+        let log = std::fs::File::create(dir.path().join("registry.log")).unwrap();
+        let child = Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config_path)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let registry = Self {
+            child,
+            address,
+            _dir: dir,
+        };
+        let url = format!("http://{}/v2/", registry.address);
+        let client = http_client();
+        eventually(Duration::from_secs(30), "docker-registry to listen", || {
+            let request = client.get(&url).send();
+            async move {
+                request
+                    .await
+                    .ok()
+                    .filter(|r| r.status() == 200 || r.status() == 401)
+                    .map(|_| ())
+            }
+        })
+        .await;
+        registry
+    }
+
+    /// `oci://127.0.0.1:<port>/<repository>`.
+    pub fn url(&self, repository: &str) -> String {
+        format!("oci://{}/{repository}", self.address)
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

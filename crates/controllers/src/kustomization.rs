@@ -1,0 +1,1487 @@
+//! The Kustomization reconciler (`kustomize.toolkit.fluxcd.io/v1`), with Flux
+//! kustomize-controller's behaviour.
+//!
+//! # Expected flow
+//! Steps `[check_source, fetch_artifact, build, apply, prune, check_health]`:
+//! - [`check_source`](check_source_step): reads the `spec.sourceRef` object (GitRepository,
+//!   OCIRepository, Bucket or ExternalArtifact, generically) and its `status.artifact`; then
+//!   checks that every `spec.dependsOn` Kustomization is Ready for its current generation.
+//! - [`fetch_artifact`](fetch_artifact_step): downloads the artifact, verifies its digest and
+//!   extracts it into a temporary directory — unless the artifact digest, the generation and
+//!   the substitution variables equal those of the last build, whose objects are then reused
+//!   (the apply still runs, so drift is corrected every interval).
+//! - [`build`](build_step): builds `spec.path` with the native kustomize engine. A path without
+//!   a kustomization file gets one listing every manifest below it (as Flux does). Flux's
+//!   overrides (`targetNamespace`, `namePrefix`, `nameSuffix`, `patches`, `images`,
+//!   `components`) are applied by an overlay kustomization generated on top of the path;
+//!   `commonMetadata` is added to every object's metadata and `postBuild.substitute` /
+//!   `substituteFrom` variables (`${var}`, `${var:=default}`, `$${var}` for a literal) are
+//!   substituted, except in objects annotated or labelled
+//!   `kustomize.toolkit.fluxcd.io/substitute: disabled`.
+//! - [`apply`](apply_step): server-side applies the objects in stages under the field
+//!   manager [`FIELD_MANAGER`], labelled with their owner; records `status.inventory`.
+//! - [`prune`](prune_step): with `spec.prune`, deletes objects of the previous inventory that
+//!   left the build (only those still labelled with this owner).
+//! - [`check_health`](check_health_step): with `spec.wait` (every applied object) or
+//!   `spec.healthChecks`, waits until the objects are healthy, bounded by `spec.timeout`;
+//!   sets `Healthy`, `lastAppliedRevision`, `lastAppliedOriginRevision` and the `Ready`
+//!   message `Applied revision: <revision>`.
+//!
+//! On deletion, the inventory is deleted when `spec.deletionPolicy` asks for it (the default
+//! `MirrorPrune` follows `spec.prune`; `Orphan` keeps the objects; `WaitForTermination` also
+//! waits, up to `spec.timeout`, until the deleted objects are gone).
+//!
+//! # Runtime
+//! The apply engine's futures are not provably `Send` (higher-ranked closure lifetimes in its
+//! `buffered` streams), so apply, prune and health waits run on a blocking thread that drives
+//! the current Tokio runtime with `Handle::block_on`; use a multi-thread runtime (or one whose
+//! main thread is in `Runtime::block_on`, as `#[tokio::test]` is).
+//!
+//! # Errors
+//! Reasons are Flux's: `ArtifactFailed` (source missing or without an artifact: retried after
+//! 30 s; download failures: backoff), `DependencyNotReady` (retried after `retryInterval`),
+//! `BuildFailed` (message naming the file), `ReconciliationFailed` (naming each object that
+//! failed; what was applied is kept in the inventory), `PruneFailed`, `HealthCheckFailed`
+//! (naming each unhealthy object). Fields not implemented yet (`decryption`, `kubeConfig`,
+//! `serviceAccountName`) are refused with `Stalled=True`, reason `FeatureGateDisabled`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Component, Path, PathBuf};
+use std::str::FromStr;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use capstan_api::Kustomization;
+use capstan_api::kustomize::v1::{DeletionPolicy, KustomizationStatus};
+use capstan_api::meta::{
+    Artifact, Condition, NamespacedObjectKindReference, ReconcileRequestStatus, condition, reason,
+};
+use capstan_apply::{
+    ApplyOptions, DeleteOptions, Inventory, ObjectRef, Owner, ResourceManager, set_owner_labels,
+};
+use capstan_source::artifact::Limits;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::{Api, Client, ResourceExt};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ReconcileError;
+use crate::runtime::{
+    self, ConditionStatus, FluxResource, Health, Metrics, Reconciler, RuntimeConfig, Step,
+    StepContext, StepFuture, StepOutcome,
+};
+
+/// The field manager of every apply (Flux's, so that ownership interoperates).
+pub const FIELD_MANAGER: &str = "kustomize-controller";
+
+/// Annotation (or label) value `disabled` under this key turns substitution off for an object.
+pub const SUBSTITUTE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/substitute";
+
+/// The artifact metadata key holding the origin revision.
+pub const ORIGIN_REVISION_KEY: &str = "org.opencontainers.image.revision";
+
+/// How long to wait before looking again at a source that is missing or has no artifact.
+pub const SOURCE_RETRY: Duration = Duration::from_secs(30);
+
+const DEFAULT_SOURCE_API_VERSION: &str = "source.toolkit.fluxcd.io/v1";
+const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+const OVERLAY_DIR: &str = "overlay";
+const HEALTH_POLL: Duration = Duration::from_millis(500);
+
+impl FluxResource for Kustomization {
+    type Status = KustomizationStatus;
+
+    fn status(&self) -> Option<&KustomizationStatus> {
+        self.status.as_ref()
+    }
+    fn suspended(&self) -> bool {
+        Kustomization::suspended(self)
+    }
+    fn interval(&self) -> Result<Duration, capstan_api::Error> {
+        Kustomization::interval(self)
+    }
+    fn conditions(status: &KustomizationStatus) -> &[Condition] {
+        &status.conditions
+    }
+    fn conditions_mut(status: &mut KustomizationStatus) -> &mut Vec<Condition> {
+        &mut status.conditions
+    }
+    fn observed_generation(status: &KustomizationStatus) -> Option<i64> {
+        status.observed_generation
+    }
+    fn set_observed_generation(status: &mut KustomizationStatus, generation: Option<i64>) {
+        status.observed_generation = generation;
+    }
+    fn reconcile_request_mut(status: &mut KustomizationStatus) -> &mut ReconcileRequestStatus {
+        &mut status.reconcile_request
+    }
+    fn revision(status: &KustomizationStatus) -> Option<&str> {
+        status.last_applied_revision.as_deref()
+    }
+}
+
+/// The Kustomization reconciler: the apply engine it applies, prunes and waits with.
+#[derive(Debug)]
+pub struct KustomizationReconciler {
+    manager: ResourceManager,
+    limits: Limits,
+    /// The last build of each Kustomization (`namespace/name`), keyed by [`build_key`].
+    builds: Mutex<HashMap<String, (String, Vec<DynamicObject>)>>,
+    steps: [Step<Self>; 6],
+}
+
+impl KustomizationReconciler {
+    /// A reconciler applying through `client` as [`FIELD_MANAGER`].
+    pub fn new(client: Client) -> Self {
+        Self {
+            manager: ResourceManager::new(client, FIELD_MANAGER),
+            limits: Limits::default(),
+            builds: Mutex::default(),
+            steps: [
+                Step {
+                    name: "check_source",
+                    run: check_source_step,
+                },
+                Step {
+                    name: "fetch_artifact",
+                    run: fetch_artifact_step,
+                },
+                Step {
+                    name: "build",
+                    run: build_step,
+                },
+                Step {
+                    name: "apply",
+                    run: apply_step,
+                },
+                Step {
+                    name: "prune",
+                    run: prune_step,
+                },
+                Step {
+                    name: "check_health",
+                    run: check_health_step,
+                },
+            ],
+        }
+    }
+
+    /// Sets the limits artifacts are extracted within.
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The apply engine.
+    pub fn manager(&self) -> &ResourceManager {
+        &self.manager
+    }
+
+    fn cached_build(&self, object: &str, key: &str) -> Option<Vec<DynamicObject>> {
+        let builds = self.builds.lock().unwrap_or_else(PoisonError::into_inner);
+        builds
+            .get(object)
+            .filter(|(cached, _)| cached == key)
+            .map(|(_, objects)| objects.clone())
+    }
+
+    fn store_build(&self, object: String, key: String, objects: Vec<DynamicObject>) {
+        self.builds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(object, (key, objects));
+    }
+
+    fn forget_build(&self, object: &str) {
+        self.builds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(object);
+    }
+}
+
+/// What a build depends on besides the Kustomization's generation: the artifact digest and
+/// the substitution variables (which may come from ConfigMaps and Secrets).
+fn build_key(
+    digest: &str,
+    generation: Option<i64>,
+    variables: Option<&BTreeMap<String, String>>,
+) -> String {
+    let variables = variables.map(|v| serde_json::to_string(v).unwrap_or_default());
+    format!(
+        "{digest}|{}|{}",
+        generation.unwrap_or_default(),
+        variables.unwrap_or_default()
+    )
+}
+
+/// Data handed between the steps of one reconcile.
+#[derive(Debug, Default)]
+pub struct KustomizationState {
+    /// The source's artifact.
+    artifact: Option<Artifact>,
+    /// The extracted artifact.
+    dir: Option<tempfile::TempDir>,
+    /// The built objects.
+    objects: Vec<DynamicObject>,
+    /// Whether `objects` holds this reconcile's build (fresh or cached).
+    built: bool,
+    /// The substitution variables.
+    variables: Option<BTreeMap<String, String>>,
+    /// The [`build_key`] of this reconcile.
+    build_key: String,
+    /// The objects applied by this reconcile.
+    inventory: Option<Inventory>,
+    /// The inventory before this reconcile.
+    previous: Option<Inventory>,
+}
+
+impl Reconciler for KustomizationReconciler {
+    type Object = Kustomization;
+    type State = KustomizationState;
+    const CONTROLLER_NAME: &'static str = "kustomize-controller";
+
+    fn steps(&self) -> &[Step<Self>] {
+        &self.steps
+    }
+
+    async fn cleanup(&self, object: &Kustomization) -> Result<(), ReconcileError> {
+        self.forget_build(&format!(
+            "{}/{}",
+            object.namespace().unwrap_or_default(),
+            object.name_any()
+        ));
+        if !object.deletes_on_removal() {
+            return Ok(());
+        }
+        let Some(status) = object.status.as_ref().and_then(|s| s.inventory.as_ref()) else {
+            return Ok(());
+        };
+        let inventory = Inventory::from_status(status).map_err(|e| {
+            ReconcileError::stalled(reason::PRUNE_FAILED, format!("invalid inventory: {e}"))
+                .with_source(e)
+        })?;
+        let options = DeleteOptions {
+            owner: Some(owner_of(object)),
+            ..DeleteOptions::default()
+        };
+        let deleted = delete_objects(self.manager.clone(), inventory.objects().to_vec(), options)
+            .await?
+            .map_err(|e| {
+                ReconcileError::transient(reason::PRUNE_FAILED, format!("prune failed: {e}"))
+                    .with_source(e)
+            })?;
+        if object.deletion_policy() != DeletionPolicy::WaitForTermination {
+            return Ok(());
+        }
+        let deleted: Vec<ObjectRef> = deleted
+            .with_action(capstan_apply::Action::Deleted)
+            .cloned()
+            .collect();
+        let timeout = health_timeout(object)?;
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let manager = self.manager.clone();
+            let objects = deleted.clone();
+            let results = spawned(
+                move || async move { Ok(manager.check_health(&objects).await) },
+                reason::PRUNE_FAILED,
+            )
+            .await?
+            .unwrap_or_default();
+            let remaining: Vec<String> = results
+                .into_iter()
+                .filter(|r| r.status != capstan_apply::Status::NotFound)
+                .map(|r| r.object.to_string())
+                .collect();
+            if remaining.is_empty() {
+                return Ok(());
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(ReconcileError::transient(
+                    reason::PRUNE_FAILED,
+                    format!(
+                        "timed out after {timeout:?} waiting for termination of: {}",
+                        remaining.join(", ")
+                    ),
+                ));
+            }
+            tokio::time::sleep(HEALTH_POLL).await;
+        }
+    }
+}
+
+/// Runs the Kustomization controller until `shutdown` is cancelled.
+pub async fn run(
+    client: Client,
+    metrics: Metrics,
+    config: RuntimeConfig,
+    health: Health,
+    shutdown: CancellationToken,
+) {
+    runtime::run(
+        client.clone(),
+        KustomizationReconciler::new(client),
+        metrics,
+        config,
+        health,
+        shutdown,
+    )
+    .await;
+}
+
+// The apply engine's futures drive `buffered` streams of closures for which the compiler
+// cannot prove `Send` (a known limitation of higher-ranked closure lifetimes), so they cannot
+// live inside a boxed step future. They run on a blocking thread driving the runtime instead.
+
+async fn spawned<T: Send + 'static, F>(
+    task: impl FnOnce() -> F + Send + 'static,
+    reason: &str,
+) -> Result<Result<T, capstan_apply::Error>, ReconcileError>
+where
+    F: Future<Output = Result<T, capstan_apply::Error>>,
+{
+    let handle = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || handle.block_on(task()))
+        .await
+        .map_err(|e| ReconcileError::transient(reason, "apply engine task failed").with_source(e))
+}
+
+async fn apply_objects(
+    manager: ResourceManager,
+    objects: Vec<DynamicObject>,
+    options: ApplyOptions,
+) -> Result<Result<capstan_apply::ChangeSet, capstan_apply::Error>, ReconcileError> {
+    spawned(
+        move || async move { manager.apply_all_staged(&objects, &options).await },
+        reason::RECONCILIATION_FAILED,
+    )
+    .await
+}
+
+async fn delete_objects(
+    manager: ResourceManager,
+    objects: Vec<ObjectRef>,
+    options: DeleteOptions,
+) -> Result<Result<capstan_apply::ChangeSet, capstan_apply::Error>, ReconcileError> {
+    spawned(
+        move || async move { manager.delete_all(&objects, &options).await },
+        reason::PRUNE_FAILED,
+    )
+    .await
+}
+
+async fn wait_healthy(
+    manager: ResourceManager,
+    objects: Vec<ObjectRef>,
+    timeout: Duration,
+) -> Result<Result<(), capstan_apply::Error>, ReconcileError> {
+    spawned(
+        move || async move {
+            manager
+                .wait_for(&objects, timeout, HEALTH_POLL)
+                .await
+                .map(|_| ())
+        },
+        reason::HEALTH_CHECK_FAILED,
+    )
+    .await
+}
+
+fn owner_of(object: &Kustomization) -> Owner {
+    Owner {
+        name: object.name_any(),
+        namespace: object.namespace().unwrap_or_default(),
+    }
+}
+
+/// Spec fields this reconciler does not implement yet: refused (stalled) rather than ignored.
+fn unsupported_fields(object: &Kustomization) -> Vec<&'static str> {
+    let spec = &object.spec;
+    let mut fields = Vec::new();
+    if spec.decryption.is_some() {
+        fields.push("spec.decryption");
+    }
+    if spec.kube_config.is_some() {
+        fields.push("spec.kubeConfig");
+    }
+    if spec.service_account_name.is_some() {
+        fields.push("spec.serviceAccountName");
+    }
+    if !spec.health_check_exprs.is_empty() {
+        fields.push("spec.healthCheckExprs");
+    }
+    fields
+}
+
+fn retry_interval(object: &Kustomization) -> Duration {
+    object.retry_interval().unwrap_or(SOURCE_RETRY)
+}
+
+/// `spec.timeout` as written, else Flux's default (the interval, at least 30 s).
+fn health_timeout(object: &Kustomization) -> Result<Duration, ReconcileError> {
+    let parsed = match &object.spec.timeout {
+        Some(text) => capstan_api::parse_go_duration(text).map_err(|e| e.to_string()),
+        None => object.timeout().map_err(|e| e.to_string()),
+    };
+    parsed.map_err(|e| ReconcileError::stalled("InvalidTimeout", format!("spec.timeout: {e}")))
+}
+
+/// Reads the source object generically and returns its artifact.
+async fn source_artifact(
+    client: &Client,
+    object: &Kustomization,
+) -> Result<Artifact, ReconcileError> {
+    let source = &object.spec.source_ref;
+    let namespace = object.source_namespace().unwrap_or_default().to_owned();
+    let api_version = source
+        .api_version
+        .as_deref()
+        .unwrap_or(DEFAULT_SOURCE_API_VERSION);
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, source.kind.as_str());
+    let resource = ApiResource::from_gvk(&gvk);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &namespace, &resource);
+    let display = format!("{}/{}/{}", source.kind.as_str(), namespace, source.name);
+    let found = api.get_opt(&source.name).await.map_err(|e| {
+        ReconcileError::transient(
+            reason::ARTIFACT_FAILED,
+            format!("cannot get source '{display}': {e}"),
+        )
+        .with_source(e)
+    })?;
+    let Some(found) = found else {
+        return Err(ReconcileError::waiting(
+            SOURCE_RETRY,
+            reason::ARTIFACT_FAILED,
+            format!("Source '{display}' not found"),
+        ));
+    };
+    found
+        .data
+        .get("status")
+        .and_then(|s| s.get("artifact"))
+        .and_then(|a| serde_json::from_value::<Artifact>(a.clone()).ok())
+        .ok_or_else(|| {
+            ReconcileError::waiting(
+                SOURCE_RETRY,
+                reason::ARTIFACT_FAILED,
+                format!("Source '{display}' is not ready, artifact not found"),
+            )
+        })
+}
+
+/// Whether a Kustomization is Ready for its current generation.
+fn is_ready(object: &Kustomization) -> bool {
+    let Some(status) = object.status.as_ref() else {
+        return false;
+    };
+    status.observed_generation == object.metadata.generation
+        && status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == condition::READY && c.status == "True")
+}
+
+/// Resolves the source artifact and checks `spec.dependsOn`.
+fn check_source_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
+    Box::pin(async move {
+        let unsupported = unsupported_fields(&cx.object);
+        if !unsupported.is_empty() {
+            return Err(ReconcileError::stalled(
+                reason::FEATURE_GATE_DISABLED,
+                format!(
+                    "{} not supported by this controller yet",
+                    unsupported.join(", ")
+                ),
+            ));
+        }
+        let artifact = source_artifact(&cx.client, &cx.object).await?;
+        for dependency in &cx.object.spec.depends_on {
+            let namespace = dependency
+                .namespace
+                .clone()
+                .unwrap_or_else(|| cx.namespace());
+            let api: Api<Kustomization> = Api::namespaced(cx.client.clone(), &namespace);
+            let ready = api
+                .get_opt(&dependency.name)
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|d| is_ready(&d));
+            if !ready {
+                return Err(ReconcileError::waiting(
+                    retry_interval(&cx.object),
+                    reason::DEPENDENCY_NOT_READY,
+                    format!("dependency '{namespace}/{}' is not ready", dependency.name),
+                ));
+            }
+        }
+        cx.status.last_attempted_revision = Some(artifact.revision.clone());
+        cx.state.artifact = Some(artifact);
+        Ok(StepOutcome::next())
+    })
+}
+
+/// Downloads the artifact, verifies its digest and extracts it.
+fn fetch_artifact_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
+    Box::pin(async move {
+        let Some(artifact) = cx.state.artifact.as_ref() else {
+            return Ok(StepOutcome::next());
+        };
+        let failed = |message: String| ReconcileError::transient(reason::ARTIFACT_FAILED, message);
+        let digest = capstan_source::Digest::from_str(&artifact.digest).map_err(|e| {
+            failed(format!(
+                "invalid artifact digest '{}': {e}",
+                artifact.digest
+            ))
+            .with_source(e)
+        })?;
+        let variables = substitution_variables(cx).await?;
+        let key = build_key(
+            &artifact.digest,
+            cx.object.metadata.generation,
+            variables.as_ref(),
+        );
+        let object = format!("{}/{}", cx.namespace(), cx.name());
+        if let Some(objects) = cx.reconciler.cached_build(&object, &key) {
+            tracing::debug!("artifact and inputs unchanged, reusing the last build");
+            cx.state.objects = objects;
+            cx.state.built = true;
+            return Ok(StepOutcome::next());
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("capstan-kustomization-")
+            .tempdir()
+            .map_err(|e| {
+                failed(format!("cannot create a temporary directory: {e}")).with_source(e)
+            })?;
+        let target = dir.path().join("source");
+        capstan_source::fetch::fetch_artifact(
+            &artifact.url,
+            &digest,
+            &target,
+            &cx.reconciler.limits,
+        )
+        .await
+        .map_err(|e| {
+            failed(format!(
+                "failed to download artifact from {}: {e}",
+                artifact.url
+            ))
+            .with_source(e)
+        })?;
+        cx.state.dir = Some(dir);
+        cx.state.variables = variables;
+        cx.state.build_key = key;
+        Ok(StepOutcome::next())
+    })
+}
+
+/// Builds `spec.path` with the overrides, `commonMetadata` and substitutions.
+fn build_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
+    Box::pin(async move {
+        if cx.state.built {
+            return Ok(StepOutcome::next());
+        }
+        let Some(dir) = cx.state.dir.as_ref() else {
+            return Ok(StepOutcome::next());
+        };
+        let root = dir.path().join("source");
+        let object = cx.object.clone();
+        let variables = cx.state.variables.take();
+        let built = tokio::task::spawn_blocking(move || {
+            let objects = build_objects(&root, &object)?;
+            finish_objects(objects, &object, variables.as_ref())
+        })
+        .await
+        .map_err(|e| {
+            ReconcileError::transient(reason::BUILD_FAILED, "build task failed").with_source(e)
+        })?;
+        match built {
+            Ok(objects) => {
+                cx.reconciler.store_build(
+                    format!("{}/{}", cx.namespace(), cx.name()),
+                    std::mem::take(&mut cx.state.build_key),
+                    objects.clone(),
+                );
+                cx.state.objects = objects;
+                cx.state.built = true;
+                cx.state.dir = None;
+                Ok(StepOutcome::next())
+            }
+            Err(message) => Err(ReconcileError::transient(reason::BUILD_FAILED, message)),
+        }
+    })
+}
+
+/// The variables of `postBuild`: `substituteFrom` in order, then `substitute` (which wins);
+/// `None` when there is no `postBuild`.
+async fn substitution_variables(
+    cx: &StepContext<KustomizationReconciler>,
+) -> Result<Option<BTreeMap<String, String>>, ReconcileError> {
+    let Some(post_build) = cx.object.spec.post_build.as_ref() else {
+        return Ok(None);
+    };
+    let mut variables = BTreeMap::new();
+    for reference in &post_build.substitute_from {
+        let optional = reference.optional.unwrap_or(false);
+        let kind = serde_json::to_value(reference.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let missing = || {
+            ReconcileError::transient(
+                reason::BUILD_FAILED,
+                format!(
+                    "substitute from '{kind}/{}' failed: not found",
+                    reference.name
+                ),
+            )
+        };
+        let data: BTreeMap<String, String> = if kind == "Secret" {
+            match cx.api::<Secret>().get_opt(&reference.name).await {
+                Ok(Some(secret)) => secret
+                    .data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
+                    .collect(),
+                Ok(None) if optional => continue,
+                Ok(None) => return Err(missing()),
+                Err(e) => {
+                    return Err(ReconcileError::transient(
+                        reason::BUILD_FAILED,
+                        format!("substitute from 'Secret/{}' failed: {e}", reference.name),
+                    ));
+                }
+            }
+        } else {
+            match cx.api::<ConfigMap>().get_opt(&reference.name).await {
+                Ok(Some(map)) => map.data.unwrap_or_default(),
+                Ok(None) if optional => continue,
+                Ok(None) => return Err(missing()),
+                Err(e) => {
+                    return Err(ReconcileError::transient(
+                        reason::BUILD_FAILED,
+                        format!("substitute from 'ConfigMap/{}' failed: {e}", reference.name),
+                    ));
+                }
+            }
+        };
+        variables.extend(data);
+    }
+    variables.extend(
+        post_build
+            .substitute
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
+    Ok(Some(variables))
+}
+
+/// `path` joined to `root`, refusing absolute paths and `..` components.
+fn resolve_path(root: &Path, path: &str) -> Result<PathBuf, String> {
+    let mut resolved = root.to_path_buf();
+    for component in Path::new(path).components() {
+        match component {
+            Component::Normal(part) => resolved.push(part),
+            Component::CurDir | Component::RootDir => {}
+            Component::ParentDir | Component::Prefix(_) => {
+                return Err(format!("spec.path '{path}' must stay inside the source"));
+            }
+        }
+    }
+    Ok(resolved)
+}
+
+fn has_kustomization(dir: &Path) -> bool {
+    KUSTOMIZATION_FILES.iter().any(|f| dir.join(f).is_file())
+}
+
+/// Whether a YAML file holds Kubernetes objects (every document has `apiVersion` and `kind`).
+fn is_manifest(path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    capstan_kustomize::parse_documents(&text).is_ok_and(|docs| {
+        !docs.is_empty()
+            && docs
+                .iter()
+                .all(|d| d.get("apiVersion").is_some() && d.get("kind").is_some())
+    })
+}
+
+/// The resources of a generated kustomization for `dir`: subdirectories holding a
+/// kustomization, and manifest files, recursively, relative to `dir`, sorted.
+fn manifest_resources(dir: &Path, base: &Path, out: &mut Vec<String>) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let relative = path
+            .strip_prefix(base)
+            .unwrap_or(&path)
+            .to_string_lossy()
+            .into_owned();
+        let hidden = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        if hidden {
+            continue;
+        }
+        if path.is_dir() {
+            if has_kustomization(&path) {
+                out.push(relative);
+            } else {
+                manifest_resources(&path, base, out)?;
+            }
+        } else if path
+            .extension()
+            .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+            && is_manifest(&path)
+        {
+            out.push(relative);
+        }
+    }
+    Ok(())
+}
+
+/// The overlay kustomization carrying Flux's overrides on top of `resource`, or `None` when
+/// the Kustomization has none.
+fn overlay_kustomization(object: &Kustomization, resource: &str) -> Option<Value> {
+    let spec = &object.spec;
+    let mut overlay = serde_json::Map::new();
+    if let Some(namespace) = spec.target_namespace.as_ref().filter(|n| !n.is_empty()) {
+        overlay.insert("namespace".into(), namespace.clone().into());
+    }
+    if let Some(prefix) = spec.name_prefix.as_ref().filter(|n| !n.is_empty()) {
+        overlay.insert("namePrefix".into(), prefix.clone().into());
+    }
+    if let Some(suffix) = spec.name_suffix.as_ref().filter(|n| !n.is_empty()) {
+        overlay.insert("nameSuffix".into(), suffix.clone().into());
+    }
+    if !spec.patches.is_empty() {
+        overlay.insert(
+            "patches".into(),
+            serde_json::to_value(&spec.patches).unwrap_or_default(),
+        );
+    }
+    if !spec.images.is_empty() {
+        overlay.insert(
+            "images".into(),
+            serde_json::to_value(&spec.images).unwrap_or_default(),
+        );
+    }
+    if !spec.components.is_empty() {
+        let components = spec
+            .components
+            .iter()
+            .map(|c| Value::String(format!("{resource}/{}", c.trim_start_matches("./"))))
+            .collect();
+        overlay.insert("components".into(), Value::Array(components));
+    }
+    if overlay.is_empty() {
+        return None;
+    }
+    overlay.insert(
+        "apiVersion".into(),
+        "kustomize.config.k8s.io/v1beta1".into(),
+    );
+    overlay.insert("kind".into(), "Kustomization".into());
+    overlay.insert("resources".into(), serde_json::json!([resource]));
+    Some(Value::Object(overlay))
+}
+
+/// Builds `spec.path` inside the extracted artifact at `root` (which it may write into); the
+/// overlay carrying the overrides is written beside `root`, in `overlay/`.
+fn build_objects(root: &Path, object: &Kustomization) -> Result<Vec<Value>, String> {
+    let path = resolve_path(root, object.path())?;
+    if !path.is_dir() {
+        return Err(format!(
+            "kustomization path not found: '{}' does not exist in the source",
+            object.path()
+        ));
+    }
+    if !has_kustomization(&path) {
+        let mut resources = Vec::new();
+        manifest_resources(&path, &path, &mut resources)
+            .map_err(|e| format!("cannot list the manifests in '{}': {e}", object.path()))?;
+        let generated = serde_json::json!({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": resources,
+        });
+        std::fs::write(path.join("kustomization.yaml"), generated.to_string())
+            .map_err(|e| format!("cannot write the generated kustomization: {e}"))?;
+    }
+    // The overlay sits beside the source (inside it, building the root would be a cycle).
+    let (Some(parent), Some(root_name)) = (root.parent(), root.file_name()) else {
+        return Err("the source directory has no parent".to_owned());
+    };
+    let relative = path.strip_prefix(root).unwrap_or(&path);
+    let resource = Path::new("..").join(root_name).join(relative);
+    let resource = resource.to_string_lossy().trim_end_matches('/').to_owned();
+    let build_dir = match overlay_kustomization(object, &resource) {
+        Some(overlay) => {
+            let dir = parent.join(OVERLAY_DIR);
+            std::fs::create_dir_all(&dir)
+                .and_then(|()| std::fs::write(dir.join("kustomization.yaml"), overlay.to_string()))
+                .map_err(|e| format!("cannot write the overlay kustomization: {e}"))?;
+            dir
+        }
+        None => path,
+    };
+    capstan_kustomize::build(&build_dir, &capstan_kustomize::BuildOptions::default()).map_err(|e| {
+        let message = e.to_string();
+        let root_text = format!("{}/", root.display());
+        format!(
+            "kustomize build failed: {}",
+            message.replace(&root_text, "")
+        )
+    })
+}
+
+fn substitution_disabled(object: &Value) -> bool {
+    let metadata = object.get("metadata");
+    ["annotations", "labels"].iter().any(|field| {
+        metadata
+            .and_then(|m| m.get(field))
+            .and_then(|m| m.get(SUBSTITUTE_ANNOTATION))
+            .and_then(Value::as_str)
+            == Some("disabled")
+    })
+}
+
+/// Replaces `${name}` and `${name:=default}` (and `${name:-default}`) with values from
+/// `variables`; `$${...}` yields a literal `${...}`; undefined variables without a default
+/// become empty, as Flux's non-strict substitution does. Errors name an unterminated or
+/// malformed expression.
+pub fn substitute(text: &str, variables: &BTreeMap<String, String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('$') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        if let Some(escaped) = after.strip_prefix("${") {
+            out.push_str("${");
+            rest = escaped;
+            continue;
+        }
+        let Some(body_start) = after.strip_prefix('{') else {
+            out.push('$');
+            rest = after;
+            continue;
+        };
+        let Some(end) = body_start.find('}') else {
+            return Err(format!(
+                "unterminated variable expression '${{{}'",
+                body_start.chars().take(20).collect::<String>()
+            ));
+        };
+        let body = &body_start[..end];
+        let (name, default) = match body.find(":=").or_else(|| body.find(":-")) {
+            Some(at) => (&body[..at], Some(&body[at + 2..])),
+            None => (body, None),
+        };
+        let valid = !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit());
+        if !valid {
+            return Err(format!("invalid variable name '{name}' in '${{{body}}}'"));
+        }
+        match (variables.get(name), default) {
+            (Some(value), _) => out.push_str(value),
+            (None, Some(default)) => out.push_str(default),
+            (None, None) => {}
+        }
+        rest = &body_start[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn describe_value(object: &Value) -> String {
+    let field = |path: &[&str]| {
+        let mut value = object;
+        for key in path {
+            value = value.get(key).unwrap_or(&Value::Null);
+        }
+        value.as_str().unwrap_or_default().to_owned()
+    };
+    let namespace = field(&["metadata", "namespace"]);
+    let name = field(&["metadata", "name"]);
+    if namespace.is_empty() {
+        format!("{}/{name}", field(&["kind"]))
+    } else {
+        format!("{}/{namespace}/{name}", field(&["kind"]))
+    }
+}
+
+/// Substitutes variables, adds `commonMetadata` and converts to API objects.
+fn finish_objects(
+    objects: Vec<Value>,
+    object: &Kustomization,
+    variables: Option<&BTreeMap<String, String>>,
+) -> Result<Vec<DynamicObject>, String> {
+    let common = object.spec.common_metadata.as_ref();
+    let mut finished = Vec::with_capacity(objects.len());
+    for mut value in objects {
+        if let Some(variables) = variables
+            && !substitution_disabled(&value)
+        {
+            let text = capstan_kustomize::to_yaml_document(&value);
+            let replaced = substitute(&text, variables)
+                .map_err(|e| format!("post build failed for {}: {e}", describe_value(&value)))?;
+            let mut documents = capstan_kustomize::parse_documents(&replaced).map_err(|e| {
+                format!(
+                    "post build failed for {}: substituted yaml is invalid: {e}",
+                    describe_value(&value)
+                )
+            })?;
+            if documents.len() != 1 {
+                return Err(format!(
+                    "post build failed for {}: substitution changed the number of documents",
+                    describe_value(&value)
+                ));
+            }
+            value = documents.remove(0);
+        }
+        let description = describe_value(&value);
+        let mut dynamic: DynamicObject = serde_json::from_value(value)
+            .map_err(|e| format!("{description}: not a Kubernetes object: {e}"))?;
+        if let Some(common) = common {
+            if !common.labels.is_empty() {
+                dynamic
+                    .metadata
+                    .labels
+                    .get_or_insert_with(BTreeMap::new)
+                    .extend(common.labels.clone());
+            }
+            if !common.annotations.is_empty() {
+                dynamic
+                    .metadata
+                    .annotations
+                    .get_or_insert_with(BTreeMap::new)
+                    .extend(common.annotations.clone());
+            }
+        }
+        finished.push(dynamic);
+    }
+    Ok(finished)
+}
+
+/// Applies the objects in stages and records the inventory.
+fn apply_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
+    Box::pin(async move {
+        if !cx.state.built {
+            return Ok(StepOutcome::next());
+        }
+        let previous = match cx.status.inventory.as_ref() {
+            Some(status) => Inventory::from_status(status).map_err(|e| {
+                ReconcileError::stalled(
+                    reason::RECONCILIATION_FAILED,
+                    format!("invalid status.inventory: {e}"),
+                )
+                .with_source(e)
+            })?,
+            None => Inventory::default(),
+        };
+        let mut objects = std::mem::take(&mut cx.state.objects);
+        set_owner_labels(&mut objects, &cx.name(), &cx.namespace());
+        let options = ApplyOptions {
+            force: cx.object.spec.force.unwrap_or(false),
+            ..ApplyOptions::default()
+        };
+        match apply_objects(cx.reconciler.manager.clone(), objects.clone(), options).await? {
+            Ok(changeset) => {
+                tracing::info!(changes = %changeset.to_string().trim_end(), "applied");
+                let inventory = Inventory::from_changeset(&changeset);
+                cx.status.inventory = Some(inventory.to_status());
+                cx.state.inventory = Some(inventory);
+                cx.state.previous = Some(previous);
+                Ok(StepOutcome::next())
+            }
+            Err(capstan_apply::Error::Partial { changeset, errors }) => {
+                // Keep what was applied owned, so that nothing leaks from the inventory.
+                let mut inventory = previous;
+                for entry in Inventory::from_changeset(&changeset).objects() {
+                    inventory.add(entry.clone());
+                }
+                cx.status.inventory = Some(inventory.to_status());
+                let failed: Vec<String> = errors.iter().map(ToString::to_string).collect();
+                Err(ReconcileError::transient(
+                    reason::RECONCILIATION_FAILED,
+                    format!(
+                        "apply failed for {} of {} objects ({} applied): {}",
+                        errors.len(),
+                        objects.len(),
+                        changeset.entries.len(),
+                        failed.join("; ")
+                    ),
+                ))
+            }
+            Err(error) => Err(ReconcileError::transient(
+                reason::RECONCILIATION_FAILED,
+                format!("apply failed: {error}"),
+            )
+            .with_source(error)),
+        }
+    })
+}
+
+/// Deletes objects that left the build, when `spec.prune` is set.
+fn prune_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
+    Box::pin(async move {
+        if !cx.object.spec.prune {
+            return Ok(StepOutcome::next());
+        }
+        let (Some(previous), Some(current)) = (&cx.state.previous, &cx.state.inventory) else {
+            return Ok(StepOutcome::next());
+        };
+        let stale = previous.diff(current);
+        if stale.is_empty() {
+            return Ok(StepOutcome::next());
+        }
+        let options = DeleteOptions {
+            owner: Some(owner_of(&cx.object)),
+            ..DeleteOptions::default()
+        };
+        match delete_objects(cx.reconciler.manager.clone(), stale, options).await? {
+            Ok(changeset) => {
+                tracing::info!(changes = %changeset.to_string().trim_end(), "pruned");
+                Ok(StepOutcome::next())
+            }
+            Err(error) => Err(ReconcileError::transient(
+                reason::PRUNE_FAILED,
+                format!("prune failed: {error}"),
+            )
+            .with_source(error)),
+        }
+    })
+}
+
+/// The objects `spec.healthChecks` names; a missing `apiVersion` is taken from the inventory.
+fn health_check_objects(
+    references: &[NamespacedObjectKindReference],
+    inventory: Option<&Inventory>,
+    default_namespace: &str,
+) -> Result<Vec<ObjectRef>, String> {
+    references
+        .iter()
+        .map(|reference| {
+            let namespace = reference.namespace.as_deref().unwrap_or(default_namespace);
+            let api_version = match &reference.api_version {
+                Some(v) => v.clone(),
+                None => inventory
+                    .and_then(|inventory| {
+                        inventory.objects().iter().find(|o| {
+                            o.kind == reference.kind
+                                && o.name == reference.name
+                                && (o.namespace == namespace || o.namespace.is_empty())
+                        })
+                    })
+                    .map(ObjectRef::api_version)
+                    .ok_or_else(|| {
+                        format!(
+                            "health check {}/{namespace}/{} has no apiVersion and is not in the inventory",
+                            reference.kind, reference.name
+                        )
+                    })?,
+            };
+            Ok(ObjectRef::new(
+                &api_version,
+                &reference.kind,
+                namespace,
+                &reference.name,
+            ))
+        })
+        .collect()
+}
+
+/// Records a successful apply of `artifact` in `status`; returns the `Ready` message.
+fn record_applied(status: &mut KustomizationStatus, artifact: Artifact) -> String {
+    status.last_applied_origin_revision = artifact.metadata.get(ORIGIN_REVISION_KEY).cloned();
+    let message = format!("Applied revision: {}", artifact.revision);
+    status.last_applied_revision = Some(artifact.revision);
+    message
+}
+
+/// Waits for health (`spec.wait` or `spec.healthChecks`) and records the applied revision.
+fn check_health_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
+    Box::pin(async move {
+        let Some(inventory) = cx.state.inventory.as_ref() else {
+            return Ok(StepOutcome::next());
+        };
+        let mut objects = if cx.object.spec.wait == Some(true) {
+            inventory.objects().to_vec()
+        } else {
+            Vec::new()
+        };
+        let checks = health_check_objects(
+            &cx.object.spec.health_checks,
+            Some(inventory),
+            &cx.namespace(),
+        )
+        .map_err(|message| ReconcileError::stalled(reason::HEALTH_CHECK_FAILED, message))?;
+        for check in checks {
+            if !objects.contains(&check) {
+                objects.push(check);
+            }
+        }
+        if objects.is_empty() {
+            cx.remove_condition(condition::HEALTHY);
+        } else {
+            let timeout = health_timeout(&cx.object)?;
+            let started = std::time::Instant::now();
+            match wait_healthy(cx.reconciler.manager.clone(), objects, timeout).await? {
+                Ok(()) => {
+                    let message = format!(
+                        "Health check passed in {:?}",
+                        Duration::from_millis(
+                            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
+                        )
+                    );
+                    cx.set_condition(
+                        condition::HEALTHY,
+                        ConditionStatus::True,
+                        reason::SUCCEEDED,
+                        &message,
+                    );
+                }
+                Err(error) => {
+                    let message = error.to_string();
+                    cx.set_condition(
+                        condition::HEALTHY,
+                        ConditionStatus::False,
+                        reason::HEALTH_CHECK_FAILED,
+                        &message,
+                    );
+                    return Err(
+                        ReconcileError::transient(reason::HEALTH_CHECK_FAILED, message)
+                            .with_source(error),
+                    );
+                }
+            }
+        }
+        if let Some(artifact) = cx.state.artifact.take() {
+            let message = record_applied(&mut cx.status, artifact);
+            cx.set_ready_message(message);
+        }
+        Ok(StepOutcome::next())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kustomization(spec: &Value) -> Kustomization {
+        let mut full = serde_json::json!({
+            "interval": "10m",
+            "prune": false,
+            "sourceRef": {"kind": "GitRepository", "name": "repo"},
+        });
+        full.as_object_mut()
+            .unwrap()
+            .extend(spec.as_object().unwrap().clone());
+        let mut object = Kustomization::new("apps", serde_json::from_value(full).unwrap());
+        object.metadata.namespace = Some("flux-system".into());
+        object
+    }
+
+    fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn substitutes_variables_defaults_and_escapes() {
+        let variables = vars(&[("env", "prod"), ("replicas", "3")]);
+        assert_eq!(
+            substitute(
+                "name: app-${env}\nreplicas: ${replicas}\nzone: ${zone:=eu}\nx: ${missing}.\n",
+                &variables
+            )
+            .unwrap(),
+            "name: app-prod\nreplicas: 3\nzone: eu\nx: .\n"
+        );
+        assert_eq!(
+            substitute("a: $${env} $HOME $", &variables).unwrap(),
+            "a: ${env} $HOME $"
+        );
+        assert!(
+            substitute("a: ${env", &variables)
+                .unwrap_err()
+                .contains("unterminated")
+        );
+        assert!(
+            substitute("a: ${bad-name}", &variables)
+                .unwrap_err()
+                .contains("bad-name")
+        );
+    }
+
+    #[test]
+    fn refuses_paths_leaving_the_source() {
+        let root = Path::new("/tmp/src");
+        assert_eq!(
+            resolve_path(root, "./apps/prod").unwrap(),
+            root.join("apps/prod")
+        );
+        assert_eq!(resolve_path(root, "./").unwrap(), root);
+        assert!(
+            resolve_path(root, "../etc")
+                .unwrap_err()
+                .contains("spec.path")
+        );
+    }
+
+    #[test]
+    fn overlay_holds_only_the_overrides_given() {
+        assert!(overlay_kustomization(&kustomization(&serde_json::json!({})), "..").is_none());
+        let object = kustomization(&serde_json::json!({
+            "targetNamespace": "prod",
+            "namePrefix": "p-",
+            "images": [{"name": "nginx", "newTag": "1.27"}],
+            "components": ["./components/a"],
+        }));
+        let overlay = overlay_kustomization(&object, "../apps").unwrap();
+        assert_eq!(overlay["namespace"], "prod");
+        assert_eq!(overlay["namePrefix"], "p-");
+        assert_eq!(overlay["resources"], serde_json::json!(["../apps"]));
+        assert_eq!(overlay["images"][0]["newTag"], "1.27");
+        assert_eq!(
+            overlay["components"],
+            serde_json::json!(["../apps/components/a"])
+        );
+        assert!(overlay.get("nameSuffix").is_none());
+    }
+
+    const CONFIG_MAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: apps\ndata:\n  env: ${env:=dev}\n";
+    const DEPLOYMENT: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: apps\nspec:\n  replicas: 1\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.25\n";
+
+    fn source(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let path = dir.path().join("source").join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        dir
+    }
+
+    fn names(objects: &[Value]) -> Vec<String> {
+        objects.iter().map(describe_value).collect()
+    }
+
+    #[test]
+    fn generates_a_kustomization_listing_the_manifests() {
+        let dir = source(&[
+            ("apps/web/deployment.yaml", DEPLOYMENT),
+            ("apps/config.yaml", CONFIG_MAP),
+            ("apps/values.yaml", "replicas: 3\n"),
+            ("apps/README.md", "docs"),
+        ]);
+        let object = kustomization(&serde_json::json!({"path": "./apps"}));
+        let objects = build_objects(&dir.path().join("source"), &object).unwrap();
+        assert_eq!(
+            names(&objects),
+            ["ConfigMap/apps/settings", "Deployment/apps/web"]
+        );
+    }
+
+    #[test]
+    fn applies_flux_overrides_through_an_overlay() {
+        let dir = source(&[
+            (
+                "apps/kustomization.yaml",
+                "resources: [config.yaml, deployment.yaml]\n",
+            ),
+            ("apps/config.yaml", CONFIG_MAP),
+            ("apps/deployment.yaml", DEPLOYMENT),
+        ]);
+        let object = kustomization(&serde_json::json!({
+            "path": "apps",
+            "targetNamespace": "prod",
+            "namePrefix": "p-",
+            "nameSuffix": "-s",
+            "images": [{"name": "nginx", "newTag": "1.27"}],
+            "patches": [{"patch": "- op: replace\n  path: /spec/replicas\n  value: 2\n",
+                         "target": {"kind": "Deployment"}}],
+        }));
+        let objects = build_objects(&dir.path().join("source"), &object).unwrap();
+        assert_eq!(
+            names(&objects),
+            ["ConfigMap/prod/p-settings-s", "Deployment/prod/p-web-s"]
+        );
+        let deployment = &objects[1];
+        assert_eq!(deployment["spec"]["replicas"], 2);
+        assert_eq!(
+            deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+            "nginx:1.27"
+        );
+    }
+
+    #[test]
+    fn overrides_apply_to_the_source_root() {
+        let dir = source(&[("config.yaml", CONFIG_MAP)]);
+        let object = kustomization(&serde_json::json!({"targetNamespace": "prod"}));
+        let objects = build_objects(&dir.path().join("source"), &object).unwrap();
+        assert_eq!(names(&objects), ["ConfigMap/prod/settings"]);
+    }
+
+    #[test]
+    fn components_are_relative_to_the_path() {
+        let dir = source(&[
+            ("apps/kustomization.yaml", "resources: [config.yaml]\n"),
+            ("apps/config.yaml", CONFIG_MAP),
+            (
+                "apps/components/team/kustomization.yaml",
+                "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncommonLabels:\n  team: web\n",
+            ),
+        ]);
+        let object = kustomization(&serde_json::json!({
+            "path": "./apps",
+            "components": ["./components/team"],
+        }));
+        let objects = build_objects(&dir.path().join("source"), &object).unwrap();
+        assert_eq!(objects[0]["metadata"]["labels"]["team"], "web");
+    }
+
+    #[test]
+    fn build_errors_name_the_file() {
+        let dir = source(&[("apps/kustomization.yaml", "resources: [missing.yaml]\n")]);
+        let object = kustomization(&serde_json::json!({"path": "apps"}));
+        let error = build_objects(&dir.path().join("source"), &object).unwrap_err();
+        assert!(error.contains("missing.yaml"), "{error}");
+        assert!(
+            !error.contains(&dir.path().display().to_string()),
+            "{error}"
+        );
+        let object = kustomization(&serde_json::json!({"path": "nowhere"}));
+        let error = build_objects(&dir.path().join("source"), &object).unwrap_err();
+        assert!(error.contains("'nowhere'"), "{error}");
+    }
+
+    #[test]
+    fn finishing_substitutes_and_adds_common_metadata() {
+        let objects = capstan_kustomize::parse_documents(&format!(
+            "{CONFIG_MAP}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: raw\n  namespace: apps\n  annotations:\n    {SUBSTITUTE_ANNOTATION}: disabled\ndata:\n  env: ${{env}}\n"
+        ))
+        .unwrap();
+        let object = kustomization(&serde_json::json!({
+            "commonMetadata": {"labels": {"team": "a"}, "annotations": {"owner": "ops"}},
+        }));
+        let variables = vars(&[("env", "prod")]);
+        let finished = finish_objects(objects, &object, Some(&variables)).unwrap();
+        assert_eq!(finished[0].data["data"]["env"], "prod");
+        assert_eq!(finished[1].data["data"]["env"], "${env}");
+        for object in &finished {
+            assert_eq!(object.labels()["team"], "a");
+            assert_eq!(object.annotations()["owner"], "ops");
+        }
+    }
+
+    #[test]
+    fn health_checks_take_the_api_version_from_the_inventory() {
+        let inventory = Inventory::new([ObjectRef::new("apps/v1", "Deployment", "apps", "web")]);
+        let references: Vec<NamespacedObjectKindReference> =
+            serde_json::from_value(serde_json::json!([
+                {"kind": "Deployment", "name": "web", "namespace": "apps"},
+                {"apiVersion": "v1", "kind": "Service", "name": "web"},
+            ]))
+            .unwrap();
+        let objects = health_check_objects(&references, Some(&inventory), "flux-system").unwrap();
+        assert_eq!(objects[0].api_version(), "apps/v1");
+        assert_eq!(objects[1].namespace, "flux-system");
+        let unknown: Vec<NamespacedObjectKindReference> =
+            serde_json::from_value(serde_json::json!([{"kind": "Job", "name": "x"}])).unwrap();
+        assert!(
+            health_check_objects(&unknown, Some(&inventory), "ns")
+                .unwrap_err()
+                .contains("Job/ns/x")
+        );
+    }
+
+    #[test]
+    fn refuses_fields_not_implemented_yet() {
+        assert!(unsupported_fields(&kustomization(&serde_json::json!({}))).is_empty());
+        let object = kustomization(&serde_json::json!({
+            "serviceAccountName": "sa",
+            "kubeConfig": {"secretRef": {"name": "k"}},
+        }));
+        assert_eq!(
+            unsupported_fields(&object),
+            ["spec.kubeConfig", "spec.serviceAccountName"]
+        );
+    }
+
+    #[test]
+    fn records_the_applied_and_origin_revisions() {
+        let mut artifact: Artifact = serde_json::from_value(serde_json::json!({
+            "path": "p", "url": "http://x/p", "revision": "latest@sha256:abc",
+            "digest": "sha256:abc", "lastUpdateTime": "2026-01-01T00:00:00Z",
+            "metadata": {ORIGIN_REVISION_KEY: "main@sha1:123"},
+        }))
+        .unwrap();
+        let mut status = KustomizationStatus::default();
+        let message = record_applied(&mut status, artifact.clone());
+        assert_eq!(message, "Applied revision: latest@sha256:abc");
+        assert_eq!(
+            status.last_applied_revision.as_deref(),
+            Some("latest@sha256:abc")
+        );
+        assert_eq!(
+            status.last_applied_origin_revision.as_deref(),
+            Some("main@sha1:123")
+        );
+        artifact.metadata.clear();
+        record_applied(&mut status, artifact);
+        assert!(status.last_applied_origin_revision.is_none());
+    }
+
+    #[test]
+    fn build_keys_follow_digest_generation_and_variables() {
+        let variables = vars(&[("env", "prod")]);
+        let key = build_key("sha256:a", Some(1), Some(&variables));
+        assert_eq!(key, build_key("sha256:a", Some(1), Some(&variables)));
+        assert_ne!(key, build_key("sha256:b", Some(1), Some(&variables)));
+        assert_ne!(key, build_key("sha256:a", Some(2), Some(&variables)));
+        assert_ne!(key, build_key("sha256:a", Some(1), None));
+        assert_ne!(
+            key,
+            build_key("sha256:a", Some(1), Some(&vars(&[("env", "dev")])))
+        );
+    }
+
+    #[test]
+    fn dependencies_must_be_ready_for_their_generation() {
+        let mut object = kustomization(&serde_json::json!({}));
+        assert!(!is_ready(&object));
+        object.metadata.generation = Some(2);
+        let mut status = KustomizationStatus {
+            observed_generation: Some(1),
+            ..KustomizationStatus::default()
+        };
+        crate::runtime::conditions::set_condition(
+            &mut status.conditions,
+            condition::READY,
+            ConditionStatus::True,
+            reason::SUCCEEDED,
+            "",
+            Some(1),
+        );
+        object.status = Some(status.clone());
+        assert!(!is_ready(&object), "an old generation is not ready");
+        status.observed_generation = Some(2);
+        object.status = Some(status);
+        assert!(is_ready(&object));
+    }
+}

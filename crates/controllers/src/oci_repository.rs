@@ -1,0 +1,903 @@
+//! The OCIRepository reconciler (`source.toolkit.fluxcd.io/v1`), with Flux source-controller's
+//! behaviour.
+//!
+//! # Expected flow
+//! Steps `[resolve, fetch, store]`:
+//! - `resolve`: builds the registry options (`spec.insecure`, the docker config
+//!   Secret of `spec.secretRef`, the CA of `spec.certSecretRef`) and resolves `spec.ref` to a
+//!   manifest digest: `digest` as given, else the highest tag matching `semver` (tags first
+//!   filtered by the `semverFilter` regex), else `tag` (default `latest`). The revision is
+//!   `<tag>@sha256:<digest>`, or `sha256:<digest>` for a digest reference. When it equals
+//!   `status.artifact.revision`, the artifact file exists and neither `spec.ignore` nor
+//!   `spec.layerSelector` changed, nothing is pulled.
+//! - `fetch`: pulls the manifest by digest and the selected layer, then stores
+//!   it as `ocirepository/<namespace>/<name>/<digest>.tar.gz`: re-packed (honouring the root
+//!   `.sourceignore` and `spec.ignore`) for the `extract` operation, as it is for `copy`.
+//!   The manifest annotations become `artifact.metadata`.
+//! - `store`: records `status.artifact` and `status.url`, sets
+//!   `ArtifactInStorage=True` and garbage-collects older artifacts (2 are kept).
+//!
+//! On deletion every stored artifact of the object is removed.
+//!
+//! Not supported yet, and refused with `Stalled=True` (reason `FeatureGateDisabled`) rather
+//! than ignored: `spec.verify` (cosign/notation), `spec.provider` other than `generic`,
+//! `spec.serviceAccountName`, `spec.proxySecretRef`.
+//!
+//! # Errors
+//! Registry failures set `FetchFailed=True` (`OCIArtifactPullFailed`, `AuthenticationFailed`
+//! for an unusable secret, `OCIArtifactLayerOperationFailed` for a layer that does not fit the
+//! selector) and `Ready=False` with the same message, and are retried with backoff. An invalid
+//! URL (`URLInvalid`), digest, semver constraint or `semverFilter` needs a spec change
+//! (stalled).
+//!
+//! Tag listing for `semver` is done here with `oci-client` (`capstan_source::oci` has no tag
+//! listing), page by page with the `n` and `last` parameters.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use capstan_api::OCIRepository;
+use capstan_api::meta::{Artifact, Condition, ReconcileRequestStatus};
+use capstan_api::source::v1::{
+    CloudProvider, OCILayerOperation, OCIRepositoryRef, OCIRepositorySpec, OCIRepositoryStatus,
+    condition, reason,
+};
+use capstan_source::Digest;
+use capstan_source::artifact::IgnoreFilter;
+use capstan_source::oci::{
+    self, Credentials, LayerOperation, LayerSelector, PullOptions, RegistryOptions,
+};
+use capstan_source::semver_constraint::{Constraint, parse_version};
+use capstan_source::storage::{DEFAULT_RETENTION, Storage, revision_file_name};
+use k8s_openapi::api::core::v1::Secret;
+use kube::{Client, ResourceExt};
+use oci_client::Reference;
+use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
+use oci_client::secrets::RegistryAuth;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{ErrorClass, ReconcileError};
+use crate::runtime::{
+    self, ConditionStatus, FluxResource, Health, Metrics, Reconciler, RuntimeConfig, Step,
+    StepContext, StepFuture, StepOutcome,
+};
+
+/// The kind name used in storage paths and metrics.
+pub const KIND: &str = "OCIRepository";
+
+/// The key of a `kubernetes.io/dockerconfigjson` Secret holding the docker config.
+pub const DOCKER_CONFIG_KEY: &str = ".dockerconfigjson";
+
+/// The key of `spec.certSecretRef` holding the CA certificate (PEM).
+pub const CA_KEY: &str = "ca.crt";
+
+/// Tags asked for per page when listing tags.
+const TAGS_PAGE_SIZE: usize = 1000;
+
+impl FluxResource for OCIRepository {
+    type Status = OCIRepositoryStatus;
+
+    fn status(&self) -> Option<&OCIRepositoryStatus> {
+        self.status.as_ref()
+    }
+    fn suspended(&self) -> bool {
+        self.spec.suspend.unwrap_or(false)
+    }
+    fn interval(&self) -> Result<Duration, capstan_api::Error> {
+        OCIRepository::interval(self)
+    }
+    fn conditions(status: &OCIRepositoryStatus) -> &[Condition] {
+        &status.conditions
+    }
+    fn conditions_mut(status: &mut OCIRepositoryStatus) -> &mut Vec<Condition> {
+        &mut status.conditions
+    }
+    fn observed_generation(status: &OCIRepositoryStatus) -> Option<i64> {
+        status.observed_generation
+    }
+    fn set_observed_generation(status: &mut OCIRepositoryStatus, generation: Option<i64>) {
+        status.observed_generation = generation;
+    }
+    fn reconcile_request_mut(status: &mut OCIRepositoryStatus) -> &mut ReconcileRequestStatus {
+        &mut status.reconcile_request
+    }
+    fn revision(status: &OCIRepositoryStatus) -> Option<&str> {
+        status.artifact.as_ref().map(|a| a.revision.as_str())
+    }
+}
+
+/// The OCIRepository reconciler: where artifacts are stored.
+#[derive(Debug)]
+pub struct OCIRepositoryReconciler {
+    storage: Storage,
+    steps: [Step<Self>; 3],
+}
+
+impl OCIRepositoryReconciler {
+    /// A reconciler storing artifacts in `storage`.
+    pub fn new(storage: Storage) -> Self {
+        Self {
+            storage,
+            steps: [
+                Step {
+                    name: "resolve",
+                    run: resolve_step,
+                },
+                Step {
+                    name: "fetch",
+                    run: fetch_step,
+                },
+                Step {
+                    name: "store",
+                    run: store_step,
+                },
+            ],
+        }
+    }
+
+    /// The artifact storage.
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+}
+
+/// Data handed between the steps of one reconcile.
+#[derive(Debug, Default)]
+pub struct OciState {
+    /// How to reach the registry.
+    registry: RegistryOptions,
+    /// `oci://host/repository@sha256:…` to pull, when the stored artifact is outdated.
+    pull: Option<String>,
+    /// The resolved revision.
+    revision: Option<String>,
+    /// The freshly stored artifact.
+    artifact: Option<Artifact>,
+}
+
+impl Reconciler for OCIRepositoryReconciler {
+    type Object = OCIRepository;
+    type State = OciState;
+    const CONTROLLER_NAME: &'static str = "source-controller";
+
+    fn steps(&self) -> &[Step<Self>] {
+        &self.steps
+    }
+
+    async fn cleanup(&self, object: &OCIRepository) -> Result<(), ReconcileError> {
+        let storage = self.storage.clone();
+        let namespace = object.namespace().unwrap_or_default();
+        let name = object.name_any();
+        tokio::task::spawn_blocking(move || storage.remove_all(KIND, &namespace, &name))
+            .await
+            .map_err(|e| {
+                ReconcileError::transient(reason::ARCHIVE_OPERATION_FAILED, "cleanup task failed")
+                    .with_source(e)
+            })?
+            .map_err(|e| {
+                ReconcileError::transient(
+                    reason::ARCHIVE_OPERATION_FAILED,
+                    format!("cannot remove stored artifacts: {e}"),
+                )
+                .with_source(e)
+            })
+    }
+}
+
+/// Runs the OCIRepository controller until `shutdown` is cancelled.
+pub async fn run(
+    client: Client,
+    storage: Storage,
+    metrics: Metrics,
+    config: RuntimeConfig,
+    health: Health,
+    shutdown: CancellationToken,
+) {
+    runtime::run(
+        client,
+        OCIRepositoryReconciler::new(storage),
+        metrics,
+        config,
+        health,
+        shutdown,
+    )
+    .await;
+}
+
+/// Spec fields this reconciler does not implement yet: refused (stalled) rather than ignored.
+fn unsupported_fields(spec: &OCIRepositorySpec) -> Vec<&'static str> {
+    let mut fields = Vec::new();
+    if spec.verify.is_some() {
+        fields.push("spec.verify");
+    }
+    if spec.provider.is_some_and(|p| p != CloudProvider::Generic) {
+        fields.push("spec.provider");
+    }
+    if spec.service_account_name.is_some() {
+        fields.push("spec.serviceAccountName");
+    }
+    if spec.proxy_secret_ref.is_some() {
+        fields.push("spec.proxySecretRef");
+    }
+    fields
+}
+
+/// `spec.url` as a repository reference: `oci://` and no tag or digest.
+fn repository_of(url: &str) -> Result<Reference, String> {
+    let Some(bare) = url.strip_prefix(oci::URL_SCHEME) else {
+        return Err(format!("URL {url:?} must start with {}", oci::URL_SCHEME));
+    };
+    let last_segment = bare.rsplit('/').next().unwrap_or(bare);
+    if !bare.contains('/') || last_segment.contains(':') || last_segment.contains('@') {
+        return Err(format!(
+            "URL {url:?} must name a repository without tag or digest; use spec.ref"
+        ));
+    }
+    oci::parse_reference(url).map_err(|e| e.to_string())
+}
+
+/// `oci://<registry>/<repository>` followed by `suffix` (`:tag` or `@digest`).
+fn reference_url(repository: &Reference, suffix: &str) -> String {
+    format!(
+        "{}{}/{}{suffix}",
+        oci::URL_SCHEME,
+        repository.registry(),
+        repository.repository()
+    )
+}
+
+/// The highest tag whose version satisfies `constraint`, among the tags matching `filter`.
+/// Tags that are not versions are skipped; equal versions are broken by the tag text.
+fn select_semver_tag<'a>(
+    tags: &'a [String],
+    constraint: &Constraint,
+    filter: Option<&regex::Regex>,
+) -> Option<&'a str> {
+    tags.iter()
+        .filter(|tag| filter.is_none_or(|f| f.is_match(tag)))
+        .filter_map(|tag| parse_version(tag).map(|version| (version, tag)))
+        .filter(|(version, _)| constraint.matches(version))
+        .max()
+        .map(|(_, tag)| tag.as_str())
+}
+
+/// Every tag of `repository`, following `n`/`last` pagination.
+async fn list_tags(
+    repository: &Reference,
+    registry: &RegistryOptions,
+) -> Result<Vec<String>, String> {
+    capstan_source::tls::install_default_provider();
+    let config = ClientConfig {
+        protocol: if registry.insecure {
+            ClientProtocol::Http
+        } else {
+            ClientProtocol::Https
+        },
+        extra_root_certificates: registry
+            .ca_certificates
+            .iter()
+            .map(|pem| Certificate {
+                encoding: CertificateEncoding::Pem,
+                data: pem.clone(),
+            })
+            .collect(),
+        user_agent: concat!("capstan/", env!("CARGO_PKG_VERSION")),
+        ..ClientConfig::default()
+    };
+    let client = oci_client::Client::try_from(config)
+        .map_err(|e| format!("cannot create the registry client: {e}"))?;
+    let auth = match &registry.credentials {
+        Some(c) => RegistryAuth::Basic(c.username.clone(), c.password.clone()),
+        None => RegistryAuth::Anonymous,
+    };
+    let whole = repository.whole();
+    client
+        .auth(repository, &auth, oci_client::RegistryOperation::Pull)
+        .await
+        .map_err(|e| format!("cannot log in to {whole}: {e}"))?;
+    let mut tags: Vec<String> = Vec::new();
+    loop {
+        let page = client
+            .list_tags(
+                repository,
+                &auth,
+                Some(TAGS_PAGE_SIZE),
+                tags.last().map(String::as_str),
+            )
+            .await
+            .map_err(|e| format!("cannot list the tags of {whole}: {e}"))?;
+        let count = page.tags.len();
+        let before = tags.len();
+        tags.extend(page.tags);
+        tags.dedup();
+        // A short page ends the list; a page adding nothing guards against a looping registry.
+        if count < TAGS_PAGE_SIZE || tags.len() == before {
+            return Ok(tags);
+        }
+    }
+}
+
+/// An error and its causes, `outer: inner: …`, for condition messages.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}
+
+/// A registry failure: `FetchFailed=True` with `reason`, and an error of `class` for `Ready`.
+fn fetch_failed(
+    cx: &mut StepContext<OCIRepositoryReconciler>,
+    class: ErrorClass,
+    reason: &str,
+    message: String,
+) -> ReconcileError {
+    cx.set_condition(
+        condition::FETCH_FAILED,
+        ConditionStatus::True,
+        reason,
+        &message,
+    );
+    ReconcileError::new(class, reason, message)
+}
+
+async fn secret_data(
+    cx: &StepContext<OCIRepositoryReconciler>,
+    name: &str,
+) -> Result<BTreeMap<String, Vec<u8>>, String> {
+    let secret = cx
+        .api::<Secret>()
+        .get(name)
+        .await
+        .map_err(|e| format!("failed to get secret '{}/{name}': {e}", cx.namespace()))?;
+    Ok(secret
+        .data
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(key, value)| (key, value.0))
+        .collect())
+}
+
+/// `spec.insecure`, the credentials of `spec.secretRef` and the CA of `spec.certSecretRef`.
+async fn registry_options(
+    cx: &StepContext<OCIRepositoryReconciler>,
+    repository: &Reference,
+) -> Result<RegistryOptions, String> {
+    let spec = &cx.object.spec;
+    let mut options = RegistryOptions {
+        insecure: spec.insecure.unwrap_or(false),
+        ..RegistryOptions::default()
+    };
+    if let Some(secret_ref) = &spec.secret_ref {
+        let data = secret_data(cx, &secret_ref.name).await?;
+        let config = data.get(DOCKER_CONFIG_KEY).ok_or_else(|| {
+            format!(
+                "secret '{}/{}' has no {DOCKER_CONFIG_KEY} key",
+                cx.namespace(),
+                secret_ref.name
+            )
+        })?;
+        options.credentials = Credentials::from_docker_config(config, repository.registry())
+            .map_err(|e| {
+                format!(
+                    "invalid secret '{}/{}': {e}",
+                    cx.namespace(),
+                    secret_ref.name
+                )
+            })?;
+    }
+    if let Some(cert_ref) = &spec.cert_secret_ref {
+        let data = secret_data(cx, &cert_ref.name).await?;
+        let ca = data.get(CA_KEY).ok_or_else(|| {
+            format!(
+                "secret '{}/{}' has no {CA_KEY} key",
+                cx.namespace(),
+                cert_ref.name
+            )
+        })?;
+        options.ca_certificates.push(ca.clone());
+    }
+    Ok(options)
+}
+
+/// How `spec.ref` is resolved, validated before any network call.
+#[derive(Debug)]
+enum Resolution {
+    Digest(Digest),
+    Semver {
+        constraint: Constraint,
+        filter: Option<regex::Regex>,
+    },
+    Tag(String),
+}
+
+/// Validates `spec.ref` (digest > semver > tag); errors need a spec change.
+fn resolution_of(reference: OCIRepositoryRef) -> Result<Resolution, String> {
+    if let Some(digest) = reference.digest.filter(|d| !d.is_empty()) {
+        return digest
+            .parse::<Digest>()
+            .map(Resolution::Digest)
+            .map_err(|e| format!("invalid spec.ref.digest: {e}"));
+    }
+    if let Some(semver) = reference.semver.filter(|s| !s.is_empty()) {
+        let constraint =
+            Constraint::parse(&semver).map_err(|e| format!("invalid spec.ref.semver: {e}"))?;
+        let filter = reference
+            .semver_filter
+            .filter(|f| !f.is_empty())
+            .map(|f| regex::Regex::new(&f))
+            .transpose()
+            .map_err(|e| format!("invalid spec.ref.semverFilter: {e}"))?;
+        return Ok(Resolution::Semver { constraint, filter });
+    }
+    Ok(Resolution::Tag(
+        reference
+            .tag
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| capstan_api::source::v1::DEFAULT_TAG.to_owned()),
+    ))
+}
+
+/// The revision of `resolution` on the registry and its manifest digest.
+async fn resolve_revision(
+    repository: &Reference,
+    resolution: &Resolution,
+    registry: &RegistryOptions,
+) -> Result<(String, Digest), String> {
+    let tag = match resolution {
+        Resolution::Digest(digest) => return Ok((digest.to_string(), *digest)),
+        Resolution::Tag(tag) => tag.clone(),
+        Resolution::Semver { constraint, filter } => {
+            let tags = list_tags(repository, registry).await?;
+            select_semver_tag(&tags, constraint, filter.as_ref())
+                .ok_or_else(|| {
+                    format!(
+                        "no tag of {} matches semver '{constraint}'",
+                        repository.whole()
+                    )
+                })?
+                .to_owned()
+        }
+    };
+    let url = reference_url(repository, &format!(":{tag}"));
+    let digest = oci::resolve_digest(&url, registry)
+        .await
+        .map_err(|e| format!("failed to determine artifact digest: {}", chain(&e)))?;
+    Ok((oci::revision(Some(&tag), &digest), digest))
+}
+
+/// Resolves `spec.ref` to a revision and decides whether the artifact must be pulled.
+///
+/// Sets `FetchFailed=True` on failure and removes it when the stored artifact is up to date.
+fn resolve_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_> {
+    Box::pin(async move {
+        let unsupported = unsupported_fields(&cx.object.spec);
+        if !unsupported.is_empty() {
+            return Err(ReconcileError::stalled(
+                capstan_api::meta::reason::FEATURE_GATE_DISABLED,
+                format!(
+                    "{} not supported by this controller yet",
+                    unsupported.join(", ")
+                ),
+            ));
+        }
+        let repository = repository_of(&cx.object.spec.url)
+            .map_err(|message| ReconcileError::stalled(reason::URL_INVALID, message))?;
+        let resolution = match resolution_of(cx.object.reference()) {
+            Ok(resolution) => resolution,
+            Err(message) => {
+                return Err(fetch_failed(
+                    cx,
+                    ErrorClass::Stalled,
+                    reason::OCI_PULL_FAILED,
+                    message,
+                ));
+            }
+        };
+        let timeout = cx
+            .object
+            .timeout()
+            .map_err(|e| ReconcileError::stalled("InvalidTimeout", e.to_string()).with_source(e))?;
+        let registry = match registry_options(cx, &repository).await {
+            Ok(registry) => registry,
+            Err(message) => {
+                return Err(fetch_failed(
+                    cx,
+                    ErrorClass::Transient,
+                    reason::AUTHENTICATION_FAILED,
+                    message,
+                ));
+            }
+        };
+        let resolved = tokio::time::timeout(
+            timeout,
+            resolve_revision(&repository, &resolution, &registry),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "failed to determine artifact digest: timed out after {timeout:?}"
+            ))
+        });
+        let (revision, digest) = match resolved {
+            Ok(resolved) => resolved,
+            Err(message) => {
+                return Err(fetch_failed(
+                    cx,
+                    ErrorClass::Transient,
+                    reason::OCI_PULL_FAILED,
+                    message,
+                ));
+            }
+        };
+        let storage = cx.reconciler.storage().clone();
+        let up_to_date = cx
+            .status
+            .artifact
+            .as_ref()
+            .is_some_and(|artifact| artifact.revision == revision && storage.exists(artifact))
+            && cx.status.observed_ignore == cx.object.spec.ignore
+            && cx.status.observed_layer_selector == cx.object.spec.layer_selector;
+        if up_to_date {
+            tracing::debug!(%revision, "artifact up to date, skipping pull");
+            cx.remove_condition(condition::FETCH_FAILED);
+        } else {
+            cx.state.pull = Some(reference_url(&repository, &format!("@{digest}")));
+        }
+        cx.state.registry = registry;
+        cx.state.revision = Some(revision);
+        Ok(StepOutcome::next())
+    })
+}
+
+fn layer_selector_of(object: &OCIRepository) -> LayerSelector {
+    let selector = object.spec.layer_selector.as_ref();
+    LayerSelector {
+        media_type: selector.and_then(|s| s.media_type.clone()),
+        operation: match selector.map(capstan_api::source::v1::OCILayerSelector::operation) {
+            Some(OCILayerOperation::Copy) => LayerOperation::Copy,
+            _ => LayerOperation::Extract,
+        },
+    }
+}
+
+fn read_error(path: &Path, source: std::io::Error) -> capstan_source::Error {
+    capstan_source::Error::Io {
+        action: "read",
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Packs (extract) or copies (copy) the pulled layer into the artifact's file.
+fn store_layer(
+    storage: &Storage,
+    artifact: &mut Artifact,
+    pulled: &Path,
+    operation: LayerOperation,
+    ignore: Option<&str>,
+) -> Result<(), (ErrorClass, capstan_source::Error)> {
+    match operation {
+        LayerOperation::Copy => {
+            let file = std::fs::File::open(pulled)
+                .map_err(|e| (ErrorClass::Transient, read_error(pulled, e)))?;
+            storage
+                .store(artifact, std::io::BufReader::new(file))
+                .map_err(|e| (ErrorClass::Transient, e))
+        }
+        LayerOperation::Extract => {
+            let sourceignore = pulled.join(".sourceignore");
+            let text = match std::fs::read_to_string(&sourceignore) {
+                Ok(text) => Some(text),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => {
+                    return Err((ErrorClass::Transient, read_error(&sourceignore, e)));
+                }
+            };
+            let filter = IgnoreFilter::for_bucket(text.as_deref(), ignore)
+                .map_err(|e| (ErrorClass::Stalled, e))?;
+            storage
+                .archive(artifact, pulled, Some(&filter))
+                .map_err(|e| (ErrorClass::Transient, e))
+        }
+    }
+}
+
+/// Pulls the resolved manifest and layer and stores the artifact; does nothing when the stored
+/// artifact is up to date.
+///
+/// Sets `FetchFailed=True` for pull failures and `StorageOperationFailed=True` for storage
+/// failures, and removes them on success.
+fn fetch_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_> {
+    Box::pin(async move {
+        let (Some(pull), Some(revision)) = (cx.state.pull.clone(), cx.state.revision.clone())
+        else {
+            return Ok(StepOutcome::next());
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("capstan-ocirepository-")
+            .tempdir()
+            .map_err(|e| {
+                ReconcileError::transient(
+                    reason::DIR_CREATION_FAILED,
+                    format!("cannot create a temporary directory: {e}"),
+                )
+                .with_source(e)
+            })?;
+        let selector = layer_selector_of(&cx.object);
+        let operation = selector.operation;
+        let target = dir.path().join("pulled");
+        let options = PullOptions {
+            layer_selector: selector,
+            ..PullOptions::default()
+        };
+        let timeout = cx
+            .object
+            .timeout()
+            .map_err(|e| ReconcileError::stalled("InvalidTimeout", e.to_string()).with_source(e))?;
+        let pulled = tokio::time::timeout(
+            timeout,
+            oci::pull(&pull, &target, &options, &cx.state.registry),
+        )
+        .await;
+        let pulled = match pulled {
+            Ok(Ok(pulled)) => pulled,
+            Ok(Err(error)) => {
+                let reason = match error {
+                    capstan_source::Error::LayerNotFound { .. }
+                    | capstan_source::Error::UnsupportedManifest { .. } => {
+                        reason::OCI_LAYER_OPERATION_FAILED
+                    }
+                    _ => reason::OCI_PULL_FAILED,
+                };
+                let message = format!("failed to pull artifact from '{pull}': {}", chain(&error));
+                return Err(
+                    fetch_failed(cx, ErrorClass::Transient, reason, message).with_source(error)
+                );
+            }
+            Err(_) => {
+                return Err(fetch_failed(
+                    cx,
+                    ErrorClass::Transient,
+                    reason::OCI_PULL_FAILED,
+                    format!("failed to pull artifact from '{pull}': timed out after {timeout:?}"),
+                ));
+            }
+        };
+        cx.remove_condition(condition::FETCH_FAILED);
+
+        let storage = cx.reconciler.storage().clone();
+        let mut artifact = storage.new_artifact(
+            KIND,
+            &cx.namespace(),
+            &cx.name(),
+            &revision,
+            &revision_file_name(&revision, "tar.gz"),
+        );
+        artifact.metadata = pulled.annotations;
+        let ignore = cx.object.spec.ignore.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            let stored = store_layer(
+                &storage,
+                &mut artifact,
+                &target,
+                operation,
+                ignore.as_deref(),
+            );
+            drop(dir);
+            stored.map(|()| artifact)
+        })
+        .await;
+        match result {
+            Ok(Ok(artifact)) => {
+                cx.remove_condition(condition::STORAGE_OPERATION_FAILED);
+                cx.state.artifact = Some(artifact);
+                Ok(StepOutcome::next())
+            }
+            Ok(Err((class, error))) => {
+                let message = format!("failed to store artifact: {}", chain(&error));
+                cx.set_condition(
+                    condition::STORAGE_OPERATION_FAILED,
+                    ConditionStatus::True,
+                    reason::ARCHIVE_OPERATION_FAILED,
+                    &message,
+                );
+                Err(
+                    ReconcileError::new(class, reason::ARCHIVE_OPERATION_FAILED, message)
+                        .with_source(error),
+                )
+            }
+            Err(error) => Err(ReconcileError::transient(
+                reason::ARCHIVE_OPERATION_FAILED,
+                "storage task failed",
+            )
+            .with_source(error)),
+        }
+    })
+}
+
+/// Records the artifact in `status.artifact` and `status.url`, sets `ArtifactInStorage=True`
+/// and the `Ready` message, and garbage-collects older artifacts (failures are logged, not
+/// fatal).
+fn store_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_> {
+    Box::pin(async move {
+        if let Some(artifact) = cx.state.artifact.take() {
+            cx.status.url = Some(artifact.url.clone());
+            cx.status.artifact = Some(artifact);
+            cx.status.observed_ignore.clone_from(&cx.object.spec.ignore);
+            cx.status
+                .observed_layer_selector
+                .clone_from(&cx.object.spec.layer_selector);
+        }
+        let Some(artifact) = cx.status.artifact.clone() else {
+            return Ok(StepOutcome::next());
+        };
+        let message = format!("stored artifact for digest '{}'", artifact.revision);
+        cx.set_condition(
+            condition::ARTIFACT_IN_STORAGE,
+            ConditionStatus::True,
+            capstan_api::meta::reason::SUCCEEDED,
+            &message,
+        );
+        cx.set_ready_message(message);
+        let storage = cx.reconciler.storage().clone();
+        let collected = tokio::task::spawn_blocking(move || {
+            storage.garbage_collect(&artifact, DEFAULT_RETENTION)
+        })
+        .await;
+        match collected {
+            Ok(Ok(deleted)) if !deleted.is_empty() => {
+                tracing::info!(count = deleted.len(), "garbage collected old artifacts");
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => tracing::warn!(%error, "garbage collection failed"),
+            Err(error) => tracing::warn!(%error, "garbage collection task failed"),
+        }
+        Ok(StepOutcome::next())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(extra: serde_json::Value) -> OCIRepositorySpec {
+        let mut value = serde_json::json!({"url": "oci://example.invalid/app", "interval": "1m"});
+        let serde_json::Value::Object(extra) = extra else {
+            panic!("extra fields must be an object");
+        };
+        value.as_object_mut().unwrap().extend(extra);
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn tags(names: &[&str]) -> Vec<String> {
+        names.iter().map(|&n| n.to_owned()).collect()
+    }
+
+    #[test]
+    fn refuses_fields_not_implemented_yet() {
+        assert!(unsupported_fields(&spec(serde_json::json!({"provider": "generic"}))).is_empty());
+        assert_eq!(
+            unsupported_fields(&spec(serde_json::json!({
+                "provider": "aws",
+                "verify": {"provider": "cosign"},
+                "serviceAccountName": "sa",
+            }))),
+            ["spec.verify", "spec.provider", "spec.serviceAccountName"]
+        );
+    }
+
+    #[test]
+    fn repository_urls_need_the_scheme_and_no_tag() {
+        let repository = repository_of("oci://127.0.0.1:5000/fleet/apps").unwrap();
+        assert_eq!(repository.registry(), "127.0.0.1:5000");
+        assert_eq!(repository.repository(), "fleet/apps");
+        assert_eq!(
+            reference_url(&repository, ":v1"),
+            "oci://127.0.0.1:5000/fleet/apps:v1"
+        );
+        assert!(repository_of("https://ghcr.io/org/app").is_err());
+        assert!(repository_of("oci://ghcr.io/org/app:v1").is_err());
+        assert!(repository_of("oci://ghcr.io/org/app@sha256:00").is_err());
+        assert!(repository_of("oci://ghcr.io").is_err());
+    }
+
+    #[test]
+    fn semver_picks_the_highest_matching_tag() {
+        let constraint = Constraint::parse(">=1.0.0 <2.0.0").unwrap();
+        let all = tags(&[
+            "latest",
+            "v1.0.0",
+            "v1.1.0",
+            "v2.0.0",
+            "1.0.5",
+            "v1.2.0-rc.1",
+        ]);
+        assert_eq!(select_semver_tag(&all, &constraint, None), Some("v1.1.0"));
+        let filter = regex::Regex::new(r"^\d").unwrap();
+        assert_eq!(
+            select_semver_tag(&all, &constraint, Some(&filter)),
+            Some("1.0.5")
+        );
+        let none = Constraint::parse(">=3").unwrap();
+        assert_eq!(select_semver_tag(&all, &none, None), None);
+    }
+
+    #[test]
+    fn references_resolve_by_digest_then_semver_then_tag() {
+        let digest = format!("sha256:{}", "a".repeat(64));
+        let both = OCIRepositoryRef {
+            digest: Some(digest.clone()),
+            semver: Some(">=1".into()),
+            tag: Some("v1".into()),
+            ..OCIRepositoryRef::default()
+        };
+        assert!(
+            matches!(resolution_of(both), Ok(Resolution::Digest(d)) if d.to_string() == digest)
+        );
+        let semver = OCIRepositoryRef {
+            semver: Some(">=1".into()),
+            semver_filter: Some(".*-rc".into()),
+            tag: Some("v1".into()),
+            ..OCIRepositoryRef::default()
+        };
+        assert!(matches!(
+            resolution_of(semver),
+            Ok(Resolution::Semver {
+                filter: Some(_),
+                ..
+            })
+        ));
+        assert!(matches!(
+            resolution_of(OCIRepositoryRef::default()),
+            Ok(Resolution::Tag(tag)) if tag == "latest"
+        ));
+        let bad_filter = OCIRepositoryRef {
+            semver: Some(">=1".into()),
+            semver_filter: Some("(".into()),
+            ..OCIRepositoryRef::default()
+        };
+        assert!(
+            resolution_of(bad_filter)
+                .unwrap_err()
+                .contains("semverFilter")
+        );
+        let bad_digest = OCIRepositoryRef {
+            digest: Some("sha256:nothex".into()),
+            ..OCIRepositoryRef::default()
+        };
+        assert!(resolution_of(bad_digest).unwrap_err().contains("digest"));
+    }
+
+    #[test]
+    fn layer_selector_defaults_to_extract() {
+        let mut object = OCIRepository::new("app", spec(serde_json::json!({})));
+        assert_eq!(layer_selector_of(&object), LayerSelector::default());
+        object.spec = spec(serde_json::json!({
+            "layerSelector": {"mediaType": "application/x-tar", "operation": "copy"}
+        }));
+        assert_eq!(
+            layer_selector_of(&object),
+            LayerSelector {
+                media_type: Some("application/x-tar".into()),
+                operation: LayerOperation::Copy,
+            }
+        );
+    }
+
+    #[test]
+    fn chains_error_causes_once() {
+        let inner = std::io::Error::other("manifest unknown");
+        let outer = read_error(Path::new("/x"), inner);
+        let message = chain(&outer);
+        assert!(message.starts_with("cannot read /x"), "{message}");
+        assert_eq!(message.matches("manifest unknown").count(), 1, "{message}");
+    }
+}

@@ -1,0 +1,493 @@
+//! The Kustomization controller end to end: a GitRepository serves a kustomize tree from a Git
+//! server, the Kustomization controller (started here beside the GitRepository one) applies it
+//! to the embedded control plane.
+
+use std::time::Duration;
+
+use capstan_api::{GitRepository, Kustomization};
+use capstan_controllers::runtime::{Health, Metrics, RuntimeConfig};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{Env, Upstream, eventually};
+
+const NAMESPACE: &str = "apps";
+
+/// The Kustomization controller, stopped on drop.
+struct KustomizeController {
+    shutdown: CancellationToken,
+}
+
+impl KustomizeController {
+    fn start(env: &Env) -> Self {
+        let shutdown = CancellationToken::new();
+        let config = RuntimeConfig {
+            backoff_base: Duration::from_millis(200),
+            backoff_max: Duration::from_secs(2),
+            ..RuntimeConfig::default()
+        };
+        tokio::spawn(capstan_controllers::kustomization::run(
+            env.client.clone(),
+            Metrics::new(),
+            config,
+            Health::default(),
+            shutdown.clone(),
+        ));
+        Self { shutdown }
+    }
+}
+
+impl Drop for KustomizeController {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+fn config_map() -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: {NAMESPACE}\ndata:\n  env: dev\n"
+    )
+}
+
+fn deployment(image: &str, annotations: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {NAMESPACE}\n{annotations}spec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      - name: web\n        image: {image}\n"
+    )
+}
+
+/// Starts the environment, a Git server with `files`, a GitRepository `repo` Ready on it and
+/// the Kustomization controller; returns the commit too.
+async fn setup(files: &[(&str, &str)]) -> (Env, Upstream, KustomizeController, String) {
+    let env = Env::start().await;
+    env.namespace(NAMESPACE).await;
+    let upstream = Upstream::start().await;
+    let commit = upstream.commit(files, "first");
+    env.create_git_repository(
+        NAMESPACE,
+        "repo",
+        serde_json::json!({"url": upstream.url(), "interval": "10m", "ref": {"branch": "main"}}),
+    )
+    .await;
+    wait_source_revision(&env, &format!("main@sha1:{commit}")).await;
+    let controller = KustomizeController::start(&env);
+    (env, upstream, controller, commit)
+}
+
+async fn wait_source_revision(env: &Env, revision: &str) {
+    env.wait_for(
+        NAMESPACE,
+        "repo",
+        "the source revision",
+        |o: &GitRepository| {
+            o.status
+                .as_ref()
+                .and_then(|s| s.artifact.as_ref())
+                .is_some_and(|a| a.revision == revision)
+        },
+    )
+    .await;
+}
+
+fn kustomizations(env: &Env) -> Api<Kustomization> {
+    Api::namespaced(env.client.clone(), NAMESPACE)
+}
+
+async fn create_kustomization(env: &Env, name: &str, spec: serde_json::Value) {
+    let mut full = serde_json::json!({
+        "interval": "10m",
+        "prune": false,
+        "sourceRef": {"kind": "GitRepository", "name": "repo"},
+    });
+    full.as_object_mut()
+        .unwrap()
+        .extend(spec.as_object().unwrap().clone());
+    let object: Kustomization = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": full,
+    }))
+    .unwrap();
+    kustomizations(env)
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+}
+
+fn ready(object: &Kustomization) -> Option<(String, String, String)> {
+    condition(object, "Ready")
+}
+
+fn condition(object: &Kustomization, type_: &str) -> Option<(String, String, String)> {
+    object
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+/// Waits until the Kustomization's `Ready` condition satisfies `check`.
+async fn wait_ready(
+    env: &Env,
+    name: &str,
+    what: &str,
+    check: impl Fn(&str, &str, &str) -> bool,
+) -> Kustomization {
+    let api = kustomizations(env);
+    let check = &check;
+    eventually(Duration::from_secs(40), what, || {
+        let api = api.clone();
+        async move {
+            api.get_opt(name).await.ok().flatten().filter(|o| {
+                ready(o).is_some_and(|(status, reason, message)| check(&status, &reason, &message))
+            })
+        }
+    })
+    .await
+}
+
+async fn request_reconcile<K>(api: &Api<K>, name: &str, token: &str)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(&serde_json::json!({
+            "metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": token}}
+        })),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn applies_prunes_follows_new_commits_and_deletes() {
+    let kustomization = "resources: [config.yaml, deployment.yaml]\n";
+    let (env, upstream, _controller, first) = setup(&[
+        ("app/kustomization.yaml", kustomization),
+        ("app/config.yaml", &config_map()),
+        ("app/deployment.yaml", &deployment("nginx:1.25", "")),
+    ])
+    .await;
+    create_kustomization(
+        &env,
+        "app",
+        serde_json::json!({"path": "./app", "prune": true, "wait": true, "timeout": "30s"}),
+    )
+    .await;
+
+    let expected = format!("Applied revision: main@sha1:{first}");
+    let object = wait_ready(&env, "app", "Ready=True", |status, _, _| status == "True").await;
+    assert_eq!(
+        ready(&object).unwrap(),
+        ("True".to_owned(), "Succeeded".to_owned(), expected)
+    );
+    assert_eq!(
+        condition(&object, "Healthy").map(|c| c.0),
+        Some("True".to_owned())
+    );
+    let status = object.status.clone().unwrap();
+    assert_eq!(
+        status.last_applied_revision,
+        Some(format!("main@sha1:{first}"))
+    );
+    assert_eq!(status.last_attempted_revision, status.last_applied_revision);
+    let mut ids: Vec<String> = status
+        .inventory
+        .unwrap()
+        .entries
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        ["apps_settings__ConfigMap", "apps_web_apps_Deployment"]
+    );
+
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let settings = config_maps.get("settings").await.unwrap();
+    let labels = settings.metadata.labels.unwrap();
+    assert_eq!(labels["kustomize.toolkit.fluxcd.io/name"], "app");
+    assert_eq!(labels["kustomize.toolkit.fluxcd.io/namespace"], NAMESPACE);
+    let web = deployments.get("web").await.unwrap();
+    assert!(
+        web.metadata
+            .managed_fields
+            .unwrap()
+            .iter()
+            .any(|m| m.manager.as_deref() == Some("kustomize-controller"))
+    );
+
+    // A new commit drops the ConfigMap and changes the image.
+    let second = upstream.commit(
+        &[
+            ("app/kustomization.yaml", "resources: [deployment.yaml]\n"),
+            ("app/deployment.yaml", &deployment("nginx:1.27", "")),
+        ],
+        "second",
+    );
+    request_reconcile(&env.git_repositories(NAMESPACE), "repo", "t1").await;
+    wait_source_revision(&env, &format!("main@sha1:{second}")).await;
+    request_reconcile(&kustomizations(&env), "app", "t1").await;
+    let second_message = format!("Applied revision: main@sha1:{second}");
+    let object = wait_ready(
+        &env,
+        "app",
+        "the second revision applied",
+        |_, _, message| message == second_message,
+    )
+    .await;
+    assert_eq!(
+        object.status.unwrap().inventory.unwrap().entries.len(),
+        1,
+        "the inventory follows the build"
+    );
+    assert!(
+        config_maps.get_opt("settings").await.unwrap().is_none(),
+        "the ConfigMap removed from Git is pruned"
+    );
+    let web = deployments.get("web").await.unwrap();
+    let web = serde_json::to_value(&web).unwrap();
+    assert_eq!(
+        web.pointer("/spec/template/spec/containers/0/image"),
+        Some(&serde_json::json!("nginx:1.27"))
+    );
+
+    // Deleting the Kustomization prunes what it applied (MirrorPrune with prune: true).
+    kustomizations(&env)
+        .delete("app", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(
+        Duration::from_secs(20),
+        "the Deployment to be pruned",
+        || {
+            let deployments = deployments.clone();
+            async move {
+                deployments
+                    .get_opt("web")
+                    .await
+                    .unwrap()
+                    .is_none()
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+    eventually(Duration::from_secs(20), "the Kustomization to go", || {
+        let api = kustomizations(&env);
+        async move { api.get_opt("app").await.unwrap().is_none().then_some(()) }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn orphan_keeps_objects_and_overrides_apply() {
+    let (env, _upstream, _controller, _) = setup(&[
+        ("app/config.yaml", &config_map()),
+        ("app/notes.txt", "not a manifest\n"),
+    ])
+    .await;
+    // No kustomization.yaml: one is generated. Overrides go through an overlay.
+    create_kustomization(
+        &env,
+        "app",
+        serde_json::json!({
+            "path": "app",
+            "prune": true,
+            "deletionPolicy": "Orphan",
+            "namePrefix": "p-",
+            "commonMetadata": {"labels": {"team": "web"}},
+            "postBuild": {"substitute": {"unused": "x"}},
+        }),
+    )
+    .await;
+    wait_ready(&env, "app", "Ready=True", |status, _, _| status == "True").await;
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let settings = config_maps.get("p-settings").await.unwrap();
+    assert_eq!(settings.metadata.labels.unwrap()["team"], "web");
+
+    // Drift made by someone else is corrected on the next reconcile.
+    config_maps
+        .patch(
+            "p-settings",
+            &PatchParams::default(),
+            &Patch::Merge(&serde_json::json!({"data": {"env": "changed-by-hand"}})),
+        )
+        .await
+        .unwrap();
+    request_reconcile(&kustomizations(&env), "app", "drift").await;
+    eventually(Duration::from_secs(20), "the drift to be corrected", || {
+        let config_maps = config_maps.clone();
+        async move {
+            let data = config_maps.get("p-settings").await.ok()?.data?;
+            (data.get("env").map(String::as_str) == Some("dev")).then_some(())
+        }
+    })
+    .await;
+
+    kustomizations(&env)
+        .delete("app", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(20), "the Kustomization to go", || {
+        let api = kustomizations(&env);
+        async move { api.get_opt("app").await.unwrap().is_none().then_some(()) }
+    })
+    .await;
+    assert!(
+        config_maps.get_opt("p-settings").await.unwrap().is_some(),
+        "Orphan keeps the applied objects"
+    );
+
+    // WaitForTermination deletes even without prune, and the objects are gone before the
+    // Kustomization is.
+    create_kustomization(
+        &env,
+        "waiter",
+        serde_json::json!({"path": "app", "namePrefix": "w-", "deletionPolicy": "WaitForTermination"}),
+    )
+    .await;
+    wait_ready(&env, "waiter", "Ready=True", |status, _, _| {
+        status == "True"
+    })
+    .await;
+    assert!(config_maps.get_opt("w-settings").await.unwrap().is_some());
+    kustomizations(&env)
+        .delete("waiter", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(20), "the Kustomization to go", || {
+        let api = kustomizations(&env);
+        async move { api.get_opt("waiter").await.unwrap().is_none().then_some(()) }
+    })
+    .await;
+    assert!(config_maps.get_opt("w-settings").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_hanging_rollout_fails_the_health_check_within_the_timeout() {
+    let (env, _upstream, _controller, _) = setup(&[(
+        "app/deployment.yaml",
+        &deployment(
+            "nginx:1.25",
+            "  annotations:\n    sim.capstan.dev/rollout: hang\n",
+        ),
+    )])
+    .await;
+    create_kustomization(
+        &env,
+        "app",
+        serde_json::json!({"path": "app", "wait": true, "timeout": "3s"}),
+    )
+    .await;
+    let object = wait_ready(
+        &env,
+        "app",
+        "Ready=False HealthCheckFailed",
+        |status, reason, _| status == "False" && reason == "HealthCheckFailed",
+    )
+    .await;
+    let (_, _, message) = ready(&object).unwrap();
+    assert!(message.contains("Deployment/apps/web"), "{message}");
+    assert_eq!(
+        condition(&object, "Healthy").map(|c| (c.0, c.1)),
+        Some(("False".to_owned(), "HealthCheckFailed".to_owned()))
+    );
+    // The objects were applied even though they are not healthy.
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(deployments.get_opt("web").await.unwrap().is_some());
+    assert!(object.status.unwrap().last_applied_revision.is_none());
+}
+
+#[tokio::test]
+async fn build_errors_and_missing_sources_are_reported() {
+    let widget =
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: gadget\n  namespace: apps\n";
+    let (env, _upstream, _controller, _) = setup(&[
+        ("app/kustomization.yaml", "resources: [\n  not yaml: {\n"),
+        ("mixed/config.yaml", &config_map()),
+        ("mixed/widget.yaml", widget),
+    ])
+    .await;
+    create_kustomization(&env, "broken", serde_json::json!({"path": "app"})).await;
+    let object = wait_ready(
+        &env,
+        "broken",
+        "Ready=False BuildFailed",
+        |status, reason, _| status == "False" && reason == "BuildFailed",
+    )
+    .await;
+    let (_, _, message) = ready(&object).unwrap();
+    assert!(message.contains("app/kustomization.yaml"), "{message}");
+
+    create_kustomization(
+        &env,
+        "orphaned",
+        serde_json::json!({"path": "app", "sourceRef": {"kind": "GitRepository", "name": "absent"}}),
+    )
+    .await;
+    let object = wait_ready(
+        &env,
+        "orphaned",
+        "Ready=False ArtifactFailed",
+        |status, reason, _| status == "False" && reason == "ArtifactFailed",
+    )
+    .await;
+    let (_, _, message) = ready(&object).unwrap();
+    assert_eq!(message, "Source 'GitRepository/apps/absent' not found");
+
+    create_kustomization(
+        &env,
+        "dependent",
+        serde_json::json!({"path": "app", "dependsOn": [{"name": "broken"}]}),
+    )
+    .await;
+    let object = wait_ready(
+        &env,
+        "dependent",
+        "Ready=False DependencyNotReady",
+        |status, reason, _| status == "False" && reason == "DependencyNotReady",
+    )
+    .await;
+    let (_, _, message) = ready(&object).unwrap();
+    assert_eq!(message, "dependency 'apps/broken' is not ready");
+
+    // A partial apply is reported, naming the object that failed; the rest is applied and
+    // kept in the inventory.
+    create_kustomization(
+        &env,
+        "mixed",
+        serde_json::json!({"path": "mixed", "prune": true}),
+    )
+    .await;
+    let object = wait_ready(
+        &env,
+        "mixed",
+        "Ready=False ReconciliationFailed",
+        |status, reason, _| status == "False" && reason == "ReconciliationFailed",
+    )
+    .await;
+    let (_, _, message) = ready(&object).unwrap();
+    assert!(message.contains("Widget/apps/gadget"), "{message}");
+    assert!(message.contains("1 applied"), "{message}");
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(config_maps.get_opt("settings").await.unwrap().is_some());
+    let ids: Vec<String> = object
+        .status
+        .unwrap()
+        .inventory
+        .unwrap()
+        .entries
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(ids, ["apps_settings__ConfigMap"]);
+}
