@@ -25,57 +25,26 @@
 //! are retried with backoff; an invalid spec or ignore pattern needs a spec change (stalled).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use capstan_api::Bucket;
-use capstan_api::meta::{Artifact, Condition, ReconcileRequestStatus};
+use capstan_api::meta::Artifact;
 use capstan_api::source::v1::{BucketSpec, BucketStatus, CloudProvider, condition, reason};
 use capstan_source::bucket::{self, Credentials, FetchOptions};
 use capstan_source::storage::{DEFAULT_RETENTION, Storage, revision_file_name};
 use k8s_openapi::api::core::v1::Secret;
-use kube::{Client, ResourceExt};
+use kube::Client;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ErrorClass, ReconcileError};
 use crate::runtime::{
-    self, ConditionStatus, FluxResource, Health, Metrics, Reconciler, RuntimeConfig, Step,
-    StepContext, StepFuture, StepOutcome,
+    self, ConditionStatus, Health, Metrics, Reconciler, RuntimeConfig, Step, StepContext,
+    StepFuture, StepOutcome,
 };
 
 /// The kind name used in storage paths and metrics.
 pub const KIND: &str = "Bucket";
 
-impl FluxResource for Bucket {
-    type Status = BucketStatus;
-
-    fn status(&self) -> Option<&BucketStatus> {
-        self.status.as_ref()
-    }
-    fn suspended(&self) -> bool {
-        self.spec.suspend.unwrap_or(false)
-    }
-    fn interval(&self) -> Result<Duration, capstan_api::Error> {
-        Bucket::interval(self)
-    }
-    fn conditions(status: &BucketStatus) -> &[Condition] {
-        &status.conditions
-    }
-    fn conditions_mut(status: &mut BucketStatus) -> &mut Vec<Condition> {
-        &mut status.conditions
-    }
-    fn observed_generation(status: &BucketStatus) -> Option<i64> {
-        status.observed_generation
-    }
-    fn set_observed_generation(status: &mut BucketStatus, generation: Option<i64>) {
-        status.observed_generation = generation;
-    }
-    fn reconcile_request_mut(status: &mut BucketStatus) -> &mut ReconcileRequestStatus {
-        &mut status.reconcile_request
-    }
-    fn revision(status: &BucketStatus) -> Option<&str> {
-        status.artifact.as_ref().map(|a| a.revision.as_str())
-    }
-}
+crate::sources::source_resource!(Bucket, BucketStatus);
 
 /// The Bucket reconciler: where artifacts are stored.
 #[derive(Debug)]
@@ -125,22 +94,7 @@ impl Reconciler for BucketReconciler {
     }
 
     async fn cleanup(&self, object: &Bucket) -> Result<(), ReconcileError> {
-        let storage = self.storage.clone();
-        let namespace = object.namespace().unwrap_or_default();
-        let name = object.name_any();
-        tokio::task::spawn_blocking(move || storage.remove_all(KIND, &namespace, &name))
-            .await
-            .map_err(|e| {
-                ReconcileError::transient(reason::ARCHIVE_OPERATION_FAILED, "cleanup task failed")
-                    .with_source(e)
-            })?
-            .map_err(|e| {
-                ReconcileError::transient(
-                    reason::ARCHIVE_OPERATION_FAILED,
-                    format!("cannot remove stored artifacts: {e}"),
-                )
-                .with_source(e)
-            })
+        crate::sources::remove_artifacts(&self.storage, KIND, object).await
     }
 }
 

@@ -28,7 +28,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use capstan_api::GitRepository;
-use capstan_api::meta::{Condition, ReconcileRequestStatus};
+
 use capstan_api::source::v1::{
     GitProvider, GitRepositorySpec, GitRepositoryStatus, condition, reason,
 };
@@ -36,49 +36,19 @@ use capstan_source::artifact::IgnoreFilter;
 use capstan_source::git::{self, FetchOptions, FetchResult, GitAuth, GitReference};
 use capstan_source::storage::{DEFAULT_RETENTION, Storage, revision_file_name};
 use k8s_openapi::api::core::v1::Secret;
-use kube::{Client, ResourceExt};
+use kube::Client;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ErrorClass, ReconcileError};
 use crate::runtime::{
-    self, ConditionStatus, FluxResource, Health, Metrics, Reconciler, RuntimeConfig, Step,
-    StepContext, StepFuture, StepOutcome,
+    self, ConditionStatus, Health, Metrics, Reconciler, RuntimeConfig, Step, StepContext,
+    StepFuture, StepOutcome,
 };
 
 /// The kind name used in storage paths and metrics.
 pub const KIND: &str = "GitRepository";
 
-impl FluxResource for GitRepository {
-    type Status = GitRepositoryStatus;
-
-    fn status(&self) -> Option<&GitRepositoryStatus> {
-        self.status.as_ref()
-    }
-    fn suspended(&self) -> bool {
-        self.spec.suspend.unwrap_or(false)
-    }
-    fn interval(&self) -> Result<Duration, capstan_api::Error> {
-        GitRepository::interval(self)
-    }
-    fn conditions(status: &GitRepositoryStatus) -> &[Condition] {
-        &status.conditions
-    }
-    fn conditions_mut(status: &mut GitRepositoryStatus) -> &mut Vec<Condition> {
-        &mut status.conditions
-    }
-    fn observed_generation(status: &GitRepositoryStatus) -> Option<i64> {
-        status.observed_generation
-    }
-    fn set_observed_generation(status: &mut GitRepositoryStatus, generation: Option<i64>) {
-        status.observed_generation = generation;
-    }
-    fn reconcile_request_mut(status: &mut GitRepositoryStatus) -> &mut ReconcileRequestStatus {
-        &mut status.reconcile_request
-    }
-    fn revision(status: &GitRepositoryStatus) -> Option<&str> {
-        status.artifact.as_ref().map(|a| a.revision.as_str())
-    }
-}
+crate::sources::source_resource!(GitRepository, GitRepositoryStatus);
 
 /// The GitRepository reconciler: where artifacts are stored.
 #[derive(Debug)]
@@ -136,22 +106,7 @@ impl Reconciler for GitRepositoryReconciler {
     }
 
     async fn cleanup(&self, object: &GitRepository) -> Result<(), ReconcileError> {
-        let storage = self.storage.clone();
-        let namespace = object.namespace().unwrap_or_default();
-        let name = object.name_any();
-        tokio::task::spawn_blocking(move || storage.remove_all(KIND, &namespace, &name))
-            .await
-            .map_err(|e| {
-                ReconcileError::transient(reason::ARCHIVE_OPERATION_FAILED, "cleanup task failed")
-                    .with_source(e)
-            })?
-            .map_err(|e| {
-                ReconcileError::transient(
-                    reason::ARCHIVE_OPERATION_FAILED,
-                    format!("cannot remove stored artifacts: {e}"),
-                )
-                .with_source(e)
-            })
+        crate::sources::remove_artifacts(&self.storage, KIND, object).await
     }
 }
 

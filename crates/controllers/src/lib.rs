@@ -37,6 +37,7 @@ pub mod git_repository;
 pub mod kustomization;
 pub mod oci_repository;
 pub mod runtime;
+mod sources;
 
 pub use bucket::BucketReconciler;
 pub use error::{Error, ErrorClass, ReconcileError};

@@ -35,10 +35,9 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::Duration;
 
 use capstan_api::OCIRepository;
-use capstan_api::meta::{Artifact, Condition, ReconcileRequestStatus};
+use capstan_api::meta::Artifact;
 use capstan_api::source::v1::{
     CloudProvider, OCILayerOperation, OCIRepositoryRef, OCIRepositorySpec, OCIRepositoryStatus,
     condition, reason,
@@ -51,7 +50,7 @@ use capstan_source::oci::{
 use capstan_source::semver_constraint::{Constraint, parse_version};
 use capstan_source::storage::{DEFAULT_RETENTION, Storage, revision_file_name};
 use k8s_openapi::api::core::v1::Secret;
-use kube::{Client, ResourceExt};
+use kube::Client;
 use oci_client::Reference;
 use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
 use oci_client::secrets::RegistryAuth;
@@ -59,8 +58,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{ErrorClass, ReconcileError};
 use crate::runtime::{
-    self, ConditionStatus, FluxResource, Health, Metrics, Reconciler, RuntimeConfig, Step,
-    StepContext, StepFuture, StepOutcome,
+    self, ConditionStatus, Health, Metrics, Reconciler, RuntimeConfig, Step, StepContext,
+    StepFuture, StepOutcome,
 };
 
 /// The kind name used in storage paths and metrics.
@@ -75,37 +74,7 @@ pub const CA_KEY: &str = "ca.crt";
 /// Tags asked for per page when listing tags.
 const TAGS_PAGE_SIZE: usize = 1000;
 
-impl FluxResource for OCIRepository {
-    type Status = OCIRepositoryStatus;
-
-    fn status(&self) -> Option<&OCIRepositoryStatus> {
-        self.status.as_ref()
-    }
-    fn suspended(&self) -> bool {
-        self.spec.suspend.unwrap_or(false)
-    }
-    fn interval(&self) -> Result<Duration, capstan_api::Error> {
-        OCIRepository::interval(self)
-    }
-    fn conditions(status: &OCIRepositoryStatus) -> &[Condition] {
-        &status.conditions
-    }
-    fn conditions_mut(status: &mut OCIRepositoryStatus) -> &mut Vec<Condition> {
-        &mut status.conditions
-    }
-    fn observed_generation(status: &OCIRepositoryStatus) -> Option<i64> {
-        status.observed_generation
-    }
-    fn set_observed_generation(status: &mut OCIRepositoryStatus, generation: Option<i64>) {
-        status.observed_generation = generation;
-    }
-    fn reconcile_request_mut(status: &mut OCIRepositoryStatus) -> &mut ReconcileRequestStatus {
-        &mut status.reconcile_request
-    }
-    fn revision(status: &OCIRepositoryStatus) -> Option<&str> {
-        status.artifact.as_ref().map(|a| a.revision.as_str())
-    }
-}
+crate::sources::source_resource!(OCIRepository, OCIRepositoryStatus);
 
 /// The OCIRepository reconciler: where artifacts are stored.
 #[derive(Debug)]
@@ -165,22 +134,7 @@ impl Reconciler for OCIRepositoryReconciler {
     }
 
     async fn cleanup(&self, object: &OCIRepository) -> Result<(), ReconcileError> {
-        let storage = self.storage.clone();
-        let namespace = object.namespace().unwrap_or_default();
-        let name = object.name_any();
-        tokio::task::spawn_blocking(move || storage.remove_all(KIND, &namespace, &name))
-            .await
-            .map_err(|e| {
-                ReconcileError::transient(reason::ARCHIVE_OPERATION_FAILED, "cleanup task failed")
-                    .with_source(e)
-            })?
-            .map_err(|e| {
-                ReconcileError::transient(
-                    reason::ARCHIVE_OPERATION_FAILED,
-                    format!("cannot remove stored artifacts: {e}"),
-                )
-                .with_source(e)
-            })
+        crate::sources::remove_artifacts(&self.storage, KIND, object).await
     }
 }
 

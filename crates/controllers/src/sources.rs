@@ -1,0 +1,74 @@
+//! What the source reconcilers (GitRepository, OCIRepository, Bucket) share: their `FluxResource`
+//! shape and the removal of stored artifacts on deletion.
+
+use capstan_source::storage::Storage;
+use kube::ResourceExt;
+
+use crate::error::ReconcileError;
+use capstan_api::source::v1::reason;
+
+/// Implements [`FluxResource`](crate::runtime::FluxResource) for a source kind whose status has the
+/// common source fields (`conditions`, `observedGeneration`, `artifact`, reconcile-request fields)
+/// and whose spec has `suspend` and an `interval()` accessor.
+macro_rules! source_resource {
+    ($kind:ty, $status:ty) => {
+        impl $crate::runtime::FluxResource for $kind {
+            type Status = $status;
+
+            fn status(&self) -> Option<&$status> {
+                self.status.as_ref()
+            }
+            fn suspended(&self) -> bool {
+                self.spec.suspend.unwrap_or(false)
+            }
+            fn interval(&self) -> Result<std::time::Duration, capstan_api::Error> {
+                <$kind>::interval(self)
+            }
+            fn conditions(status: &$status) -> &[capstan_api::meta::Condition] {
+                &status.conditions
+            }
+            fn conditions_mut(status: &mut $status) -> &mut Vec<capstan_api::meta::Condition> {
+                &mut status.conditions
+            }
+            fn observed_generation(status: &$status) -> Option<i64> {
+                status.observed_generation
+            }
+            fn set_observed_generation(status: &mut $status, generation: Option<i64>) {
+                status.observed_generation = generation;
+            }
+            fn reconcile_request_mut(
+                status: &mut $status,
+            ) -> &mut capstan_api::meta::ReconcileRequestStatus {
+                &mut status.reconcile_request
+            }
+            fn revision(status: &$status) -> Option<&str> {
+                status.artifact.as_ref().map(|a| a.revision.as_str())
+            }
+        }
+    };
+}
+pub(crate) use source_resource;
+
+/// Removes every stored artifact of `object` (its finalizer's cleanup).
+pub(crate) async fn remove_artifacts(
+    storage: &Storage,
+    kind: &'static str,
+    object: &impl ResourceExt,
+) -> Result<(), ReconcileError> {
+    let storage = storage.clone();
+    let namespace = object.namespace().unwrap_or_default();
+    let name = object.name_any();
+    tokio::task::spawn_blocking(move || storage.remove_all(kind, &namespace, &name))
+        .await
+        .map_err(|e| {
+            ReconcileError::transient(reason::ARCHIVE_OPERATION_FAILED, "cleanup task failed")
+                .with_source(e)
+        })?
+        .map_err(|e| {
+            ReconcileError::transient(
+                reason::ARCHIVE_OPERATION_FAILED,
+                format!("cannot remove stored artifacts: {e}"),
+            )
+            .with_source(e)
+        })
+}
