@@ -34,7 +34,7 @@ use capstan_api::source::v1::{
 };
 use capstan_source::artifact::IgnoreFilter;
 use capstan_source::git::{self, FetchOptions, FetchResult, GitAuth, GitReference};
-use capstan_source::storage::{DEFAULT_RETENTION, Storage, revision_file_name};
+use capstan_source::storage::{Storage, revision_file_name};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use tokio_util::sync::CancellationToken;
@@ -415,26 +415,8 @@ fn store_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_> {
             return Ok(StepOutcome::next());
         };
         let message = format!("stored artifact for revision '{}'", artifact.revision);
-        cx.set_condition(
-            condition::ARTIFACT_IN_STORAGE,
-            ConditionStatus::True,
-            capstan_api::meta::reason::SUCCEEDED,
-            &message,
-        );
-        cx.set_ready_message(message);
         let storage = cx.reconciler.storage().clone();
-        let collected = tokio::task::spawn_blocking(move || {
-            storage.garbage_collect(&artifact, DEFAULT_RETENTION)
-        })
-        .await;
-        match collected {
-            Ok(Ok(deleted)) if !deleted.is_empty() => {
-                tracing::info!(count = deleted.len(), "garbage collected old artifacts");
-            }
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => tracing::warn!(%error, "garbage collection failed"),
-            Err(error) => tracing::warn!(%error, "garbage collection task failed"),
-        }
+        crate::sources::artifact_stored(cx, &storage, artifact, message).await;
         Ok(StepOutcome::next())
     })
 }

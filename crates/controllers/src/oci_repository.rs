@@ -48,7 +48,7 @@ use capstan_source::oci::{
     self, Credentials, LayerOperation, LayerSelector, PullOptions, RegistryOptions,
 };
 use capstan_source::semver_constraint::{Constraint, parse_version};
-use capstan_source::storage::{DEFAULT_RETENTION, Storage, revision_file_name};
+use capstan_source::storage::{Storage, revision_file_name};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use oci_client::Reference;
@@ -694,26 +694,8 @@ fn store_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_> {
             return Ok(StepOutcome::next());
         };
         let message = format!("stored artifact for digest '{}'", artifact.revision);
-        cx.set_condition(
-            condition::ARTIFACT_IN_STORAGE,
-            ConditionStatus::True,
-            capstan_api::meta::reason::SUCCEEDED,
-            &message,
-        );
-        cx.set_ready_message(message);
         let storage = cx.reconciler.storage().clone();
-        let collected = tokio::task::spawn_blocking(move || {
-            storage.garbage_collect(&artifact, DEFAULT_RETENTION)
-        })
-        .await;
-        match collected {
-            Ok(Ok(deleted)) if !deleted.is_empty() => {
-                tracing::info!(count = deleted.len(), "garbage collected old artifacts");
-            }
-            Ok(Ok(_)) => {}
-            Ok(Err(error)) => tracing::warn!(%error, "garbage collection failed"),
-            Err(error) => tracing::warn!(%error, "garbage collection task failed"),
-        }
+        crate::sources::artifact_stored(cx, &storage, artifact, message).await;
         Ok(StepOutcome::next())
     })
 }

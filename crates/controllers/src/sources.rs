@@ -1,10 +1,13 @@
 //! What the source reconcilers (GitRepository, OCIRepository, Bucket) share: their `FluxResource`
 //! shape and the removal of stored artifacts on deletion.
 
-use capstan_source::storage::Storage;
+use capstan_api::meta::Artifact;
+use capstan_api::source::v1::condition;
+use capstan_source::storage::{DEFAULT_RETENTION, Storage};
 use kube::ResourceExt;
 
 use crate::error::ReconcileError;
+use crate::runtime::{ConditionStatus, Reconciler, StepContext};
 use capstan_api::source::v1::reason;
 
 /// Implements [`FluxResource`](crate::runtime::FluxResource) for a source kind whose status has the
@@ -71,4 +74,33 @@ pub(crate) async fn remove_artifacts(
             )
             .with_source(e)
         })
+}
+
+/// Reports `artifact` as stored — `ArtifactInStorage=True` and the `Ready` message `message` — then
+/// garbage-collects the object's older artifacts (failures are logged, never fatal).
+pub(crate) async fn artifact_stored<R: Reconciler>(
+    cx: &mut StepContext<R>,
+    storage: &Storage,
+    artifact: Artifact,
+    message: String,
+) {
+    cx.set_condition(
+        condition::ARTIFACT_IN_STORAGE,
+        ConditionStatus::True,
+        capstan_api::meta::reason::SUCCEEDED,
+        &message,
+    );
+    cx.set_ready_message(message);
+    let storage = storage.clone();
+    let collected =
+        tokio::task::spawn_blocking(move || storage.garbage_collect(&artifact, DEFAULT_RETENTION))
+            .await;
+    match collected {
+        Ok(Ok(deleted)) if !deleted.is_empty() => {
+            tracing::info!(count = deleted.len(), "garbage collected old artifacts");
+        }
+        Ok(Ok(_)) => {}
+        Ok(Err(error)) => tracing::warn!(%error, "garbage collection failed"),
+        Err(error) => tracing::warn!(%error, "garbage collection task failed"),
+    }
 }
