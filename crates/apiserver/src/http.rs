@@ -244,10 +244,53 @@ pub async fn handle(State(state): State<AppState>, request: Request) -> Response
     let started = std::time::Instant::now();
     let response = match route(&state, request).await {
         Ok(r) => r,
+        Err(e) if e.code == 413 => {
+            // The rest of the oversize body was never read: this connection cannot carry another
+            // request, so tell the client not to reuse it.
+            let mut r = error_response(&e);
+            r.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            r
+        }
         Err(e) => error_response(&e),
     };
     tracing::debug!(%method, %uri, status = response.status().as_u16(), elapsed_ms = started.elapsed().as_millis() as u64, "request");
     response
+}
+
+/// Reads a request body of at most `limit` bytes. A larger body is read on (and dropped) up to a
+/// bound, so the client finishes sending and reads the 413 instead of a reset connection; past that
+/// bound the connection is given up.
+async fn read_body(body: Body, limit: usize) -> ApiResult<Bytes> {
+    use http_body_util::BodyExt;
+    let too_large = || {
+        ApiError::too_large(format!(
+            "the request body is larger than the limit of {limit} bytes"
+        ))
+    };
+    let drain_limit = limit.saturating_mul(8).max(32 * 1024 * 1024);
+    let mut body = body;
+    let mut buf = BytesMut::new();
+    let mut seen = 0usize;
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else {
+            return Err(ApiError::bad_request("the request body could not be read"));
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        seen = seen.saturating_add(data.len());
+        if seen > drain_limit {
+            return Err(too_large());
+        }
+        if seen <= limit {
+            buf.put_slice(&data);
+        }
+    }
+    if seen > limit {
+        return Err(too_large());
+    }
+    Ok(buf.freeze())
 }
 
 async fn route(state: &AppState, request: Request) -> ApiResult<Response> {
@@ -255,12 +298,7 @@ async fn route(state: &AppState, request: Request) -> ApiResult<Response> {
     let path = parts.uri.path().trim_end_matches('/').to_owned();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let q = parse_query(&parts.uri);
-    let Ok(body) = axum::body::to_bytes(body, state.max_body_bytes).await else {
-        return Err(ApiError::too_large(format!(
-            "the request body is larger than the limit of {} bytes",
-            state.max_body_bytes
-        )));
-    };
+    let body = read_body(body, state.max_body_bytes).await?;
     let cluster = &state.cluster;
     let get_only = |m: &Method| -> ApiResult<()> {
         if *m == Method::GET {
