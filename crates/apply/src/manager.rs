@@ -298,8 +298,13 @@ impl ResourceManager {
         objects: &[&DynamicObject],
         options: &ApplyOptions,
     ) -> (ChangeSet, Vec<ObjectError>) {
-        let results: Vec<Result<ChangeSetEntry, ObjectError>> = stream::iter(objects)
+        // Futures are built before streaming so no closure over borrowed items is held across an
+        // await: that keeps the returned future provably `Send` for callers that box it.
+        let pending: Vec<_> = objects
+            .iter()
             .map(|object| self.apply_one(object, options))
+            .collect();
+        let results: Vec<Result<ChangeSetEntry, ObjectError>> = stream::iter(pending)
             .buffered(options.concurrency.max(1))
             .collect()
             .await;
@@ -472,8 +477,11 @@ impl ResourceManager {
         objects: &[DynamicObject],
         options: &ApplyOptions,
     ) -> Result<Vec<Drift>, Error> {
-        let results: Vec<Result<Drift, ObjectError>> = stream::iter(objects)
+        let pending: Vec<_> = objects
+            .iter()
             .map(|object| self.diff_one(object, options))
+            .collect();
+        let results: Vec<Result<Drift, ObjectError>> = stream::iter(pending)
             .buffered(options.concurrency.max(1))
             .collect()
             .await;
@@ -567,9 +575,12 @@ impl ResourceManager {
         let mut changeset = ChangeSet::default();
         let mut errors = Vec::new();
         for group in [0, 1, 2] {
-            let batch = objects.iter().filter(|o| rank(o) == group);
-            let results: Vec<Result<Option<ChangeSetEntry>, ObjectError>> = stream::iter(batch)
+            let pending: Vec<_> = objects
+                .iter()
+                .filter(|o| rank(o) == group)
                 .map(|object| self.delete_one(object, options))
+                .collect();
+            let results: Vec<Result<Option<ChangeSetEntry>, ObjectError>> = stream::iter(pending)
                 .buffered(options.concurrency.max(1))
                 .collect()
                 .await;
@@ -643,11 +654,11 @@ impl ResourceManager {
 
     /// The kstatus health of each object, read from the cluster now.
     pub async fn check_health(&self, objects: &[ObjectRef]) -> Vec<HealthResult> {
-        stream::iter(objects)
+        let pending: Vec<_> = objects
+            .iter()
             .map(|object| self.health_one(object))
-            .buffered(4)
-            .collect()
-            .await
+            .collect();
+        stream::iter(pending).buffered(4).collect().await
     }
 
     async fn health_one(&self, object: &ObjectRef) -> HealthResult {

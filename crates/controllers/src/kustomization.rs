@@ -31,12 +31,6 @@
 //! `MirrorPrune` follows `spec.prune`; `Orphan` keeps the objects; `WaitForTermination` also
 //! waits, up to `spec.timeout`, until the deleted objects are gone).
 //!
-//! # Runtime
-//! The apply engine's futures are not provably `Send` (higher-ranked closure lifetimes in its
-//! `buffered` streams), so apply, prune and health waits run on a blocking thread that drives
-//! the current Tokio runtime with `Handle::block_on`; use a multi-thread runtime (or one whose
-//! main thread is in `Runtime::block_on`, as `#[tokio::test]` is).
-//!
 //! # Errors
 //! Reasons are Flux's: `ArtifactFailed` (source missing or without an artifact: retried after
 //! 30 s; download failures: backoff), `DependencyNotReady` (retried after `retryInterval`),
@@ -268,7 +262,7 @@ impl Reconciler for KustomizationReconciler {
             ..DeleteOptions::default()
         };
         let deleted = delete_objects(self.manager.clone(), inventory.objects().to_vec(), options)
-            .await?
+            .await
             .map_err(|e| {
                 ReconcileError::transient(reason::PRUNE_FAILED, format!("prune failed: {e}"))
                     .with_source(e)
@@ -285,12 +279,7 @@ impl Reconciler for KustomizationReconciler {
         loop {
             let manager = self.manager.clone();
             let objects = deleted.clone();
-            let results = spawned(
-                move || async move { Ok(manager.check_health(&objects).await) },
-                reason::PRUNE_FAILED,
-            )
-            .await?
-            .unwrap_or_default();
+            let results = manager.check_health(&objects).await;
             let remaining: Vec<String> = results
                 .into_iter()
                 .filter(|r| r.status != capstan_apply::Status::NotFound)
@@ -332,62 +321,31 @@ pub async fn run(
     .await;
 }
 
-// The apply engine's futures drive `buffered` streams of closures for which the compiler
-// cannot prove `Send` (a known limitation of higher-ranked closure lifetimes), so they cannot
-// live inside a boxed step future. They run on a blocking thread driving the runtime instead.
-
-async fn spawned<T: Send + 'static, F>(
-    task: impl FnOnce() -> F + Send + 'static,
-    reason: &str,
-) -> Result<Result<T, capstan_apply::Error>, ReconcileError>
-where
-    F: Future<Output = Result<T, capstan_apply::Error>>,
-{
-    let handle = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || handle.block_on(task()))
-        .await
-        .map_err(|e| ReconcileError::transient(reason, "apply engine task failed").with_source(e))
-}
-
 async fn apply_objects(
     manager: ResourceManager,
     objects: Vec<DynamicObject>,
     options: ApplyOptions,
-) -> Result<Result<capstan_apply::ChangeSet, capstan_apply::Error>, ReconcileError> {
-    spawned(
-        move || async move { manager.apply_all_staged(&objects, &options).await },
-        reason::RECONCILIATION_FAILED,
-    )
-    .await
+) -> Result<capstan_apply::ChangeSet, capstan_apply::Error> {
+    manager.apply_all_staged(&objects, &options).await
 }
 
 async fn delete_objects(
     manager: ResourceManager,
     objects: Vec<ObjectRef>,
     options: DeleteOptions,
-) -> Result<Result<capstan_apply::ChangeSet, capstan_apply::Error>, ReconcileError> {
-    spawned(
-        move || async move { manager.delete_all(&objects, &options).await },
-        reason::PRUNE_FAILED,
-    )
-    .await
+) -> Result<capstan_apply::ChangeSet, capstan_apply::Error> {
+    manager.delete_all(&objects, &options).await
 }
 
 async fn wait_healthy(
     manager: ResourceManager,
     objects: Vec<ObjectRef>,
     timeout: Duration,
-) -> Result<Result<(), capstan_apply::Error>, ReconcileError> {
-    spawned(
-        move || async move {
-            manager
-                .wait_for(&objects, timeout, HEALTH_POLL)
-                .await
-                .map(|_| ())
-        },
-        reason::HEALTH_CHECK_FAILED,
-    )
-    .await
+) -> Result<(), capstan_apply::Error> {
+    manager
+        .wait_for(&objects, timeout, HEALTH_POLL)
+        .await
+        .map(|_| ())
 }
 
 fn owner_of(object: &Kustomization) -> Owner {
@@ -997,7 +955,7 @@ fn apply_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
             force: cx.object.spec.force.unwrap_or(false),
             ..ApplyOptions::default()
         };
-        match apply_objects(cx.reconciler.manager.clone(), objects.clone(), options).await? {
+        match apply_objects(cx.reconciler.manager.clone(), objects.clone(), options).await {
             Ok(changeset) => {
                 tracing::info!(changes = %changeset.to_string().trim_end(), "applied");
                 let inventory = Inventory::from_changeset(&changeset);
@@ -1051,7 +1009,7 @@ fn prune_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
             owner: Some(owner_of(&cx.object)),
             ..DeleteOptions::default()
         };
-        match delete_objects(cx.reconciler.manager.clone(), stale, options).await? {
+        match delete_objects(cx.reconciler.manager.clone(), stale, options).await {
             Ok(changeset) => {
                 tracing::info!(changes = %changeset.to_string().trim_end(), "pruned");
                 Ok(StepOutcome::next())
@@ -1138,7 +1096,7 @@ fn check_health_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
         } else {
             let timeout = health_timeout(&cx.object)?;
             let started = std::time::Instant::now();
-            match wait_healthy(cx.reconciler.manager.clone(), objects, timeout).await? {
+            match wait_healthy(cx.reconciler.manager.clone(), objects, timeout).await {
                 Ok(()) => {
                     let message = format!(
                         "Health check passed in {:?}",
