@@ -244,7 +244,8 @@ fn is_label_value(s: &str) -> bool {
 }
 
 impl Cluster {
-    /// A cluster serving the built-in kinds, with the default namespaces.
+    /// A cluster serving the built-in kinds, with the default namespaces and the default RBAC
+    /// ClusterRoles and ClusterRoleBindings (`authz::bootstrap_policy`).
     pub fn new(config: &ClusterConfig) -> Self {
         let mut registry = Registry::default();
         for rt in crate::builtins::resource_types() {
@@ -269,6 +270,22 @@ impl Cluster {
             cluster
                 .create(&ns_type, None, body, &opts)
                 .expect("default namespaces are valid");
+        }
+        for object in crate::authz::bootstrap_policy() {
+            let plural = match object["kind"].as_str() {
+                Some("ClusterRole") => "clusterroles",
+                _ => "clusterrolebindings",
+            };
+            let rt = cluster
+                .resource(crate::authz::RBAC_GROUP, "v1", plural)
+                .expect("RBAC kinds are built in");
+            let opts = WriteOptions {
+                field_manager: "capstan-apiserver".into(),
+                ..WriteOptions::default()
+            };
+            cluster
+                .create(&rt, None, object, &opts)
+                .expect("the default RBAC policy is valid");
         }
         cluster
     }
@@ -440,7 +457,9 @@ impl Cluster {
             ("", "namespaces" | "services") => is_dns1123_label(&name),
             _ => {
                 is_dns1123_subdomain(&name)
-                    || (!rt.builtin
+                    // Custom resources and RBAC objects (`system:discovery`) only need a valid
+                    // path segment.
+                    || ((!rt.builtin || rt.group == crate::authz::RBAC_GROUP)
                         && !name.is_empty()
                         && name != "."
                         && name != ".."

@@ -21,7 +21,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::registry::ResourceType;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::store::{EventType, Stored, WatchEvent};
-use crate::{discovery, openapi, table};
+use crate::{authz, discovery, openapi, table};
 
 /// Shared state of the HTTP layer.
 #[derive(Clone)]
@@ -300,6 +300,12 @@ async fn route(state: &AppState, request: Request) -> ApiResult<Response> {
     let q = parse_query(&parts.uri);
     let body = read_body(body, state.max_body_bytes).await?;
     let cluster = &state.cluster;
+    // Without impersonation headers the caller is the cluster administrator: no RBAC at all.
+    let user = authz::impersonated_user(&parts.headers)?;
+    if let Some(user) = &user {
+        let attrs = authz::RequestAttributes::from_request(&parts.method, parts.uri.path(), &q);
+        authz::check(cluster, user, &attrs)?;
+    }
     let get_only = |m: &Method| -> ApiResult<()> {
         if *m == Method::GET {
             Ok(())
@@ -448,10 +454,11 @@ async fn route(state: &AppState, request: Request) -> ApiResult<Response> {
                 )));
             }
             let request = parse_body(&parts.headers, &body)?;
-            Ok(json_response(
-                StatusCode::CREATED,
-                &discovery::review(&request)?,
-            ))
+            let answer = match &user {
+                Some(user) => authz::review(cluster, user, &request)?,
+                None => discovery::review(&request)?,
+            };
+            Ok(json_response(StatusCode::CREATED, &answer))
         }
         ["openapi", "v2"] => Err(ApiError::new(
             404,
@@ -466,7 +473,15 @@ async fn route(state: &AppState, request: Request) -> ApiResult<Response> {
                     "the server could not find the requested resource",
                 )
             })?;
-            resource_request(state, &parts.method, &parts.headers, &q, &path, &body)
+            resource_request(
+                state,
+                user.as_ref(),
+                &parts.method,
+                &parts.headers,
+                &q,
+                &path,
+                &body,
+            )
         }
     }
 }
@@ -503,6 +518,7 @@ fn write_response(
 #[allow(clippy::too_many_arguments)]
 fn resource_request(
     state: &AppState,
+    user: Option<&authz::UserInfo>,
     method: &Method,
     headers: &HeaderMap,
     q: &Query,
@@ -593,6 +609,24 @@ fn resource_request(
             })?;
             let opts = write_options(q, headers, patch_type != PatchType::Apply)?;
             let patch = parse_body(headers, body)?;
+            // Applying an object that does not exist creates it: Kubernetes then also checks `create`.
+            if let Some(user) = user
+                && patch_type == PatchType::Apply
+                && cluster.get_stored(&rt, ns, name).is_err()
+            {
+                let attrs = authz::RequestAttributes {
+                    verb: "create".to_owned(),
+                    resource_request: true,
+                    group: rt.group.clone(),
+                    version: rt.version.clone(),
+                    resource: rt.plural.clone(),
+                    subresource: path.subresource.clone().unwrap_or_default(),
+                    namespace: ns.unwrap_or("").to_owned(),
+                    name: name.to_owned(),
+                    path: String::new(),
+                };
+                authz::check_create_on_apply(cluster, user, &attrs)?;
+            }
             let outcome = cluster.patch(&rt, ns, name, subresource, patch_type, &patch, &opts)?;
             Ok(write_response(&rt, outcome, repr, StatusCode::CREATED))
         }

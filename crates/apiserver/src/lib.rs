@@ -6,8 +6,9 @@
 //! get/list/watch/create/update/patch/delete, server-side apply with `managedFields`, finalizers,
 //! garbage collection, namespace lifecycle and workload status.
 //!
-//! It is honest about being a double: there are no pods, no scheduler, no authentication or
-//! authorization, and storage is memory only.
+//! It is honest about being a double: there are no pods, no scheduler and no authentication, and
+//! storage is memory only. Requests act as the cluster administrator unless they impersonate a
+//! user (`Impersonate-User`), who is then authorized with RBAC (`authz`).
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -20,7 +21,8 @@
 //!
 //! # Expected flow
 //! `ApiServer::start` binds the listener, registers the built-in kinds and the default namespaces
-//! (`default`, `kube-system`, `kube-public`, `kube-node-lease`), starts the background controllers
+//! (`default`, `kube-system`, `kube-public`, `kube-node-lease`) and the default RBAC ClusterRoles
+//! and ClusterRoleBindings, starts the background controllers
 //! and serves until `shutdown`.
 //!
 //! # Guarantees
@@ -32,6 +34,7 @@
 // travel up a few frames only, so boxing them everywhere would buy nothing.
 #![allow(clippy::result_large_err)]
 
+pub mod authz;
 pub mod builtins;
 pub mod cluster;
 pub mod controllers;

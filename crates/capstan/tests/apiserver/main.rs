@@ -6,3 +6,4 @@ mod cli;
 mod harness;
 mod kube_client;
 mod kubectl;
+mod rbac;
