@@ -33,6 +33,7 @@ async fn main() -> anyhow::Result<()> {
     let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
         .args([
             "dev",
+            "--no-controllers",
             "--listen",
             "127.0.0.1:0",
             "--log-level",

@@ -25,9 +25,18 @@ pub struct DevArgs {
     /// Address of the artifact, metrics and health server (port 0 picks a free one).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub storage_addr: SocketAddr,
-    /// Run only the control plane, without Capstan's controllers.
+    /// Run only the control plane, without Capstan's controllers (and without the example).
     #[arg(long)]
     pub no_controllers: bool,
+    /// Do not serve and reconcile the example fleet.
+    #[arg(long)]
+    pub no_example: bool,
+    /// Address of the Git server holding the example fleet (port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:6444")]
+    pub git_listen: SocketAddr,
+    /// Directory of the Git server's repositories (the example fleet is `fleet.git` in it).
+    #[arg(long, default_value = ".capstan/git")]
+    pub git_root: PathBuf,
 }
 
 pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
@@ -55,6 +64,12 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     fs_err::write(&args.kubeconfig, server.kubeconfig())?;
     let kubeconfig = fs_err::canonicalize(&args.kubeconfig)?;
     // The controllers reach the control plane over HTTP with kube-rs, as they reach any cluster.
+    let example = !args.no_controllers && !args.no_example;
+    let git = if example {
+        Some(crate::fleet::serve(&args.git_root, args.git_listen).await?)
+    } else {
+        None
+    };
     let controllers = if args.no_controllers {
         None
     } else {
@@ -65,28 +80,55 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             storage_adv_addr: None,
             concurrent: 4,
         };
-        Some(crate::controller::start(client, &serve).await?)
+        Some((
+            crate::controller::start(client.clone(), &serve, None).await?,
+            client,
+        ))
     };
     eprintln!("capstan dev: Kubernetes API at {}", server.url());
     eprintln!(
         "capstan dev: kubeconfig written to {}",
         kubeconfig.display()
     );
-    if let Some(c) = &controllers {
+    if let Some((c, _)) = &controllers {
         eprintln!(
             "capstan dev: artifacts, /metrics and /healthz at {}",
             c.artifacts_url
         );
     }
+    let mut progress = None;
+    if let (Some(git), Some((_, client))) = (&git, &controllers) {
+        crate::fleet::apply(client, &git.url)
+            .await
+            .context("creating the example fleet's GitRepository and Kustomization")?;
+        eprintln!(
+            "capstan dev: example fleet at {} (on disk: {})",
+            git.url,
+            git.path.display()
+        );
+        progress = Some(tokio::spawn(crate::fleet::report_progress(client.clone())));
+    }
     eprintln!("  export KUBECONFIG={}", kubeconfig.display());
-    eprintln!("  kubectl api-resources");
+    eprintln!("  kubectl get kustomizations,gitrepositories -A");
+    if let Some(git) = &git {
+        eprintln!("  git clone {} && cd fleet", git.url);
+        eprintln!(
+            "  # edit apps/dev/kustomization.yaml, then: git commit -am 'change' && git push"
+        );
+    }
     eprintln!("capstan dev: press Ctrl-C to stop");
     tokio::signal::ctrl_c()
         .await
         .context("waiting for Ctrl-C")?;
     eprintln!("capstan dev: stopping");
-    if let Some(c) = controllers {
+    if let Some(progress) = progress {
+        progress.abort();
+    }
+    if let Some((c, _)) = controllers {
         c.shutdown().await;
+    }
+    if let Some(git) = git {
+        git.shutdown().await;
     }
     server.shutdown().await;
     Ok(ExitCode::SUCCESS)

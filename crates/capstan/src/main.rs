@@ -4,6 +4,7 @@ mod artifact;
 mod cli;
 mod controller;
 mod dev;
+mod fleet;
 mod install;
 mod kustomize;
 

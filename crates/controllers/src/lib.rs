@@ -8,6 +8,7 @@
 //! - [`git_repository`]: the GitRepository reconciler (`source.toolkit.fluxcd.io/v1`).
 //! - [`oci_repository`]: the OCIRepository reconciler (`source.toolkit.fluxcd.io/v1`).
 //! - [`kustomization`]: the Kustomization reconciler (`kustomize.toolkit.fluxcd.io/v1`).
+//! - [`leader`]: leader election with a Lease, so one replica of the operator reconciles.
 //!
 //! # Example
 //!
@@ -35,6 +36,7 @@ pub mod bucket;
 pub mod error;
 pub mod git_repository;
 pub mod kustomization;
+pub mod leader;
 pub mod oci_repository;
 pub mod runtime;
 mod sources;

@@ -27,8 +27,43 @@ async fn http_get(url: &str) -> (String, String) {
     )
 }
 
+/// Runs `kubectl` against `kubeconfig`.
+async fn kubectl(kubeconfig: &std::path::Path, home: &std::path::Path, args: &[&str]) -> Run {
+    tokio::process::Command::new(kubectl_binary())
+        .env("KUBECONFIG", kubeconfig)
+        .env("HOME", home)
+        .args(args)
+        .output()
+        .await
+        .unwrap()
+        .into()
+}
+
+/// Runs `git` in `dir` with a fixed identity.
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "Newcomer")
+        .env("GIT_AUTHOR_EMAIL", "newcomer@capstan.invalid")
+        .env("GIT_COMMITTER_NAME", "Newcomer")
+        .env("GIT_COMMITTER_EMAIL", "newcomer@capstan.invalid")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The README's walkthrough: `capstan dev` serves the API with Capstan's CRDs, the artifact
+/// server and the example fleet, reconciles the fleet to Ready, and a change pushed to the
+/// fleet's Git repository lands in the cluster.
 #[tokio::test(flavor = "multi_thread")]
-async fn capstan_dev_serves_the_api_with_crds_and_the_artifact_server() {
+async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
@@ -38,11 +73,15 @@ async fn capstan_dev_serves_the_api_with_crds_and_the_artifact_server() {
             "127.0.0.1:0",
             "--storage-addr",
             "127.0.0.1:0",
+            "--git-listen",
+            "127.0.0.1:0",
             "--kubeconfig",
         ])
         .arg(&kubeconfig)
         .arg("--storage-path")
         .arg(dir.path().join("artifacts"))
+        .arg("--git-root")
+        .arg(dir.path().join("git"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -50,12 +89,16 @@ async fn capstan_dev_serves_the_api_with_crds_and_the_artifact_server() {
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut artifacts = None;
+    let mut fleet = None;
     let started = tokio::time::timeout(Duration::from_secs(60), async {
         while let Some(line) = lines.next_line().await.unwrap() {
             if let Some(url) =
                 line.strip_prefix("capstan dev: artifacts, /metrics and /healthz at ")
             {
                 artifacts = Some(url.trim().to_owned());
+            }
+            if let Some(rest) = line.strip_prefix("capstan dev: example fleet at ") {
+                fleet = rest.split_whitespace().next().map(str::to_owned);
             }
             if line.contains("press Ctrl-C to stop") {
                 return;
@@ -66,6 +109,17 @@ async fn capstan_dev_serves_the_api_with_crds_and_the_artifact_server() {
     .await;
     assert!(started.is_ok(), "capstan dev did not start within 60 s");
     let artifacts = artifacts.expect("capstan dev prints the artifact server address");
+    let fleet = fleet.expect("capstan dev prints the example fleet's Git URL");
+    // Keep reading stderr so the child never blocks on a full pipe; collect it for asserts.
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = log.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            let mut log = sink.lock().unwrap();
+            log.push_str(&line);
+            log.push('\n');
+        }
+    });
 
     let (status, body) = http_get(&format!("{artifacts}/healthz")).await;
     assert!(status.contains("200"), "{status}");
@@ -73,15 +127,10 @@ async fn capstan_dev_serves_the_api_with_crds_and_the_artifact_server() {
     let (status, _) = http_get(&format!("{artifacts}/metrics")).await;
     assert!(status.contains("200"), "{status}");
 
-    let out: Run = tokio::process::Command::new(kubectl_binary())
-        .env("KUBECONFIG", &kubeconfig)
-        .env("HOME", dir.path())
-        .args(["get", "crd", "-o", "name"])
-        .output()
+    let home = dir.path();
+    let out = kubectl(&kubeconfig, home, &["get", "crd", "-o", "name"])
         .await
-        .unwrap()
-        .into();
-    let out = out.ok();
+        .ok();
     for crd in [
         "gitrepositories.source.toolkit.fluxcd.io",
         "kustomizations.kustomize.toolkit.fluxcd.io",
@@ -93,6 +142,109 @@ async fn capstan_dev_serves_the_api_with_crds_and_the_artifact_server() {
             out.stdout
         );
     }
+
+    // The fleet: the root Kustomization applies clusters/local, whose Kustomizations apply
+    // the namespaces, then dev, then prod (dependsOn), each waiting for health.
+    let ready = |name: &'static str| {
+        let kubeconfig = kubeconfig.clone();
+        async move {
+            let out = kubectl(
+                &kubeconfig,
+                home,
+                &[
+                    "wait",
+                    "--for=condition=Ready",
+                    "--timeout=90s",
+                    "-n",
+                    "flux-system",
+                    &format!("kustomization/{name}"),
+                ],
+            )
+            .await;
+            out.ok();
+        }
+    };
+    for name in ["fleet", "infrastructure", "apps-dev", "apps-prod"] {
+        ready(name).await;
+    }
+    let replicas = kubectl(
+        &kubeconfig,
+        home,
+        &[
+            "get",
+            "deploy",
+            "hello",
+            "-n",
+            "hello-prod",
+            "-o",
+            "jsonpath={.spec.replicas}",
+        ],
+    )
+    .await
+    .ok();
+    assert_eq!(replicas.stdout, "3", "the prod overlay's patch");
+    let greeting = |namespace: &'static str| {
+        let kubeconfig = kubeconfig.clone();
+        async move {
+            kubectl(
+                &kubeconfig,
+                home,
+                &[
+                    "get",
+                    "configmap",
+                    "-n",
+                    namespace,
+                    "-l",
+                    "app.kubernetes.io/name=hello",
+                    "-o",
+                    "jsonpath={.items[*].data.greeting}",
+                ],
+            )
+            .await
+            .ok()
+            .stdout
+        }
+    };
+    assert_eq!(
+        greeting("hello-prod").await,
+        "hello from production",
+        "postBuild substitution"
+    );
+    assert_eq!(greeting("hello-dev").await, "hello from dev");
+
+    // A newcomer clones the fleet, changes the dev greeting and pushes.
+    let clone = dir.path().join("clone");
+    git(
+        dir.path(),
+        &["clone", "-q", &fleet, &clone.to_string_lossy()],
+    );
+    let file = clone.join("apps/dev/kustomization.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace("hello from dev", "hello from a pushed commit"),
+    )
+    .unwrap();
+    git(&clone, &["commit", "-q", "-am", "Change the dev greeting"]);
+    git(&clone, &["push", "-q", "origin", "main"]);
+    let landed = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            if greeting("hello-dev").await == "hello from a pushed commit" {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    })
+    .await;
+    assert!(
+        landed.is_ok(),
+        "the pushed change did not land within 60 s (the old ConfigMap is pruned too)"
+    );
+    let printed = log.lock().unwrap().clone();
+    assert!(
+        printed.contains("✔ Kustomization/apps-prod: Applied revision: main@sha1:"),
+        "capstan dev reports readiness:\n{printed}"
+    );
     child.kill().await.unwrap();
 }
 

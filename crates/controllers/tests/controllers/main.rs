@@ -6,5 +6,6 @@
 mod bucket;
 mod git_repository;
 mod kustomization;
+mod leader;
 mod oci_repository;
 mod support;

@@ -34,6 +34,7 @@
 
 mod checkout;
 mod reference;
+pub mod server;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

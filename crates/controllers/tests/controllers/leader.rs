@@ -1,0 +1,143 @@
+//! Leader election against the embedded control plane: one candidate leads, the other waits,
+//! and takes over when the leader releases the Lease or stops renewing it.
+
+use std::time::Duration;
+
+use capstan_apiserver::{ApiServer, Config};
+use capstan_controllers::leader::{LeaderElectionConfig, LeaderElector};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use tokio_util::sync::CancellationToken;
+
+async fn client(server: &ApiServer) -> kube::Client {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.kubeconfig()).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flux-system"}});
+    namespaces
+        .patch(
+            "flux-system",
+            &PatchParams::apply("test"),
+            &Patch::Apply(ns),
+        )
+        .await
+        .unwrap();
+    client
+}
+
+fn config(identity: &str) -> LeaderElectionConfig {
+    LeaderElectionConfig {
+        identity: identity.to_owned(),
+        lease_duration: Duration::from_secs(2),
+        renew_deadline: Duration::from_millis(1500),
+        retry_period: Duration::from_millis(200),
+        ..LeaderElectionConfig::new("flux-system", "capstan-leader-election")
+    }
+}
+
+async fn holder(client: &kube::Client) -> (Option<String>, Option<i32>) {
+    let lease = Api::<Lease>::namespaced(client.clone(), "flux-system")
+        .get("capstan-leader-election")
+        .await
+        .unwrap();
+    let spec = lease.spec.unwrap();
+    (spec.holder_identity, spec.lease_transitions)
+}
+
+#[tokio::test]
+async fn one_candidate_leads_and_the_other_takes_over_on_release() {
+    let server = ApiServer::start(Config::default()).await.unwrap();
+    let client = client(&server).await;
+    let shutdown = CancellationToken::new();
+
+    let first = LeaderElector::new(client.clone(), config("a"))
+        .acquire(&shutdown)
+        .await
+        .expect("the first candidate leads");
+    assert_eq!(holder(&client).await, (Some("a".to_owned()), Some(0)));
+
+    let second = tokio::spawn({
+        let (client, shutdown) = (client.clone(), shutdown.clone());
+        async move {
+            LeaderElector::new(client, config("b"))
+                .acquire(&shutdown)
+                .await
+        }
+    });
+    // Several lease durations pass: the leader keeps renewing, the other keeps waiting.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(
+        !second.is_finished(),
+        "the second candidate must wait while the first renews"
+    );
+    assert!(!first.lost().is_cancelled());
+    assert_eq!(holder(&client).await.0.as_deref(), Some("a"));
+
+    first.release().await;
+    let second = tokio::time::timeout(Duration::from_secs(3), second)
+        .await
+        .expect("the second candidate takes over soon after the release")
+        .unwrap()
+        .expect("leadership");
+    assert_eq!(holder(&client).await, (Some("b".to_owned()), Some(1)));
+    second.release().await;
+}
+
+#[tokio::test]
+async fn a_leader_that_stops_renewing_is_replaced_and_learns_it_lost() {
+    let server = ApiServer::start(Config::default()).await.unwrap();
+    let client = client(&server).await;
+    let shutdown = CancellationToken::new();
+    let first = LeaderElector::new(client.clone(), config("a"))
+        .acquire(&shutdown)
+        .await
+        .unwrap();
+    // Another writer takes the Lease over (as a replica would after a network partition).
+    let lease = serde_json::json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "spec": {"holderIdentity": "intruder", "leaseDurationSeconds": 30},
+    });
+    Api::<Lease>::namespaced(client.clone(), "flux-system")
+        .patch(
+            "capstan-leader-election",
+            &PatchParams::apply("intruder").force(),
+            &Patch::Apply(lease),
+        )
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), first.lost().cancelled())
+        .await
+        .expect("the old leader notices it lost the lease");
+    first.release().await;
+    assert_eq!(
+        holder(&client).await.0.as_deref(),
+        Some("intruder"),
+        "a lost leader does not release"
+    );
+
+    // A waiting candidate is refused while the intruder's lease is fresh, then cancelled cleanly.
+    let stop = CancellationToken::new();
+    let waiting = tokio::spawn({
+        let (client, stop) = (client.clone(), stop.clone());
+        async move {
+            LeaderElector::new(client, config("b"))
+                .acquire(&stop)
+                .await
+                .is_some()
+        }
+    });
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    stop.cancel();
+    assert!(
+        !waiting.await.unwrap(),
+        "cancelled before the lease expired"
+    );
+}
