@@ -47,6 +47,30 @@ pub enum Command {
     /// Pull an artifact from a registry.
     #[command(subcommand)]
     Pull(crate::artifact::PullCommand),
+    /// Create or update sources and Kustomizations (or print them with `--export`).
+    Create(crate::cmd::create::CreateArgs),
+    /// Show the status of sources and Kustomizations.
+    Get(crate::cmd::get::GetArgs),
+    /// Ask for an immediate reconcile and wait for it.
+    Reconcile(crate::cmd::lifecycle::LifecycleArgs),
+    /// Stop reconciling an object.
+    Suspend(crate::cmd::lifecycle::LifecycleArgs),
+    /// Reconcile a suspended object again and wait until it is Ready.
+    Resume(crate::cmd::lifecycle::LifecycleArgs),
+    /// Delete a source or a Kustomization.
+    Delete(crate::cmd::lifecycle::DeleteArgs),
+    /// Print sources and Kustomizations as YAML, without status.
+    Export(crate::cmd::get::ExportArgs),
+    /// Render a Kustomization from a local directory, as the controller would.
+    Build(crate::cmd::build::BuildArgs),
+    /// Compare a local render of a Kustomization with the cluster (exit 1 when they differ).
+    Diff(crate::cmd::build::DiffArgs),
+    /// Show a Kustomization's inventory as a tree.
+    Tree(crate::cmd::tree::TreeArgs),
+    /// Show which Kustomization and source manage an object.
+    Trace(crate::cmd::tree::TraceArgs),
+    /// Show the Events of Flux objects.
+    Events(crate::cmd::events::EventsArgs),
 }
 
 /// Sets up `tracing` to stderr.
@@ -72,7 +96,37 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Kustomize(args) => crate::kustomize::run(&args),
         Command::Push(command) => crate::artifact::run_push(command).await,
         Command::Pull(command) => crate::artifact::run_pull(command).await,
+        Command::Diff(args) => Ok(flux_style(crate::cmd::build::diff(args).await, 2)),
+        command => Ok(flux_style(run_flux_verb(command).await, 1)),
     }
+}
+
+/// The Flux-like verbs of [`crate::cmd`].
+async fn run_flux_verb(command: Command) -> anyhow::Result<ExitCode> {
+    use crate::cmd::lifecycle::{self, Verb};
+    match command {
+        Command::Create(args) => crate::cmd::create::run(args).await,
+        Command::Get(args) => crate::cmd::get::run(args).await,
+        Command::Reconcile(args) => lifecycle::run(Verb::Reconcile, args).await,
+        Command::Suspend(args) => lifecycle::run(Verb::Suspend, args).await,
+        Command::Resume(args) => lifecycle::run(Verb::Resume, args).await,
+        Command::Delete(args) => lifecycle::delete(args).await,
+        Command::Export(args) => crate::cmd::get::export(args).await,
+        Command::Build(args) => crate::cmd::build::build(args).await,
+        Command::Tree(args) => crate::cmd::tree::tree(args).await,
+        Command::Trace(args) => crate::cmd::tree::trace(args).await,
+        Command::Events(args) => crate::cmd::events::run(args).await,
+        other => anyhow::bail!("not a Flux verb: {other:?}"),
+    }
+}
+
+/// Prints an error as Flux does (`✗ message`) and exits with `error_code` (2 for `diff`, whose
+/// 1 means "differs").
+fn flux_style(result: anyhow::Result<ExitCode>, error_code: u8) -> ExitCode {
+    result.unwrap_or_else(|e| {
+        crate::cmd::say::failure(&format!("{e:#}"));
+        ExitCode::from(error_code)
+    })
 }
 
 /// The default location of the dev kubeconfig.

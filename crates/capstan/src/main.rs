@@ -2,6 +2,7 @@
 
 mod artifact;
 mod cli;
+mod cmd;
 mod controller;
 mod dev;
 mod fleet;

@@ -1,0 +1,192 @@
+//! `capstan get` (status tables) and `capstan export` (manifests without status).
+
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use serde_json::{Map, Value};
+
+use super::{
+    ALL, BUCKET, ClusterArgs, GIT, KUSTOMIZATION, Kind, OCI, Output, SOURCES, Target, say,
+};
+
+/// `capstan get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// List the objects of every namespace.
+    #[arg(short = 'A', long, global = true)]
+    pub all_namespaces: bool,
+    /// Output format.
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    #[command(subcommand)]
+    pub command: GetCommand,
+}
+
+/// What to list.
+#[derive(Debug, Subcommand)]
+pub enum GetCommand {
+    /// Sources: `git`, `oci`, `bucket` or `all`.
+    #[command(subcommand, alias = "source")]
+    Sources(GetSources),
+    /// Kustomizations.
+    #[command(alias = "ks", alias = "kustomization")]
+    Kustomizations(GetName),
+    /// Every source and Kustomization.
+    All(GetName),
+}
+
+/// The source kinds.
+#[derive(Debug, Subcommand)]
+pub enum GetSources {
+    /// GitRepositories.
+    Git(GetName),
+    /// OCIRepositories.
+    Oci(GetName),
+    /// Buckets.
+    Bucket(GetName),
+    /// Every source kind.
+    All(GetName),
+}
+
+/// An optional name to show one object only.
+#[derive(Debug, Args)]
+pub struct GetName {
+    /// Show only the object of this name.
+    pub name: Option<String>,
+}
+
+/// One row of Flux's status table.
+fn row(kind: &Kind, object: &Value, prefixed: bool, all_namespaces: bool) -> Vec<String> {
+    let (ready, message) = super::ready_status(object);
+    let name = super::name_of(object);
+    let mut row = Vec::with_capacity(6);
+    if all_namespaces {
+        row.push(super::namespace_of(object).to_owned());
+    }
+    row.push(if prefixed {
+        format!("{}/{name}", kind.short)
+    } else {
+        name.to_owned()
+    });
+    row.push(kind.revision(object).to_owned());
+    row.push(
+        if super::suspended(object) {
+            "True"
+        } else {
+            "False"
+        }
+        .to_owned(),
+    );
+    row.push(ready);
+    row.push(message);
+    row
+}
+
+/// Lists `kinds` and prints them; one table per kind (names prefixed by the kind) when several.
+pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
+    let (kinds, name): (Vec<&Kind>, Option<&String>) = match &args.command {
+        GetCommand::Sources(GetSources::Git(n)) => (vec![&GIT], n.name.as_ref()),
+        GetCommand::Sources(GetSources::Oci(n)) => (vec![&OCI], n.name.as_ref()),
+        GetCommand::Sources(GetSources::Bucket(n)) => (vec![&BUCKET], n.name.as_ref()),
+        GetCommand::Sources(GetSources::All(n)) => (SOURCES.to_vec(), n.name.as_ref()),
+        GetCommand::Kustomizations(n) => (vec![&KUSTOMIZATION], n.name.as_ref()),
+        GetCommand::All(n) => (ALL.to_vec(), n.name.as_ref()),
+    };
+    let client = args.cluster.client().await?;
+    let namespace = (!args.all_namespaces).then_some(args.cluster.namespace.as_str());
+    let mut found = Vec::new();
+    for kind in &kinds {
+        let mut objects = kind.list(&client, namespace).await?;
+        if let Some(name) = name {
+            objects.retain(|o| super::name_of(o) == name);
+        }
+        if !objects.is_empty() {
+            found.push((*kind, objects));
+        }
+    }
+    if found.is_empty() {
+        let what = match kinds.as_slice() {
+            [one] => one.type_name.to_owned(),
+            _ => "Flux".to_owned(),
+        };
+        let scope = match namespace {
+            Some(ns) => format!("{ns} namespace"),
+            None => "any namespace".to_owned(),
+        };
+        say::failure(&format!("no {what} objects found in {scope}"));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.output != Output::Table {
+        let objects: Vec<Value> = found.into_iter().flat_map(|(_, o)| o).collect();
+        super::print_objects(&objects, args.output)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let prefixed = kinds.len() > 1;
+    let mut headers = vec!["NAME", "REVISION", "SUSPENDED", "READY", "MESSAGE"];
+    if args.all_namespaces {
+        headers.insert(0, "NAMESPACE");
+    }
+    for (index, (kind, objects)) in found.iter().enumerate() {
+        if index > 0 {
+            println!();
+        }
+        let rows: Vec<Vec<String>> = objects
+            .iter()
+            .map(|o| row(kind, o, prefixed, args.all_namespaces))
+            .collect();
+        super::print_table(&headers, &rows);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `capstan export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Export every object of the kind in the namespace.
+    #[arg(long, global = true)]
+    pub all: bool,
+    #[command(subcommand)]
+    pub target: Target,
+}
+
+/// The object as Flux exports it: `apiVersion`, `kind`, `metadata` (name, namespace, labels,
+/// annotations) and `spec`; no status, no server-set fields.
+pub fn exported(kind: &Kind, object: &Value) -> Value {
+    let mut metadata = Map::new();
+    metadata.insert("name".into(), super::name_of(object).into());
+    metadata.insert("namespace".into(), super::namespace_of(object).into());
+    for field in ["labels", "annotations"] {
+        if let Some(map) = object["metadata"][field]
+            .as_object()
+            .filter(|m| !m.is_empty())
+        {
+            metadata.insert(field.into(), Value::Object(map.clone()));
+        }
+    }
+    serde_json::json!({
+        "apiVersion": kind.api_version(),
+        "kind": kind.type_name,
+        "metadata": metadata,
+        "spec": object["spec"].clone(),
+    })
+}
+
+/// Prints one object or, with `--all`, every object of the kind, as YAML documents.
+pub async fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
+    let (kind, name) = args.target.resolve();
+    let client = args.cluster.client().await?;
+    let namespace = &args.cluster.namespace;
+    let objects = if args.all {
+        kind.list(&client, Some(namespace)).await?
+    } else {
+        let name = super::required_name(name, kind)?;
+        vec![kind.get(&client, namespace, &name).await?]
+    };
+    let exported: Vec<Value> = objects.iter().map(|o| exported(kind, o)).collect();
+    print!("{}", super::yaml_documents(&exported));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,542 @@
+//! The Flux-like verbs of the `capstan` binary (`create`, `get`, `reconcile`, `suspend`,
+//! `resume`, `delete`, `export`, `build`, `diff`, `tree`, `trace`, `events`).
+//!
+//! Every verb works on the same small table of kinds ([`Kind`]): GitRepository, OCIRepository,
+//! Bucket and Kustomization, reached as [`DynamicObject`]s through their [`ApiResource`], so one
+//! implementation serves all kinds. Progress goes to stderr with Flux's markers (`►`, `◎`, `✔`,
+//! `✗`, `✚`); tables and documents go to stdout.
+
+pub mod build;
+pub mod create;
+pub mod events;
+pub mod get;
+pub mod lifecycle;
+pub mod tree;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use capstan_api::meta::{annotation, condition, reason};
+use clap::{Args, Subcommand, ValueEnum};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::{Api, Client};
+use serde_json::Value;
+
+/// How to reach the cluster and which namespace to work in (kubectl's flags).
+#[derive(Clone, Debug, Args)]
+pub struct ClusterArgs {
+    /// Path to the kubeconfig file (default: `$KUBECONFIG`, then `~/.kube/config`).
+    #[arg(long, global = true)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context to use.
+    #[arg(long, global = true)]
+    pub context: Option<String>,
+    /// The namespace scope of the operation.
+    #[arg(short = 'n', long, global = true, default_value = "flux-system")]
+    pub namespace: String,
+}
+
+impl ClusterArgs {
+    /// A kube client for these flags.
+    pub async fn client(&self) -> anyhow::Result<Client> {
+        capstan_source::tls::install_default_provider();
+        crate::controller::client(self.kubeconfig.as_ref(), self.context.as_deref()).await
+    }
+}
+
+/// How objects are printed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// Columns, as Flux prints them.
+    #[default]
+    Table,
+    /// YAML documents.
+    Yaml,
+    /// JSON (a `List` when there are several objects).
+    Json,
+}
+
+/// One Flux kind the verbs work on.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Kind {
+    /// `GitRepository`.
+    pub type_name: &'static str,
+    /// `source.toolkit.fluxcd.io`.
+    pub group: &'static str,
+    /// `v1`.
+    pub version: &'static str,
+    /// `gitrepositories`.
+    pub plural: &'static str,
+    /// How Flux names the kind in messages: `GitRepository source`, `Kustomization`.
+    pub display: &'static str,
+    /// How Flux names the kind in `get all` rows and `suspend`/`delete` messages: `gitrepository`.
+    pub short: &'static str,
+    /// Whether this is a source (its revision is `status.artifact.revision`).
+    pub is_source: bool,
+}
+
+/// GitRepository.
+pub const GIT: Kind = Kind {
+    type_name: "GitRepository",
+    group: "source.toolkit.fluxcd.io",
+    version: "v1",
+    plural: "gitrepositories",
+    display: "GitRepository source",
+    short: "gitrepository",
+    is_source: true,
+};
+
+/// OCIRepository.
+pub const OCI: Kind = Kind {
+    type_name: "OCIRepository",
+    group: "source.toolkit.fluxcd.io",
+    version: "v1",
+    plural: "ocirepositories",
+    display: "OCIRepository source",
+    short: "ocirepository",
+    is_source: true,
+};
+
+/// Bucket.
+pub const BUCKET: Kind = Kind {
+    type_name: "Bucket",
+    group: "source.toolkit.fluxcd.io",
+    version: "v1",
+    plural: "buckets",
+    display: "Bucket source",
+    short: "bucket",
+    is_source: true,
+};
+
+/// Kustomization.
+pub const KUSTOMIZATION: Kind = Kind {
+    type_name: "Kustomization",
+    group: "kustomize.toolkit.fluxcd.io",
+    version: "v1",
+    plural: "kustomizations",
+    display: "Kustomization",
+    short: "kustomization",
+    is_source: false,
+};
+
+/// The sources, in `get sources all` order.
+pub const SOURCES: [&Kind; 3] = [&GIT, &OCI, &BUCKET];
+
+/// Every kind, in `get all` order.
+pub const ALL: [&Kind; 4] = [&GIT, &OCI, &BUCKET, &KUSTOMIZATION];
+
+impl Kind {
+    /// The kind of a source reference (`GitRepository`, `OCIRepository`, `Bucket`).
+    pub fn by_name(kind: &str) -> Option<&'static Kind> {
+        ALL.into_iter()
+            .find(|k| k.type_name.eq_ignore_ascii_case(kind))
+    }
+
+    /// `group/version`.
+    pub fn api_version(&self) -> String {
+        format!("{}/{}", self.group, self.version)
+    }
+
+    /// The API resource.
+    pub fn resource(&self) -> ApiResource {
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(self.group, self.version, self.type_name),
+            self.plural,
+        )
+    }
+
+    /// The API in `namespace`, or across namespaces when `None`.
+    pub fn api(&self, client: &Client, namespace: Option<&str>) -> Api<DynamicObject> {
+        match namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &self.resource()),
+            None => Api::all_with(client.clone(), &self.resource()),
+        }
+    }
+
+    /// Reads one object as JSON; errors name it when it does not exist.
+    pub async fn get(&self, client: &Client, namespace: &str, name: &str) -> anyhow::Result<Value> {
+        let object = self
+            .api(client, Some(namespace))
+            .get_opt(name)
+            .await
+            .with_context(|| format!("reading {} {namespace}/{name}", self.type_name))?;
+        match object {
+            Some(object) => Ok(serde_json::to_value(object)?),
+            None => bail!(
+                "{} '{name}' not found in namespace '{namespace}'",
+                self.type_name
+            ),
+        }
+    }
+
+    /// Lists objects as JSON, sorted by namespace and name.
+    pub async fn list(
+        &self,
+        client: &Client,
+        namespace: Option<&str>,
+    ) -> anyhow::Result<Vec<Value>> {
+        let list = self
+            .api(client, namespace)
+            .list(&kube::api::ListParams::default())
+            .await
+            .with_context(|| format!("listing {}", self.plural))?;
+        let mut items: Vec<Value> = list
+            .items
+            .into_iter()
+            .map(serde_json::to_value)
+            .collect::<Result<_, _>>()?;
+        items.sort_by_key(|o| (namespace_of(o).to_owned(), name_of(o).to_owned()));
+        Ok(items)
+    }
+
+    /// The revision of an object: `status.artifact.revision` for sources,
+    /// `status.lastAppliedRevision` for Kustomizations.
+    pub fn revision<'a>(&self, object: &'a Value) -> &'a str {
+        let status = &object["status"];
+        let revision = if self.is_source {
+            &status["artifact"]["revision"]
+        } else {
+            &status["lastAppliedRevision"]
+        };
+        revision.as_str().unwrap_or_default()
+    }
+
+    /// What Flux prints once the object is ready: `fetched revision X` / `applied revision X`.
+    pub fn revision_message(&self, object: &Value) -> String {
+        let verb = if self.is_source { "fetched" } else { "applied" };
+        format!("{verb} revision {}", self.revision(object))
+    }
+}
+
+/// `metadata.name`.
+pub fn name_of(object: &Value) -> &str {
+    object["metadata"]["name"].as_str().unwrap_or_default()
+}
+
+/// `metadata.namespace`.
+pub fn namespace_of(object: &Value) -> &str {
+    object["metadata"]["namespace"].as_str().unwrap_or_default()
+}
+
+/// The condition of `type_` in `status.conditions`.
+pub fn condition_of<'a>(object: &'a Value, type_: &str) -> Option<&'a Value> {
+    object["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+}
+
+/// The `Ready` status and message as Flux's `get` prints them (`False` and `waiting to be
+/// reconciled` when there is no condition yet).
+pub fn ready_status(object: &Value) -> (String, String) {
+    match condition_of(object, condition::READY) {
+        Some(c) => (
+            c["status"].as_str().unwrap_or("Unknown").to_owned(),
+            c["message"].as_str().unwrap_or_default().to_owned(),
+        ),
+        None => ("False".to_owned(), "waiting to be reconciled".to_owned()),
+    }
+}
+
+/// `spec.suspend`.
+pub fn suspended(object: &Value) -> bool {
+    object["spec"]["suspend"].as_bool().unwrap_or(false)
+}
+
+/// Where an object stands while waiting for it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Readiness {
+    /// Ready for its current generation.
+    Ready,
+    /// Failed for its current generation; the message says why.
+    Failed(String),
+    /// Not reconciled yet (or still progressing).
+    Pending(String),
+}
+
+/// The readiness of an object, as Flux's `kstatus` reading of the conditions: ready when
+/// `Ready=True` for the current generation; failed when `Stalled=True`, or `Ready=False` while
+/// not reconciling (or retrying after a failure).
+pub fn readiness(object: &Value) -> Readiness {
+    let generation = object["metadata"]["generation"].as_i64();
+    // A failure that is retried does not move `status.observedGeneration`; the conditions carry
+    // the generation they were written for.
+    let observed = condition_of(object, condition::READY)
+        .and_then(|c| c["observedGeneration"].as_i64())
+        .or_else(|| object["status"]["observedGeneration"].as_i64());
+    if generation.is_some() && observed != generation {
+        return Readiness::Pending("waiting for the object to be reconciled".into());
+    }
+    let message = |c: &Value| c["message"].as_str().unwrap_or_default().to_owned();
+    if let Some(stalled) = condition_of(object, condition::STALLED)
+        && stalled["status"] == "True"
+    {
+        return Readiness::Failed(message(stalled));
+    }
+    let Some(ready) = condition_of(object, condition::READY) else {
+        return Readiness::Pending("waiting to be reconciled".into());
+    };
+    match ready["status"].as_str() {
+        Some("True") => Readiness::Ready,
+        Some("False") => {
+            let reconciling = condition_of(object, condition::RECONCILING)
+                .filter(|c| c["status"] == "True")
+                .map(|c| c["reason"].as_str().unwrap_or_default());
+            match reconciling {
+                Some(r) if r != reason::PROGRESSING_WITH_RETRY => {
+                    Readiness::Pending(message(ready))
+                }
+                _ => Readiness::Failed(message(ready)),
+            }
+        }
+        _ => Readiness::Pending(message(ready)),
+    }
+}
+
+/// Polls the object until it is ready (and, when `requested` is given, has handled that
+/// `reconcile.fluxcd.io/requestedAt` token). Errors carry the condition message on failure and
+/// the last message on timeout.
+pub async fn wait_ready(
+    client: &Client,
+    kind: &Kind,
+    namespace: &str,
+    name: &str,
+    requested: Option<&str>,
+    timeout: Duration,
+) -> anyhow::Result<Value> {
+    let start = Instant::now();
+    loop {
+        let object = kind.get(client, namespace, name).await?;
+        let handled = requested
+            .is_none_or(|token| object["status"]["lastHandledReconcileAt"].as_str() == Some(token));
+        let last = if handled {
+            match readiness(&object) {
+                Readiness::Ready => return Ok(object),
+                Readiness::Failed(message) => bail!("{message}"),
+                Readiness::Pending(message) => message,
+            }
+        } else {
+            "waiting for the reconcile request to be handled".to_owned()
+        };
+        if start.elapsed() > timeout {
+            bail!(
+                "timed out after {} waiting for {} {namespace}/{name}: {last}",
+                capstan_api::format_go_duration(timeout),
+                kind.type_name
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// Sets `reconcile.fluxcd.io/requestedAt` to now and returns the token.
+pub async fn request_reconcile(
+    client: &Client,
+    kind: &Kind,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<String> {
+    let token = jiff::Timestamp::now().to_string();
+    let patch = serde_json::json!({
+        "metadata": {"annotations": {annotation::RECONCILE_REQUESTED_AT: token}}
+    });
+    kind.api(client, Some(namespace))
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .with_context(|| format!("annotating {} {namespace}/{name}", kind.type_name))?;
+    Ok(token)
+}
+
+/// Parses a Go duration flag (`1m`, `30s`, `1h30m`).
+pub fn duration_flag(flag: &str, value: &str) -> anyhow::Result<Duration> {
+    capstan_api::parse_go_duration(value)
+        .map_err(|e| anyhow::anyhow!("invalid --{flag} '{value}': {e}"))
+}
+
+/// A Go duration flag normalised as Kubernetes stores `metav1.Duration` (`1m` → `1m0s`).
+pub fn normalized_duration(flag: &str, value: &str) -> anyhow::Result<String> {
+    Ok(capstan_api::format_go_duration(duration_flag(flag, value)?))
+}
+
+/// Flux's progress lines, on stderr.
+pub mod say {
+    /// `► …`: an action starts.
+    pub fn action(message: &str) {
+        eprintln!("► {message}");
+    }
+    /// `✚ …`: something is generated.
+    pub fn generate(message: &str) {
+        eprintln!("✚ {message}");
+    }
+    /// `◎ …`: waiting.
+    pub fn waiting(message: &str) {
+        eprintln!("◎ {message}");
+    }
+    /// `✔ …`: success.
+    pub fn success(message: &str) {
+        eprintln!("✔ {message}");
+    }
+    /// `✗ …`: failure.
+    pub fn failure(message: &str) {
+        eprintln!("✗ {message}");
+    }
+}
+
+/// YAML documents, each introduced by `---` (as Flux prints them).
+pub fn yaml_documents(objects: &[Value]) -> String {
+    let mut out = String::new();
+    for object in objects {
+        out.push_str("---\n");
+        out.push_str(&capstan_kustomize::to_yaml_document(object));
+    }
+    out
+}
+
+/// Prints objects as YAML documents or JSON (one object, or a `List`).
+pub fn print_objects(objects: &[Value], output: Output) -> anyhow::Result<()> {
+    match output {
+        Output::Yaml | Output::Table => print!("{}", yaml_documents(objects)),
+        Output::Json => {
+            let value = match objects {
+                [one] => one.clone(),
+                many => serde_json::json!({"apiVersion": "v1", "kind": "List", "items": many}),
+            };
+            println!("{}", serde_json::to_string_pretty(&value)?);
+        }
+    }
+    Ok(())
+}
+
+/// Prints a table as Flux does: columns padded to their widest cell, separated by a tab.
+pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
+    print!("{}", format_table(headers, rows));
+}
+
+/// Formats a table: columns padded to their widest cell, separated by a tab.
+pub fn format_table(headers: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            if let Some(w) = widths.get_mut(i) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+    }
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut text = String::new();
+        for (i, cell) in cells.enumerate() {
+            if i + 1 == widths.len() {
+                text.push_str(cell);
+            } else {
+                let pad = widths[i].saturating_sub(cell.chars().count());
+                text.push_str(cell);
+                text.push_str(&" ".repeat(pad));
+                text.push('\t');
+            }
+        }
+        text.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(&mut headers.iter().copied());
+    for row in rows {
+        out.push_str(&line(&mut row.iter().map(String::as_str)));
+    }
+    out
+}
+
+/// Whether a name was given; the verbs that need one say so.
+pub fn required_name(name: Option<&String>, kind: &Kind) -> anyhow::Result<String> {
+    name.cloned()
+        .ok_or_else(|| anyhow::anyhow!("{} name is required", kind.type_name))
+}
+
+/// The target kind of `reconcile`/`suspend`/`resume`/`delete`/`export`.
+#[derive(Clone, Debug, Subcommand)]
+pub enum Target {
+    /// A source: `git`, `oci` or `bucket`.
+    #[command(subcommand)]
+    Source(SourceTarget),
+    /// A Kustomization.
+    #[command(alias = "ks")]
+    Kustomization(NameArg),
+}
+
+/// The source kinds.
+#[derive(Clone, Debug, Subcommand)]
+pub enum SourceTarget {
+    /// A GitRepository.
+    Git(NameArg),
+    /// An OCIRepository.
+    Oci(NameArg),
+    /// A Bucket.
+    Bucket(NameArg),
+}
+
+/// The object's name.
+#[derive(Clone, Debug, Args)]
+pub struct NameArg {
+    /// The object's name.
+    pub name: Option<String>,
+}
+
+impl Target {
+    /// The kind and the name given.
+    pub fn resolve(&self) -> (&'static Kind, Option<&String>) {
+        match self {
+            Target::Source(SourceTarget::Git(n)) => (&GIT, n.name.as_ref()),
+            Target::Source(SourceTarget::Oci(n)) => (&OCI, n.name.as_ref()),
+            Target::Source(SourceTarget::Bucket(n)) => (&BUCKET, n.name.as_ref()),
+            Target::Kustomization(n) => (&KUSTOMIZATION, n.name.as_ref()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readiness_follows_generation_and_conditions() {
+        let object = |observed: i64, conditions: Value| {
+            serde_json::json!({
+                "metadata": {"generation": 2},
+                "status": {"observedGeneration": observed, "conditions": conditions}
+            })
+        };
+        let ready = serde_json::json!([{"type": "Ready", "status": "True", "message": "ok"}]);
+        assert_eq!(readiness(&object(2, ready.clone())), Readiness::Ready);
+        assert!(matches!(
+            readiness(&object(1, ready)),
+            Readiness::Pending(_)
+        ));
+        let failed = serde_json::json!([{"type": "Ready", "status": "False", "message": "boom"}]);
+        assert_eq!(
+            readiness(&object(2, failed)),
+            Readiness::Failed("boom".into())
+        );
+        let progressing = serde_json::json!([
+            {"type": "Ready", "status": "False", "message": "building"},
+            {"type": "Reconciling", "status": "True", "reason": "Progressing"}
+        ]);
+        assert!(matches!(
+            readiness(&object(2, progressing)),
+            Readiness::Pending(_)
+        ));
+    }
+
+    #[test]
+    fn tables_pad_columns_with_tabs() {
+        let table = format_table(
+            &["NAME", "READY"],
+            &[
+                vec!["podinfo".into(), "True".into()],
+                vec!["a".into(), "False".into()],
+            ],
+        );
+        assert_eq!(table, "NAME   \tREADY\npodinfo\tTrue\na      \tFalse\n");
+    }
+}

@@ -1,0 +1,319 @@
+//! `capstan tree kustomization` (the inventory as a tree) and `capstan trace` (from an object to
+//! the Kustomization that applied it and that Kustomization's source).
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use capstan_api::meta::{condition, label};
+use capstan_apply::{Inventory, ObjectRef};
+use clap::{Args, Subcommand};
+use kube::Client;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::discovery::{ApiCapabilities, Scope};
+use serde_json::Value;
+
+use super::{ClusterArgs, KUSTOMIZATION};
+
+/// `capstan tree`.
+#[derive(Debug, Args)]
+pub struct TreeArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    #[command(subcommand)]
+    pub target: TreeTarget,
+}
+
+/// What to show as a tree.
+#[derive(Debug, Subcommand)]
+pub enum TreeTarget {
+    /// A Kustomization's inventory, nested Kustomizations expanded.
+    #[command(alias = "ks")]
+    Kustomization(TreeName),
+}
+
+/// The Kustomization's name.
+#[derive(Debug, Args)]
+pub struct TreeName {
+    /// Name of the Kustomization.
+    pub name: String,
+}
+
+/// The inventory of a Kustomization as references (empty when it has none yet).
+fn inventory(object: &Value) -> anyhow::Result<Vec<ObjectRef>> {
+    let Some(status) = object["status"].get("inventory").filter(|v| !v.is_null()) else {
+        return Ok(Vec::new());
+    };
+    let status = serde_json::from_value(status.clone())?;
+    let inventory = Inventory::from_status(&status).map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(inventory.objects().to_vec())
+}
+
+fn is_kustomization(reference: &ObjectRef) -> bool {
+    reference.kind == KUSTOMIZATION.type_name && reference.group == KUSTOMIZATION.group
+}
+
+/// Appends the tree lines below one Kustomization, expanding nested ones (at most `depth` deep,
+/// which also stops cycles).
+fn render_tree<'a>(
+    client: &'a Client,
+    object: Value,
+    prefix: String,
+    depth: usize,
+    out: &'a mut String,
+) -> futures::future::BoxFuture<'a, anyhow::Result<()>> {
+    Box::pin(async move {
+        let entries = inventory(&object)?;
+        for (index, entry) in entries.iter().enumerate() {
+            let last = index + 1 == entries.len();
+            let branch = if last { "└── " } else { "├── " };
+            let _ = writeln!(out, "{prefix}{branch}{entry}");
+            if is_kustomization(entry) && depth > 0 {
+                let child = KUSTOMIZATION
+                    .get(client, &entry.namespace, &entry.name)
+                    .await;
+                if let Ok(child) = child {
+                    let nested = format!("{prefix}{}", if last { "    " } else { "│   " });
+                    render_tree(client, child, nested, depth - 1, out).await?;
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Prints the inventory tree of a Kustomization.
+pub async fn tree(args: TreeArgs) -> anyhow::Result<ExitCode> {
+    let TreeTarget::Kustomization(target) = &args.target;
+    let client = args.cluster.client().await?;
+    let namespace = &args.cluster.namespace;
+    let object = KUSTOMIZATION.get(&client, namespace, &target.name).await?;
+    let mut out = format!("Kustomization/{namespace}/{}\n", target.name);
+    render_tree(&client, object, String::new(), 32, &mut out).await?;
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `capstan trace`.
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// `<kind>/<name>` (repeatable), or `<kind> <name> [<name>...]`, or names with `--kind`.
+    #[arg(required = true)]
+    pub objects: Vec<String>,
+    /// The object's kind, e.g. `Deployment`.
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// The object's API version, e.g. `apps/v1`.
+    #[arg(long)]
+    pub api_version: Option<String>,
+}
+
+const ALIASES: [(&str, &str); 12] = [
+    ("deploy", "deployments"),
+    ("svc", "services"),
+    ("cm", "configmaps"),
+    ("ns", "namespaces"),
+    ("sa", "serviceaccounts"),
+    ("ds", "daemonsets"),
+    ("sts", "statefulsets"),
+    ("ks", "kustomizations"),
+    ("gitrepo", "gitrepositories"),
+    ("ocirepo", "ocirepositories"),
+    ("hr", "helmreleases"),
+    ("po", "pods"),
+];
+
+/// Finds the API resource of a kind typed as kubectl accepts it (kind, singular, plural,
+/// short name), or of an explicit `apiVersion` and kind.
+async fn resolve_kind(
+    client: &Client,
+    kind: &str,
+    api_version: Option<&str>,
+) -> anyhow::Result<(ApiResource, ApiCapabilities)> {
+    if let Some(api_version) = api_version {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        return kube::discovery::pinned_kind(client, &gvk)
+            .await
+            .with_context(|| format!("unknown kind {kind} in {api_version}"));
+    }
+    let wanted = kind.to_ascii_lowercase();
+    let wanted = ALIASES
+        .iter()
+        .find(|(short, _)| *short == wanted)
+        .map_or(wanted.clone(), |(_, plural)| (*plural).to_owned());
+    let discovery = kube::Discovery::new(client.clone())
+        .run()
+        .await
+        .context("discovering the API resources")?;
+    for group in discovery.groups() {
+        for (resource, capabilities) in group.recommended_resources() {
+            if resource.kind.eq_ignore_ascii_case(&wanted) || resource.plural == wanted {
+                return Ok((resource, capabilities));
+            }
+        }
+    }
+    bail!("the server doesn't have a resource type '{kind}'")
+}
+
+/// `Kind`/`name` pairs from the arguments.
+fn trace_targets(args: &TraceArgs) -> anyhow::Result<Vec<(String, String)>> {
+    if let Some(kind) = &args.kind {
+        return Ok(args
+            .objects
+            .iter()
+            .map(|name| (kind.clone(), name.clone()))
+            .collect());
+    }
+    if args.objects[0].contains('/') {
+        return args
+            .objects
+            .iter()
+            .map(|o| match o.split_once('/') {
+                Some((kind, name)) if !kind.is_empty() && !name.is_empty() => {
+                    Ok((kind.to_owned(), name.to_owned()))
+                }
+                _ => bail!("invalid object '{o}': expected <kind>/<name>"),
+            })
+            .collect();
+    }
+    match args.objects.split_first() {
+        Some((kind, names)) if !names.is_empty() => Ok(names
+            .iter()
+            .map(|name| (kind.clone(), name.clone()))
+            .collect()),
+        _ => bail!("a kind and a name are required: <kind>/<name> or <kind> <name>"),
+    }
+}
+
+fn field(out: &mut String, label: &str, value: &str) {
+    let _ = writeln!(out, "{:<17}{value}", format!("{label}:"));
+}
+
+fn status_lines(out: &mut String, object: &Value) {
+    match super::condition_of(object, condition::READY) {
+        Some(ready) => {
+            field(
+                out,
+                "Status",
+                &format!(
+                    "Last reconciled at {}",
+                    ready["lastTransitionTime"].as_str().unwrap_or_default()
+                ),
+            );
+            field(
+                out,
+                "Message",
+                ready["message"].as_str().unwrap_or_default(),
+            );
+        }
+        None => field(out, "Status", "Unknown"),
+    }
+}
+
+/// Traces one object: it, its Kustomization and the Kustomization's source.
+async fn trace_one(
+    client: &Client,
+    namespace: &str,
+    kind: &str,
+    name: &str,
+    api_version: Option<&str>,
+) -> anyhow::Result<String> {
+    let (resource, capabilities) = resolve_kind(client, kind, api_version).await?;
+    let api: Api<DynamicObject> = if capabilities.scope == Scope::Namespaced {
+        Api::namespaced_with(client.clone(), namespace, &resource)
+    } else {
+        Api::all_with(client.clone(), &resource)
+    };
+    let object = api
+        .get_opt(name)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("{} '{name}' not found", resource.kind))?;
+    let labels = object.metadata.labels.clone().unwrap_or_default();
+    let (Some(ks_name), Some(ks_namespace)) = (
+        labels.get(label::KUSTOMIZE_NAME),
+        labels.get(label::KUSTOMIZE_NAMESPACE),
+    ) else {
+        bail!(
+            "object {}/{name} is not managed by Flux (no {} label)",
+            resource.kind,
+            label::KUSTOMIZE_NAME
+        );
+    };
+    let mut out = String::from("\n");
+    field(&mut out, "Object", &format!("{}/{name}", resource.kind));
+    if capabilities.scope == Scope::Namespaced {
+        field(&mut out, "Namespace", namespace);
+    }
+    field(&mut out, "Status", "Managed by Flux");
+    out.push_str("---\n");
+    let ks = KUSTOMIZATION.get(client, ks_namespace, ks_name).await?;
+    field(&mut out, "Kustomization", ks_name);
+    field(&mut out, "Namespace", ks_namespace);
+    if let Some(target) = ks["spec"]["targetNamespace"].as_str() {
+        field(&mut out, "Target", target);
+    }
+    field(
+        &mut out,
+        "Path",
+        ks["spec"]["path"].as_str().unwrap_or_default(),
+    );
+    field(&mut out, "Revision", KUSTOMIZATION.revision(&ks));
+    status_lines(&mut out, &ks);
+    out.push_str("---\n");
+    let (source_kind, source_ns, source_name) = super::lifecycle::source_of(&ks)?;
+    let source = source_kind.get(client, &source_ns, &source_name).await?;
+    field(&mut out, source_kind.type_name, &source_name);
+    field(&mut out, "Namespace", &source_ns);
+    let spec = &source["spec"];
+    let url = spec["url"].as_str().or_else(|| spec["endpoint"].as_str());
+    field(&mut out, "URL", url.unwrap_or_default());
+    if let Some(bucket) = spec["bucketName"].as_str() {
+        field(&mut out, "Bucket", bucket);
+    }
+    for (key, title) in [
+        ("branch", "Branch"),
+        ("tag", "Tag"),
+        ("semver", "Semver"),
+        ("digest", "Digest"),
+        ("commit", "Commit"),
+    ] {
+        if let Some(value) = spec["ref"][key].as_str() {
+            field(&mut out, title, value);
+        }
+    }
+    field(&mut out, "Revision", source_kind.revision(&source));
+    let metadata = &source["status"]["artifact"]["metadata"];
+    if let Some(origin) = metadata[capstan_controllers::kustomization::ORIGIN_REVISION_KEY].as_str()
+    {
+        field(&mut out, "Origin Revision", origin);
+    }
+    if let Some(origin) = metadata["org.opencontainers.image.source"].as_str() {
+        field(&mut out, "Origin Source", origin);
+    }
+    status_lines(&mut out, &source);
+    Ok(out)
+}
+
+/// Prints the trace of each object named.
+pub async fn trace(args: TraceArgs) -> anyhow::Result<ExitCode> {
+    if args.api_version.is_some() && args.kind.is_none() && args.objects.len() < 2 {
+        bail!("--api-version needs a kind: <kind> <name> --api-version <group/version>");
+    }
+    let targets = trace_targets(&args)?;
+    let client = args.cluster.client().await?;
+    for (kind, name) in targets {
+        let text = trace_one(
+            &client,
+            &args.cluster.namespace,
+            &kind,
+            &name,
+            args.api_version.as_deref(),
+        )
+        .await?;
+        print!("{text}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,824 @@
+//! The Flux-like verbs of the `capstan` binary (`create`, `get`, `reconcile`, `suspend`,
+//! `resume`, `delete`, `export`, `build`, `diff`, `tree`, `trace`, `events`) run as a user runs
+//! them, against `capstan dev` (control plane and controllers) and a Git server over HTTP.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::harness::{Run, eventually, kubectl_binary};
+
+/// `capstan dev` in a temp dir, plus a Git server serving `fleet.git` and a work tree pushing
+/// to it.
+struct Env {
+    dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+    git_url: String,
+    _dev: tokio::process::Child,
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=Capstan Test",
+            "-c",
+            "user.email=test@capstan.dev",
+        ])
+        .args(args)
+        .output()
+        .expect("git must be installed (scripts/setup installs it)");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+impl Env {
+    async fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        let mut dev = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
+            .args([
+                "dev",
+                "--no-example",
+                "--listen",
+                "127.0.0.1:0",
+                "--storage-addr",
+                "127.0.0.1:0",
+                "--log-level",
+                "warn",
+                "--kubeconfig",
+            ])
+            .arg(&kubeconfig)
+            .arg("--storage-path")
+            .arg(dir.path().join("artifacts"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(dev.stderr.take().unwrap()).lines();
+        let started = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if line.contains("press Ctrl-C to stop") {
+                    return;
+                }
+            }
+            panic!("capstan dev exited early");
+        })
+        .await;
+        assert!(started.is_ok(), "capstan dev did not start within 60 s");
+        // Keep draining its stderr so that it never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+
+        let root = dir.path().join("git");
+        std::fs::create_dir_all(&root).unwrap();
+        git(&root, &["init", "--bare", "-q", "-b", "main", "fleet.git"]);
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        git(&work, &["init", "-q", "-b", "main"]);
+        git(
+            &work,
+            &[
+                "remote",
+                "add",
+                "origin",
+                root.join("fleet.git").to_str().unwrap(),
+            ],
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let app = capstan_source::git::server::router(
+            root,
+            capstan_source::git::server::ServerOptions::default(),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let env = Self {
+            dir,
+            kubeconfig,
+            git_url: format!("http://{address}/fleet.git"),
+            _dev: dev,
+        };
+        env.kubectl(&["create", "namespace", "flux-system"])
+            .await
+            .ok();
+        env
+    }
+
+    /// Writes `files` (path, content; empty content deletes) into the work tree, commits and
+    /// pushes; returns the commit SHA.
+    fn commit(&self, files: &[(&str, &str)]) -> String {
+        let work = self.dir.path().join("work");
+        for (path, content) in files {
+            let path = work.join(path);
+            if content.is_empty() {
+                let _ = std::fs::remove_file(&path);
+            } else {
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, content).unwrap();
+            }
+        }
+        git(&work, &["add", "-A"]);
+        git(&work, &["commit", "-q", "-m", "change"]);
+        git(&work, &["push", "-q", "origin", "main"]);
+        git(&work, &["rev-parse", "HEAD"])
+    }
+
+    fn work(&self, path: &str) -> PathBuf {
+        self.dir.path().join("work").join(path)
+    }
+
+    /// Runs `capstan <args> --kubeconfig <this cluster>` with stdin closed.
+    async fn capstan(&self, args: &[&str]) -> Run {
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        tokio::time::timeout(Duration::from_secs(120), out)
+            .await
+            .unwrap_or_else(|_| panic!("capstan {args:?} timed out"))
+            .expect("run capstan")
+            .into()
+    }
+
+    async fn kubectl(&self, args: &[&str]) -> Run {
+        let out = tokio::process::Command::new(kubectl_binary())
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", self.dir.path())
+            .args(args)
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        tokio::time::timeout(Duration::from_secs(60), out)
+            .await
+            .unwrap_or_else(|_| panic!("kubectl {args:?} timed out"))
+            .expect("run kubectl")
+            .into()
+    }
+
+    /// `data` of a ConfigMap in `default`, or `None` when it does not exist.
+    async fn config_map(&self, name: &str) -> Option<Value> {
+        let run = self
+            .kubectl(&["get", "configmap", name, "-n", "default", "-o", "json"])
+            .await;
+        (run.status == 0).then(|| run.json()["data"].clone())
+    }
+
+    /// Creates the GitRepository `fleet` and the Kustomization `name` for `path`, both Ready.
+    async fn create_fleet(&self, name: &str, path: &str, sha: &str) {
+        let run = self
+            .capstan(&[
+                "create",
+                "source",
+                "git",
+                "fleet",
+                "--url",
+                &self.git_url,
+                "--branch",
+                "main",
+            ])
+            .await
+            .ok();
+        assert!(
+            run.stderr
+                .contains(&format!("✔ fetched revision main@sha1:{sha}")),
+            "{}",
+            run.stderr
+        );
+        let run = self
+            .capstan(&[
+                "create",
+                "kustomization",
+                name,
+                "--source",
+                "GitRepository/fleet",
+                "--path",
+                path,
+                "--prune",
+            ])
+            .await
+            .ok();
+        assert!(
+            run.stderr
+                .contains(&format!("✔ Kustomization {name} is ready")),
+            "{}",
+            run.stderr
+        );
+    }
+}
+
+const DEMO: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: demo
+  namespace: default
+data:
+  revision: \"1\"
+  greeting: ${greeting:=hello}
+";
+
+const OTHER: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: other
+  namespace: default
+data:
+  key: value
+";
+
+/// The rows of a Flux table, cells trimmed.
+fn table(stdout: &str) -> Vec<Vec<String>> {
+    stdout
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| l.split('\t').map(|c| c.trim().to_owned()).collect())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn create_get_export_and_delete_sources_and_kustomizations() {
+    let env = Env::start().await;
+    let sha = env.commit(&[("apps/demo.yaml", DEMO)]);
+
+    // --export prints Flux's YAML: sorted keys, normalised durations, no status, no empty fields.
+    let run = env
+        .capstan(&[
+            "create",
+            "source",
+            "git",
+            "fleet",
+            "--url",
+            &env.git_url,
+            "--branch",
+            "main",
+            "--export",
+        ])
+        .await
+        .ok();
+    assert!(
+        run.stdout
+            .starts_with("---\napiVersion: source.toolkit.fluxcd.io/v1\n")
+    );
+    let exported = capstan_kustomize::parse_documents(&run.stdout).unwrap();
+    assert_eq!(
+        exported,
+        vec![serde_json::json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": "fleet", "namespace": "flux-system"},
+            "spec": {"interval": "1m0s", "ref": {"branch": "main"}, "url": env.git_url},
+        })]
+    );
+    let run = env
+        .capstan(&[
+            "create",
+            "ks",
+            "apps",
+            "--source",
+            "fleet",
+            "--path",
+            "./apps",
+            "--prune",
+            "--interval",
+            "10m",
+            "--export",
+        ])
+        .await
+        .ok();
+    assert_eq!(
+        capstan_kustomize::parse_documents(&run.stdout).unwrap(),
+        vec![serde_json::json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": "apps", "namespace": "flux-system"},
+            "spec": {
+                "interval": "10m0s", "path": "./apps", "prune": true,
+                "sourceRef": {"kind": "GitRepository", "name": "fleet"},
+            },
+        })]
+    );
+    // Nothing was applied by --export.
+    let run = env.capstan(&["get", "sources", "git"]).await.ok();
+    assert!(
+        run.stderr.contains("no GitRepository objects found"),
+        "{}",
+        run.stderr
+    );
+
+    env.create_fleet("apps", "./apps", &sha).await;
+    let data = env
+        .config_map("demo")
+        .await
+        .expect("the Kustomization applied demo");
+    assert_eq!(data["revision"], "1");
+
+    let rows = table(&env.capstan(&["get", "sources", "git"]).await.ok().stdout);
+    assert_eq!(
+        rows[0],
+        ["NAME", "REVISION", "SUSPENDED", "READY", "MESSAGE"]
+    );
+    assert_eq!(
+        rows[1][..4],
+        [
+            "fleet",
+            format!("main@sha1:{sha}").as_str(),
+            "False",
+            "True"
+        ]
+    );
+    let rows = table(&env.capstan(&["get", "ks"]).await.ok().stdout);
+    assert_eq!(
+        rows[1][..4],
+        ["apps", format!("main@sha1:{sha}").as_str(), "False", "True"]
+    );
+    assert!(rows[1][4].contains("Applied revision"), "{rows:?}");
+    let stdout = env.capstan(&["get", "all", "-A"]).await.ok().stdout;
+    let rows = table(&stdout);
+    assert_eq!(rows[0][..2], ["NAMESPACE", "NAME"]);
+    assert!(
+        rows.iter()
+            .any(|r| r[..2] == ["flux-system", "gitrepository/fleet"]),
+        "{stdout}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r[..2] == ["flux-system", "kustomization/apps"]),
+        "{stdout}"
+    );
+    let json = env
+        .capstan(&["get", "ks", "apps", "-o", "json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(json["kind"], "Kustomization");
+    assert_eq!(
+        json["status"]["lastAppliedRevision"],
+        format!("main@sha1:{sha}")
+    );
+
+    // export: no status or server fields; applying it back changes nothing.
+    let run = env
+        .capstan(&["export", "source", "git", "fleet"])
+        .await
+        .ok();
+    let docs = capstan_kustomize::parse_documents(&run.stdout).unwrap();
+    assert_eq!(docs.len(), 1);
+    assert_eq!(
+        docs[0]["metadata"],
+        serde_json::json!({"name": "fleet", "namespace": "flux-system"})
+    );
+    assert!(docs[0].get("status").is_none());
+    assert_eq!(docs[0]["spec"]["url"], env.git_url.as_str());
+    let run = env.capstan(&["export", "ks", "--all"]).await.ok();
+    let before = env
+        .kubectl(&["get", "ks", "apps", "-n", "flux-system", "-o", "json"])
+        .await
+        .ok()
+        .json();
+    let file = env.dir.path().join("export.yaml");
+    std::fs::write(&file, &run.stdout).unwrap();
+    env.kubectl(&[
+        "apply",
+        "--server-side",
+        "--field-manager",
+        "capstan",
+        "-f",
+        file.to_str().unwrap(),
+    ])
+    .await
+    .ok();
+    let after = env
+        .kubectl(&["get", "ks", "apps", "-n", "flux-system", "-o", "json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(
+        before["metadata"]["generation"],
+        after["metadata"]["generation"]
+    );
+    assert_eq!(before["spec"], after["spec"]);
+
+    // delete (no TTY: no question), then the pruned objects go with the Kustomization.
+    let run = env.capstan(&["delete", "ks", "apps"]).await.ok();
+    assert!(
+        run.stderr.contains("✔ kustomization deleted"),
+        "{}",
+        run.stderr
+    );
+    eventually(Duration::from_secs(30), "demo to be pruned", || async {
+        env.config_map("demo").await.is_none().then_some(())
+    })
+    .await;
+    let run = env
+        .capstan(&["delete", "source", "git", "fleet", "--silent"])
+        .await
+        .ok();
+    assert!(
+        run.stderr.contains("✔ gitrepository deleted"),
+        "{}",
+        run.stderr
+    );
+    eventually(Duration::from_secs(30), "fleet to be deleted", || async {
+        let run = env
+            .kubectl(&["get", "gitrepository", "fleet", "-n", "flux-system"])
+            .await;
+        (run.status != 0).then_some(())
+    })
+    .await;
+    let run = env.capstan(&["delete", "ks", "apps", "-s"]).await.fails();
+    assert!(
+        run.stderr.contains("✗ Kustomization 'apps' not found"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reconcile_with_source_suspend_and_resume() {
+    let env = Env::start().await;
+    let first = env.commit(&[("apps/demo.yaml", DEMO)]);
+    env.create_fleet("apps", "./apps", &first).await;
+
+    let second = env.commit(&[("apps/demo.yaml", &DEMO.replace("\"1\"", "\"2\""))]);
+    let run = env
+        .capstan(&["reconcile", "ks", "apps", "--with-source"])
+        .await
+        .ok();
+    for line in [
+        "► annotating GitRepository fleet in flux-system namespace".to_owned(),
+        format!("✔ fetched revision main@sha1:{second}"),
+        "► annotating Kustomization apps in flux-system namespace".to_owned(),
+        format!("✔ applied revision main@sha1:{second}"),
+    ] {
+        assert!(
+            run.stderr.contains(&line),
+            "missing {line:?} in:\n{}",
+            run.stderr
+        );
+    }
+    assert_eq!(env.config_map("demo").await.unwrap()["revision"], "2");
+
+    let run = env.capstan(&["suspend", "ks", "apps"]).await.ok();
+    assert!(
+        run.stderr.contains("✔ kustomization suspended"),
+        "{}",
+        run.stderr
+    );
+    let rows = table(&env.capstan(&["get", "ks", "apps"]).await.ok().stdout);
+    assert_eq!(rows[1][2], "True", "{rows:?}");
+    let run = env.capstan(&["reconcile", "ks", "apps"]).await.fails();
+    assert_eq!(run.status, 1);
+    assert!(
+        run.stderr.contains("✗ resource is suspended"),
+        "{}",
+        run.stderr
+    );
+
+    // A commit while suspended is not applied until resume.
+    let third = env.commit(&[("apps/demo.yaml", &DEMO.replace("\"1\"", "\"3\""))]);
+    env.capstan(&["reconcile", "source", "git", "fleet"])
+        .await
+        .ok();
+    assert_eq!(env.config_map("demo").await.unwrap()["revision"], "2");
+    let run = env.capstan(&["resume", "ks", "apps"]).await.ok();
+    assert!(
+        run.stderr
+            .contains(&format!("✔ applied revision main@sha1:{third}")),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(env.config_map("demo").await.unwrap()["revision"], "3");
+    let rows = table(&env.capstan(&["get", "ks", "apps"]).await.ok().stdout);
+    assert_eq!(rows[1][2], "False", "{rows:?}");
+
+    env.capstan(&["suspend", "source", "git", "fleet"])
+        .await
+        .ok();
+    let rows = table(&env.capstan(&["get", "sources", "all"]).await.ok().stdout);
+    assert_eq!(
+        rows[1][..3],
+        [
+            "gitrepository/fleet",
+            format!("main@sha1:{third}").as_str(),
+            "True"
+        ]
+    );
+    let run = env
+        .capstan(&["resume", "source", "git", "fleet"])
+        .await
+        .ok();
+    assert!(run.stderr.contains("✔ fetched revision"), "{}", run.stderr);
+
+    // A source that cannot be fetched fails with the condition message and exit code 1; a
+    // `events --watch` started before sees its Warning arrive.
+    let mut watch = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
+        .args([
+            "events",
+            "--watch",
+            "--for",
+            "GitRepository/missing",
+            "--kubeconfig",
+        ])
+        .arg(&env.kubeconfig)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut watched = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let header = watched.next_line().await.unwrap().unwrap();
+    assert!(header.starts_with("LAST SEEN"), "{header}");
+    let run = env
+        .capstan(&[
+            "create",
+            "source",
+            "git",
+            "missing",
+            "--url",
+            &env.git_url.replace("fleet", "nothing"),
+            "--branch",
+            "main",
+            "--timeout",
+            "30s",
+        ])
+        .await
+        .fails();
+    assert_eq!(run.status, 1);
+    assert!(run.stderr.contains("✗ "), "{}", run.stderr);
+    let event = tokio::time::timeout(Duration::from_secs(30), watched.next_line())
+        .await
+        .expect("events --watch printed the new event within 30 s")
+        .unwrap()
+        .unwrap();
+    let cells: Vec<&str> = event.split('\t').map(str::trim).collect();
+    assert_eq!(cells[1], "Warning", "{event}");
+    assert_eq!(cells[3], "GitRepository/missing", "{event}");
+    watch.kill().await.unwrap();
+    let run = env
+        .capstan(&[
+            "create", "ks", "broken", "--source", "fleet", "--path", "./nope",
+        ])
+        .await
+        .fails();
+    assert_eq!(run.status, 1);
+    assert!(
+        run.stderr
+            .contains("✗ kustomization path not found: './nope' does not exist in the source"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn build_diff_tree_trace_and_events() {
+    let env = Env::start().await;
+    let secret = "apiVersion: v1
+kind: Secret
+metadata:
+  name: creds
+  namespace: default
+data:
+  token: c2VjcmV0
+";
+    let child = "apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: apps
+  namespace: flux-system
+spec:
+  interval: 1h
+  path: ./apps
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: fleet
+";
+    let sha = env.commit(&[
+        ("apps/demo.yaml", DEMO),
+        ("apps/other.yaml", OTHER),
+        ("apps/creds.yaml", secret),
+        ("clusters/apps.yaml", child),
+    ]);
+    env.create_fleet("root", "./clusters", &sha).await;
+    // `root` applied the Kustomization `apps`; wait until it applied its objects too.
+    let run = env.capstan(&["reconcile", "ks", "apps"]).await.ok();
+    assert!(
+        run.stderr
+            .contains(&format!("applied revision main@sha1:{sha}")),
+        "{}",
+        run.stderr
+    );
+
+    // tree: nested Kustomizations expanded.
+    let stdout = env
+        .capstan(&["tree", "kustomization", "root"])
+        .await
+        .ok()
+        .stdout;
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "Kustomization/flux-system/root", "{stdout}");
+    assert_eq!(lines[1], "└── Kustomization/flux-system/apps", "{stdout}");
+    let mut nested: Vec<&str> = lines[2..]
+        .iter()
+        .map(|l| l.trim_start_matches([' ', '├', '└', '─']))
+        .collect();
+    nested.sort_unstable();
+    assert_eq!(
+        nested,
+        [
+            "ConfigMap/default/demo",
+            "ConfigMap/default/other",
+            "Secret/default/creds"
+        ],
+        "{stdout}"
+    );
+    assert!(
+        lines[2..]
+            .iter()
+            .all(|l| l.starts_with("    ├── ") || l.starts_with("    └── "))
+    );
+
+    // trace: object → Kustomization → source, both spellings.
+    for args in [
+        vec!["trace", "configmap/demo", "-n", "default"],
+        vec![
+            "trace",
+            "ConfigMap",
+            "demo",
+            "--api-version",
+            "v1",
+            "-n",
+            "default",
+        ],
+    ] {
+        let stdout = env.capstan(&args).await.ok().stdout;
+        let fields: Vec<(String, String)> = stdout
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+            .collect();
+        let has = |k: &str, v: &str| fields.iter().any(|(a, b)| a == k && b == v);
+        assert!(has("Object", "ConfigMap/demo"), "{stdout}");
+        assert!(has("Status", "Managed by Flux"), "{stdout}");
+        assert!(has("Kustomization", "apps"), "{stdout}");
+        assert!(has("Path", "./apps"), "{stdout}");
+        assert!(has("GitRepository", "fleet"), "{stdout}");
+        assert!(has("URL", &env.git_url), "{stdout}");
+        assert!(has("Branch", "main"), "{stdout}");
+        assert!(has("Revision", &format!("main@sha1:{sha}")), "{stdout}");
+    }
+    let run = env.capstan(&["trace", "namespace/default"]).await.fails();
+    assert!(run.stderr.contains("not managed by Flux"), "{}", run.stderr);
+
+    // diff: no drift, then drift in the cluster, a new file and a removed one.
+    let local = env.work("apps");
+    let local = local.to_str().unwrap();
+    let run = env.capstan(&["diff", "ks", "apps", "--path", local]).await;
+    assert_eq!(run.status, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(run.stdout, "");
+    env.kubectl(&[
+        "patch",
+        "configmap",
+        "demo",
+        "-n",
+        "default",
+        "-p",
+        r#"{"data":{"revision":"changed"}}"#,
+    ])
+    .await
+    .ok();
+    env.kubectl(&[
+        "patch",
+        "secret",
+        "creds",
+        "-n",
+        "default",
+        "-p",
+        r#"{"data":{"token":"b3RoZXI="}}"#,
+    ])
+    .await
+    .ok();
+    std::fs::write(env.work("apps/new.yaml"), OTHER.replace("other", "fresh")).unwrap();
+    std::fs::remove_file(env.work("apps/other.yaml")).unwrap();
+    let run = env.capstan(&["diff", "ks", "apps", "--path", local]).await;
+    assert_eq!(run.status, 1, "{}\n{}", run.stdout, run.stderr);
+    for line in [
+        "► ConfigMap/default/demo drifted",
+        "► Secret/default/creds drifted",
+        "► ConfigMap/default/fresh created",
+        "► ConfigMap/default/other deleted",
+    ] {
+        assert!(
+            run.stdout.contains(line),
+            "missing {line:?} in:\n{}",
+            run.stdout
+        );
+    }
+    assert!(
+        run.stdout.contains("-   revision: changed\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("+   revision: \"1\"\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("*** (before)") && run.stdout.contains("*** (after)"));
+    assert!(!run.stdout.contains("c2VjcmV0") && !run.stdout.contains("b3RoZXI="));
+    // The dry run changed nothing.
+    assert_eq!(env.config_map("demo").await.unwrap()["revision"], "changed");
+    let run = env
+        .capstan(&["diff", "ks", "nothing", "--path", local])
+        .await;
+    assert_eq!(run.status, 2, "{}", run.stderr);
+
+    // build: postBuild substitutions, inline and from the cluster (not with --dry-run).
+    env.kubectl(&[
+        "create",
+        "configmap",
+        "vars",
+        "-n",
+        "flux-system",
+        "--from-literal=extra=from-cluster",
+    ])
+    .await
+    .ok();
+    let dir = env.dir.path().join("local");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: built\n  namespace: default\ndata:\n  greeting: ${greeting}\n  extra: x${extra:=}\n",
+    )
+    .unwrap();
+    let ks_file = env.dir.path().join("ks.yaml");
+    std::fs::write(
+        &ks_file,
+        format!(
+            "{child}  postBuild:\n    substitute:\n      greeting: hi\n    substituteFrom:\n    - kind: ConfigMap\n      name: vars\n"
+        ),
+    )
+    .unwrap();
+    let docs = build_docs(&env, &dir, &ks_file, &[]).await;
+    assert_eq!(docs.len(), 1);
+    assert_eq!(
+        docs[0]["data"],
+        serde_json::json!({"greeting": "hi", "extra": "xfrom-cluster"})
+    );
+    assert_eq!(
+        docs[0]["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/name"],
+        "apps"
+    );
+    let docs = build_docs(&env, &dir, &ks_file, &["--dry-run"]).await;
+    assert_eq!(
+        docs[0]["data"],
+        serde_json::json!({"greeting": "hi", "extra": "x"})
+    );
+
+    // events: the controllers' Events about Flux objects.
+    let stdout = eventually(
+        Duration::from_secs(30),
+        "events of the Kustomization",
+        || async {
+            let run = env
+                .capstan(&["events", "--for", "Kustomization/apps"])
+                .await
+                .ok();
+            run.stdout
+                .contains("Kustomization/apps")
+                .then_some(run.stdout)
+        },
+    )
+    .await;
+    assert_eq!(
+        table(&stdout)[0],
+        ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    );
+}
+
+/// `capstan build kustomization apps` of `dir` with the Kustomization from `file`, parsed.
+async fn build_docs(env: &Env, dir: &Path, file: &Path, extra: &[&str]) -> Vec<Value> {
+    let mut args = vec![
+        "build",
+        "kustomization",
+        "apps",
+        "--path",
+        dir.to_str().unwrap(),
+        "--kustomization-file",
+        file.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let run = env.capstan(&args).await.ok();
+    capstan_kustomize::parse_documents(&run.stdout).unwrap()
+}
