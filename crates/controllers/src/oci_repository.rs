@@ -10,6 +10,18 @@
 //!   `<tag>@sha256:<digest>`, or `sha256:<digest>` for a digest reference. When it equals
 //!   `status.artifact.revision`, the artifact file exists and neither `spec.ignore` nor
 //!   `spec.layerSelector` changed, nothing is pulled.
+//!   With `spec.verify` (provider `cosign`), the cosign signature of the resolved digest is
+//!   checked here, before any layer is downloaded: the Secret of `spec.verify.secretRef` holds
+//!   ECDSA P-256 public keys under keys ending in `.pub`, and one signature at the tag
+//!   `sha256-<hex>.sig` verifying with any of them, with a payload naming the digest, is
+//!   enough (see [`capstan_source::oci::cosign`]). Success sets `SourceVerified=True`
+//!   (`Succeeded`, "verified signature of revision …"); failure sets `SourceVerified=False` and
+//!   `Ready=False` with reason `VerificationError` and the message "failed to verify the
+//!   signature using provider 'cosign': …" (no signatures found, no matching signatures, a
+//!   payload naming another digest, an unusable key), is retried with backoff, and nothing is
+//!   pulled or stored. As in Flux, a revision already stored with `SourceVerified=True`
+//!   observed for the current generation is not verified again; without `spec.verify` the
+//!   condition is removed.
 //! - `fetch`: pulls the manifest by digest and the selected layer, then stores
 //!   it as `ocirepository/<namespace>/<name>/<digest>.tar.gz`: re-packed (honouring the root
 //!   `.sourceignore` and `spec.ignore`) for the `extract` operation, as it is for `copy`.
@@ -20,8 +32,11 @@
 //! On deletion every stored artifact of the object is removed.
 //!
 //! Not supported yet, and refused with `Stalled=True` (reason `FeatureGateDisabled`) rather
-//! than ignored: `spec.verify` (cosign/notation), `spec.provider` other than `generic`,
-//! `spec.serviceAccountName`, `spec.proxySecretRef`.
+//! than ignored: `spec.verify.provider: notation`, cosign keyless verification (`spec.verify`
+//! without `secretRef`, with or without `matchOIDCIdentity`; `SourceVerified=False` says
+//! "keyless verification is not supported yet"), `spec.provider` other than `generic`,
+//! `spec.serviceAccountName`, `spec.proxySecretRef`. Of `spec.certSecretRef` only `ca.crt` is
+//! used (no client certificate).
 //!
 //! # Errors
 //! Registry failures set `FetchFailed=True` (`OCIArtifactPullFailed`, `AuthenticationFailed`
@@ -40,12 +55,12 @@ use capstan_api::OCIRepository;
 use capstan_api::meta::Artifact;
 use capstan_api::source::v1::{
     CloudProvider, OCILayerOperation, OCIRepositoryRef, OCIRepositorySpec, OCIRepositoryStatus,
-    condition, reason,
+    OCIRepositoryVerification, OciVerificationProvider, condition, reason,
 };
 use capstan_source::Digest;
 use capstan_source::artifact::IgnoreFilter;
 use capstan_source::oci::{
-    self, Credentials, LayerOperation, LayerSelector, PullOptions, RegistryOptions,
+    self, Credentials, LayerOperation, LayerSelector, PublicKey, PullOptions, RegistryOptions,
 };
 use capstan_source::semver_constraint::{Constraint, parse_version};
 use capstan_source::storage::{Storage, revision_file_name};
@@ -70,6 +85,9 @@ pub const DOCKER_CONFIG_KEY: &str = ".dockerconfigjson";
 
 /// The key of `spec.certSecretRef` holding the CA certificate (PEM).
 pub const CA_KEY: &str = "ca.crt";
+
+/// The suffix of the keys of `spec.verify.secretRef` holding cosign public keys.
+pub const PUBLIC_KEY_SUFFIX: &str = ".pub";
 
 /// Tags asked for per page when listing tags.
 const TAGS_PAGE_SIZE: usize = 1000;
@@ -161,8 +179,12 @@ pub async fn run(
 /// Spec fields this reconciler does not implement yet: refused (stalled) rather than ignored.
 fn unsupported_fields(spec: &OCIRepositorySpec) -> Vec<&'static str> {
     let mut fields = Vec::new();
-    if spec.verify.is_some() {
-        fields.push("spec.verify");
+    if spec
+        .verify
+        .as_ref()
+        .is_some_and(|v| v.provider == Some(OciVerificationProvider::Notation))
+    {
+        fields.push("spec.verify.provider 'notation'");
     }
     if spec.provider.is_some_and(|p| p != CloudProvider::Generic) {
         fields.push("spec.provider");
@@ -427,6 +449,111 @@ async fn resolve_revision(
     Ok((oci::revision(Some(&tag), &digest), digest))
 }
 
+/// Whether the signature of `revision` must be checked (again): Flux re-verifies unless the
+/// stored artifact has this revision and `SourceVerified=True` was observed for this generation.
+fn needs_verification(
+    object: &OCIRepository,
+    status: &OCIRepositoryStatus,
+    revision: &str,
+) -> bool {
+    let artifact_matches = status
+        .artifact
+        .as_ref()
+        .is_some_and(|artifact| artifact.revision == revision);
+    let verified = status.conditions.iter().any(|c| {
+        c.type_ == condition::SOURCE_VERIFIED
+            && c.status == "True"
+            && c.observed_generation == object.metadata.generation
+    });
+    !(artifact_matches && verified)
+}
+
+/// The cosign public keys of `spec.verify.secretRef`: every `*.pub` key of the Secret.
+async fn public_keys(
+    cx: &StepContext<OCIRepositoryReconciler>,
+    secret_name: &str,
+) -> Result<Vec<PublicKey>, String> {
+    let data = secret_data(cx, secret_name).await?;
+    let secret = format!("{}/{secret_name}", cx.namespace());
+    let keys = data
+        .iter()
+        .filter(|(name, _)| name.ends_with(PUBLIC_KEY_SUFFIX))
+        .map(|(name, pem)| {
+            PublicKey::from_pem(name, pem).map_err(|e| format!("secret '{secret}': {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if keys.is_empty() {
+        return Err(format!(
+            "secret '{secret}' has no cosign public keys (keys named *{PUBLIC_KEY_SUFFIX})"
+        ));
+    }
+    Ok(keys)
+}
+
+/// Keyless verification (no `spec.verify.secretRef`) is not implemented: `SourceVerified=False`
+/// and a stalled error saying so.
+fn refuse_keyless(cx: &mut StepContext<OCIRepositoryReconciler>) -> ReconcileError {
+    let message = "failed to verify the signature using provider 'cosign keyless': keyless \
+                   verification is not supported yet; set spec.verify.secretRef to a Secret \
+                   with cosign public keys";
+    cx.set_condition(
+        condition::SOURCE_VERIFIED,
+        ConditionStatus::False,
+        reason::VERIFICATION_ERROR,
+        message,
+    );
+    ReconcileError::stalled(capstan_api::meta::reason::FEATURE_GATE_DISABLED, message)
+}
+
+/// Verifies the cosign signature of the artifact `digest` with the keys of `verify.secretRef`,
+/// within `timeout`. Sets `SourceVerified` either way; a failure is a `VerificationError`.
+async fn verify_signature(
+    cx: &mut StepContext<OCIRepositoryReconciler>,
+    verify: &OCIRepositoryVerification,
+    url: &str,
+    revision: &str,
+    registry: &RegistryOptions,
+    timeout: std::time::Duration,
+) -> Result<(), ReconcileError> {
+    let provider = "cosign";
+    let Some(secret_ref) = &verify.secret_ref else {
+        return Err(refuse_keyless(cx));
+    };
+    let outcome = match public_keys(cx, &secret_ref.name).await {
+        Ok(keys) => match tokio::time::timeout(timeout, oci::verify(url, &keys, registry)).await {
+            Ok(result) => result.map_err(|e| chain(&e)),
+            Err(_) => Err(format!("timed out after {timeout:?}")),
+        },
+        Err(message) => Err(message),
+    };
+    match outcome {
+        Ok(verified) => {
+            tracing::debug!(%revision, key = %verified.key, "signature verified");
+            cx.set_condition(
+                condition::SOURCE_VERIFIED,
+                ConditionStatus::True,
+                capstan_api::meta::reason::SUCCEEDED,
+                &format!("verified signature of revision {revision}"),
+            );
+            Ok(())
+        }
+        Err(error) => {
+            let message =
+                format!("failed to verify the signature using provider '{provider}': {error}");
+            cx.set_condition(
+                condition::SOURCE_VERIFIED,
+                ConditionStatus::False,
+                reason::VERIFICATION_ERROR,
+                &message,
+            );
+            Err(ReconcileError::transient(
+                reason::VERIFICATION_ERROR,
+                message,
+            ))
+        }
+    }
+}
+
 /// Resolves `spec.ref` to a revision and decides whether the artifact must be pulled.
 ///
 /// Sets `FetchFailed=True` on failure and removes it when the stored artifact is up to date.
@@ -441,6 +568,15 @@ fn resolve_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_>
                     unsupported.join(", ")
                 ),
             ));
+        }
+        if cx
+            .object
+            .spec
+            .verify
+            .as_ref()
+            .is_some_and(|verify| verify.secret_ref.is_none())
+        {
+            return Err(refuse_keyless(cx));
         }
         let repository = repository_of(&cx.object.spec.url)
             .map_err(|message| ReconcileError::stalled(reason::URL_INVALID, message))?;
@@ -491,6 +627,15 @@ fn resolve_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_>
                 ));
             }
         };
+        match cx.object.spec.verify.clone() {
+            None => cx.remove_condition(condition::SOURCE_VERIFIED),
+            Some(verify) => {
+                if needs_verification(&cx.object, &cx.status, &revision) {
+                    let url = reference_url(&repository, &format!("@{digest}"));
+                    verify_signature(cx, &verify, &url, &revision, &registry, timeout).await?;
+                }
+            }
+        }
         let storage = cx.reconciler.storage().clone();
         let up_to_date = cx
             .status
@@ -720,14 +865,62 @@ mod tests {
     #[test]
     fn refuses_fields_not_implemented_yet() {
         assert!(unsupported_fields(&spec(serde_json::json!({"provider": "generic"}))).is_empty());
+        assert!(
+            unsupported_fields(&spec(serde_json::json!({
+                "verify": {"provider": "cosign", "secretRef": {"name": "keys"}},
+            })))
+            .is_empty()
+        );
         assert_eq!(
             unsupported_fields(&spec(serde_json::json!({
                 "provider": "aws",
-                "verify": {"provider": "cosign"},
+                "verify": {"provider": "notation"},
                 "serviceAccountName": "sa",
             }))),
-            ["spec.verify", "spec.provider", "spec.serviceAccountName"]
+            [
+                "spec.verify.provider 'notation'",
+                "spec.provider",
+                "spec.serviceAccountName"
+            ]
         );
+    }
+
+    #[test]
+    fn verification_is_skipped_only_for_a_verified_stored_revision() {
+        let mut object = OCIRepository::new("app", spec(serde_json::json!({})));
+        object.metadata.generation = Some(2);
+        let mut status = OCIRepositoryStatus {
+            artifact: Some(
+                serde_json::from_value::<Artifact>(serde_json::json!({
+                    "path": "ocirepository/default/app/aa.tar.gz",
+                    "url": "http://storage/ocirepository/default/app/aa.tar.gz",
+                    "revision": "v1@sha256:aa",
+                    "digest": "sha256:00",
+                    "lastUpdateTime": "2026-01-01T00:00:00Z",
+                }))
+                .unwrap(),
+            ),
+            ..OCIRepositoryStatus::default()
+        };
+        assert!(needs_verification(&object, &status, "v1@sha256:aa"));
+        let verified = |status: &str, generation: i64| {
+            serde_json::from_value::<capstan_api::meta::Condition>(serde_json::json!({
+                "type": condition::SOURCE_VERIFIED,
+                "status": status,
+                "reason": "Succeeded",
+                "message": "",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+                "observedGeneration": generation,
+            }))
+            .unwrap()
+        };
+        status.conditions = vec![verified("True", 2)];
+        assert!(!needs_verification(&object, &status, "v1@sha256:aa"));
+        assert!(needs_verification(&object, &status, "v1@sha256:bb"));
+        status.conditions = vec![verified("True", 1)];
+        assert!(needs_verification(&object, &status, "v1@sha256:aa"));
+        status.conditions = vec![verified("False", 2)];
+        assert!(needs_verification(&object, &status, "v1@sha256:aa"));
     }
 
     #[test]

@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use capstan_api::OCIRepository;
-use capstan_source::oci::{self, Created, Credentials, PushOptions, Pushed, RegistryOptions};
+use capstan_source::oci::{
+    self, Created, Credentials, PushOptions, Pushed, RegistryOptions, SigningKey,
+};
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 
@@ -321,7 +323,7 @@ async fn semver_picks_the_newest_matching_tag_and_digests_pin() {
 }
 
 #[tokio::test]
-async fn missing_tags_fail_the_fetch_and_verify_is_refused() {
+async fn missing_tags_fail_the_fetch_and_keyless_verify_is_refused() {
     let env = Env::start().await;
     let ns = env.namespace("oci-missing").await;
     let registry = Registry::start().await;
@@ -364,7 +366,21 @@ async fn missing_tags_fail_the_fetch_and_verify_is_refused() {
     .await;
     let (_, reason, message) = condition(&object, "Ready").unwrap();
     assert_eq!(reason, "FeatureGateDisabled");
-    assert!(message.contains("spec.verify"), "{message}");
+    assert!(
+        message.contains("keyless verification is not supported yet"),
+        "{message}"
+    );
+    let (status, reason, verified_message) = condition(&object, "SourceVerified").unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "VerificationError")
+    );
+    assert!(
+        verified_message
+            .starts_with("failed to verify the signature using provider 'cosign keyless'"),
+        "{verified_message}"
+    );
+    assert!(revision(&object).is_none());
     env.stop().await;
 }
 
@@ -421,5 +437,422 @@ async fn docker_config_secrets_authenticate_pulls() {
         (status.as_str(), reason.as_str()),
         ("True", "OCIArtifactPullFailed")
     );
+    env.stop().await;
+}
+
+async fn create_secret(env: &Env, namespace: &str, name: &str, data: &[(&str, &str)]) {
+    let string_data: serde_json::Map<String, serde_json::Value> = data
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(*v)))
+        .collect();
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name},
+        "type": "Opaque",
+        "stringData": string_data,
+    }))
+    .unwrap();
+    let api = Api::<Secret>::namespaced(env.client.clone(), namespace);
+    if api.get_opt(name).await.unwrap().is_some() {
+        api.replace(name, &PostParams::default(), &secret)
+            .await
+            .unwrap();
+    } else {
+        api.create(&PostParams::default(), &secret).await.unwrap();
+    }
+}
+
+fn insecure() -> RegistryOptions {
+    RegistryOptions {
+        insecure: true,
+        ..RegistryOptions::default()
+    }
+}
+
+/// Copies the manifest at tag `from` to tag `to` over the registry's HTTP API.
+async fn copy_manifest(registry: &Registry, repository: &str, from: &str, to: &str) {
+    const MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
+    let base = format!("http://{}/v2/{repository}/manifests", registry.address);
+    let client = http_client();
+    let response = client
+        .get(format!("{base}/{from}"))
+        .header("Accept", MEDIA_TYPE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "GET manifest {from}");
+    let body = response.bytes().await.unwrap();
+    let response = client
+        .put(format!("{base}/{to}"))
+        .header("Content-Type", MEDIA_TYPE)
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201, "PUT manifest {to}");
+}
+
+fn verification_failure(object: &OCIRepository) -> Option<String> {
+    let (status, reason, message) = condition(object, "SourceVerified")?;
+    (status == "False" && reason == "VerificationError" && ready_is(object, "False"))
+        .then_some(message)
+}
+
+#[tokio::test]
+async fn cosign_signatures_gate_what_is_stored() {
+    let env = Env::start().await;
+    let ns = env.namespace("oci-cosign").await;
+    let registry = Registry::start().await;
+    let url = registry.url("fleet/signed");
+    let team = SigningKey::generate();
+    let stranger = SigningKey::generate();
+
+    let signed = push(&url, "signed", &[("a.txt", "signed")], "signed").await;
+    oci::sign(&format!("{url}:signed"), &team, &insecure())
+        .await
+        .unwrap();
+    let unsigned = push(&url, "unsigned", &[("a.txt", "unsigned")], "unsigned").await;
+    push(&url, "foreign", &[("a.txt", "foreign")], "foreign").await;
+    oci::sign(&format!("{url}:foreign"), &stranger, &insecure())
+        .await
+        .unwrap();
+    let replayed = push(&url, "replayed", &[("a.txt", "replayed")], "replayed").await;
+    copy_manifest(
+        &registry,
+        "fleet/signed",
+        &oci::cosign::signature_tag(&signed.digest),
+        &oci::cosign::signature_tag(&replayed.digest),
+    )
+    .await;
+
+    // Any `*.pub` key verifying is enough; other keys of the Secret are not read.
+    let old_key = SigningKey::generate().public_key("old.pub").to_pem();
+    let team_key = team.public_key("team.pub").to_pem();
+    create_secret(
+        &env,
+        &ns,
+        "cosign-keys",
+        &[
+            ("old.pub", &old_key),
+            ("team.pub", &team_key),
+            ("README", "not a key"),
+        ],
+    )
+    .await;
+    for tag in ["signed", "unsigned", "foreign", "replayed"] {
+        create(
+            &env,
+            &ns,
+            tag,
+            serde_json::json!({"url": url, "interval": "10m", "insecure": true,
+                               "ref": {"tag": tag},
+                               "verify": {"provider": "cosign",
+                                          "secretRef": {"name": "cosign-keys"}}}),
+        )
+        .await;
+    }
+
+    let object = wait_for(&env, &ns, "signed", "Ready=True", |o| ready_is(o, "True")).await;
+    let expected = format!("signed@{}", signed.digest);
+    assert_eq!(revision(&object), Some(expected.as_str()));
+    assert_eq!(
+        condition(&object, "SourceVerified"),
+        Some((
+            "True".to_owned(),
+            "Succeeded".to_owned(),
+            format!("verified signature of revision {expected}")
+        ))
+    );
+
+    let prefix = "failed to verify the signature using provider 'cosign': ";
+    let failures = [
+        ("unsigned", "no signatures found for '"),
+        ("foreign", "no matching signatures were found for '"),
+        ("replayed", "signature payload for '"),
+    ];
+    for (name, cause) in failures {
+        let object = wait_for(&env, &ns, name, "SourceVerified=False", |o| {
+            verification_failure(o).is_some()
+        })
+        .await;
+        let message = verification_failure(&object).unwrap();
+        assert!(
+            message.starts_with(&format!("{prefix}{cause}")),
+            "{name}: {message}"
+        );
+        let (_, reason, ready_message) = condition(&object, "Ready").unwrap();
+        assert_eq!(reason, "VerificationError", "{name}");
+        assert_eq!(ready_message, message, "{name}");
+        // Nothing was pulled or stored.
+        assert!(revision(&object).is_none(), "{name}");
+        assert!(
+            !env.storage_path(&format!("ocirepository/{ns}/{name}"))
+                .exists(),
+            "{name}: nothing stored"
+        );
+    }
+    let object = api(&env, &ns).get("unsigned").await.unwrap();
+    assert!(
+        verification_failure(&object)
+            .unwrap()
+            .contains(&unsigned.digest.to_string()),
+        "the message names the artifact"
+    );
+    let object = api(&env, &ns).get("replayed").await.unwrap();
+    let message = verification_failure(&object).unwrap();
+    assert!(
+        message.contains(&format!("names digest {}", signed.digest)),
+        "{message}"
+    );
+
+    // An unchanged digest is not verified again (as in Flux): rotating the keys away keeps
+    // the verified artifact ready...
+    let stranger_key = stranger.public_key("stranger.pub").to_pem();
+    create_secret(&env, &ns, "cosign-keys", &[("stranger.pub", &stranger_key)]).await;
+    request_reconcile(&env, &ns, "signed", "rotated").await;
+    let object = wait_for(&env, &ns, "signed", "the request handled", |o| {
+        handled(o) == Some("rotated")
+    })
+    .await;
+    assert!(ready_is(&object, "True"));
+    assert_eq!(revision(&object), Some(expected.as_str()));
+    assert_eq!(
+        condition(&object, "SourceVerified").map(|c| c.0),
+        Some("True".to_owned())
+    );
+
+    // ...but a new digest is verified with the keys of now, and refused.
+    let second = push(&url, "signed", &[("a.txt", "signed again")], "signed-2").await;
+    oci::sign(&format!("{url}:signed"), &team, &insecure())
+        .await
+        .unwrap();
+    request_reconcile(&env, &ns, "signed", "new-digest").await;
+    let object = wait_for(&env, &ns, "signed", "the new digest refused", |o| {
+        handled(o) == Some("new-digest") && verification_failure(o).is_some()
+    })
+    .await;
+    let message = verification_failure(&object).unwrap();
+    assert!(
+        message.contains(&second.digest.to_string()) && message.contains("stranger.pub"),
+        "{message}"
+    );
+    assert_eq!(
+        revision(&object),
+        Some(expected.as_str()),
+        "the last verified artifact stays"
+    );
+
+    // The team key back: the new digest verifies and is stored.
+    create_secret(&env, &ns, "cosign-keys", &[("team.pub", &team_key)]).await;
+    request_reconcile(&env, &ns, "signed", "team-again").await;
+    let expected = format!("signed@{}", second.digest);
+    let object = wait_for(&env, &ns, "signed", "the new digest stored", |o| {
+        revision(o) == Some(expected.as_str()) && ready_is(o, "True")
+    })
+    .await;
+    assert_eq!(
+        condition(&object, "SourceVerified").map(|c| c.2),
+        Some(format!("verified signature of revision {expected}"))
+    );
+
+    // Without spec.verify the condition goes away.
+    api(&env, &ns)
+        .patch(
+            "signed",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"verify": null}})),
+        )
+        .await
+        .unwrap();
+    wait_for(&env, &ns, "signed", "SourceVerified removed", |o| {
+        condition(o, "SourceVerified").is_none() && ready_is(o, "True")
+    })
+    .await;
+    env.stop().await;
+}
+
+/// Runs `openssl` in `dir`.
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let output = std::process::Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "openssl {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A test CA (`ca.crt`) and a certificate it issued for 127.0.0.1 (`server.crt`, `server.key`)
+/// in `dir`.
+fn test_pki(dir: &std::path::Path) {
+    crate::support::require("openssl");
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut args = vec!["req", "-x509", "-days", "2", "-subj", "/CN=capstan test CA"];
+    args.extend(ec);
+    args.extend(["-keyout", "ca.key", "-out", "ca.crt"]);
+    openssl(dir, &args);
+    let mut args = vec!["req", "-new", "-subj", "/CN=registry"];
+    args.extend(ec);
+    args.extend(["-keyout", "server.key", "-out", "server.csr"]);
+    openssl(dir, &args);
+    std::fs::write(
+        dir.join("san.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+    )
+    .unwrap();
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-days",
+            "2",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-extfile",
+            "san.ext",
+            "-out",
+            "server.crt",
+        ],
+    );
+}
+
+/// `docker-registry` serving HTTPS with `server.crt` from `pki`, killed on drop.
+struct TlsRegistry {
+    child: std::process::Child,
+    address: String,
+    _dir: tempfile::TempDir,
+}
+
+impl TlsRegistry {
+    async fn start(pki: &std::path::Path) -> Self {
+        crate::support::require("docker-registry");
+        let dir = tempfile::tempdir().unwrap();
+        let storage = dir.path().join("storage");
+        std::fs::create_dir(&storage).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let address = format!("127.0.0.1:{port}");
+        let config = format!(
+            "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\n\
+             storage:\n  filesystem:\n    rootdirectory: {}\n\
+             http:\n  addr: {address}\n  secret: capstan-test-secret\n  tls:\n    \
+             certificate: {}\n    key: {}\n",
+            storage.display(),
+            pki.join("server.crt").display(),
+            pki.join("server.key").display(),
+        );
+        let config_path = dir.path().join("config.yml");
+        std::fs::write(&config_path, config).unwrap();
+        let log = std::fs::File::create(dir.path().join("registry.log")).unwrap();
+        let child = std::process::Command::new("docker-registry")
+            .arg("serve")
+            .arg(&config_path)
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let registry = Self {
+            child,
+            address,
+            _dir: dir,
+        };
+        let address = registry.address.clone();
+        eventually(Duration::from_secs(30), "docker-registry to listen", || {
+            let address = address.clone();
+            async move {
+                tokio::net::TcpStream::connect(&address)
+                    .await
+                    .ok()
+                    .map(drop)
+            }
+        })
+        .await;
+        registry
+    }
+}
+
+impl Drop for TlsRegistry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn cert_secret_ref_ca_trusts_a_private_registry() {
+    let env = Env::start().await;
+    let ns = env.namespace("oci-tls").await;
+    let pki = tempfile::tempdir().unwrap();
+    test_pki(pki.path());
+    let ca = std::fs::read_to_string(pki.path().join("ca.crt")).unwrap();
+    let registry = TlsRegistry::start(pki.path()).await;
+    let url = format!("oci://{}/fleet/tls", registry.address);
+    let tls = RegistryOptions {
+        ca_certificates: vec![ca.clone().into_bytes()],
+        ..RegistryOptions::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "over TLS").unwrap();
+    let pushed = oci::push(
+        dir.path(),
+        &format!("{url}:v1"),
+        &PushOptions::default(),
+        &tls,
+    )
+    .await
+    .unwrap();
+    let key = SigningKey::generate();
+    oci::sign(&format!("{url}:v1"), &key, &tls).await.unwrap();
+    create_secret(&env, &ns, "registry-ca", &[("ca.crt", &ca)]).await;
+    let public = key.public_key("tls.pub").to_pem();
+    create_secret(&env, &ns, "cosign-keys", &[("tls.pub", &public)]).await;
+    let spec = |with_ca: bool| {
+        let mut spec = serde_json::json!({"url": url, "interval": "10m", "ref": {"tag": "v1"},
+                                          "verify": {"provider": "cosign",
+                                                     "secretRef": {"name": "cosign-keys"}}});
+        if with_ca {
+            spec["certSecretRef"] = serde_json::json!({"name": "registry-ca"});
+        }
+        spec
+    };
+    create(&env, &ns, "with-ca", spec(true)).await;
+    create(&env, &ns, "without-ca", spec(false)).await;
+
+    let object = wait_for(&env, &ns, "with-ca", "Ready=True", |o| ready_is(o, "True")).await;
+    let expected = format!("v1@{}", pushed.digest);
+    assert_eq!(revision(&object), Some(expected.as_str()));
+    assert_eq!(
+        condition(&object, "SourceVerified").map(|c| c.0),
+        Some("True".to_owned())
+    );
+
+    let object = wait_for(&env, &ns, "without-ca", "Ready=False", |o| {
+        ready_is(o, "False") && condition(o, "FetchFailed").is_some()
+    })
+    .await;
+    let (_, reason, message) = condition(&object, "FetchFailed").unwrap();
+    assert_eq!(reason, "OCIArtifactPullFailed");
+    assert!(
+        message.contains("certificate") && message.contains("UnknownIssuer"),
+        "{message}"
+    );
+    assert!(revision(&object).is_none());
     env.stop().await;
 }

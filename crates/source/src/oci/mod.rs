@@ -6,7 +6,9 @@
 //! [`Credentials::from_docker_config`], `insecure` for plain HTTP, CA certificates), then
 //! [`push`] a directory under a tag, or [`pull`] a tag or digest into a directory (or, with
 //! [`LayerOperation::Copy`], the raw layer into a file). [`resolve_digest`] asks for the
-//! current manifest digest of a tag without downloading anything.
+//! current manifest digest of a tag without downloading anything. [`sign`] adds a cosign
+//! signature made with a [`SigningKey`] to a pushed artifact, and [`verify`] checks one against
+//! trusted [`PublicKey`]s before anything is pulled (see [`cosign`]).
 //!
 //! # Guarantees
 //! - Pushed artifacts have an OCI image manifest (`application/vnd.oci.image.manifest.v1+json`)
@@ -23,9 +25,11 @@
 //! [`crate::Error::Registry`] wraps transport and registry errors, naming the operation and
 //! reference; [`crate::Error::DigestMismatch`] a tampered blob or manifest;
 //! [`crate::Error::LayerNotFound`] / [`crate::Error::UnsupportedManifest`] artifacts that do
-//! not fit the layer selector.
+//! not fit the layer selector. Signing and verification return [`CosignError`], which tells
+//! a missing signature, a signature of another digest and an unknown key apart.
 
 mod auth;
+pub mod cosign;
 mod pull;
 mod push;
 
@@ -37,6 +41,7 @@ use crate::digest::Digest;
 use crate::error::{Error, Result};
 
 pub use auth::{Credentials, RegistryOptions};
+pub use cosign::{CosignError, PublicKey, Signed, SigningKey, Verified, sign, verify};
 pub use pull::{LayerOperation, LayerSelector, PullOptions, Pulled, pull, resolve_digest};
 pub use push::{Created, PushOptions, Pushed, config_blob, push};
 
@@ -91,6 +96,25 @@ pub struct Manifest {
     /// Manifest annotations.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
+}
+
+impl Manifest {
+    /// Parses and checks an image manifest: JSON with schema version 2 and, when given, the
+    /// OCI or Docker schema 2 manifest media type. The error says what is wrong.
+    pub fn parse(bytes: &[u8]) -> std::result::Result<Self, String> {
+        let manifest: Self =
+            serde_json::from_slice(bytes).map_err(|e| format!("not an image manifest: {e}"))?;
+        if manifest.schema_version != 2 {
+            return Err(format!("schema version {}", manifest.schema_version));
+        }
+        if let Some(media_type) = manifest.media_type.as_deref()
+            && media_type != MANIFEST_MEDIA_TYPE
+            && media_type != DOCKER_MANIFEST_MEDIA_TYPE
+        {
+            return Err(format!("media type {media_type}"));
+        }
+        Ok(manifest)
+    }
 }
 
 /// Parses `oci://host[:port]/repository[:tag][@sha256:…]` (the scheme is optional).

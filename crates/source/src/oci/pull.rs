@@ -116,20 +116,7 @@ pub async fn pull(
         reference: image.whole(),
         reason,
     };
-    let manifest: Manifest = serde_json::from_slice(&manifest_bytes)
-        .map_err(|e| unsupported(format!("not an image manifest: {e}")))?;
-    if manifest.schema_version != 2 {
-        return Err(unsupported(format!(
-            "schema version {}",
-            manifest.schema_version
-        )));
-    }
-    if let Some(media_type) = manifest.media_type.as_deref()
-        && media_type != MANIFEST_MEDIA_TYPE
-        && media_type != DOCKER_MANIFEST_MEDIA_TYPE
-    {
-        return Err(unsupported(format!("media type {media_type}")));
-    }
+    let manifest = Manifest::parse(&manifest_bytes).map_err(unsupported)?;
     let layer = select_layer(&manifest, &options.layer_selector)
         .ok_or_else(|| match &options.layer_selector.media_type {
             Some(media_type) => Error::LayerNotFound {

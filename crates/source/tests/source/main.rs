@@ -8,4 +8,6 @@ mod bucket;
 mod fetch;
 mod git;
 mod oci;
+mod oci_tls;
+mod oci_verify;
 mod support;
