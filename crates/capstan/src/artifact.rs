@@ -84,6 +84,10 @@ pub struct PushArtifactArgs {
     /// Extra manifest annotations as `key=value` (repeatable).
     #[arg(long = "annotations", short = 'a', value_name = "KEY=VALUE")]
     pub annotations: Vec<String>,
+    /// Sign the pushed artifact with this cosign private key (unencrypted PEM, PKCS#8 or SEC1,
+    /// ECDSA P-256); the signature goes to the tag `sha256-<hex>.sig`, as `cosign sign` does.
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: Option<PathBuf>,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }
@@ -100,6 +104,10 @@ pub struct PullArtifactArgs {
     /// Use the first layer with this media type instead of the first layer.
     #[arg(long, value_name = "MEDIA_TYPE")]
     pub layer_media_type: Option<String>,
+    /// Refuse the artifact unless a cosign signature verifies with this public key (PEM;
+    /// repeatable: any key verifying is enough). The verified digest is what gets pulled.
+    #[arg(long, value_name = "FILE")]
+    pub verify_key: Vec<PathBuf>,
     #[command(flatten)]
     pub registry: RegistryArgs,
 }
@@ -150,12 +158,25 @@ pub async fn push(args: PushArtifactArgs) -> anyhow::Result<ExitCode> {
         ignore,
     };
     let registry = args.registry.options()?;
+    let key = match &args.sign_key {
+        Some(path) => {
+            let pem = fs_err::read(path)?;
+            Some(oci::SigningKey::from_pem(&path.display().to_string(), &pem)?)
+        }
+        None => None,
+    };
     eprintln!("pushing {} to {}", args.path.display(), args.url);
     let pushed = oci::push(&args.path, &args.url, &options, &registry)
         .await
         .with_context(|| format!("pushing {}", args.url))
         .map_err(with_hint)?;
     eprintln!("pushed {}", pushed.reference);
+    if let Some(key) = key {
+        let signed = oci::sign(&pushed.reference, &key, &registry)
+            .await
+            .with_context(|| format!("signing {}", pushed.reference))?;
+        eprintln!("signed {}", signed.signature);
+    }
     println!("{}", pushed.digest);
     Ok(ExitCode::SUCCESS)
 }
@@ -170,8 +191,30 @@ pub async fn pull(args: PullArtifactArgs) -> anyhow::Result<ExitCode> {
         },
         limits: Limits::default(),
     };
-    eprintln!("pulling {} into {}", args.url, args.output.display());
-    let pulled = oci::pull(&args.url, &args.output, &options, &registry)
+    let mut url = args.url.clone();
+    if !args.verify_key.is_empty() {
+        let keys = args
+            .verify_key
+            .iter()
+            .map(|path| {
+                let pem = fs_err::read(path)?;
+                Ok(oci::PublicKey::from_pem(&path.display().to_string(), &pem)?)
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let verified = oci::verify(&args.url, &keys, &registry)
+            .await
+            .with_context(|| format!("verifying the signature of {}", args.url))?;
+        eprintln!("verified {} with {}", verified.digest, verified.key);
+        // Pull exactly what was verified, even if the tag moves meanwhile.
+        let repository = args.url.split('@').next().unwrap_or(&args.url);
+        let repository = match repository.rfind(':') {
+            Some(at) if at > repository.rfind('/').unwrap_or(0) => &repository[..at],
+            _ => repository,
+        };
+        url = format!("{repository}@{}", verified.digest);
+    }
+    eprintln!("pulling {url} into {}", args.output.display());
+    let pulled = oci::pull(&url, &args.output, &options, &registry)
         .await
         .with_context(|| format!("pulling {}", args.url))
         .map_err(with_hint)?;

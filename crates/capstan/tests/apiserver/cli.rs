@@ -300,3 +300,108 @@ async fn kustomize_build_prints_what_kubectl_kustomize_prints() {
         "{stderr}"
     );
 }
+
+async fn capstan(args: &[&str]) -> std::process::Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
+        .args(args)
+        .output()
+        .await
+        .unwrap()
+}
+
+/// `capstan push artifact` produces Flux's media types and annotations (inspected with
+/// skopeo), signs with a cosign key, and `capstan pull artifact --verify-key` pulls only what
+/// a trusted key signed.
+#[tokio::test]
+async fn push_signs_and_pull_verifies_artifacts_in_a_real_registry() {
+    use capstan_source::oci::SigningKey;
+    let registry = capstan_testkit::Registry::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("source");
+    std::fs::create_dir_all(source.join("apps")).unwrap();
+    std::fs::write(source.join("apps/app.yaml"), "kind: ConfigMap\n").unwrap();
+    let key = SigningKey::generate();
+    let key_file = dir.path().join("cosign.key");
+    std::fs::write(&key_file, key.to_pkcs8_pem()).unwrap();
+    let public = dir.path().join("cosign.pub");
+    std::fs::write(&public, key.public_key("cosign.pub").to_pem()).unwrap();
+    let other = dir.path().join("other.pub");
+    std::fs::write(&other, SigningKey::generate().public_key("other.pub").to_pem()).unwrap();
+
+    let signed_url = format!("{}:v1", registry.url("apps/signed"));
+    let path = source.to_string_lossy().into_owned();
+    let out = capstan(&[
+        "push", "artifact", &signed_url, "--path", &path, "--source",
+        "https://example.invalid/fleet.git", "--revision", "main@sha1:0123456789abcdef0123456789abcdef01234567",
+        "--insecure", "--sign-key", &key_file.to_string_lossy(),
+    ])
+    .await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let digest = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    assert!(digest.starts_with("sha256:"), "prints the digest: {digest}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains(".sig"), "reports the signature tag");
+
+    // skopeo, an independent client, sees Flux's manifest.
+    capstan_testkit::require("skopeo");
+    let raw = std::process::Command::new("skopeo")
+        .args(["inspect", "--raw", "--tls-verify=false"])
+        .arg(format!("docker://{}/apps/signed:v1", registry.address))
+        .output()
+        .unwrap();
+    assert!(raw.status.success(), "{}", String::from_utf8_lossy(&raw.stderr));
+    let manifest: serde_json::Value = serde_json::from_slice(&raw.stdout).unwrap();
+    assert_eq!(manifest["config"]["mediaType"], "application/vnd.cncf.flux.config.v1+json");
+    assert_eq!(
+        manifest["layers"][0]["mediaType"],
+        "application/vnd.cncf.flux.content.v1.tar+gzip"
+    );
+    assert_eq!(
+        manifest["annotations"]["org.opencontainers.image.revision"],
+        "main@sha1:0123456789abcdef0123456789abcdef01234567"
+    );
+    assert_eq!(
+        manifest["annotations"]["org.opencontainers.image.source"],
+        "https://example.invalid/fleet.git"
+    );
+
+    // Pull with the right key: verified, extracted, revision printed.
+    let output = dir.path().join("pulled");
+    let out = capstan(&[
+        "pull", "artifact", &signed_url, "--output", &output.to_string_lossy(), "--insecure",
+        "--verify-key", &other.to_string_lossy(), "--verify-key", &public.to_string_lossy(),
+    ])
+    .await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("verified {digest}")));
+    assert_eq!(
+        std::fs::read_to_string(output.join("apps/app.yaml")).unwrap(),
+        "kind: ConfigMap\n"
+    );
+
+    // Only a foreign key: refused, nothing extracted.
+    let refused = dir.path().join("refused");
+    let out = capstan(&[
+        "pull", "artifact", &signed_url, "--output", &refused.to_string_lossy(), "--insecure",
+        "--verify-key", &other.to_string_lossy(),
+    ])
+    .await;
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("verifying the signature"));
+    assert!(!refused.join("apps").exists(), "nothing extracted");
+
+    // An unsigned artifact: refused.
+    let unsigned_url = format!("{}:v1", registry.url("apps/unsigned"));
+    let out = capstan(&[
+        "push", "artifact", &unsigned_url, "--path", &path, "--source", "s", "--revision", "r",
+        "--insecure",
+    ])
+    .await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = capstan(&[
+        "pull", "artifact", &unsigned_url, "--output", &refused.to_string_lossy(), "--insecure",
+        "--verify-key", &public.to_string_lossy(),
+    ])
+    .await;
+    assert!(!out.status.success(), "an unsigned artifact is refused");
+    assert!(!refused.join("apps").exists());
+}
