@@ -63,6 +63,7 @@ mod changeset;
 mod compare;
 mod error;
 mod health;
+mod impersonate;
 mod inventory;
 mod manager;
 mod object;
@@ -71,6 +72,9 @@ pub use changeset::{Action, ChangeSet, ChangeSetEntry};
 pub use compare::changed_paths;
 pub use error::{Error, ObjectError};
 pub use health::{HealthResult, Status, compute as compute_health};
+pub use impersonate::{
+    IMPERSONATE_GROUP, IMPERSONATE_USER, impersonating_client, service_account_identity,
+};
 pub use inventory::Inventory;
 pub use manager::{ApplyOptions, DeleteOptions, Drift, DriftKind, Owner, ResourceManager};
 pub use object::{

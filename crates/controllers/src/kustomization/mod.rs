@@ -5,7 +5,9 @@
 //! Steps `[check_source, fetch_artifact, build, apply, prune, check_health]`:
 //! - [`check_source`](check_source_step): reads the `spec.sourceRef` object (GitRepository,
 //!   OCIRepository, Bucket or ExternalArtifact, generically) and its `status.artifact`; then
-//!   checks that every `spec.dependsOn` Kustomization is Ready for its current generation.
+//!   checks that every `spec.dependsOn` Kustomization is Ready for its current generation; then
+//!   picks the apply engine ([`target`]): the controller's own, one for the remote cluster of
+//!   `spec.kubeConfig.secretRef`, and/or one impersonating `spec.serviceAccountName`.
 //! - [`fetch_artifact`](fetch_artifact_step): downloads the artifact, verifies its digest and
 //!   extracts it into a temporary directory — unless the artifact digest, the generation and
 //!   the substitution variables equal those of the last build, whose objects are then reused
@@ -19,7 +21,9 @@
 //!   substituted, except in objects annotated or labelled
 //!   `kustomize.toolkit.fluxcd.io/substitute: disabled`.
 //! - [`apply`](apply_step): server-side applies the objects in stages under the field
-//!   manager [`FIELD_MANAGER`], labelled with their owner; records `status.inventory`.
+//!   manager [`FIELD_MANAGER`], labelled with their owner; records `status.inventory`. With
+//!   the annotation [`drift::DRIFT_ANNOTATION`]`: report` it only diffs (server-side dry run)
+//!   and reports the `Drifted` condition and a `DriftDetected` Event instead ([`drift`]).
 //! - [`prune`](prune_step): with `spec.prune`, deletes objects of the previous inventory that
 //!   left the build (only those still labelled with this owner).
 //! - [`check_health`](check_health_step): with `spec.wait` (every applied object) or
@@ -27,17 +31,28 @@
 //!   sets `Healthy`, `lastAppliedRevision`, `lastAppliedOriginRevision` and the `Ready`
 //!   message `Applied revision: <revision>`.
 //!
+//! Once objects are built, the outcome of apply, prune and health is recorded in
+//! `status.history` ([`history`]): one entry per digest of the applied objects and outcome.
+//!
+//! Reconciles are also triggered ([`triggers`]) when a watched source (GitRepository,
+//! OCIRepository, Bucket) gets a new artifact revision or digest, and when a `dependsOn`
+//! Kustomization becomes Ready. Failures are retried after `spec.retryInterval` (default: the
+//! interval), as in Flux.
+//!
 //! On deletion, the inventory is deleted when `spec.deletionPolicy` asks for it (the default
 //! `MirrorPrune` follows `spec.prune`; `Orphan` keeps the objects; `WaitForTermination` also
-//! waits, up to `spec.timeout`, until the deleted objects are gone).
+//! waits, up to `spec.timeout`, until the deleted objects are gone), through the same apply
+//! engine (remote cluster, impersonation) as the apply.
 //!
 //! # Errors
 //! Reasons are Flux's: `ArtifactFailed` (source missing or without an artifact: retried after
-//! 30 s; download failures: backoff), `DependencyNotReady` (retried after `retryInterval`),
+//! 30 s), `DependencyNotReady` (retried after 30 s, or when the dependency becomes Ready),
 //! `BuildFailed` (message naming the file), `ReconciliationFailed` (naming each object that
-//! failed; what was applied is kept in the inventory), `PruneFailed`, `HealthCheckFailed`
-//! (naming each unhealthy object). Fields not implemented yet (`decryption`, `kubeConfig`,
-//! `serviceAccountName`) are refused with `Stalled=True`, reason `FeatureGateDisabled`.
+//! failed, e.g. forbidden to the impersonated ServiceAccount; what was applied is kept in the
+//! inventory), `PruneFailed`, `HealthCheckFailed` (naming each unhealthy object);
+//! `InvalidKubeConfig` (stalled) for a kubeconfig that is unusable or uses exec/auth-provider
+//! plugins or files. Fields not implemented (`decryption`, `kubeConfig.configMapRef`,
+//! `healthCheckExprs`) are refused with `Stalled=True`, reason `FeatureGateDisabled`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::str::FromStr;
@@ -53,12 +68,19 @@ use capstan_apply::{
     ApplyOptions, DeleteOptions, Inventory, ObjectRef, Owner, ResourceManager, set_owner_labels,
 };
 use capstan_source::artifact::Limits;
+use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::{Api, Client, ResourceExt};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector;
+use kube::{Api, Client, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
+pub mod drift;
+pub mod history;
 pub mod render;
+pub mod target;
+pub mod triggers;
 
 pub use render::{render, render_local, substitute};
 
@@ -79,6 +101,10 @@ pub const ORIGIN_REVISION_KEY: &str = "org.opencontainers.image.revision";
 
 /// How long to wait before looking again at a source that is missing or has no artifact.
 pub const SOURCE_RETRY: Duration = Duration::from_secs(30);
+
+/// How long to wait before looking again at a dependency that is not Ready (Flux's
+/// `--requeue-dependency` default); a dependency becoming Ready triggers at once anyway.
+pub const DEPENDENCY_RETRY: Duration = Duration::from_secs(30);
 
 const DEFAULT_SOURCE_API_VERSION: &str = "source.toolkit.fluxcd.io/v1";
 const OVERLAY_DIR: &str = "overlay";
@@ -231,6 +257,37 @@ pub struct KustomizationState {
     inventory: Option<Inventory>,
     /// The inventory before this reconcile.
     previous: Option<Inventory>,
+    /// The apply engine of a remote cluster or an impersonated identity, when the spec asks.
+    manager: Option<ResourceManager>,
+    /// When the reconcile started.
+    started: Option<std::time::Instant>,
+    /// The [`history::digest`] of the objects applied.
+    digest: Option<String>,
+    /// The artifact revision and origin revision, for the history.
+    revisions: BTreeMap<String, String>,
+}
+
+impl KustomizationState {
+    /// The apply engine of this reconcile.
+    fn manager<'a>(&'a self, reconciler: &'a KustomizationReconciler) -> &'a ResourceManager {
+        self.manager.as_ref().unwrap_or(&reconciler.manager)
+    }
+}
+
+/// Records this reconcile in `status.history` with outcome `status`, once objects were built.
+fn record_history(cx: &mut StepContext<KustomizationReconciler>, status: &str) {
+    let Some(digest) = cx.state.digest.clone() else {
+        return;
+    };
+    let duration = cx.state.started.map(|s| s.elapsed()).unwrap_or_default();
+    history::upsert(
+        &mut cx.status.history,
+        &digest,
+        jiff::Timestamp::now(),
+        duration,
+        status,
+        cx.state.revisions.clone(),
+    );
 }
 
 impl Reconciler for KustomizationReconciler {
@@ -240,6 +297,19 @@ impl Reconciler for KustomizationReconciler {
 
     fn steps(&self) -> &[Step<Self>] {
         &self.steps
+    }
+
+    fn triggers(
+        &self,
+        client: &Client,
+        store: reflector::Store<Kustomization>,
+    ) -> Vec<BoxStream<'static, reflector::ObjectRef<Kustomization>>> {
+        triggers::all(client, &store)
+    }
+
+    /// Flux's `spec.retryInterval` (default: the interval) instead of the backoff.
+    fn retry_interval(&self, object: &Kustomization) -> Option<Duration> {
+        object.retry_interval().ok()
     }
 
     async fn cleanup(&self, object: &Kustomization) -> Result<(), ReconcileError> {
@@ -262,7 +332,20 @@ impl Reconciler for KustomizationReconciler {
             owner: Some(owner_of(object)),
             ..DeleteOptions::default()
         };
-        let deleted = delete_objects(self.manager.clone(), inventory.objects().to_vec(), options)
+        let manager = match target::manager_for(self.manager.client(), object).await {
+            Ok(manager) => manager.unwrap_or_else(|| self.manager.clone()),
+            Err(error) => {
+                // As Flux: without a client for the target cluster the objects cannot be
+                // deleted; they are left in place rather than blocking the deletion.
+                tracing::error!(
+                    %error,
+                    objects = inventory.objects().len(),
+                    "cannot prune on deletion, leaving the objects"
+                );
+                return Ok(());
+            }
+        };
+        let deleted = delete_objects(manager.clone(), inventory.objects().to_vec(), options)
             .await
             .map_err(|e| {
                 ReconcileError::transient(reason::PRUNE_FAILED, format!("prune failed: {e}"))
@@ -278,7 +361,7 @@ impl Reconciler for KustomizationReconciler {
         let timeout = health_timeout(object)?;
         let deadline = std::time::Instant::now() + timeout;
         loop {
-            let manager = self.manager.clone();
+            let manager = manager.clone();
             let objects = deleted.clone();
             let results = manager.check_health(&objects).await;
             let remaining: Vec<String> = results
@@ -363,20 +446,17 @@ fn unsupported_fields(object: &Kustomization) -> Vec<&'static str> {
     if spec.decryption.is_some() {
         fields.push("spec.decryption");
     }
-    if spec.kube_config.is_some() {
-        fields.push("spec.kubeConfig");
-    }
-    if spec.service_account_name.is_some() {
-        fields.push("spec.serviceAccountName");
+    if spec
+        .kube_config
+        .as_ref()
+        .is_some_and(|k| k.config_map_ref.is_some())
+    {
+        fields.push("spec.kubeConfig.configMapRef");
     }
     if !spec.health_check_exprs.is_empty() {
         fields.push("spec.healthCheckExprs");
     }
     fields
-}
-
-fn retry_interval(object: &Kustomization) -> Duration {
-    object.retry_interval().unwrap_or(SOURCE_RETRY)
 }
 
 /// `spec.timeout` as written, else Flux's default (the interval, at least 30 s).
@@ -457,6 +537,7 @@ fn check_source_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
                 ),
             ));
         }
+        cx.state.started = Some(std::time::Instant::now());
         let artifact = source_artifact(&cx.client, &cx.object).await?;
         for dependency in &cx.object.spec.depends_on {
             let namespace = dependency
@@ -472,13 +553,22 @@ fn check_source_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
                 .is_some_and(|d| is_ready(&d));
             if !ready {
                 return Err(ReconcileError::waiting(
-                    retry_interval(&cx.object),
+                    DEPENDENCY_RETRY,
                     reason::DEPENDENCY_NOT_READY,
                     format!("dependency '{namespace}/{}' is not ready", dependency.name),
                 ));
             }
         }
+        cx.state.manager = target::manager_for(&cx.client, &cx.object).await?;
         cx.status.last_attempted_revision = Some(artifact.revision.clone());
+        cx.state
+            .revisions
+            .insert(history::REVISION_KEY.to_owned(), artifact.revision.clone());
+        if let Some(origin) = artifact.metadata.get(ORIGIN_REVISION_KEY) {
+            cx.state
+                .revisions
+                .insert(history::ORIGIN_REVISION_KEY.to_owned(), origin.clone());
+        }
         cx.state.artifact = Some(artifact);
         Ok(StepOutcome::next())
     })
@@ -660,7 +750,13 @@ fn apply_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
             force: cx.object.spec.force.unwrap_or(false),
             ..ApplyOptions::default()
         };
-        match apply_objects(cx.reconciler.manager.clone(), objects.clone(), options).await {
+        let manager = cx.state.manager(&cx.reconciler).clone();
+        if drift::report_only(cx.object.annotations()) {
+            return report_drift(cx, manager, objects, options).await;
+        }
+        cx.remove_condition(drift::DRIFTED_CONDITION);
+        cx.state.digest = Some(history::digest(&objects));
+        match apply_objects(manager, objects.clone(), options).await {
             Ok(changeset) => {
                 tracing::info!(changes = %changeset.to_string().trim_end(), "applied");
                 let inventory = Inventory::from_changeset(&changeset);
@@ -676,6 +772,7 @@ fn apply_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
                     inventory.add(entry.clone());
                 }
                 cx.status.inventory = Some(inventory.to_status());
+                record_history(cx, reason::RECONCILIATION_FAILED);
                 let failed: Vec<String> = errors.iter().map(ToString::to_string).collect();
                 Err(ReconcileError::transient(
                     reason::RECONCILIATION_FAILED,
@@ -688,13 +785,108 @@ fn apply_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
                     ),
                 ))
             }
-            Err(error) => Err(ReconcileError::transient(
-                reason::RECONCILIATION_FAILED,
-                format!("apply failed: {error}"),
-            )
-            .with_source(error)),
+            Err(error) => {
+                record_history(cx, reason::RECONCILIATION_FAILED);
+                Err(ReconcileError::transient(
+                    reason::RECONCILIATION_FAILED,
+                    format!("apply failed: {error}"),
+                )
+                .with_source(error))
+            }
         }
     })
+}
+
+/// Report-only drift mode: diffs instead of applying, records the `Drifted` condition and
+/// publishes a `DriftDetected` Warning Event when the drift found changed.
+async fn report_drift(
+    cx: &mut StepContext<KustomizationReconciler>,
+    manager: ResourceManager,
+    objects: Vec<DynamicObject>,
+    options: ApplyOptions,
+) -> Result<StepOutcome, ReconcileError> {
+    let revision = cx
+        .state
+        .revisions
+        .get(history::REVISION_KEY)
+        .cloned()
+        .unwrap_or_default();
+    let drifts = match manager.diff(&objects, &options).await {
+        Ok(drifts) => drifts,
+        Err(capstan_apply::Error::Diff { errors, .. }) => {
+            let failed: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            return Err(ReconcileError::transient(
+                reason::RECONCILIATION_FAILED,
+                format!("drift detection failed: {}", failed.join("; ")),
+            ));
+        }
+        Err(error) => {
+            return Err(ReconcileError::transient(
+                reason::RECONCILIATION_FAILED,
+                format!("drift detection failed: {error}"),
+            )
+            .with_source(error));
+        }
+    };
+    let report = drift::Report::new(&drifts);
+    let message = report.message(&revision);
+    let previous = cx
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == drift::DRIFTED_CONDITION)
+        .map(|c| c.message.clone());
+    if report.has_drift() {
+        cx.set_condition(
+            drift::DRIFTED_CONDITION,
+            ConditionStatus::True,
+            drift::DRIFT_DETECTED,
+            &message,
+        );
+        if previous.as_deref() != Some(message.as_str()) {
+            tracing::info!(%message, "drift detected");
+            publish_event(cx, EventType::Warning, drift::DRIFT_DETECTED, &message).await;
+        }
+    } else {
+        cx.set_condition(
+            drift::DRIFTED_CONDITION,
+            ConditionStatus::False,
+            drift::NO_DRIFT,
+            &message,
+        );
+    }
+    cx.set_ready_message(format!(
+        "Drift report for revision {revision}: {} drifted, {} missing (report only, nothing applied)",
+        report.drifted.len(),
+        report.missing.len()
+    ));
+    Ok(StepOutcome::next())
+}
+
+/// Publishes an Event about the Kustomization (failures are logged only).
+async fn publish_event(
+    cx: &StepContext<KustomizationReconciler>,
+    type_: EventType,
+    reason: &str,
+    message: &str,
+) {
+    let recorder = Recorder::new(
+        cx.client.clone(),
+        Reporter {
+            controller: <KustomizationReconciler as Reconciler>::CONTROLLER_NAME.to_owned(),
+            instance: None,
+        },
+    );
+    let event = Event {
+        type_,
+        reason: reason.to_owned(),
+        note: Some(message.chars().take(1024).collect()),
+        action: "DriftDetection".to_owned(),
+        secondary: None,
+    };
+    if let Err(error) = recorder.publish(&event, &cx.object.object_ref(&())).await {
+        tracing::warn!(%error, "cannot publish event");
+    }
 }
 
 /// Deletes objects that left the build, when `spec.prune` is set.
@@ -714,16 +906,20 @@ fn prune_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
             owner: Some(owner_of(&cx.object)),
             ..DeleteOptions::default()
         };
-        match delete_objects(cx.reconciler.manager.clone(), stale, options).await {
+        let manager = cx.state.manager(&cx.reconciler).clone();
+        match delete_objects(manager, stale, options).await {
             Ok(changeset) => {
                 tracing::info!(changes = %changeset.to_string().trim_end(), "pruned");
                 Ok(StepOutcome::next())
             }
-            Err(error) => Err(ReconcileError::transient(
-                reason::PRUNE_FAILED,
-                format!("prune failed: {error}"),
-            )
-            .with_source(error)),
+            Err(error) => {
+                record_history(cx, reason::PRUNE_FAILED);
+                Err(ReconcileError::transient(
+                    reason::PRUNE_FAILED,
+                    format!("prune failed: {error}"),
+                )
+                .with_source(error))
+            }
         }
     })
 }
@@ -801,7 +997,8 @@ fn check_health_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
         } else {
             let timeout = health_timeout(&cx.object)?;
             let started = std::time::Instant::now();
-            match wait_healthy(cx.reconciler.manager.clone(), objects, timeout).await {
+            let manager = cx.state.manager(&cx.reconciler).clone();
+            match wait_healthy(manager, objects, timeout).await {
                 Ok(()) => {
                     let message = format!(
                         "Health check passed in {:?}",
@@ -824,6 +1021,7 @@ fn check_health_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
                         reason::HEALTH_CHECK_FAILED,
                         &message,
                     );
+                    record_history(cx, reason::HEALTH_CHECK_FAILED);
                     return Err(
                         ReconcileError::transient(reason::HEALTH_CHECK_FAILED, message)
                             .with_source(error),
@@ -835,6 +1033,7 @@ fn check_health_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
             let message = record_applied(&mut cx.status, artifact);
             cx.set_ready_message(message);
         }
+        record_history(cx, reason::RECONCILIATION_SUCCEEDED);
         Ok(StepOutcome::next())
     })
 }
@@ -1085,9 +1284,13 @@ mod tests {
             "serviceAccountName": "sa",
             "kubeConfig": {"secretRef": {"name": "k"}},
         }));
+        assert!(unsupported_fields(&object).is_empty());
+        let object = kustomization(&serde_json::json!({
+            "kubeConfig": {"configMapRef": {"name": "k"}},
+        }));
         assert_eq!(
             unsupported_fields(&object),
-            ["spec.kubeConfig", "spec.serviceAccountName"]
+            ["spec.kubeConfig.configMapRef"]
         );
     }
 

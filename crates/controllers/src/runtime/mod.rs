@@ -23,6 +23,10 @@
 //! - Events are emitted only when the `Ready` condition changes (status, reason or message):
 //!   `Warning` for stalled and transient failures, `Normal` otherwise.
 //! - After success the object is requeued after its interval, with ±[`RuntimeConfig::jitter`].
+//! - A transient failure is retried after [`Reconciler::retry_interval`] when the kind has
+//!   one, else with exponential backoff.
+//! - [`Reconciler::triggers`] adds reconcile triggers of the kind's own (e.g. a source's new
+//!   artifact), fed to kube-runtime's `Controller::reconcile_on`.
 
 pub mod conditions;
 pub mod metrics;
@@ -38,6 +42,7 @@ use std::time::Duration;
 
 use capstan_api::meta::{Condition, ReconcileRequestStatus, annotation, condition, reason};
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use kube::api::{Patch, PatchParams};
 use kube::core::NamespaceResourceScope;
 use kube::runtime::controller::{Action, Controller};
@@ -156,6 +161,25 @@ pub trait Reconciler: Send + Sync + Sized + 'static {
         &self,
         object: &Self::Object,
     ) -> impl Future<Output = Result<(), ReconcileError>> + Send;
+
+    /// Extra reconcile triggers beside the object's own changes (e.g. a source's new
+    /// revision): each stream yields the objects to reconcile now. `store` holds every object
+    /// of the kind, as the controller sees it. None by default.
+    fn triggers(
+        &self,
+        client: &Client,
+        store: reflector::Store<Self::Object>,
+    ) -> Vec<BoxStream<'static, ObjectRef<Self::Object>>> {
+        let _ = (client, store);
+        Vec::new()
+    }
+
+    /// The delay before retrying `object` after a [`ErrorClass::Transient`] failure (e.g.
+    /// Flux's `spec.retryInterval`); `None`, the default, uses the exponential backoff.
+    fn retry_interval(&self, object: &Self::Object) -> Option<Duration> {
+        let _ = object;
+        None
+    }
 }
 
 /// Everything a step sees: the object, the status being built, the step-to-step state.
@@ -352,10 +376,14 @@ pub async fn run<R: Reconciler>(
     });
     let controller_config =
         kube::runtime::controller::Config::default().concurrency(config.concurrency);
+    let triggers = shared.reconciler.triggers(&shared.client, reader.clone());
+    let mut controller = Controller::for_stream(trigger, reader).with_config(controller_config);
+    for extra in triggers {
+        controller = controller.reconcile_on(extra);
+    }
     health.set_ready(true);
     let stop = shutdown.clone();
-    Controller::for_stream(trigger, reader)
-        .with_config(controller_config)
+    controller
         .graceful_shutdown_on(async move { stop.cancelled().await })
         .run(reconcile::<R>, error_policy::<R>, shared)
         .for_each(|result| async move {
@@ -656,7 +684,10 @@ fn finalize_status<R: Reconciler>(
     let action = match requeue {
         Requeue::AwaitChange => Action::await_change(),
         Requeue::After(delay) => Action::requeue(delay),
-        Requeue::Backoff => Action::requeue(shared.retry_after(object)),
+        Requeue::Backoff => match shared.reconciler.retry_interval(object) {
+            Some(delay) => Action::requeue(delay),
+            None => Action::requeue(shared.retry_after(object)),
+        },
     };
     (action, event_type)
 }

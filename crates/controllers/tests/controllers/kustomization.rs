@@ -13,15 +13,20 @@ use tokio_util::sync::CancellationToken;
 
 use crate::support::{Env, Upstream, eventually};
 
-const NAMESPACE: &str = "apps";
+pub(crate) const NAMESPACE: &str = "apps";
 
 /// The Kustomization controller, stopped on drop.
-struct KustomizeController {
+pub(crate) struct KustomizeController {
     shutdown: CancellationToken,
 }
 
 impl KustomizeController {
-    fn start(env: &Env) -> Self {
+    pub(crate) fn start(env: &Env) -> Self {
+        Self::start_with(env.client.clone())
+    }
+
+    /// The controller talking to the control plane through `client`.
+    pub(crate) fn start_with(client: kube::Client) -> Self {
         let shutdown = CancellationToken::new();
         let config = RuntimeConfig {
             backoff_base: Duration::from_millis(200),
@@ -29,7 +34,7 @@ impl KustomizeController {
             ..RuntimeConfig::default()
         };
         tokio::spawn(capstan_controllers::kustomization::run(
-            env.client.clone(),
+            client,
             Metrics::new(),
             config,
             Health::default(),
@@ -45,13 +50,13 @@ impl Drop for KustomizeController {
     }
 }
 
-fn config_map() -> String {
+pub(crate) fn config_map() -> String {
     format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: {NAMESPACE}\ndata:\n  env: dev\n"
     )
 }
 
-fn deployment(image: &str, annotations: &str) -> String {
+pub(crate) fn deployment(image: &str, annotations: &str) -> String {
     format!(
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {NAMESPACE}\n{annotations}spec:\n  replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      - name: web\n        image: {image}\n"
     )
@@ -59,7 +64,7 @@ fn deployment(image: &str, annotations: &str) -> String {
 
 /// Starts the environment, a Git server with `files`, a GitRepository `repo` Ready on it and
 /// the Kustomization controller; returns the commit too.
-async fn setup(files: &[(&str, &str)]) -> (Env, Upstream, KustomizeController, String) {
+pub(crate) async fn setup(files: &[(&str, &str)]) -> (Env, Upstream, KustomizeController, String) {
     let env = Env::start().await;
     env.namespace(NAMESPACE).await;
     let upstream = Upstream::start().await;
@@ -75,7 +80,7 @@ async fn setup(files: &[(&str, &str)]) -> (Env, Upstream, KustomizeController, S
     (env, upstream, controller, commit)
 }
 
-async fn wait_source_revision(env: &Env, revision: &str) {
+pub(crate) async fn wait_source_revision(env: &Env, revision: &str) {
     env.wait_for(
         NAMESPACE,
         "repo",
@@ -90,11 +95,11 @@ async fn wait_source_revision(env: &Env, revision: &str) {
     .await;
 }
 
-fn kustomizations(env: &Env) -> Api<Kustomization> {
+pub(crate) fn kustomizations(env: &Env) -> Api<Kustomization> {
     Api::namespaced(env.client.clone(), NAMESPACE)
 }
 
-async fn create_kustomization(env: &Env, name: &str, spec: serde_json::Value) {
+pub(crate) async fn create_kustomization(env: &Env, name: &str, spec: serde_json::Value) {
     let mut full = serde_json::json!({
         "interval": "10m",
         "prune": false,
@@ -116,11 +121,11 @@ async fn create_kustomization(env: &Env, name: &str, spec: serde_json::Value) {
         .unwrap();
 }
 
-fn ready(object: &Kustomization) -> Option<(String, String, String)> {
+pub(crate) fn ready(object: &Kustomization) -> Option<(String, String, String)> {
     condition(object, "Ready")
 }
 
-fn condition(object: &Kustomization, type_: &str) -> Option<(String, String, String)> {
+pub(crate) fn condition(object: &Kustomization, type_: &str) -> Option<(String, String, String)> {
     object
         .status
         .as_ref()?
@@ -131,7 +136,7 @@ fn condition(object: &Kustomization, type_: &str) -> Option<(String, String, Str
 }
 
 /// Waits until the Kustomization's `Ready` condition satisfies `check`.
-async fn wait_ready(
+pub(crate) async fn wait_ready(
     env: &Env,
     name: &str,
     what: &str,
@@ -150,7 +155,7 @@ async fn wait_ready(
     .await
 }
 
-async fn request_reconcile<K>(api: &Api<K>, name: &str, token: &str)
+pub(crate) async fn request_reconcile<K>(api: &Api<K>, name: &str, token: &str)
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {

@@ -6,6 +6,8 @@
 mod bucket;
 mod git_repository;
 mod kustomization;
+mod kustomization_acceptance;
+mod kustomization_features;
 mod leader;
 mod oci_repository;
 mod support;

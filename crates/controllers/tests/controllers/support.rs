@@ -510,3 +510,90 @@ impl Drop for Registry {
         let _ = self.child.wait();
     }
 }
+
+impl Env {
+    /// `http://127.0.0.1:<port>` of this environment's control plane.
+    pub fn api_url(&self) -> String {
+        let Self {
+            _server: server, ..
+        } = self;
+        server.url()
+    }
+}
+
+/// A kube client for the control plane at `url` (plain HTTP, no credentials).
+pub async fn client_for(url: &str) -> kube::Client {
+    let kubeconfig =
+        kube::config::Kubeconfig::from_yaml(&capstan_apiserver::kubeconfig(url, "test")).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+/// A TCP proxy on 127.0.0.1 forwarding to `upstream` (`127.0.0.1:<port>`) and recording what
+/// clients send (request lines, headers and bodies), for tests asserting on request headers.
+pub struct RecordingProxy {
+    /// `http://127.0.0.1:<port>` of the proxy.
+    pub url: String,
+    sent: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RecordingProxy {
+    pub async fn start(upstream: String) -> Self {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = sent.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((inbound, _)) = listener.accept().await {
+                let upstream = upstream.clone();
+                let record = record.clone();
+                tokio::spawn(async move {
+                    let Ok(outbound) = tokio::net::TcpStream::connect(&upstream).await else {
+                        return;
+                    };
+                    let (mut in_read, mut in_write) = inbound.into_split();
+                    let (mut out_read, mut out_write) = outbound.into_split();
+                    let upload = async move {
+                        let mut buffer = vec![0u8; 16 * 1024];
+                        while let Ok(n) = in_read.read(&mut buffer).await {
+                            if n == 0 {
+                                break;
+                            }
+                            record.lock().unwrap().extend_from_slice(&buffer[..n]);
+                            if out_write.write_all(&buffer[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                        let _ = out_write.shutdown().await;
+                    };
+                    let download = async move {
+                        let _ = tokio::io::copy(&mut out_read, &mut in_write).await;
+                        let _ = in_write.shutdown().await;
+                    };
+                    tokio::join!(upload, download);
+                });
+            }
+        });
+        Self { url, sent, task }
+    }
+
+    /// Everything clients sent so far, lower-cased (HTTP/1 header names are case-insensitive).
+    pub fn sent_lowercase(&self) -> String {
+        String::from_utf8_lossy(&self.sent.lock().unwrap()).to_lowercase()
+    }
+}
+
+impl Drop for RecordingProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
