@@ -112,6 +112,7 @@ const HEALTH_POLL: Duration = Duration::from_millis(500);
 
 impl FluxResource for Kustomization {
     type Status = KustomizationStatus;
+    const READY_REASON: &'static str = reason::RECONCILIATION_SUCCEEDED;
 
     fn status(&self) -> Option<&KustomizationStatus> {
         self.status.as_ref()

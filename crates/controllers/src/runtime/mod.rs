@@ -79,6 +79,10 @@ pub trait FluxResource:
     /// The status type.
     type Status: Clone + Debug + Default + PartialEq + Serialize + Send + Sync + 'static;
 
+    /// The reason of `Ready=True` after a successful reconcile: Flux's source kinds say
+    /// `Succeeded`, its Kustomization and HelmRelease `ReconciliationSucceeded`.
+    const READY_REASON: &'static str = reason::SUCCEEDED;
+
     /// The current status, if any.
     fn status(&self) -> Option<&Self::Status>;
     /// Whether `spec.suspend` is set.
@@ -719,7 +723,7 @@ fn apply_result<K: FluxResource>(
                 status,
                 condition::READY,
                 ConditionStatus::True,
-                reason::SUCCEEDED,
+                K::READY_REASON,
                 ready_message,
             );
             conditions::remove_condition(K::conditions_mut(status), condition::RECONCILING);

@@ -190,7 +190,7 @@ async fn applies_prunes_follows_new_commits_and_deletes() {
     let object = wait_ready(&env, "app", "Ready=True", |status, _, _| status == "True").await;
     assert_eq!(
         ready(&object).unwrap(),
-        ("True".to_owned(), "Succeeded".to_owned(), expected)
+        ("True".to_owned(), "ReconciliationSucceeded".to_owned(), expected)
     );
     assert_eq!(
         condition(&object, "Healthy").map(|c| c.0),
