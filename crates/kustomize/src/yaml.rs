@@ -9,10 +9,22 @@
 use serde_json::{Map, Number, Value};
 
 /// Parses every document of a YAML stream into JSON values (empty documents skipped).
+///
+/// The parser's resource budget is raised from serde-saphyr's defaults (1,024 documents,
+/// 250,000 nodes), which real manifests exceed — a rendered fleet or a CRD bundle easily holds
+/// more — to bounds sized by the artifact limits instead; anchors and aliases keep the
+/// defaults' protection against expansion bombs.
 pub fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
     let options = serde_saphyr::options! {
         strict_booleans: true,
         legacy_octal_numbers: true,
+        budget: serde_saphyr::budget! {
+            max_documents: 1_000_000,
+            max_nodes: 50_000_000,
+            max_events: 200_000_000,
+            max_depth: 256,
+            max_total_scalar_bytes: 1024 * 1024 * 1024,
+        },
     };
     serde_saphyr::from_multiple_with_options::<Value>(text, options)
         .map(|documents| documents.into_iter().filter(|d| !d.is_null()).collect())
@@ -779,6 +791,22 @@ fn format_e(sign: &str, digits: &str, exponent: i32) -> String {
     }
     out.push_str(&magnitude.to_string());
     out
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::parse_documents;
+
+    #[test]
+    fn streams_with_thousands_of_documents_parse() {
+        let stream: String = (0..5_000)
+            .map(|i| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\n"))
+            .collect::<Vec<_>>()
+            .join("---\n");
+        let documents = parse_documents(&stream).unwrap();
+        assert_eq!(documents.len(), 5_000);
+        assert_eq!(documents[4_999]["metadata"]["name"], "c4999");
+    }
 }
 
 #[cfg(test)]
