@@ -3,36 +3,53 @@
 //!
 //! # Expected flow
 //! Steps `[fetch, package, store]`:
-//! - [`fetch`](fetch_step): reads `spec.secretRef`, resolves `spec.ref` on the remote; when the
-//!   revision equals `status.artifact.revision`, the artifact file exists and `spec.ignore` is
-//!   unchanged, nothing is downloaded. Otherwise the commit is checked out into a temporary
-//!   directory. `spec.timeout` bounds both Git operations.
-//! - [`package`](package_step): packs the checkout into
-//!   `gitrepository/<namespace>/<name>/<commit>.tar.gz`, excluding what `.sourceignore` files
-//!   and `spec.ignore` (or Flux's default set) exclude.
-//! - [`store`](store_step): records `status.artifact`, sets `ArtifactInStorage=True` and
-//!   garbage-collects older artifacts (2 are kept).
+//! - [`fetch`](fetch_step): reads `spec.secretRef`, resolves `spec.ref` on the remote and looks
+//!   up the artifacts of the GitRepositories named in `spec.include` (same namespace); when the
+//!   revision equals `status.artifact.revision`, the artifact file exists, and `spec.ignore`,
+//!   `spec.include` and the included artifacts (revision and digest) are unchanged, nothing is
+//!   downloaded. Otherwise the commit is checked out into a temporary directory.
+//!   `spec.timeout` bounds both Git operations; when it fires, the blocking Git work is
+//!   interrupted too (see [`capstan_source::git::FetchOptions`]).
+//! - [`package`](package_step): copies each include's `fromPath` (its artifact's root by
+//!   default) to `toPath` (the included repository's name by default) in the checkout, then
+//!   packs it into `gitrepository/<namespace>/<name>/<commit>.tar.gz`, excluding what
+//!   `.sourceignore` files and `spec.ignore` (or Flux's default set) exclude.
+//! - [`store`](store_step): records `status.artifact`, `status.includedArtifacts` and
+//!   `status.observedInclude`, sets `ArtifactInStorage=True` and garbage-collects older
+//!   artifacts (2 are kept).
+//!
+//! Included repositories are not watched: a new artifact of an included repository is picked
+//! up by the including repository's next reconcile (its `spec.interval`, or a
+//! `reconcile.fluxcd.io/requestedAt` request), which compares the included digests with
+//! `status.includedArtifacts` and packs a new artifact (same revision, new digest).
 //!
 //! On deletion every stored artifact of the object is removed.
 //!
 //! Not supported yet, and refused with `Stalled=True` (reason `FeatureGateDisabled`) rather
-//! than ignored: `spec.provider` other than `generic`, `spec.verify`, `spec.proxySecretRef`,
-//! `spec.recurseSubmodules`, `spec.include`, `spec.sparseCheckout`.
+//! than ignored: `spec.provider` other than `generic`, `spec.verify` (commit signature
+//! verification), `spec.proxySecretRef`, `spec.recurseSubmodules`, `spec.sparseCheckout`.
 //!
 //! # Errors
 //! Git failures set `FetchFailed=True` (`GitOperationFailed`, or `AuthenticationFailed` for an
 //! unusable secret) and `Ready=False` with the same message, and are retried with backoff; an
-//! invalid reference or ignore pattern needs a spec change (stalled).
+//! invalid reference or ignore pattern needs a spec change (stalled). An include that does not
+//! exist or has no artifact yet sets `IncludeUnavailable=True` (Flux's reasons `NotFound`,
+//! `NoArtifact`) and `Ready=False` with the same reason and message, and is retried after 30s
+//! (Flux's dependency requeue; the interval when shorter), with `Reconciling=True`. A failed copy
+//! sets `StorageOperationFailed=True` (`CopyFailure`) and is retried with backoff; an include path
+//! leaving the artifact (`..`, absolute) or a self-include stalls with `StorageOperationFailed`
+//! reason `IllegalPath`.
 
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use capstan_api::GitRepository;
 
+use capstan_api::meta::Artifact;
 use capstan_api::source::v1::{
-    GitProvider, GitRepositorySpec, GitRepositoryStatus, condition, reason,
+    GitProvider, GitRepositoryInclude, GitRepositorySpec, GitRepositoryStatus, condition, reason,
 };
-use capstan_source::artifact::IgnoreFilter;
+use capstan_source::artifact::{IgnoreFilter, Limits};
 use capstan_source::git::{self, FetchOptions, FetchResult, GitAuth, GitReference};
 use capstan_source::storage::{Storage, revision_file_name};
 use k8s_openapi::api::core::v1::Secret;
@@ -94,6 +111,8 @@ pub struct GitState {
     checkout: Option<(tempfile::TempDir, FetchResult)>,
     /// The freshly packed artifact.
     artifact: Option<capstan_api::meta::Artifact>,
+    /// The includes with the artifacts they resolved to, in `spec.include` order.
+    includes: Vec<(GitRepositoryInclude, Artifact)>,
 }
 
 impl Reconciler for GitRepositoryReconciler {
@@ -137,16 +156,13 @@ fn unsupported_fields(spec: &GitRepositorySpec) -> Vec<&'static str> {
         fields.push("spec.provider");
     }
     if spec.verify.is_some() {
-        fields.push("spec.verify");
+        fields.push("spec.verify (commit signature verification)");
     }
     if spec.proxy_secret_ref.is_some() {
         fields.push("spec.proxySecretRef");
     }
     if spec.recurse_submodules == Some(true) {
         fields.push("spec.recurseSubmodules");
-    }
-    if !spec.include.is_empty() {
-        fields.push("spec.include");
     }
     if !spec.sparse_checkout.is_empty() {
         fields.push("spec.sparseCheckout");
@@ -224,6 +240,239 @@ async fn read_auth(cx: &StepContext<GitRepositoryReconciler>) -> Result<GitAuth,
     })
 }
 
+/// Flux's `--requeue-dependency` default: how long to wait for an include to become available.
+const REQUEUE_DEPENDENCY: Duration = Duration::from_secs(30);
+
+/// An include failure: condition `type_` (`IncludeUnavailable` or `StorageOperationFailed`)
+/// `=True` with `reason`, and an error of `class` with the same reason for `Ready`.
+fn include_failed(
+    cx: &mut StepContext<GitRepositoryReconciler>,
+    type_: &str,
+    class: ErrorClass,
+    reason: &str,
+    message: String,
+) -> ReconcileError {
+    cx.set_condition(type_, ConditionStatus::True, reason, &message);
+    ReconcileError::new(class, reason, message)
+}
+
+/// An include that does not exist or has no artifact yet: `IncludeUnavailable=True`, retried
+/// after 30s (Flux's dependency requeue), or after the interval when it is shorter.
+fn include_unavailable(
+    cx: &mut StepContext<GitRepositoryReconciler>,
+    reason: &str,
+    message: String,
+) -> ReconcileError {
+    let delay = cx.object.interval().map_or(REQUEUE_DEPENDENCY, |interval| {
+        interval.min(REQUEUE_DEPENDENCY)
+    });
+    include_failed(
+        cx,
+        condition::INCLUDE_UNAVAILABLE,
+        ErrorClass::Waiting(delay),
+        reason,
+        message,
+    )
+}
+
+/// A relative path inside an artifact: no `..`, not absolute. `""` and `"."` are the root.
+fn relative_include_path(field: &str, path: &str) -> Result<PathBuf, String> {
+    let mut out = PathBuf::new();
+    for component in Path::new(path).components() {
+        match component {
+            Component::Normal(part) => out.push(part),
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => {
+                return Err(format!(
+                    "{field} {path:?} must be a relative path without '..'"
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Refuses include paths leaving the artifact and self-includes: they need a spec change.
+fn validate_includes(cx: &mut StepContext<GitRepositoryReconciler>) -> Result<(), ReconcileError> {
+    let own_name = cx.name();
+    for include in cx.object.spec.include.clone() {
+        let name = &include.repository.name;
+        let paths = relative_include_path("fromPath", include.from_path.as_deref().unwrap_or(""))
+            .and_then(|_| relative_include_path("toPath", include.to_path()));
+        if let Err(error) = paths {
+            return Err(include_failed(
+                cx,
+                condition::STORAGE_OPERATION_FAILED,
+                ErrorClass::Stalled,
+                "IllegalPath",
+                format!("path calculation for include '{name}' failed: {error}"),
+            ));
+        }
+        if *name == own_name {
+            return Err(include_failed(
+                cx,
+                condition::STORAGE_OPERATION_FAILED,
+                ErrorClass::Stalled,
+                "IllegalPath",
+                format!("include '{name}' refers to this GitRepository itself"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Looks up the artifact of every `spec.include`, in order.
+async fn resolve_includes(
+    cx: &mut StepContext<GitRepositoryReconciler>,
+) -> Result<Vec<(GitRepositoryInclude, Artifact)>, ReconcileError> {
+    let includes = cx.object.spec.include.clone();
+    let api = cx.api::<GitRepository>();
+    let storage = cx.reconciler.storage().clone();
+    let mut resolved = Vec::with_capacity(includes.len());
+    for include in includes {
+        let name = include.repository.name.clone();
+        let object = match api.get_opt(&name).await {
+            Ok(Some(object)) => object,
+            Ok(None) => {
+                return Err(include_unavailable(
+                    cx,
+                    "NotFound",
+                    format!(
+                        "could not get resource for include '{name}': \
+                         gitrepositories.source.toolkit.fluxcd.io \"{name}\" not found"
+                    ),
+                ));
+            }
+            Err(error) => {
+                return Err(include_unavailable(
+                    cx,
+                    "NotFound",
+                    format!("could not get resource for include '{name}': {error}"),
+                )
+                .with_source(error));
+            }
+        };
+        match object.status.and_then(|status| status.artifact) {
+            Some(artifact) if storage.exists(&artifact) => resolved.push((include, artifact)),
+            _ => {
+                return Err(include_unavailable(
+                    cx,
+                    "NoArtifact",
+                    format!("no artifact available for include '{name}'"),
+                ));
+            }
+        }
+    }
+    cx.remove_condition(condition::INCLUDE_UNAVAILABLE);
+    Ok(resolved)
+}
+
+/// Whether the artifact was built from the same includes (spec and artifact digests).
+fn includes_unchanged(
+    spec: &[GitRepositoryInclude],
+    status: &GitRepositoryStatus,
+    resolved: &[(GitRepositoryInclude, Artifact)],
+) -> bool {
+    status.observed_include == spec
+        && status.included_artifacts.len() == resolved.len()
+        && status
+            .included_artifacts
+            .iter()
+            .zip(resolved)
+            .all(|(seen, (_, now))| seen.digest == now.digest && seen.revision == now.revision)
+}
+
+/// Copies the included artifacts into `checkout`: each artifact is extracted below `scratch`,
+/// then its `fromPath` is merged into `toPath` (files of the include replace files at the same
+/// path). Symbolic links on the way to a destination are refused.
+fn copy_includes(
+    storage: &Storage,
+    includes: &[(GitRepositoryInclude, Artifact)],
+    scratch: &Path,
+    checkout: &Path,
+) -> Result<(), String> {
+    for (index, (include, artifact)) in includes.iter().enumerate() {
+        let name = &include.repository.name;
+        let fail = |error: String| {
+            format!(
+                "failed to copy '{name}' include from {} to {}: {error}",
+                include.from_path.as_deref().unwrap_or("."),
+                include.to_path()
+            )
+        };
+        let archive = storage
+            .local_path(&artifact.path)
+            .map_err(|e| fail(e.to_string()))?;
+        let extracted = scratch.join(format!("include-{index}"));
+        capstan_source::artifact::extract_file(&archive, &extracted, &Limits::default())
+            .map_err(|e| fail(e.to_string()))?;
+        let from = relative_include_path("fromPath", include.from_path.as_deref().unwrap_or(""))
+            .map_err(&fail)?;
+        let to = relative_include_path("toPath", include.to_path()).map_err(&fail)?;
+        let source = extracted.join(&from);
+        let metadata = std::fs::symlink_metadata(&source)
+            .map_err(|_| fail(format!("{} does not exist in the artifact", from.display())))?;
+        let mut target = checkout.to_owned();
+        for part in to.components() {
+            target.push(part);
+            if std::fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(fail(format!(
+                    "{} is a symbolic link in the checkout",
+                    to.display()
+                )));
+            }
+        }
+        if metadata.is_dir() {
+            copy_tree(&source, &target).map_err(fail)?;
+        } else {
+            copy_entry(&source, &target, &metadata).map_err(fail)?;
+        }
+    }
+    Ok(())
+}
+
+/// Merges the directory `source` into `target`, never following symbolic links.
+fn copy_tree(source: &Path, target: &Path) -> Result<(), String> {
+    if std::fs::symlink_metadata(target).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(format!("{} is a symbolic link", target.display()));
+    }
+    std::fs::create_dir_all(target).map_err(|e| format!("create {}: {e}", target.display()))?;
+    let entries =
+        std::fs::read_dir(source).map_err(|e| format!("read {}: {e}", source.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("read {}: {e}", source.display()))?;
+        let path = entry.path();
+        let destination = target.join(entry.file_name());
+        let metadata = std::fs::symlink_metadata(&path)
+            .map_err(|e| format!("read {}: {e}", path.display()))?;
+        if metadata.is_dir() {
+            copy_tree(&path, &destination)?;
+        } else {
+            copy_entry(&path, &destination, &metadata)?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies a file or symbolic link, replacing whatever file or link is at `target`.
+fn copy_entry(source: &Path, target: &Path, metadata: &std::fs::Metadata) -> Result<(), String> {
+    if let Some(parent) = target.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("create {}: {e}", parent.display()))?;
+    }
+    if std::fs::symlink_metadata(target).is_ok_and(|m| !m.is_dir()) {
+        std::fs::remove_file(target).map_err(|e| format!("replace {}: {e}", target.display()))?;
+    }
+    if metadata.file_type().is_symlink() {
+        let link =
+            std::fs::read_link(source).map_err(|e| format!("read {}: {e}", source.display()))?;
+        std::os::unix::fs::symlink(link, target)
+            .map_err(|e| format!("create {}: {e}", target.display()))?;
+    } else {
+        std::fs::copy(source, target).map_err(|e| format!("write {}: {e}", target.display()))?;
+    }
+    Ok(())
+}
+
 async fn with_timeout<T>(
     timeout: Duration,
     future: impl Future<Output = capstan_source::Result<T>>,
@@ -248,6 +497,7 @@ fn fetch_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_> {
                 ),
             ));
         }
+        validate_includes(cx)?;
         let auth = match read_auth(cx).await {
             Ok(auth) => auth,
             Err(error) => {
@@ -267,8 +517,16 @@ fn fetch_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_> {
             .object
             .timeout()
             .map_err(|e| ReconcileError::stalled("InvalidTimeout", e.to_string()).with_source(e))?;
-        let revision = match with_timeout(timeout, git::remote_revision(&url, &reference, &auth))
-            .await
+        // A fresh interrupt flag per operation: dropping the future on timeout sets it.
+        let options = || FetchOptions {
+            timeout: Some(timeout),
+            ..FetchOptions::default()
+        };
+        let revision = match with_timeout(
+            timeout,
+            git::remote_revision(&url, &reference, &auth, &options()),
+        )
+        .await
         {
             Ok(Ok(revision)) => revision,
             Ok(Err(error)) => {
@@ -290,13 +548,16 @@ fn fetch_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_> {
                 ));
             }
         };
+        let includes = resolve_includes(cx).await?;
         let storage = cx.reconciler.storage().clone();
         let up_to_date = cx
             .status
             .artifact
             .as_ref()
             .is_some_and(|artifact| artifact.revision == revision && storage.exists(artifact))
-            && cx.status.observed_ignore == cx.object.spec.ignore;
+            && cx.status.observed_ignore == cx.object.spec.ignore
+            && includes_unchanged(&cx.object.spec.include, &cx.status, &includes);
+        cx.state.includes = includes;
         if up_to_date {
             tracing::debug!(%revision, "artifact up to date, skipping fetch");
             cx.remove_condition(condition::FETCH_FAILED);
@@ -316,7 +577,7 @@ fn fetch_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_> {
         let checkout = dir.path().join("checkout");
         let fetched = match with_timeout(
             timeout,
-            git::fetch(&url, &reference, &auth, &checkout, &FetchOptions::default()),
+            git::fetch(&url, &reference, &auth, &checkout, &options()),
         )
         .await
         {
@@ -347,7 +608,16 @@ fn fetch_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_> {
     })
 }
 
-/// Packs the checkout into the storage, honouring `.sourceignore` and `spec.ignore`.
+/// Why packaging failed.
+enum PackageError {
+    /// Copying an include failed (the message names the include and paths).
+    Include(String),
+    /// Ignore rules or the archive failed.
+    Archive(ErrorClass, capstan_source::Error),
+}
+
+/// Copies the includes into the checkout and packs it into the storage, honouring
+/// `.sourceignore` and `spec.ignore`.
 ///
 /// Sets `StorageOperationFailed=True` on failure and removes it on success; does nothing when
 /// the stored artifact is up to date.
@@ -356,8 +626,10 @@ fn package_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_>
         let Some((dir, fetched)) = cx.state.checkout.as_ref() else {
             return Ok(StepOutcome::next());
         };
+        let scratch = dir.path().to_owned();
         let checkout = dir.path().join("checkout");
         let storage = cx.reconciler.storage().clone();
+        let includes = cx.state.includes.clone();
         let mut artifact = storage.new_artifact(
             KIND,
             &cx.namespace(),
@@ -367,12 +639,14 @@ fn package_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_>
         );
         let ignore = cx.object.spec.ignore.clone();
         let result = tokio::task::spawn_blocking(move || {
+            copy_includes(&storage, &includes, &scratch, &checkout)
+                .map_err(PackageError::Include)?;
             let filter = IgnoreFilter::for_source(&checkout, ignore.as_deref())
-                .map_err(|e| (ErrorClass::Stalled, e))?;
+                .map_err(|e| PackageError::Archive(ErrorClass::Stalled, e))?;
             storage
                 .archive(&mut artifact, Path::new(&checkout), Some(&filter))
-                .map_err(|e| (ErrorClass::Transient, e))?;
-            Ok::<_, (ErrorClass, capstan_source::Error)>(artifact)
+                .map_err(|e| PackageError::Archive(ErrorClass::Transient, e))?;
+            Ok::<_, PackageError>(artifact)
         })
         .await;
         match result {
@@ -381,7 +655,14 @@ fn package_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_>
                 cx.state.artifact = Some(artifact);
                 Ok(StepOutcome::next())
             }
-            Ok(Err((class, error))) => {
+            Ok(Err(PackageError::Include(message))) => Err(include_failed(
+                cx,
+                condition::STORAGE_OPERATION_FAILED,
+                ErrorClass::Transient,
+                "CopyFailure",
+                message,
+            )),
+            Ok(Err(PackageError::Archive(class, error))) => {
                 let message = format!("failed to package artifact: {error}");
                 cx.set_condition(
                     condition::STORAGE_OPERATION_FAILED,
@@ -410,6 +691,15 @@ fn store_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_> {
         if let Some(artifact) = cx.state.artifact.take() {
             cx.status.artifact = Some(artifact);
             cx.status.observed_ignore.clone_from(&cx.object.spec.ignore);
+            cx.status
+                .observed_include
+                .clone_from(&cx.object.spec.include);
+            cx.status.included_artifacts = cx
+                .state
+                .includes
+                .iter()
+                .map(|(_, artifact)| artifact.clone())
+                .collect();
         }
         let Some(artifact) = cx.status.artifact.clone() else {
             return Ok(StepOutcome::next());
@@ -453,11 +743,71 @@ mod tests {
             }))),
             [
                 "spec.provider",
-                "spec.verify",
-                "spec.include",
+                "spec.verify (commit signature verification)",
                 "spec.sparseCheckout"
             ]
         );
+    }
+
+    #[test]
+    fn include_paths_stay_inside_the_artifact() {
+        assert_eq!(relative_include_path("toPath", "").unwrap(), PathBuf::new());
+        assert_eq!(
+            relative_include_path("toPath", "./").unwrap(),
+            PathBuf::new()
+        );
+        assert_eq!(
+            relative_include_path("fromPath", "./deploy/app/").unwrap(),
+            PathBuf::from("deploy/app")
+        );
+        for path in ["../x", "a/../../x", "/etc"] {
+            assert_eq!(
+                relative_include_path("toPath", path).unwrap_err(),
+                format!("toPath {path:?} must be a relative path without '..'")
+            );
+        }
+    }
+
+    #[test]
+    fn include_changes_are_detected_by_digest_and_spec() {
+        let include: GitRepositoryInclude =
+            serde_json::from_value(serde_json::json!({"repository": {"name": "lib"}})).unwrap();
+        let artifact = |digest: &str| -> Artifact {
+            serde_json::from_value(serde_json::json!({
+                "path": "gitrepository/default/lib/1.tar.gz",
+                "url": "http://storage/gitrepository/default/lib/1.tar.gz",
+                "revision": "main@sha1:1",
+                "digest": digest,
+                "lastUpdateTime": "2026-11-22T00:00:00Z",
+            }))
+            .unwrap()
+        };
+        let status = GitRepositoryStatus {
+            included_artifacts: vec![artifact("sha256:a")],
+            observed_include: vec![include.clone()],
+            ..GitRepositoryStatus::default()
+        };
+        let spec = [include.clone()];
+        assert!(includes_unchanged(
+            &spec,
+            &status,
+            &[(include.clone(), artifact("sha256:a"))]
+        ));
+        assert!(!includes_unchanged(
+            &spec,
+            &status,
+            &[(include.clone(), artifact("sha256:b"))]
+        ));
+        assert!(!includes_unchanged(&[], &status, &[]));
+        let moved = GitRepositoryInclude {
+            to_path: Some("vendor".to_owned()),
+            ..include.clone()
+        };
+        assert!(!includes_unchanged(
+            std::slice::from_ref(&moved),
+            &status,
+            &[(moved.clone(), artifact("sha256:a"))]
+        ));
     }
 
     #[test]

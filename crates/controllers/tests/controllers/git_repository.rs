@@ -1,5 +1,7 @@
 //! The GitRepository controller end to end.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use capstan_api::GitRepository;
@@ -530,13 +532,21 @@ async fn deletion_removes_stored_artifacts() {
 async fn spec_timeout_bounds_git_operations() {
     let env = Env::start().await;
     let ns = env.namespace("timeout").await;
-    // A server that accepts connections and never answers.
+    // A server that accepts connections, never answers, and counts the connections the client
+    // closed (a read of 0 bytes).
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
+    let closed = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&closed);
     let hold = tokio::spawn(async move {
-        let mut open = Vec::new();
-        while let Ok((stream, _)) = listener.accept().await {
-            open.push(stream);
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let counter = Arc::clone(&counter);
+            tokio::spawn(async move {
+                use tokio::io::AsyncReadExt as _;
+                let mut buffer = [0u8; 4096];
+                while matches!(stream.read(&mut buffer).await, Ok(n) if n > 0) {}
+                counter.fetch_add(1, Ordering::SeqCst);
+            });
         }
     });
     env.create_git_repository(
@@ -553,6 +563,244 @@ async fn spec_timeout_bounds_git_operations() {
     let (_, reason, message) = ready(&object).unwrap();
     assert_eq!(reason, "GitOperationFailed");
     assert!(message.contains("timed out after 1s"), "{message}");
+    // The abandoned Git work does not keep its connection open.
+    eventually(
+        Duration::from_secs(5),
+        "the timed-out connection to close",
+        || async { (closed.load(Ordering::SeqCst) >= 1).then_some(()) },
+    )
+    .await;
     hold.abort();
+    env.stop().await;
+}
+
+fn artifact_of(object: &GitRepository) -> Option<capstan_api::meta::Artifact> {
+    object.status.as_ref()?.artifact.clone()
+}
+
+async fn download(url: &str) -> Vec<u8> {
+    http_client()
+        .get(url)
+        .send()
+        .await
+        .unwrap()
+        .error_for_status()
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+        .to_vec()
+}
+
+/// The content of `name` in a gzip tarball.
+fn tar_file(bytes: &[u8], name: &str) -> Option<String> {
+    use std::io::Read as _;
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(bytes));
+    for entry in archive.entries().unwrap() {
+        let mut entry = entry.unwrap();
+        if entry.path().unwrap().display().to_string() == name {
+            let mut content = String::new();
+            entry.read_to_string(&mut content).unwrap();
+            return Some(content);
+        }
+    }
+    None
+}
+
+#[tokio::test]
+async fn include_copies_other_artifacts_and_follows_their_changes() {
+    let env = Env::start().await;
+    let ns = env.namespace("include").await;
+    let app_upstream = Upstream::start().await;
+    let lib_upstream = Upstream::start().await;
+    let app_commit = app_upstream.commit(&[("app.yaml", "app: 1\n")], "app");
+    lib_upstream.commit(
+        &[("deploy/lib.yaml", "lib: 1\n"), ("README.md", "lib\n")],
+        "lib",
+    );
+
+    // `app` includes `lib` twice: whole, at the default path `lib`, and `deploy` at
+    // `vendor/deploy`. The interval (2s) is what picks up changes of `lib`.
+    env.create_git_repository(
+        &ns,
+        "app",
+        serde_json::json!({
+            "url": app_upstream.url(), "interval": "2s", "ref": {"branch": "main"},
+            "include": [
+                {"repository": {"name": "lib"}},
+                {"repository": {"name": "lib"}, "fromPath": "deploy", "toPath": "vendor/deploy"},
+            ],
+        }),
+    )
+    .await;
+
+    // The included repository does not exist yet.
+    let object = env
+        .wait_for(&ns, "app", "IncludeUnavailable NotFound", |o| {
+            ready(o).is_some_and(|(status, reason, _)| status == "False" && reason == "NotFound")
+        })
+        .await;
+    let (_, _, message) = ready(&object).unwrap();
+    assert!(
+        message.starts_with("could not get resource for include 'lib'"),
+        "{message}"
+    );
+    assert_eq!(
+        condition(&object, "IncludeUnavailable").map(|c| (c.0, c.1)),
+        Some(("True".to_owned(), "NotFound".to_owned()))
+    );
+    // Waiting for a dependency: Reconciling (Progressing), not Stalled.
+    assert_eq!(
+        condition(&object, "Reconciling").map(|c| c.1),
+        Some("Progressing".to_owned())
+    );
+    assert!(condition(&object, "Stalled").is_none());
+    assert!(artifact_of(&object).is_none());
+
+    // It exists but has no artifact (unknown branch).
+    env.create_git_repository(
+        &ns,
+        "lib",
+        serde_json::json!({"url": lib_upstream.url(), "interval": "10m", "ref": {"branch": "nope"}}),
+    )
+    .await;
+    let object = env
+        .wait_for(&ns, "app", "IncludeUnavailable NoArtifact", |o| {
+            ready(o).is_some_and(|(status, reason, _)| status == "False" && reason == "NoArtifact")
+        })
+        .await;
+    assert_eq!(
+        ready(&object).unwrap().2,
+        "no artifact available for include 'lib'"
+    );
+
+    // Once `lib` has an artifact, `app` is retried and becomes ready with the included files.
+    env.patch(
+        &ns,
+        "lib",
+        serde_json::json!({"spec": {"ref": {"branch": "main"}}}),
+    )
+    .await;
+    let lib = env
+        .wait_for(&ns, "lib", "lib Ready=True", |o| {
+            ready(o).is_some_and(|(status, ..)| status == "True")
+        })
+        .await;
+    let lib_artifact = artifact_of(&lib).unwrap();
+    let object = env
+        .wait_for(&ns, "app", "app Ready=True", |o| {
+            ready(o).is_some_and(|(status, ..)| status == "True")
+        })
+        .await;
+    assert!(condition(&object, "IncludeUnavailable").is_none());
+    let status = object.status.clone().unwrap();
+    assert_eq!(
+        status.included_artifacts,
+        vec![lib_artifact.clone(), lib_artifact.clone()]
+    );
+    assert_eq!(status.observed_include, object.spec.include);
+    let first = status.artifact.unwrap();
+    assert_eq!(first.revision, format!("main@sha1:{app_commit}"));
+    let body = download(&first.url).await;
+    let entries = tar_entries(&body);
+    for expected in [
+        "app.yaml",
+        "lib/deploy/lib.yaml",
+        "lib/README.md",
+        "vendor/deploy/lib.yaml",
+    ] {
+        assert!(
+            entries.iter().any(|e| e == expected),
+            "{expected}: {entries:?}"
+        );
+    }
+    assert!(
+        !entries.iter().any(|e| e == "vendor/deploy/README.md"),
+        "{entries:?}"
+    );
+    assert_eq!(
+        tar_file(&body, "vendor/deploy/lib.yaml").as_deref(),
+        Some("lib: 1\n")
+    );
+
+    // A new artifact of `lib`: the next reconcile of `app` packs a new artifact for the same
+    // revision, with a new digest and the new content.
+    lib_upstream.commit(&[("deploy/lib.yaml", "lib: 2\n")], "lib 2");
+    env.patch(
+        &ns,
+        "lib",
+        serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "t1"}}}),
+    )
+    .await;
+    let lib = env
+        .wait_for(&ns, "lib", "lib's second artifact", |o| {
+            artifact_of(o).is_some_and(|a| a.digest != lib_artifact.digest)
+        })
+        .await;
+    let lib_second = artifact_of(&lib).unwrap();
+    let object = env
+        .wait_for(&ns, "app", "app to follow lib's new artifact", |o| {
+            o.status
+                .as_ref()
+                .is_some_and(|s| s.included_artifacts.first() == Some(&lib_second))
+        })
+        .await;
+    let second = artifact_of(&object).unwrap();
+    assert_eq!(second.revision, first.revision);
+    assert_ne!(second.digest, first.digest);
+    let body = download(&second.url).await;
+    assert_eq!(
+        tar_file(&body, "vendor/deploy/lib.yaml").as_deref(),
+        Some("lib: 2\n")
+    );
+    assert_eq!(ready(&object).unwrap().0, "True", "{:?}", object.status);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn include_paths_leaving_the_artifact_and_verify_stall() {
+    let env = Env::start().await;
+    let ns = env.namespace("include-illegal").await;
+    env.create_git_repository(
+        &ns,
+        "escape",
+        serde_json::json!({
+            "url": "http://127.0.0.1:1/unused.git", "interval": "10m",
+            "include": [{"repository": {"name": "lib"}, "toPath": "../outside"}],
+        }),
+    )
+    .await;
+    env.create_git_repository(
+        &ns,
+        "signed",
+        serde_json::json!({
+            "url": "http://127.0.0.1:1/unused.git", "interval": "10m",
+            "verify": {"mode": "HEAD", "secretRef": {"name": "keys"}},
+        }),
+    )
+    .await;
+    let object = env
+        .wait_for(&ns, "escape", "Stalled=True", |o| {
+            condition(o, "Stalled").is_some_and(|(status, ..)| status == "True")
+        })
+        .await;
+    let (_, reason, message) = ready(&object).unwrap();
+    assert_eq!(reason, "IllegalPath");
+    assert!(message.contains(r#"toPath "../outside""#), "{message}");
+    assert_eq!(
+        condition(&object, "StorageOperationFailed").map(|c| c.1),
+        Some("IllegalPath".to_owned())
+    );
+    let object = env
+        .wait_for(&ns, "signed", "Stalled=True", |o| {
+            condition(o, "Stalled").is_some_and(|(status, ..)| status == "True")
+        })
+        .await;
+    let (_, reason, message) = ready(&object).unwrap();
+    assert_eq!(reason, "FeatureGateDisabled");
+    assert_eq!(
+        message,
+        "spec.verify (commit signature verification) not supported by this controller yet"
+    );
     env.stop().await;
 }

@@ -1,6 +1,7 @@
 //! Writing a commit's tree into a plain directory.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use gix::object::tree::EntryKind;
 
@@ -9,6 +10,8 @@ use crate::Error;
 pub(super) enum CheckoutError {
     Io(Error),
     Git(Box<dyn std::error::Error + Send + Sync>),
+    /// The interrupt flag was set.
+    Interrupted,
 }
 
 impl From<Error> for CheckoutError {
@@ -33,14 +36,19 @@ pub(super) fn prepare_target(dir: &Path) -> crate::Result<()> {
     Ok(())
 }
 
-/// Writes the tree `id` below `dir`; submodules (gitlinks) are skipped.
+/// Writes the tree `id` below `dir`; submodules (gitlinks) are skipped. Stops between entries
+/// once `interrupt` is set.
 pub(super) fn write_tree(
     repo: &gix::Repository,
     id: gix::ObjectId,
     dir: &Path,
+    interrupt: &AtomicBool,
 ) -> Result<(), CheckoutError> {
     let tree = repo.find_tree(id).map_err(git)?;
     for entry in tree.iter() {
+        if interrupt.load(Ordering::Relaxed) {
+            return Err(CheckoutError::Interrupted);
+        }
         let entry = entry.map_err(git)?;
         let name = entry.filename().to_string();
         // Git itself refuses these; a hostile server could still send them.
@@ -60,7 +68,7 @@ pub(super) fn write_tree(
         match entry.mode().kind() {
             EntryKind::Tree => {
                 fs_err::create_dir(&path).map_err(|e| Error::io("create", &path, e))?;
-                write_tree(repo, object, &path)?;
+                write_tree(repo, object, &path, interrupt)?;
             }
             EntryKind::Blob | EntryKind::BlobExecutable => {
                 let blob = repo.find_blob(object).map_err(git)?;

@@ -11,9 +11,13 @@
 //! use capstan_source::git::{self, FetchOptions, GitAuth, GitReference};
 //! let url = "https://example.com/org/repo.git";
 //! let reference = GitReference::branch("main");
-//! let revision = git::remote_revision(url, &reference, &GitAuth::None).await?;
+//! let options = FetchOptions {
+//!     timeout: Some(std::time::Duration::from_secs(60)),
+//!     ..FetchOptions::default()
+//! };
+//! let revision = git::remote_revision(url, &reference, &GitAuth::None, &options).await?;
 //! let result = git::fetch(url, &reference, &GitAuth::None, "/tmp/checkout".as_ref(),
-//!     &FetchOptions::default()).await?;
+//!     &options).await?;
 //! assert_eq!(result.revision, revision);
 //! # Ok(())
 //! # }
@@ -26,11 +30,16 @@
 //!   with the history of its branch (or of all branches and tags when no branch is given).
 //! - Checkout writes regular files, executables and symbolic links below the target directory
 //!   only; submodules are left out (not supported yet).
+//! - The Git work runs on a blocking thread. Dropping the future returned by [`fetch`] or
+//!   [`remote_revision`] (for example when `tokio::time::timeout` fires) sets
+//!   [`FetchOptions::interrupt`], which gitoxide checks while receiving the pack and the
+//!   checkout checks between files; [`FetchOptions::timeout`] bounds every HTTP request (and the
+//!   ssh connection set-up), so a server that stops answering cannot hold the thread longer.
 //!
 //! # Errors
 //! An unknown reference is [`Error::GitReferenceNotFound`]; transport failures are
-//! [`Error::Git`]. Authentication that is not wired yet (client certificates) is refused with
-//! [`Error::UnsupportedGitAuth`], never ignored.
+//! [`Error::Git`]. A secret that cannot be used (incomplete, or credentials that do not fit the
+//! URL's scheme) is refused with [`Error::UnsupportedGitAuth`], never ignored.
 
 mod checkout;
 mod reference;
@@ -39,8 +48,9 @@ pub mod server;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use base64::Engine as _;
 use gix::protocol::transport::client::blocking_io::http;
@@ -79,13 +89,14 @@ impl std::fmt::Debug for GitAuth {
                 .field("basic", &auth.basic.as_ref().map(|(user, _)| user))
                 .field("bearer", &auth.bearer_token.is_some())
                 .field("ca", &auth.ca_pem.is_some())
+                .field("client_certificate", &auth.client_identity.is_some())
                 .finish(),
             Self::Ssh { .. } => f.write_str("Ssh"),
         }
     }
 }
 
-/// HTTP(S) authentication: basic or bearer, and an optional CA bundle.
+/// HTTP(S) authentication: basic or bearer, an optional CA bundle and client certificate.
 #[derive(Clone, Default)]
 pub struct HttpAuth {
     /// `username` and `password`.
@@ -94,12 +105,24 @@ pub struct HttpAuth {
     pub bearer_token: Option<String>,
     /// `ca.crt`: PEM certificates trusted in addition to the system roots.
     pub ca_pem: Option<Vec<u8>>,
+    /// `tls.crt` and `tls.key`: a PEM client certificate (chain) and its private key,
+    /// presented to servers asking for one (mutual TLS).
+    pub client_identity: Option<ClientIdentity>,
+}
+
+/// A client certificate and its private key, both PEM.
+#[derive(Clone)]
+pub struct ClientIdentity {
+    /// `tls.crt`: the certificate, optionally followed by intermediates.
+    pub certificate_pem: Vec<u8>,
+    /// `tls.key`: the private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_pem: Vec<u8>,
 }
 
 impl GitAuth {
-    /// Reads Flux's secret keys: `username`/`password`, `bearerToken`, `ca.crt` (HTTPS);
-    /// `identity`/`known_hosts` (ssh). Keys for client certificates (`tls.crt`, `tls.key`) are
-    /// refused as not supported yet.
+    /// Reads Flux's secret keys: `username`/`password`, `bearerToken`, `ca.crt`, and the
+    /// client certificate `tls.crt` with its key `tls.key` (HTTPS); `identity`/`known_hosts`
+    /// (ssh). One of `tls.crt`/`tls.key` without the other is refused.
     pub fn from_secret(data: &BTreeMap<String, Vec<u8>>) -> Result<Self> {
         let text = |key: &str| -> Result<Option<String>> {
             data.get(key)
@@ -121,11 +144,23 @@ impl GitAuth {
                 known_hosts: known_hosts.clone(),
             });
         }
-        if data.contains_key("tls.crt") || data.contains_key("tls.key") {
-            return Err(Error::UnsupportedGitAuth {
-                reason: "client certificates (tls.crt, tls.key) are not supported yet".to_owned(),
-            });
-        }
+        let client_identity = match (data.get("tls.crt"), data.get("tls.key")) {
+            (Some(certificate), Some(key)) => Some(ClientIdentity {
+                certificate_pem: certificate.clone(),
+                key_pem: key.clone(),
+            }),
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(Error::UnsupportedGitAuth {
+                    reason: "secret has tls.crt but no tls.key".to_owned(),
+                });
+            }
+            (None, Some(_)) => {
+                return Err(Error::UnsupportedGitAuth {
+                    reason: "secret has tls.key but no tls.crt".to_owned(),
+                });
+            }
+        };
         let basic = match (text("username")?, text("password")?) {
             (Some(user), Some(password)) => Some((user, password)),
             (None, None) => None,
@@ -139,25 +174,85 @@ impl GitAuth {
             basic,
             bearer_token: text("bearerToken")?,
             ca_pem: data.get("ca.crt").cloned(),
+            client_identity,
         };
         if auth.basic.is_some() && auth.bearer_token.is_some() {
             return Err(Error::UnsupportedGitAuth {
                 reason: "secret has both username/password and bearerToken".to_owned(),
             });
         }
-        if auth.basic.is_none() && auth.bearer_token.is_none() && auth.ca_pem.is_none() {
+        if auth.basic.is_none()
+            && auth.bearer_token.is_none()
+            && auth.ca_pem.is_none()
+            && auth.client_identity.is_none()
+        {
             return Ok(Self::None);
         }
         Ok(Self::Http(auth))
     }
 }
 
-/// Options of [`fetch`].
+/// Options of [`fetch`] and [`remote_revision`].
 #[derive(Debug, Clone, Default)]
 pub struct FetchOptions {
     /// Fetch the whole history instead of the tip only (ignored for commit references, which
     /// always fetch history).
     pub full_history: bool,
+    /// Bounds every HTTP request (connection, headers and body) and the ssh connection
+    /// set-up; `None` keeps the transports' defaults. Callers bounding the whole operation
+    /// (e.g. with `tokio::time::timeout`) should pass the same duration, so that the blocking
+    /// thread stops waiting on a silent server when the operation is abandoned.
+    pub timeout: Option<Duration>,
+    /// Setting this flag stops the blocking Git work at its next check (while receiving the
+    /// pack, between checked-out files). It is set automatically when the future of
+    /// [`fetch`] or [`remote_revision`] is dropped before it completes. The blocking thread
+    /// holds a clone of it until it finishes. Use a fresh flag per operation.
+    pub interrupt: Arc<AtomicBool>,
+}
+
+/// Sets the interrupt flag when dropped, unless disarmed: the future owning it was dropped
+/// before the blocking work finished.
+struct InterruptOnDrop(Option<Arc<AtomicBool>>);
+
+impl InterruptOnDrop {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for InterruptOnDrop {
+    fn drop(&mut self) {
+        if let Some(flag) = self.0.take() {
+            flag.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Runs `work` (which holds a clone of `options`) on a blocking thread; the interrupt flag of
+/// `options` is set when the returned future is dropped early.
+async fn run_blocking<T: Send + 'static>(
+    options: &FetchOptions,
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let guard = InterruptOnDrop(Some(Arc::clone(&options.interrupt)));
+    let result = tokio::task::spawn_blocking(work).await.map_err(Error::Task);
+    guard.disarm();
+    result?
+}
+
+fn check_interrupt(interrupt: &AtomicBool, operation: &'static str, url: &str) -> Result<()> {
+    if interrupt.load(Ordering::SeqCst) {
+        return Err(interrupted(operation, url));
+    }
+    Ok(())
+}
+
+fn interrupted(operation: &'static str, url: &str) -> Error {
+    git_error(
+        operation,
+        url,
+        std::io::Error::new(std::io::ErrorKind::Interrupted, "interrupted"),
+    )
 }
 
 /// What [`fetch`] checked out.
@@ -173,11 +268,13 @@ pub struct FetchResult {
 
 /// Resolves `reference` on the remote to a Flux revision without downloading objects.
 ///
-/// A commit reference resolves without contacting the remote.
+/// A commit reference resolves without contacting the remote. Only
+/// [`FetchOptions::timeout`] and [`FetchOptions::interrupt`] of `options` are used.
 pub async fn remote_revision(
     url: &str,
     reference: &GitReference,
     auth: &GitAuth,
+    options: &FetchOptions,
 ) -> Result<String> {
     let selector = reference.selector()?;
     if matches!(selector, Selector::Commit { .. }) {
@@ -185,13 +282,15 @@ pub async fn remote_revision(
     }
     let url = url.to_owned();
     let auth = auth.clone();
-    tokio::task::spawn_blocking(move || {
+    let work_options = options.clone();
+    run_blocking(options, move || {
+        let options = work_options;
         let scratch = scratch_dir()?;
-        let repo = init_scratch(&url, scratch.path(), &auth)?;
-        Ok(list_and_resolve(&repo, &url, &selector, &auth)?.revision)
+        let repo = init_scratch(&url, scratch.path(), &auth, options.timeout)?;
+        check_interrupt(&options.interrupt, "list references of", &url)?;
+        Ok(list_and_resolve(&repo, &url, &selector, &auth, &options)?.revision)
     })
     .await
-    .map_err(Error::Task)?
 }
 
 /// Fetches `reference` from `url` and checks its tree out into `dest_dir`.
@@ -208,10 +307,11 @@ pub async fn fetch(
     let url = url.to_owned();
     let auth = auth.clone();
     let dest_dir = dest_dir.to_owned();
-    let options = options.clone();
-    tokio::task::spawn_blocking(move || fetch_blocking(&url, &selector, &auth, &dest_dir, &options))
-        .await
-        .map_err(Error::Task)?
+    let work_options = options.clone();
+    run_blocking(options, move || {
+        fetch_blocking(&url, &selector, &auth, &dest_dir, &work_options)
+    })
+    .await
 }
 
 fn fetch_blocking(
@@ -221,14 +321,17 @@ fn fetch_blocking(
     dest_dir: &Path,
     options: &FetchOptions,
 ) -> Result<FetchResult> {
+    let interrupt = &*options.interrupt;
     checkout::prepare_target(dest_dir)?;
     let scratch = scratch_dir()?;
-    let repo = init_scratch(url, scratch.path(), auth)?;
+    let repo = init_scratch(url, scratch.path(), auth, options.timeout)?;
+    check_interrupt(interrupt, "list references of", url)?;
     let resolved = if let Selector::Commit { .. } = selector {
         selector.resolve(url, &[])?
     } else {
-        list_and_resolve(&repo, url, selector, auth)?
+        list_and_resolve(&repo, url, selector, auth, options)?
     };
+    check_interrupt(interrupt, "fetch", url)?;
     let (specs, shallow) = match (&resolved.remote_ref, selector) {
         (None, _) => (
             vec![
@@ -245,7 +348,7 @@ fn fetch_blocking(
         .and_then(|remote| remote.with_refspecs(specs.iter().map(String::as_str), Direction::Fetch))
         .map(|remote| remote.with_fetch_tags(gix::remote::fetch::Tags::None))
         .map_err(|e| git_error("open", url, e))?;
-    let connection = connect(&remote, url, auth)?;
+    let connection = connect(&remote, url, auth, options.timeout)?;
     let mut prepare = connection
         .prepare_fetch(
             gix::progress::Discard,
@@ -257,9 +360,11 @@ fn fetch_blocking(
             std::num::NonZeroU32::MIN,
         ));
     }
+    check_interrupt(interrupt, "fetch", url)?;
     prepare
-        .receive(gix::progress::Discard, &AtomicBool::new(false))
+        .receive(gix::progress::Discard, interrupt)
         .map_err(|e| git_error("fetch", url, e))?;
+    check_interrupt(interrupt, "fetch", url)?;
     let commit_id = gix::ObjectId::from_hex(resolved.commit.as_bytes())
         .map_err(|e| git_error("parse commit id from", url, e))?;
     let tree = match repo.find_commit(commit_id) {
@@ -273,14 +378,17 @@ fn fetch_blocking(
             });
         }
     };
-    checkout::write_tree(&repo, tree.detach(), dest_dir).map_err(|error| match error {
-        checkout::CheckoutError::Io(error) => error,
-        checkout::CheckoutError::Git(source) => Error::Git {
-            operation: "check out",
-            url: url.to_owned(),
-            source,
+    checkout::write_tree(&repo, tree.detach(), dest_dir, interrupt).map_err(
+        |error| match error {
+            checkout::CheckoutError::Io(error) => error,
+            checkout::CheckoutError::Git(source) => Error::Git {
+                operation: "check out",
+                url: url.to_owned(),
+                source,
+            },
+            checkout::CheckoutError::Interrupted => interrupted("check out", url),
         },
-    })?;
+    )?;
     Ok(FetchResult {
         revision: resolved.revision,
         commit: resolved.commit,
@@ -307,7 +415,12 @@ fn url_scheme(url: &str) -> &str {
 /// A throw-away bare repository to fetch into. For ssh credentials, the identity and
 /// known hosts are written next to it and `core.sshCommand` makes `ssh` use only those, with
 /// strict host key checking.
-fn init_scratch(url: &str, dir: &Path, auth: &GitAuth) -> Result<gix::Repository> {
+fn init_scratch(
+    url: &str,
+    dir: &Path,
+    auth: &GitAuth,
+    timeout: Option<Duration>,
+) -> Result<gix::Repository> {
     let git_dir = dir.join("repo.git");
     let repo = gix::init_bare(&git_dir)
         .map_err(|e| git_error("create a scratch repository for", url, e))?;
@@ -328,12 +441,16 @@ fn init_scratch(url: &str, dir: &Path, auth: &GitAuth) -> Result<gix::Repository
     }
     write_private(&identity_path, &key)?;
     write_private(&known_hosts_path, known_hosts)?;
-    let command = format!(
+    let mut command = format!(
         "ssh -F /dev/null -i {} -o IdentitiesOnly=yes -o BatchMode=yes \
          -o StrictHostKeyChecking=yes -o UserKnownHostsFile={} -o GlobalKnownHostsFile=/dev/null",
         shell_quote(&identity_path),
         shell_quote(&known_hosts_path)
     );
+    if let Some(timeout) = timeout {
+        let seconds = timeout.as_secs().max(1);
+        write!(command, " -o ConnectTimeout={seconds}").expect("writing to a String cannot fail");
+    }
     let config_path = git_dir.join("config");
     let mut config =
         fs_err::read_to_string(&config_path).map_err(|e| Error::io("read", &config_path, e))?;
@@ -369,6 +486,7 @@ fn list_and_resolve(
     url: &str,
     selector: &Selector,
     auth: &GitAuth,
+    options: &FetchOptions,
 ) -> Result<Resolved> {
     let specs: Vec<String> = selector
         .refspec_sources()
@@ -380,7 +498,7 @@ fn list_and_resolve(
         .and_then(|remote| remote.with_refspecs(specs.iter().map(String::as_str), Direction::Fetch))
         .map(|remote| remote.with_fetch_tags(gix::remote::fetch::Tags::None))
         .map_err(|e| git_error("open", url, e))?;
-    let connection = connect(&remote, url, auth)?;
+    let connection = connect(&remote, url, auth, options.timeout)?;
     let (ref_map, _handshake) = connection
         .ref_map(
             gix::progress::Discard,
@@ -429,6 +547,7 @@ fn connect<'remote, 'repo>(
     remote: &'remote gix::Remote<'repo>,
     url: &str,
     auth: &GitAuth,
+    timeout: Option<Duration>,
 ) -> Result<Connection<'remote, 'repo>> {
     match (url_scheme(url), auth) {
         ("ssh", GitAuth::Ssh { .. }) | ("file", GitAuth::None) => {}
@@ -456,16 +575,22 @@ fn connect<'remote, 'repo>(
         .connect(Direction::Fetch)
         .map_err(|e| git_error("connect to", url, e))?;
     match auth {
-        GitAuth::Http(http_auth) => {
-            Ok(connection.with_transport_options(Box::new(http_options(http_auth)?)))
+        GitAuth::Http(http_auth) => Ok(
+            connection.with_transport_options(Box::new(http_options(Some(http_auth), timeout)?))
+        ),
+        GitAuth::None if timeout.is_some() && url_scheme(url).starts_with("http") => {
+            Ok(connection.with_transport_options(Box::new(http_options(None, timeout)?)))
         }
         _ => Ok(connection),
     }
 }
 
-/// HTTP transport options carrying the credentials and CA bundle into gitoxide's reqwest client.
-fn http_options(auth: &HttpAuth) -> Result<http::Options> {
+/// HTTP transport options carrying the credentials, CA bundle, client certificate and request
+/// timeout into gitoxide's reqwest client.
+fn http_options(auth: Option<&HttpAuth>, timeout: Option<Duration>) -> Result<http::Options> {
     crate::tls::install_default_provider();
+    let default_auth = HttpAuth::default();
+    let auth = auth.unwrap_or(&default_auth);
     let authorization = match (&auth.basic, &auth.bearer_token) {
         (Some((user, password)), _) => Some(format!(
             "Basic {}",
@@ -494,10 +619,31 @@ fn http_options(auth: &HttpAuth) -> Result<http::Options> {
             })
         })
         .transpose()?;
+    let identity = auth
+        .client_identity
+        .as_ref()
+        .map(|identity| {
+            let mut pem = identity.key_pem.clone();
+            pem.push(b'\n');
+            pem.extend_from_slice(&identity.certificate_pem);
+            reqwest::Identity::from_pem(&pem).map_err(|e| Error::UnsupportedGitAuth {
+                reason: format!("tls.crt and tls.key are not a PEM certificate and key: {e}"),
+            })
+        })
+        .transpose()?;
     let mut backend = http::reqwest::Options::default();
-    if let Some(certificates) = certificates {
-        backend.configure_client = Some(Box::new(move |builder| {
-            Ok(builder.tls_certs_merge(certificates.clone()))
+    if certificates.is_some() || identity.is_some() || timeout.is_some() {
+        backend.configure_client = Some(Box::new(move |mut builder| {
+            if let Some(certificates) = &certificates {
+                builder = builder.tls_certs_merge(certificates.clone());
+            }
+            if let Some(identity) = &identity {
+                builder = builder.identity(identity.clone());
+            }
+            if let Some(timeout) = timeout {
+                builder = builder.connect_timeout(timeout).timeout(timeout);
+            }
+            Ok(builder)
         }));
     }
     if let Some(authorization) = authorization {
@@ -573,10 +719,8 @@ mod tests {
                 &[("identity", "k")][..],
                 "secret has identity but no known_hosts",
             ),
-            (
-                &[("tls.crt", "c"), ("tls.key", "k")][..],
-                "client certificates (tls.crt, tls.key) are not supported yet",
-            ),
+            (&[("tls.crt", "c")][..], "secret has tls.crt but no tls.key"),
+            (&[("tls.key", "k")][..], "secret has tls.key but no tls.crt"),
             (
                 &[("username", "u"), ("password", "p"), ("bearerToken", "t")][..],
                 "secret has both username/password and bearerToken",
@@ -615,13 +759,35 @@ mod tests {
             ),
             ..HttpAuth::default()
         };
-        let Err(error) = http_options(&auth) else {
+        let Err(error) = http_options(Some(&auth), None) else {
             panic!("an invalid CA bundle was accepted");
         };
         assert!(
             error
                 .to_string()
                 .starts_with("invalid CA certificate: ca.crt"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn reads_a_client_certificate_and_refuses_an_invalid_one() {
+        let secret_auth =
+            GitAuth::from_secret(&secret(&[("tls.crt", "CERT"), ("tls.key", "KEY")])).unwrap();
+        assert!(!format!("{secret_auth:?}").contains("KEY"));
+        let GitAuth::Http(auth) = secret_auth else {
+            panic!("expected http auth");
+        };
+        let identity = auth.client_identity.as_ref().unwrap();
+        assert_eq!(identity.certificate_pem, b"CERT");
+        assert_eq!(identity.key_pem, b"KEY");
+        let Err(error) = http_options(Some(&auth), None) else {
+            panic!("an invalid client certificate was accepted");
+        };
+        assert!(
+            error
+                .to_string()
+                .starts_with("unsupported git authentication: tls.crt and tls.key are not"),
             "{error}"
         );
     }

@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use capstan_source::git::{self, FetchOptions, GitAuth, GitReference};
 
@@ -101,7 +103,7 @@ const BRIDGE: &str = r#"
 import http.server, os, subprocess, sys
 root, port = sys.argv[1], int(sys.argv[2])
 expected_auth = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3] else None
-tls = sys.argv[4:6]
+tls = sys.argv[4:7]
 class Bridge(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def log_message(self, *args): pass
@@ -155,6 +157,9 @@ if tls:
     import ssl
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(tls[0], tls[1])
+    if len(tls) > 2:
+        context.verify_mode = ssl.CERT_REQUIRED
+        context.load_verify_locations(tls[2])
     server.socket = context.wrap_socket(server.socket, server_side=True)
 server.serve_forever()
 "#;
@@ -169,12 +174,17 @@ impl HttpServer {
         Self::spawn(root, authorization, None).await
     }
 
-    /// A server speaking HTTPS with `cert` and `key` (PEM files).
-    async fn start_tls(root: &Path, cert: &Path, key: &Path) -> Self {
-        Self::spawn(root, None, Some((cert, key))).await
+    /// A server speaking HTTPS with `cert` and `key` (PEM files); with `client_ca`, it requires
+    /// a client certificate signed by that CA.
+    async fn start_tls(root: &Path, cert: &Path, key: &Path, client_ca: Option<&Path>) -> Self {
+        Self::spawn(root, None, Some((cert, key, client_ca))).await
     }
 
-    async fn spawn(root: &Path, authorization: Option<&str>, tls: Option<(&Path, &Path)>) -> Self {
+    async fn spawn(
+        root: &Path,
+        authorization: Option<&str>,
+        tls: Option<(&Path, &Path, Option<&Path>)>,
+    ) -> Self {
         require("python3");
         require("git");
         let port = free_port();
@@ -184,10 +194,11 @@ impl HttpServer {
             .arg(root)
             .arg(port.to_string())
             .arg(authorization.unwrap_or(""))
-            .args(
-                tls.iter()
-                    .flat_map(|(cert, key)| [cert.as_os_str(), key.as_os_str()]),
-            )
+            .args(tls.iter().flat_map(|(cert, key, client_ca)| {
+                [cert.as_os_str(), key.as_os_str()]
+                    .into_iter()
+                    .chain(client_ca.map(Path::as_os_str))
+            }))
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
@@ -260,7 +271,7 @@ async fn scenario(upstream: &Upstream, url: &str) {
     );
     assert_eq!(files["app/config.yaml"], b"v: 2\n");
     assert_eq!(
-        git::remote_revision(url, &main, &GitAuth::None)
+        git::remote_revision(url, &main, &GitAuth::None, &FetchOptions::default())
             .await
             .unwrap(),
         result.revision
@@ -269,7 +280,7 @@ async fn scenario(upstream: &Upstream, url: &str) {
     // A pushed commit is the new revision, seen by remote_revision and fetch alike.
     let third = upstream.commit(&[("app/new.yaml", "new\n")], "third");
     assert_eq!(
-        git::remote_revision(url, &main, &GitAuth::None)
+        git::remote_revision(url, &main, &GitAuth::None, &FetchOptions::default())
             .await
             .unwrap(),
         format!("main@sha1:{third}")
@@ -324,9 +335,14 @@ async fn scenario(upstream: &Upstream, url: &str) {
     .await
     .unwrap_err();
     assert_eq!(error.to_string(), format!("branch nope not found in {url}"));
-    let error = git::remote_revision(url, &GitReference::semver("^9"), &GitAuth::None)
-        .await
-        .unwrap_err();
+    let error = git::remote_revision(
+        url,
+        &GitReference::semver("^9"),
+        &GitAuth::None,
+        &FetchOptions::default(),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(
         error.to_string(),
         format!("tag matching semver \"^9\" not found in {url}")
@@ -406,6 +422,7 @@ async fn ssh_without_a_key_is_refused() {
         "ssh://git@127.0.0.1:22/repo.git",
         &GitReference::branch("main"),
         &GitAuth::None,
+        &FetchOptions::default(),
     )
     .await
     .unwrap_err();
@@ -433,7 +450,7 @@ async fn http_basic_and_bearer_auth() {
     let auth =
         GitAuth::from_secret(&secret(&[("username", "capstan"), ("password", "s3cret")])).unwrap();
     assert_eq!(
-        git::remote_revision(&basic.url(), &main, &auth)
+        git::remote_revision(&basic.url(), &main, &auth, &FetchOptions::default())
             .await
             .unwrap(),
         format!("main@sha1:{commit}")
@@ -453,7 +470,7 @@ async fn http_basic_and_bearer_auth() {
 
     let wrong =
         GitAuth::from_secret(&secret(&[("username", "capstan"), ("password", "nope")])).unwrap();
-    let error = git::remote_revision(&basic.url(), &main, &wrong)
+    let error = git::remote_revision(&basic.url(), &main, &wrong, &FetchOptions::default())
         .await
         .unwrap_err();
     assert!(
@@ -462,9 +479,14 @@ async fn http_basic_and_bearer_auth() {
             .starts_with(&format!("cannot list references of {}", basic.url())),
         "{error}"
     );
-    let error = git::remote_revision(&basic.url(), &main, &GitAuth::None)
-        .await
-        .unwrap_err();
+    let error = git::remote_revision(
+        &basic.url(),
+        &main,
+        &GitAuth::None,
+        &FetchOptions::default(),
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(error, capstan_source::Error::Git { .. }),
         "{error}"
@@ -473,7 +495,7 @@ async fn http_basic_and_bearer_auth() {
     let bearer = HttpServer::start_with_auth(upstream.dir.path(), Some("Bearer t0ken")).await;
     let auth = GitAuth::from_secret(&secret(&[("bearerToken", "t0ken")])).unwrap();
     assert_eq!(
-        git::remote_revision(&bearer.url(), &main, &auth)
+        git::remote_revision(&bearer.url(), &main, &auth, &FetchOptions::default())
             .await
             .unwrap(),
         format!("main@sha1:{commit}")
@@ -579,7 +601,9 @@ async fn fetches_over_ssh_and_refuses_unknown_hosts() {
     ]))
     .unwrap();
     assert_eq!(
-        git::remote_revision(&url, &main, &auth).await.unwrap(),
+        git::remote_revision(&url, &main, &auth, &FetchOptions::default())
+            .await
+            .unwrap(),
         format!("main@sha1:{commit}")
     );
     let out = tempfile::tempdir().unwrap();
@@ -603,7 +627,7 @@ async fn fetches_over_ssh_and_refuses_unknown_hosts() {
             ("known_hosts", &known_hosts),
         ]))
         .unwrap();
-        let error = git::remote_revision(&url, &main, &untrusted)
+        let error = git::remote_revision(&url, &main, &untrusted, &FetchOptions::default())
             .await
             .unwrap_err();
         assert!(
@@ -645,95 +669,140 @@ fn openssl(dir: &Path, args: &[&str]) {
     );
 }
 
+/// A test CA (`ca.crt`) with a server certificate for 127.0.0.1 (`server.crt`/`server.key`)
+/// and a client certificate (`client.crt`/`client.key`), made with `openssl`.
+struct Pki {
+    dir: tempfile::TempDir,
+}
+
+impl Pki {
+    fn new() -> Self {
+        let pki = Self {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let dir = pki.dir.path();
+        openssl(
+            dir,
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-nodes",
+                "-keyout",
+                "ca.key",
+                "-out",
+                "ca.crt",
+                "-days",
+                "2",
+                "-subj",
+                "/CN=capstan test ca",
+            ],
+        );
+        pki.issue("server", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1\n");
+        pki.issue(
+            "client",
+            "/CN=capstan client",
+            "extendedKeyUsage=clientAuth\n",
+        );
+        pki
+    }
+
+    /// Signs `<name>.crt` (key `<name>.key`) with the CA.
+    fn issue(&self, name: &str, subject: &str, extensions: &str) {
+        let dir = self.dir.path();
+        let (key, csr, crt, ext) = (
+            format!("{name}.key"),
+            format!("{name}.csr"),
+            format!("{name}.crt"),
+            format!("{name}.cnf"),
+        );
+        openssl(
+            dir,
+            &[
+                "req",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-256",
+                "-nodes",
+                "-keyout",
+                &key,
+                "-out",
+                &csr,
+                "-subj",
+                subject,
+            ],
+        );
+        std::fs::write(
+            dir.join(&ext),
+            format!("{extensions}basicConstraints=CA:FALSE\n"),
+        )
+        .unwrap();
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                &crt,
+                "-days",
+                "2",
+                "-extfile",
+                &ext,
+            ],
+        );
+    }
+
+    fn path(&self, file: &str) -> PathBuf {
+        self.dir.path().join(file)
+    }
+
+    fn read(&self, file: &str) -> String {
+        std::fs::read_to_string(self.path(file)).unwrap()
+    }
+}
+
 #[tokio::test]
 async fn https_with_a_custom_ca() {
     let upstream = Upstream::new();
     let commit = upstream.commit(&[("a.yaml", "a\n")], "first");
-    let pki = tempfile::tempdir().unwrap();
-    let dir = pki.path();
-    openssl(
-        dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.crt",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=capstan test ca",
-        ],
-    );
-    openssl(
-        dir,
-        &[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=127.0.0.1",
-        ],
-    );
-    std::fs::write(
-        dir.join("ext.cnf"),
-        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
-    )
-    .unwrap();
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.crt",
-            "-days",
-            "2",
-            "-extfile",
-            "ext.cnf",
-        ],
-    );
+    let pki = Pki::new();
     let server = HttpServer::start_tls(
         upstream.dir.path(),
-        &dir.join("server.crt"),
-        &dir.join("server.key"),
+        &pki.path("server.crt"),
+        &pki.path("server.key"),
+        None,
     )
     .await;
     let main = GitReference::branch("main");
 
     // Without the CA the server is not trusted.
-    let error = git::remote_revision(&server.url(), &main, &GitAuth::None)
-        .await
-        .unwrap_err();
+    let error = git::remote_revision(
+        &server.url(),
+        &main,
+        &GitAuth::None,
+        &FetchOptions::default(),
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(error, capstan_source::Error::Git { .. }),
         "{error}"
     );
 
-    let ca = std::fs::read_to_string(dir.join("ca.crt")).unwrap();
-    let auth = GitAuth::from_secret(&secret(&[("ca.crt", &ca)])).unwrap();
+    let auth = GitAuth::from_secret(&secret(&[("ca.crt", &pki.read("ca.crt"))])).unwrap();
     assert_eq!(
-        git::remote_revision(&server.url(), &main, &auth)
+        git::remote_revision(&server.url(), &main, &auth, &FetchOptions::default())
             .await
             .unwrap(),
         format!("main@sha1:{commit}")
@@ -750,4 +819,195 @@ async fn https_with_a_custom_ca() {
     .unwrap();
     assert_eq!(result.commit, commit);
     assert_eq!(std::fs::read(out.path().join("a.yaml")).unwrap(), b"a\n");
+}
+
+#[tokio::test]
+async fn https_with_a_client_certificate() {
+    let upstream = Upstream::new();
+    let commit = upstream.commit(&[("a.yaml", "a\n")], "first");
+    let pki = Pki::new();
+    // The server asks for a client certificate signed by the test CA and refuses others.
+    let server = HttpServer::start_tls(
+        upstream.dir.path(),
+        &pki.path("server.crt"),
+        &pki.path("server.key"),
+        Some(&pki.path("ca.crt")),
+    )
+    .await;
+    let main = GitReference::branch("main");
+    let ca = pki.read("ca.crt");
+
+    // Trusting the server is not enough: the handshake fails without a client certificate.
+    let only_ca = GitAuth::from_secret(&secret(&[("ca.crt", &ca)])).unwrap();
+    let error = git::remote_revision(&server.url(), &main, &only_ca, &FetchOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, capstan_source::Error::Git { .. }),
+        "{error}"
+    );
+
+    // A certificate the server does not trust (self-signed by another key) is refused too.
+    let other = Pki::new();
+    let untrusted = GitAuth::from_secret(&secret(&[
+        ("ca.crt", &ca),
+        ("tls.crt", &other.read("client.crt")),
+        ("tls.key", &other.read("client.key")),
+    ]))
+    .unwrap();
+    let error = git::remote_revision(&server.url(), &main, &untrusted, &FetchOptions::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, capstan_source::Error::Git { .. }),
+        "{error}"
+    );
+
+    // Flux's keys: ca.crt, tls.crt, tls.key.
+    let auth = GitAuth::from_secret(&secret(&[
+        ("ca.crt", &ca),
+        ("tls.crt", &pki.read("client.crt")),
+        ("tls.key", &pki.read("client.key")),
+    ]))
+    .unwrap();
+    assert_eq!(
+        git::remote_revision(&server.url(), &main, &auth, &FetchOptions::default())
+            .await
+            .unwrap(),
+        format!("main@sha1:{commit}")
+    );
+    let out = tempfile::tempdir().unwrap();
+    let result = git::fetch(
+        &server.url(),
+        &main,
+        &auth,
+        out.path(),
+        &FetchOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(result.commit, commit);
+    assert_eq!(std::fs::read(out.path().join("a.yaml")).unwrap(), b"a\n");
+}
+
+/// A TCP server on 127.0.0.1 that accepts connections, never answers, and counts the
+/// connections the client has closed.
+struct SilentServer {
+    address: std::net::SocketAddr,
+    closed: Arc<AtomicUsize>,
+}
+
+impl SilentServer {
+    fn start() -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        let closed = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&closed);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let counter = Arc::clone(&counter);
+                std::thread::spawn(move || {
+                    use std::io::Read as _;
+                    let mut buffer = [0u8; 4096];
+                    // Read the request, never answer; a read of 0 bytes means the client
+                    // closed the connection.
+                    while matches!(stream.read(&mut buffer), Ok(n) if n > 0) {}
+                    counter.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+        });
+        Self { address, closed }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/repo.git", self.address)
+    }
+}
+
+/// Waits until `flag` is only held by the test: the blocking Git thread has finished.
+async fn blocking_work_finished(flag: &Arc<AtomicBool>) {
+    eventually(
+        Duration::from_secs(3),
+        "the blocking git thread to finish",
+        || async { (Arc::strong_count(flag) == 1).then_some(()) },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_timed_out_operation_stops_its_blocking_thread() {
+    let server = SilentServer::start();
+    let main = GitReference::branch("main");
+    let timeout = Duration::from_secs(1);
+
+    // The caller gives up after `timeout`: the future is dropped, the interrupt flag is set,
+    // and the blocking thread ends shortly after (the HTTP request is bounded too).
+    for operation in ["remote_revision", "fetch"] {
+        let flag = Arc::new(AtomicBool::new(false));
+        let options = FetchOptions {
+            timeout: Some(timeout),
+            interrupt: Arc::clone(&flag),
+            ..FetchOptions::default()
+        };
+        let out = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let timed_out = match operation {
+            "remote_revision" => tokio::time::timeout(
+                timeout,
+                git::remote_revision(&server.url(), &main, &GitAuth::None, &options),
+            )
+            .await
+            .is_err(),
+            _ => tokio::time::timeout(
+                timeout,
+                git::fetch(&server.url(), &main, &GitAuth::None, out.path(), &options),
+            )
+            .await
+            .is_err(),
+        };
+        assert!(timed_out, "{operation} answered from a silent server");
+        assert!(started.elapsed() < timeout + Duration::from_millis(500));
+        assert!(
+            flag.load(Ordering::SeqCst),
+            "{operation}: interrupt flag not set"
+        );
+        drop(options);
+        blocking_work_finished(&flag).await;
+        assert!(
+            started.elapsed() < timeout + Duration::from_secs(3),
+            "{operation}: {:?}",
+            started.elapsed()
+        );
+    }
+    // Every connection the client opened has been closed.
+    eventually(Duration::from_secs(3), "connections to close", || async {
+        (server.closed.load(Ordering::SeqCst) >= 2).then_some(())
+    })
+    .await;
+
+    // Without an outer timeout, `FetchOptions::timeout` alone ends the operation with an error.
+    let flag = Arc::new(AtomicBool::new(false));
+    let options = FetchOptions {
+        timeout: Some(timeout),
+        interrupt: Arc::clone(&flag),
+        ..FetchOptions::default()
+    };
+    let started = Instant::now();
+    let error = git::remote_revision(&server.url(), &main, &GitAuth::None, &options)
+        .await
+        .unwrap_err();
+    assert!(
+        started.elapsed() < timeout + Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        error
+            .to_string()
+            .starts_with(&format!("cannot list references of {}", server.url())),
+        "{error}"
+    );
+    drop(options);
+    blocking_work_finished(&flag).await;
 }
