@@ -36,7 +36,7 @@
 //! without `secretRef`, with or without `matchOIDCIdentity`; `SourceVerified=False` says
 //! "keyless verification is not supported yet"), `spec.provider` other than `generic`,
 //! `spec.serviceAccountName`, `spec.proxySecretRef`. Of `spec.certSecretRef` only `ca.crt` is
-//! used (no client certificate).
+//! used: a secret also holding `tls.crt`/`tls.key` is refused (no mutual TLS yet).
 //!
 //! # Errors
 //! Registry failures set `FetchFailed=True` (`OCIArtifactPullFailed`, `AuthenticationFailed`
@@ -371,6 +371,15 @@ async fn registry_options(
     }
     if let Some(cert_ref) = &spec.cert_secret_ref {
         let data = secret_data(cx, &cert_ref.name).await?;
+        // oci-client cannot present a client certificate: refuse rather than connect without it.
+        if data.contains_key("tls.crt") || data.contains_key("tls.key") {
+            return Err(format!(
+                "secret '{}/{}' holds a client certificate (tls.crt/tls.key): mutual TLS to OCI \
+                 registries is not supported yet; remove those keys to use only {CA_KEY}",
+                cx.namespace(),
+                cert_ref.name
+            ));
+        }
         let ca = data.get(CA_KEY).ok_or_else(|| {
             format!(
                 "secret '{}/{}' has no {CA_KEY} key",

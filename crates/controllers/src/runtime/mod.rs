@@ -61,6 +61,9 @@ pub use server::{Health, router};
 
 use crate::error::{Error, ErrorClass, ReconcileError};
 
+/// Annotations under this prefix steer Capstan's reconciles; changing one triggers a reconcile.
+pub const CAPSTAN_ANNOTATION_PREFIX: &str = "capstan.dev/";
+
 /// The field manager of every status write, and of finalizer patches.
 pub const FIELD_MANAGER: &str = "capstan";
 
@@ -410,6 +413,14 @@ fn trigger_hash<K: FluxResource>(object: &K) -> Option<u64> {
         .as_ref()
         .and_then(|a| a.get(annotation::RECONCILE_REQUESTED_AT))
         .hash(&mut hasher);
+    if let Some(annotations) = meta.annotations.as_ref() {
+        // Capstan's own annotations (such as `capstan.dev/drift`) change what a reconcile
+        // does, so changing them reconciles at once, like a spec change.
+        annotations
+            .iter()
+            .filter(|(key, _)| key.starts_with(CAPSTAN_ANNOTATION_PREFIX))
+            .for_each(|entry| entry.hash(&mut hasher));
+    }
     Some(hasher.finish())
 }
 
@@ -858,6 +869,43 @@ fn update_resource_info<R: Reconciler>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn capstan_annotations_and_reconcile_requests_trigger_but_other_annotations_do_not() {
+        let mut object: capstan_api::Kustomization = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": "apps", "namespace": "flux-system", "generation": 1},
+            "spec": {"interval": "10m", "path": "./",
+                     "sourceRef": {"kind": "GitRepository", "name": "fleet"}, "prune": true},
+        }))
+        .unwrap();
+        let hash = |object: &capstan_api::Kustomization| trigger_hash(object).unwrap();
+        let first = hash(&object);
+        let annotations = object
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default);
+        annotations.insert("example.com/note".into(), "x".into());
+        assert_eq!(
+            hash(&object),
+            first,
+            "a foreign annotation does not trigger"
+        );
+        let annotations = object
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default);
+        annotations.insert("capstan.dev/drift".into(), "report".into());
+        let report = hash(&object);
+        assert_ne!(report, first, "switching to report-only mode triggers");
+        let annotations = object
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default);
+        annotations.insert(annotation::RECONCILE_REQUESTED_AT.into(), "now".into());
+        assert_ne!(hash(&object), report, "a reconcile request triggers");
+    }
 
     #[test]
     fn backoff_doubles_up_to_the_cap() {
