@@ -116,8 +116,12 @@ async fn apply_json(client: &kube::Client, value: serde_json::Value) -> anyhow::
         None => Api::all_with(client.clone(), &resource),
     };
     let name = object.metadata.name.clone().unwrap_or_default();
-    api.patch(&name, &PatchParams::apply("bench").force(), &Patch::Apply(&object))
-        .await?;
+    api.patch(
+        &name,
+        &PatchParams::apply("bench").force(),
+        &Patch::Apply(&object),
+    )
+    .await?;
     Ok(())
 }
 
@@ -160,10 +164,7 @@ async fn main() -> anyhow::Result<()> {
             let url = format!("{}:latest", registry.url(&format!("apps/app-{i}")));
             async move {
                 std::fs::create_dir_all(&source)?;
-                std::fs::write(
-                    source.join("app.yaml"),
-                    app(&format!("app-{i}"), "apps"),
-                )?;
+                std::fs::write(source.join("app.yaml"), app(&format!("app-{i}"), "apps"))?;
                 let options = PushOptions {
                     source: "https://example.invalid/fleet.git".to_owned(),
                     revision: format!("main@sha1:{i:040x}"),

@@ -161,7 +161,10 @@ pub async fn push(args: PushArtifactArgs) -> anyhow::Result<ExitCode> {
     let key = match &args.sign_key {
         Some(path) => {
             let pem = fs_err::read(path)?;
-            Some(oci::SigningKey::from_pem(&path.display().to_string(), &pem)?)
+            Some(oci::SigningKey::from_pem(
+                &path.display().to_string(),
+                &pem,
+            )?)
         }
         None => None,
     };

@@ -1,5 +1,6 @@
 //! Benchmark: capstan's Git fetch (depth 1, the way the GitRepository reconciler fetches, with
-//! the checkout) of a generated 10,000-file repository served by `git http-backend`, against
+//! the checkout) of a generated 10,000-file repository served by `git http-backend` (behind
+//! `capstan_testkit::GitServer`), against
 //! `git clone --depth 1` of the same URL. The artifact packing time (tar.gz of the checkout,
 //! as the reconciler stores it) is reported separately.
 //!
@@ -8,78 +9,22 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use capstan_source::artifact::{IgnoreFilter, ModePolicy, PackOptions, pack_to_file};
 use capstan_source::git::{self, FetchOptions, GitAuth, GitReference};
+use capstan_testkit::GitServer;
 
-use common::{RUNS, Rng, free_port, ratio, report, require, run, time, wait_for_port};
+use common::{RUNS, Rng, ratio, report, time};
 
 /// Files in the generated repository.
 const FILES: usize = 10_000;
 /// Files per directory.
 const PER_DIR: usize = 100;
 
-/// A CGI bridge from HTTP/1.1 to `git http-backend`, threaded, one process per request.
-const BRIDGE: &str = r#"
-import http.server, os, subprocess, sys
-root, port = sys.argv[1], int(sys.argv[2])
-class Bridge(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def log_message(self, *args): pass
-    def body(self):
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            chunks = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
-                if size == 0:
-                    self.rfile.readline()
-                    return b"".join(chunks)
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
-    def handle_git(self):
-        path, _, query = self.path.partition("?")
-        env = dict(os.environ, GIT_PROJECT_ROOT=root, GIT_HTTP_EXPORT_ALL="1",
-                   PATH_INFO=path, QUERY_STRING=query, REQUEST_METHOD=self.command,
-                   CONTENT_TYPE=self.headers.get("Content-Type", ""), REMOTE_ADDR="127.0.0.1",
-                   GIT_PROTOCOL=self.headers.get("Git-Protocol") or "version=2")
-        if self.headers.get("Content-Encoding"):
-            env["HTTP_CONTENT_ENCODING"] = self.headers["Content-Encoding"]
-        data = self.body()
-        env["CONTENT_LENGTH"] = str(len(data))
-        out = subprocess.run(["git", "http-backend"], input=data, env=env, capture_output=True).stdout
-        head, _, payload = out.partition(b"\r\n\r\n")
-        status, headers = 200, []
-        for line in head.decode().split("\r\n"):
-            key, _, value = line.partition(":")
-            if key.lower() == "status":
-                status = int(value.strip().split()[0])
-            elif key:
-                headers.append((key, value.strip()))
-        self.send_response(status)
-        for key, value in headers:
-            self.send_header(key, value)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-    do_GET = handle_git
-    do_POST = handle_git
-http.server.ThreadingHTTPServer(("127.0.0.1", port), Bridge).serve_forever()
-"#;
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Writes `FILES` files in a work tree, commits them and makes the bare `repo.git` in `root`.
-fn generate(root: &Path) {
-    let work = root.join("work");
+/// Writes `FILES` files in the server's work tree and commits (and pushes) them.
+fn generate(server: &GitServer) {
+    let work = server.work();
     let mut rng = Rng::new(42);
     for index in 0..FILES {
         let dir = work.join(format!("apps/team-{:03}", index / PER_DIR));
@@ -93,14 +38,7 @@ fn generate(root: &Path) {
         )
         .unwrap();
     }
-    run("git", &["init", "-q", "-b", "main"], Some(&work));
-    run("git", &["add", "-A"], Some(&work));
-    run("git", &["commit", "-q", "-m", "generated"], Some(&work));
-    run(
-        "git",
-        &["clone", "-q", "--bare", "work", "repo.git"],
-        Some(root),
-    );
+    server.commit_all("generated");
 }
 
 fn git_clone(url: &str, dest: &Path, home: &Path) {
@@ -128,33 +66,19 @@ fn git_clone(url: &str, dest: &Path, home: &Path) {
 }
 
 fn main() {
-    require("git");
-    require("python3");
     capstan_source::tls::install_default_provider();
-    let root = tempfile::tempdir().unwrap();
-    let (generated, ()) = time(|| generate(root.path()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime.block_on(GitServer::start());
+    let (generated, ()) = time(|| generate(&server));
     println!(
         "generated {FILES} files in {} directories ({} to create and commit)",
         FILES / PER_DIR,
         common::ms(generated)
     );
-    let port = free_port();
-    let _server = Server(
-        Command::new("python3")
-            .arg("-c")
-            .arg(BRIDGE)
-            .arg(root.path())
-            .arg(port.to_string())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for_port(port, "the git http bridge");
-    let url = format!("http://127.0.0.1:{port}/repo.git");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let url = server.url();
     let reference = GitReference::branch("main");
     let scratch = tempfile::tempdir().unwrap();
 
@@ -179,7 +103,7 @@ fn main() {
         elapsed
     };
 
-    // One warm-up of each (page cache, python), then alternating measured runs.
+    // One warm-up of each (page cache), then alternating measured runs.
     let (_, warm) = capstan_fetch(100);
     let files = count_files(&warm);
     assert_eq!(files, FILES, "capstan checked out every file");

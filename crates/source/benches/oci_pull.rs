@@ -10,50 +10,17 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use capstan_source::oci::{
     self, Created, LayerOperation, LayerSelector, PullOptions, PushOptions, RegistryOptions,
 };
 
-use common::{RUNS, Rng, free_port, ratio, report, require, time, wait_for_port};
+use capstan_testkit::{Registry, require};
+use common::{RUNS, Rng, ratio, report, time};
 
 /// Files in the pushed artifact.
 const FILES: usize = 1_000;
-
-struct Registry(Child);
-
-impl Drop for Registry {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_registry(dir: &Path) -> (Registry, String) {
-    require("docker-registry");
-    let storage = dir.join("storage");
-    std::fs::create_dir(&storage).unwrap();
-    let address = format!("127.0.0.1:{}", free_port());
-    let config = format!(
-        "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\n\
-         storage:\n  filesystem:\n    rootdirectory: {}\n\
-         http:\n  addr: {address}\n  secret: capstan-bench-secret\n",
-        storage.display()
-    );
-    let config_path = dir.join("config.yml");
-    std::fs::write(&config_path, config).unwrap();
-    let child = Command::new("docker-registry")
-        .arg("serve")
-        .arg(&config_path)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let port = address.rsplit(':').next().unwrap().parse().unwrap();
-    wait_for_port(port, "docker-registry");
-    (Registry(child), address)
-}
 
 /// About 1,000 files of 2-6 KiB in 20 directories.
 fn generate(dir: &Path) {
@@ -88,13 +55,14 @@ fn main() {
     require("skopeo");
     capstan_source::tls::install_default_provider();
     let root = tempfile::tempdir().unwrap();
-    let (_registry, address) = start_registry(root.path());
-    let source = root.path().join("source");
-    generate(&source);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .unwrap();
+    let server = runtime.block_on(Registry::start());
+    let address = server.address.clone();
+    let source = root.path().join("source");
+    generate(&source);
     let registry = RegistryOptions {
         insecure: true,
         ..RegistryOptions::default()
@@ -149,7 +117,6 @@ fn main() {
                         "-C",
                         files.to_str().unwrap(),
                     ],
-                    None,
                 );
             }
         });

@@ -1,7 +1,9 @@
 //! Real servers for Capstan's tests and benchmarks, started on 127.0.0.1 random ports and
-//! stopped on drop: a `docker-registry` ([`Registry`]) and a Git server over smart HTTP
-//! ([`GitServer`], `git http-backend` behind [`capstan_source::git::server`]). Tools are never
-//! optional: a missing one fails with a hint to run `./scripts/setup`.
+//! stopped on drop: a `docker-registry` ([`Registry`]: plain HTTP, basic auth or HTTPS) and a Git
+//! server over smart HTTP ([`GitServer`], `git http-backend` behind
+//! [`capstan_source::git::server`]), plus a test certificate authority ([`TestCa`]) for TLS
+//! servers and clients. Tools are never optional: a missing one fails with a hint to run
+//! `./scripts/setup`.
 
 use std::fmt::Write as _;
 use std::net::TcpListener;
@@ -16,7 +18,10 @@ use tokio_util::sync::CancellationToken;
 pub fn require(tool: &str) {
     let found = std::env::var_os("PATH")
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()));
-    assert!(found, "`{tool}` is not installed; hint: run ./scripts/setup");
+    assert!(
+        found,
+        "`{tool}` is not installed; hint: run ./scripts/setup"
+    );
 }
 
 /// A free TCP port on 127.0.0.1.
@@ -52,6 +57,27 @@ pub fn http_client() -> reqwest::Client {
         .expect("an HTTP client")
 }
 
+/// Writes `files` (relative path, content) below `dir`, creating directories.
+pub fn write_files(dir: &Path, files: &[(&str, &str)]) {
+    for (path, content) in files {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().expect("a parent directory"))
+            .unwrap_or_else(|e| panic!("create the parent of {}: {e}", path.display()));
+        std::fs::write(&path, content).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+}
+
+/// The body of `GET url`, asserting status 200.
+pub async fn download(url: &str) -> Vec<u8> {
+    let response = http_client()
+        .get(url)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    assert_eq!(response.status(), 200, "GET {url}");
+    response.bytes().await.expect("the response body").to_vec()
+}
+
 /// Runs `git` in `dir` with a fixed identity and no system or user configuration.
 pub fn git(dir: &Path, args: &[&str]) -> String {
     require("git");
@@ -74,7 +100,86 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
 
-/// A `docker-registry` serving plain HTTP on 127.0.0.1, killed on drop.
+/// A test certificate authority (P-256, made with rcgen), issuing server and client
+/// certificates. Every CA is new: another `TestCa` is an untrusted issuer.
+pub struct TestCa {
+    certificate: String,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+}
+
+/// A certificate and its private key, PEM (the key in PKCS#8).
+pub struct CertifiedKey {
+    /// The certificate, PEM.
+    pub cert: String,
+    /// The private key, PEM.
+    pub key: String,
+}
+
+impl Default for TestCa {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TestCa {
+    /// A new self-signed CA, "capstan test CA".
+    pub fn new() -> Self {
+        let key = rcgen::KeyPair::generate().expect("a CA key");
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "capstan test CA");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let certificate = params.self_signed(&key).expect("a CA certificate").pem();
+        Self {
+            certificate,
+            issuer: rcgen::Issuer::new(params, key),
+        }
+    }
+
+    /// The CA certificate, PEM (what clients trust, Flux's `ca.crt`).
+    pub fn pem(&self) -> &str {
+        &self.certificate
+    }
+
+    /// A server certificate for `127.0.0.1` and `localhost`.
+    pub fn server(&self) -> CertifiedKey {
+        let mut params =
+            rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("server params");
+        params
+            .subject_alt_names
+            .push(rcgen::SanType::IpAddress([127, 0, 0, 1].into()));
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "127.0.0.1");
+        self.issue(&params)
+    }
+
+    /// A client certificate (extended key usage `clientAuth`), "capstan client".
+    pub fn client(&self) -> CertifiedKey {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "capstan client");
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        self.issue(&params)
+    }
+
+    fn issue(&self, params: &rcgen::CertificateParams) -> CertifiedKey {
+        let key = rcgen::KeyPair::generate().expect("a key");
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .expect("a certificate signed by the test CA");
+        CertifiedKey {
+            cert: cert.pem(),
+            key: key.serialize_pem(),
+        }
+    }
+}
+
+/// A `docker-registry` on 127.0.0.1 (deletes enabled), killed on drop: plain HTTP
+/// ([`Registry::start`]), with basic authentication ([`Registry::start_with_auth`]) or over
+/// HTTPS ([`Registry::start_tls`]).
 pub struct Registry {
     child: Child,
     /// `127.0.0.1:<port>`.
@@ -89,18 +194,30 @@ pub const REGISTRY_USER: &str = "capstan";
 /// See [`REGISTRY_USER`].
 pub const REGISTRY_PASSWORD: &str = "s3cret-pass";
 
+enum Mode<'a> {
+    Plain,
+    BasicAuth,
+    Tls(&'a CertifiedKey),
+}
+
 impl Registry {
-    /// A registry without authentication.
+    /// A registry without authentication, over plain HTTP.
     pub async fn start() -> Self {
-        Self::spawn(false).await
+        Self::spawn(Mode::Plain).await
     }
 
-    /// A registry requiring basic authentication as [`REGISTRY_USER`] / [`REGISTRY_PASSWORD`].
+    /// A registry over plain HTTP requiring basic authentication as [`REGISTRY_USER`] /
+    /// [`REGISTRY_PASSWORD`].
     pub async fn start_with_auth() -> Self {
-        Self::spawn(true).await
+        Self::spawn(Mode::BasicAuth).await
     }
 
-    async fn spawn(with_auth: bool) -> Self {
+    /// A registry without authentication serving HTTPS with `server` (see [`TestCa::server`]).
+    pub async fn start_tls(server: &CertifiedKey) -> Self {
+        Self::spawn(Mode::Tls(server)).await
+    }
+
+    async fn spawn(mode: Mode<'_>) -> Self {
         require("docker-registry");
         let dir = tempfile::tempdir().expect("a temporary directory");
         let storage = dir.path().join("storage");
@@ -112,21 +229,41 @@ impl Registry {
              http:\n  addr: {address}\n  secret: capstan-test-secret\n",
             storage.display()
         );
-        if with_auth {
-            require("htpasswd");
-            let output = Command::new("htpasswd")
-                .args(["-nbB", REGISTRY_USER, REGISTRY_PASSWORD])
-                .output()
-                .expect("run htpasswd");
-            assert!(output.status.success(), "htpasswd failed");
-            let htpasswd = dir.path().join("htpasswd");
-            std::fs::write(&htpasswd, &output.stdout).expect("write htpasswd");
-            let _ = writeln!(
-                config,
-                "auth:\n  htpasswd:\n    realm: capstan-test\n    path: {}",
-                htpasswd.display()
-            );
+        match mode {
+            Mode::Plain => {}
+            Mode::BasicAuth => {
+                require("htpasswd");
+                let output = Command::new("htpasswd")
+                    .args(["-nbB", REGISTRY_USER, REGISTRY_PASSWORD])
+                    .output()
+                    .expect("run htpasswd");
+                assert!(
+                    output.status.success(),
+                    "htpasswd failed: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
+                let htpasswd = dir.path().join("htpasswd");
+                std::fs::write(&htpasswd, &output.stdout).expect("write htpasswd");
+                let _ = writeln!(
+                    config,
+                    "auth:\n  htpasswd:\n    realm: capstan-test\n    path: {}",
+                    htpasswd.display()
+                );
+            }
+            Mode::Tls(server) => {
+                let cert = dir.path().join("server.crt");
+                let key = dir.path().join("server.key");
+                std::fs::write(&cert, &server.cert).expect("write the server certificate");
+                std::fs::write(&key, &server.key).expect("write the server key");
+                let _ = writeln!(
+                    config,
+                    "  tls:\n    certificate: {}\n    key: {}",
+                    cert.display(),
+                    key.display()
+                );
+            }
         }
+        let tls = matches!(mode, Mode::Tls(_));
         let config_path = dir.path().join("config.yml");
         std::fs::write(&config_path, config).expect("write the registry config");
         let log = std::fs::File::create(dir.path().join("registry.log")).expect("registry log");
@@ -143,25 +280,72 @@ impl Registry {
             storage,
             _dir: dir,
         };
-        let url = format!("http://{}/v2/", registry.address);
-        let client = http_client();
-        eventually(Duration::from_secs(30), "docker-registry to listen", || {
-            let request = client.get(&url).send();
-            async move {
-                request
-                    .await
-                    .ok()
-                    .filter(|r| r.status() == 200 || r.status() == 401)
-                    .map(|_| ())
-            }
-        })
-        .await;
+        if tls {
+            // The client does not know the CA here: a listening socket is enough.
+            let address = registry.address.as_str();
+            eventually(
+                Duration::from_secs(30),
+                "docker-registry to listen",
+                || async move { tokio::net::TcpStream::connect(address).await.ok().map(drop) },
+            )
+            .await;
+        } else {
+            let url = format!("http://{}/v2/", registry.address);
+            let client = http_client();
+            eventually(Duration::from_secs(30), "docker-registry to listen", || {
+                let request = client.get(&url).send();
+                async move {
+                    request
+                        .await
+                        .ok()
+                        .filter(|r| r.status() == 200 || r.status() == 401)
+                        .map(|_| ())
+                }
+            })
+            .await;
+        }
         registry
     }
 
     /// `oci://127.0.0.1:<port>/<repository>`.
     pub fn url(&self, repository: &str) -> String {
         format!("oci://{}/{repository}", self.address)
+    }
+
+    /// Copies the OCI image manifest at tag (or digest) `from` of `repository` to the tag `to`
+    /// over the registry's HTTP API (plain HTTP, no authentication).
+    pub async fn copy_manifest(&self, repository: &str, from: &str, to: &str) {
+        const MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
+        let base = format!("http://{}/v2/{repository}/manifests", self.address);
+        let client = http_client();
+        let response = client
+            .get(format!("{base}/{from}"))
+            .header("Accept", MEDIA_TYPE)
+            .send()
+            .await
+            .expect("GET a manifest");
+        assert_eq!(response.status(), 200, "GET manifest {from}");
+        let body = response.bytes().await.expect("the manifest");
+        let response = client
+            .put(format!("{base}/{to}"))
+            .header("Content-Type", MEDIA_TYPE)
+            .body(body)
+            .send()
+            .await
+            .expect("PUT a manifest");
+        assert_eq!(response.status(), 201, "PUT manifest {to}");
+    }
+
+    /// Where the registry stores the blob `digest` (`sha256:<hex>`), for tests that tamper
+    /// with stored content.
+    pub fn blob_path(&self, digest: &str) -> PathBuf {
+        let hex = digest
+            .strip_prefix("sha256:")
+            .unwrap_or_else(|| panic!("{digest} is not a sha256 digest"));
+        self.storage.join(format!(
+            "docker/registry/v2/blobs/sha256/{}/{hex}/data",
+            &hex[..2]
+        ))
     }
 }
 
@@ -173,7 +357,8 @@ impl Drop for Registry {
 }
 
 /// A Git server on 127.0.0.1 holding one bare repository `repo.git` (branch `main`), with a
-/// work tree to commit and push from. Pushes over HTTP are accepted too.
+/// work tree to commit and push from ([`GitServer::work`]; run [`git`] there for tags or
+/// branches). Pushes over HTTP are accepted too. Start one server per repository a test needs.
 pub struct GitServer {
     dir: tempfile::TempDir,
     address: std::net::SocketAddr,
@@ -212,6 +397,16 @@ impl GitServer {
         format!("http://{}/repo.git", self.address)
     }
 
+    /// The bare repository on disk, for `file://` and `ssh://` URLs or another server.
+    pub fn bare(&self) -> PathBuf {
+        self.dir.path().join("root/repo.git")
+    }
+
+    /// `file://<bare>`.
+    pub fn file_url(&self) -> String {
+        format!("file://{}", self.bare().display())
+    }
+
     /// The work tree commits are made in.
     pub fn work(&self) -> PathBuf {
         self.dir.path().join("work")
@@ -219,11 +414,7 @@ impl GitServer {
 
     /// Writes `files`, commits, pushes `main` and returns the commit id.
     pub fn commit(&self, files: &[(&str, &str)], message: &str) -> String {
-        for (path, content) in files {
-            let path = self.work().join(path);
-            std::fs::create_dir_all(path.parent().expect("a parent")).expect("create dirs");
-            std::fs::write(path, content).expect("write a file");
-        }
+        write_files(&self.work(), files);
         self.commit_all(message)
     }
 

@@ -326,20 +326,40 @@ async fn push_signs_and_pull_verifies_artifacts_in_a_real_registry() {
     let public = dir.path().join("cosign.pub");
     std::fs::write(&public, key.public_key("cosign.pub").to_pem()).unwrap();
     let other = dir.path().join("other.pub");
-    std::fs::write(&other, SigningKey::generate().public_key("other.pub").to_pem()).unwrap();
+    std::fs::write(
+        &other,
+        SigningKey::generate().public_key("other.pub").to_pem(),
+    )
+    .unwrap();
 
     let signed_url = format!("{}:v1", registry.url("apps/signed"));
     let path = source.to_string_lossy().into_owned();
     let out = capstan(&[
-        "push", "artifact", &signed_url, "--path", &path, "--source",
-        "https://example.invalid/fleet.git", "--revision", "main@sha1:0123456789abcdef0123456789abcdef01234567",
-        "--insecure", "--sign-key", &key_file.to_string_lossy(),
+        "push",
+        "artifact",
+        &signed_url,
+        "--path",
+        &path,
+        "--source",
+        "https://example.invalid/fleet.git",
+        "--revision",
+        "main@sha1:0123456789abcdef0123456789abcdef01234567",
+        "--insecure",
+        "--sign-key",
+        &key_file.to_string_lossy(),
     ])
     .await;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let digest = String::from_utf8_lossy(&out.stdout).trim().to_owned();
     assert!(digest.starts_with("sha256:"), "prints the digest: {digest}");
-    assert!(String::from_utf8_lossy(&out.stderr).contains(".sig"), "reports the signature tag");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(".sig"),
+        "reports the signature tag"
+    );
 
     // skopeo, an independent client, sees Flux's manifest.
     capstan_testkit::require("skopeo");
@@ -348,9 +368,16 @@ async fn push_signs_and_pull_verifies_artifacts_in_a_real_registry() {
         .arg(format!("docker://{}/apps/signed:v1", registry.address))
         .output()
         .unwrap();
-    assert!(raw.status.success(), "{}", String::from_utf8_lossy(&raw.stderr));
+    assert!(
+        raw.status.success(),
+        "{}",
+        String::from_utf8_lossy(&raw.stderr)
+    );
     let manifest: serde_json::Value = serde_json::from_slice(&raw.stdout).unwrap();
-    assert_eq!(manifest["config"]["mediaType"], "application/vnd.cncf.flux.config.v1+json");
+    assert_eq!(
+        manifest["config"]["mediaType"],
+        "application/vnd.cncf.flux.config.v1+json"
+    );
     assert_eq!(
         manifest["layers"][0]["mediaType"],
         "application/vnd.cncf.flux.content.v1.tar+gzip"
@@ -367,11 +394,23 @@ async fn push_signs_and_pull_verifies_artifacts_in_a_real_registry() {
     // Pull with the right key: verified, extracted, revision printed.
     let output = dir.path().join("pulled");
     let out = capstan(&[
-        "pull", "artifact", &signed_url, "--output", &output.to_string_lossy(), "--insecure",
-        "--verify-key", &other.to_string_lossy(), "--verify-key", &public.to_string_lossy(),
+        "pull",
+        "artifact",
+        &signed_url,
+        "--output",
+        &output.to_string_lossy(),
+        "--insecure",
+        "--verify-key",
+        &other.to_string_lossy(),
+        "--verify-key",
+        &public.to_string_lossy(),
     ])
     .await;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("verified {digest}")));
     assert_eq!(
         std::fs::read_to_string(output.join("apps/app.yaml")).unwrap(),
@@ -381,8 +420,14 @@ async fn push_signs_and_pull_verifies_artifacts_in_a_real_registry() {
     // Only a foreign key: refused, nothing extracted.
     let refused = dir.path().join("refused");
     let out = capstan(&[
-        "pull", "artifact", &signed_url, "--output", &refused.to_string_lossy(), "--insecure",
-        "--verify-key", &other.to_string_lossy(),
+        "pull",
+        "artifact",
+        &signed_url,
+        "--output",
+        &refused.to_string_lossy(),
+        "--insecure",
+        "--verify-key",
+        &other.to_string_lossy(),
     ])
     .await;
     assert!(!out.status.success());
@@ -392,14 +437,32 @@ async fn push_signs_and_pull_verifies_artifacts_in_a_real_registry() {
     // An unsigned artifact: refused.
     let unsigned_url = format!("{}:v1", registry.url("apps/unsigned"));
     let out = capstan(&[
-        "push", "artifact", &unsigned_url, "--path", &path, "--source", "s", "--revision", "r",
+        "push",
+        "artifact",
+        &unsigned_url,
+        "--path",
+        &path,
+        "--source",
+        "s",
+        "--revision",
+        "r",
         "--insecure",
     ])
     .await;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = capstan(&[
-        "pull", "artifact", &unsigned_url, "--output", &refused.to_string_lossy(), "--insecure",
-        "--verify-key", &public.to_string_lossy(),
+        "pull",
+        "artifact",
+        &unsigned_url,
+        "--output",
+        &refused.to_string_lossy(),
+        "--insecure",
+        "--verify-key",
+        &public.to_string_lossy(),
     ])
     .await;
     assert!(!out.status.success(), "an unsigned artifact is refused");

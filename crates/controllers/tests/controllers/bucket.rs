@@ -10,7 +10,7 @@ use capstan_api::Bucket;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 
-use crate::support::{Env, eventually, http_client, require, tar_entries};
+use crate::support::{Env, download, eventually, require, tar_entries};
 
 const BUCKET: &str = "flux";
 
@@ -171,12 +171,6 @@ async fn create(api: &Api<Bucket>, name: &str, spec: serde_json::Value) {
     }))
     .unwrap();
     api.create(&PostParams::default(), &object).await.unwrap();
-}
-
-async fn download(url: &str) -> Vec<u8> {
-    let response = http_client().get(url).send().await.unwrap();
-    assert_eq!(response.status(), 200, "GET {url}");
-    response.bytes().await.unwrap().to_vec()
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@ use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DeleteParams, ListParams};
 use sha2::Digest as _;
 
-use crate::support::{Env, Upstream, condition, eventually, http_client, tar_entries};
+use crate::support::{Env, GitServer, condition, download, eventually, http_client, tar_entries};
 
 fn ready(object: &GitRepository) -> Option<(String, String, String)> {
     condition(object, "Ready")
@@ -50,6 +50,14 @@ fn spec(url: &str) -> serde_json::Value {
     serde_json::json!({"url": url, "interval": "10m", "ref": {"branch": "main"}})
 }
 
+/// Waits until condition `type_` of the GitRepository is True, and returns the object.
+async fn wait_until_true(env: &Env, namespace: &str, name: &str, type_: &str) -> GitRepository {
+    env.wait_for(namespace, name, &format!("{name} {type_}=True"), |o| {
+        condition(o, type_).is_some_and(|(status, ..)| status == "True")
+    })
+    .await
+}
+
 async fn events(env: &Env, namespace: &str) -> Vec<Event> {
     let api: Api<Event> = Api::namespaced(env.client.clone(), namespace);
     api.list(&ListParams::default()).await.unwrap().items
@@ -59,7 +67,7 @@ async fn events(env: &Env, namespace: &str) -> Vec<Event> {
 async fn becomes_ready_serves_the_artifact_and_follows_requested_reconciles() {
     let env = Env::start().await;
     let ns = env.namespace("ready").await;
-    let upstream = Upstream::start().await;
+    let upstream = GitServer::start().await;
     let first = upstream.commit(
         &[
             ("apps/config.yaml", "v: 1\n"),
@@ -72,11 +80,7 @@ async fn becomes_ready_serves_the_artifact_and_follows_requested_reconciles() {
         .await;
 
     let expected = format!("main@sha1:{first}");
-    let object = env
-        .wait_for(&ns, "app", "Ready=True", |o| {
-            ready(o).is_some_and(|(status, ..)| status == "True")
-        })
-        .await;
+    let object = wait_until_true(&env, &ns, "app", "Ready").await;
     assert_eq!(revision(&object), Some(expected.as_str()));
     assert_eq!(
         ready(&object).unwrap(),
@@ -110,16 +114,7 @@ async fn becomes_ready_serves_the_artifact_and_follows_requested_reconciles() {
     );
     assert_eq!(artifact.url, format!("{}/{}", env.http, artifact.path));
     let client = http_client();
-    let body = client
-        .get(&artifact.url)
-        .send()
-        .await
-        .unwrap()
-        .error_for_status()
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
+    let body = download(&artifact.url).await;
     assert_eq!(
         artifact.digest,
         format!(
@@ -241,14 +236,7 @@ async fn becomes_ready_serves_the_artifact_and_follows_requested_reconciles() {
         .await;
     let artifact = object.status.unwrap().artifact.unwrap();
     assert_eq!(artifact.revision, expected_third);
-    let body = client
-        .get(&artifact.url)
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
+    let body = download(&artifact.url).await;
     let entries = tar_entries(&body);
     assert!(
         !entries.iter().any(|e| e.starts_with("apps")),
@@ -290,7 +278,7 @@ async fn becomes_ready_serves_the_artifact_and_follows_requested_reconciles() {
 async fn unknown_branch_and_unreachable_url_report_fetch_failed() {
     let env = Env::start().await;
     let ns = env.namespace("failing").await;
-    let upstream = Upstream::start().await;
+    let upstream = GitServer::start().await;
     upstream.commit(&[("a.yaml", "a: 1\n")], "first");
     env.create_git_repository(
         &ns,
@@ -332,11 +320,7 @@ async fn unknown_branch_and_unreachable_url_report_fetch_failed() {
         serde_json::json!({"url": upstream.url(), "interval": "10m", "ref": {"commit": "xyz"}}),
     )
     .await;
-    let object = env
-        .wait_for(&ns, "bad-commit", "Stalled=True", |o| {
-            condition(o, "Stalled").is_some_and(|(status, ..)| status == "True")
-        })
-        .await;
+    let object = wait_until_true(&env, &ns, "bad-commit", "Stalled").await;
     let (status, reason, message) = ready(&object).unwrap();
     assert_eq!(
         (status.as_str(), reason.as_str()),
@@ -408,11 +392,7 @@ async fn unknown_branch_and_unreachable_url_report_fetch_failed() {
         serde_json::json!({"spec": {"ref": {"branch": "main"}}}),
     )
     .await;
-    let object = env
-        .wait_for(&ns, "unknown-branch", "recovery", |o| {
-            ready(o).is_some_and(|(status, ..)| status == "True")
-        })
-        .await;
+    let object = wait_until_true(&env, &ns, "unknown-branch", "Ready").await;
     assert!(condition(&object, "FetchFailed").is_none());
     assert!(condition(&object, "Reconciling").is_none());
     env.stop().await;
@@ -422,7 +402,7 @@ async fn unknown_branch_and_unreachable_url_report_fetch_failed() {
 async fn suspend_stops_reconciling_until_resumed() {
     let env = Env::start().await;
     let ns = env.namespace("suspend").await;
-    let upstream = Upstream::start().await;
+    let upstream = GitServer::start().await;
     let first = upstream.commit(&[("a.yaml", "a: 1\n")], "first");
     env.create_git_repository(&ns, "app", spec(&upstream.url()))
         .await;
@@ -493,7 +473,7 @@ async fn suspend_stops_reconciling_until_resumed() {
 async fn deletion_removes_stored_artifacts() {
     let env = Env::start().await;
     let ns = env.namespace("deletion").await;
-    let upstream = Upstream::start().await;
+    let upstream = GitServer::start().await;
     upstream.commit(&[("a.yaml", "a: 1\n")], "first");
     env.create_git_repository(&ns, "app", spec(&upstream.url()))
         .await;
@@ -578,20 +558,6 @@ fn artifact_of(object: &GitRepository) -> Option<capstan_api::meta::Artifact> {
     object.status.as_ref()?.artifact.clone()
 }
 
-async fn download(url: &str) -> Vec<u8> {
-    http_client()
-        .get(url)
-        .send()
-        .await
-        .unwrap()
-        .error_for_status()
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap()
-        .to_vec()
-}
-
 /// The content of `name` in a gzip tarball.
 fn tar_file(bytes: &[u8], name: &str) -> Option<String> {
     use std::io::Read as _;
@@ -611,8 +577,8 @@ fn tar_file(bytes: &[u8], name: &str) -> Option<String> {
 async fn include_copies_other_artifacts_and_follows_their_changes() {
     let env = Env::start().await;
     let ns = env.namespace("include").await;
-    let app_upstream = Upstream::start().await;
-    let lib_upstream = Upstream::start().await;
+    let app_upstream = GitServer::start().await;
+    let lib_upstream = GitServer::start().await;
     let app_commit = app_upstream.commit(&[("app.yaml", "app: 1\n")], "app");
     lib_upstream.commit(
         &[("deploy/lib.yaml", "lib: 1\n"), ("README.md", "lib\n")],
@@ -681,17 +647,9 @@ async fn include_copies_other_artifacts_and_follows_their_changes() {
         serde_json::json!({"spec": {"ref": {"branch": "main"}}}),
     )
     .await;
-    let lib = env
-        .wait_for(&ns, "lib", "lib Ready=True", |o| {
-            ready(o).is_some_and(|(status, ..)| status == "True")
-        })
-        .await;
+    let lib = wait_until_true(&env, &ns, "lib", "Ready").await;
     let lib_artifact = artifact_of(&lib).unwrap();
-    let object = env
-        .wait_for(&ns, "app", "app Ready=True", |o| {
-            ready(o).is_some_and(|(status, ..)| status == "True")
-        })
-        .await;
+    let object = wait_until_true(&env, &ns, "app", "Ready").await;
     assert!(condition(&object, "IncludeUnavailable").is_none());
     let status = object.status.clone().unwrap();
     assert_eq!(
@@ -779,11 +737,7 @@ async fn include_paths_leaving_the_artifact_and_verify_stall() {
         }),
     )
     .await;
-    let object = env
-        .wait_for(&ns, "escape", "Stalled=True", |o| {
-            condition(o, "Stalled").is_some_and(|(status, ..)| status == "True")
-        })
-        .await;
+    let object = wait_until_true(&env, &ns, "escape", "Stalled").await;
     let (_, reason, message) = ready(&object).unwrap();
     assert_eq!(reason, "IllegalPath");
     assert!(message.contains(r#"toPath "../outside""#), "{message}");
@@ -791,11 +745,7 @@ async fn include_paths_leaving_the_artifact_and_verify_stall() {
         condition(&object, "StorageOperationFailed").map(|c| c.1),
         Some("IllegalPath".to_owned())
     );
-    let object = env
-        .wait_for(&ns, "signed", "Stalled=True", |o| {
-            condition(o, "Stalled").is_some_and(|(status, ..)| status == "True")
-        })
-        .await;
+    let object = wait_until_true(&env, &ns, "signed", "Stalled").await;
     let (_, reason, message) = ready(&object).unwrap();
     assert_eq!(reason, "FeatureGateDisabled");
     assert_eq!(

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use tokio_util::sync::CancellationToken;
 
-use crate::support::{Env, Upstream, eventually};
+use crate::support::{Env, GitServer, eventually};
 
 pub(crate) const NAMESPACE: &str = "apps";
 
@@ -50,6 +50,17 @@ impl Drop for KustomizeController {
     }
 }
 
+/// The inventory entry ids of a Kustomization, in status order.
+pub(crate) fn inventory_ids(object: &Kustomization) -> Vec<String> {
+    let inventory = object.status.as_ref().and_then(|s| s.inventory.as_ref());
+    inventory
+        .expect("a Kustomization with an inventory")
+        .entries
+        .iter()
+        .map(|e| e.id.clone())
+        .collect()
+}
+
 pub(crate) fn config_map() -> String {
     format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: {NAMESPACE}\ndata:\n  env: dev\n"
@@ -64,10 +75,10 @@ pub(crate) fn deployment(image: &str, annotations: &str) -> String {
 
 /// Starts the environment, a Git server with `files`, a GitRepository `repo` Ready on it and
 /// the Kustomization controller; returns the commit too.
-pub(crate) async fn setup(files: &[(&str, &str)]) -> (Env, Upstream, KustomizeController, String) {
+pub(crate) async fn setup(files: &[(&str, &str)]) -> (Env, GitServer, KustomizeController, String) {
     let env = Env::start().await;
     env.namespace(NAMESPACE).await;
-    let upstream = Upstream::start().await;
+    let upstream = GitServer::start().await;
     let commit = upstream.commit(files, "first");
     env.create_git_repository(
         NAMESPACE,
@@ -190,7 +201,11 @@ async fn applies_prunes_follows_new_commits_and_deletes() {
     let object = wait_ready(&env, "app", "Ready=True", |status, _, _| status == "True").await;
     assert_eq!(
         ready(&object).unwrap(),
-        ("True".to_owned(), "ReconciliationSucceeded".to_owned(), expected)
+        (
+            "True".to_owned(),
+            "ReconciliationSucceeded".to_owned(),
+            expected
+        )
     );
     assert_eq!(
         condition(&object, "Healthy").map(|c| c.0),
@@ -202,13 +217,7 @@ async fn applies_prunes_follows_new_commits_and_deletes() {
         Some(format!("main@sha1:{first}"))
     );
     assert_eq!(status.last_attempted_revision, status.last_applied_revision);
-    let mut ids: Vec<String> = status
-        .inventory
-        .unwrap()
-        .entries
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
+    let mut ids = inventory_ids(&object);
     ids.sort();
     assert_eq!(
         ids,
@@ -485,14 +494,6 @@ async fn build_errors_and_missing_sources_are_reported() {
     assert!(message.contains("1 applied"), "{message}");
     let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
     assert!(config_maps.get_opt("settings").await.unwrap().is_some());
-    let ids: Vec<String> = object
-        .status
-        .unwrap()
-        .inventory
-        .unwrap()
-        .entries
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
+    let ids = inventory_ids(&object);
     assert_eq!(ids, ["apps_settings__ConfigMap"]);
 }

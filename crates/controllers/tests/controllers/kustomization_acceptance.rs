@@ -13,10 +13,10 @@ use kube::api::{
 };
 
 use crate::kustomization::{
-    KustomizeController, NAMESPACE, config_map, create_kustomization, deployment, kustomizations,
-    ready, request_reconcile, setup, wait_ready, wait_source_revision,
+    KustomizeController, NAMESPACE, config_map, create_kustomization, deployment, inventory_ids,
+    kustomizations, ready, request_reconcile, setup, wait_ready, wait_source_revision,
 };
-use crate::support::{Env, Upstream, eventually};
+use crate::support::{Env, GitServer, eventually};
 
 const WIDGET_CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n              size: {type: integer}\n";
 
@@ -51,15 +51,7 @@ async fn a_crd_and_its_resources_apply_in_stages() {
     )
     .await;
     let object = wait_ready(&env, "app", "Ready=True", |status, _, _| status == "True").await;
-    let mut ids: Vec<String> = object
-        .status
-        .unwrap()
-        .inventory
-        .unwrap()
-        .entries
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
+    let mut ids = inventory_ids(&object);
     ids.sort();
     assert_eq!(
         ids,
@@ -140,15 +132,7 @@ async fn a_schema_invalid_object_is_reported_and_others_still_apply() {
     assert_eq!(reason, "ReconciliationFailed");
     assert!(message.contains("Deployment/apps/web"), "{message}");
     assert!(message.contains("spec.replicas"), "{message}");
-    let ids: Vec<String> = object
-        .status
-        .unwrap()
-        .inventory
-        .unwrap()
-        .entries
-        .into_iter()
-        .map(|e| e.id)
-        .collect();
+    let ids = inventory_ids(&object);
     assert_eq!(ids, ["apps_settings__ConfigMap"]);
     assert!(
         config_maps(&env, NAMESPACE)
@@ -218,7 +202,7 @@ async fn flux_example_kustomizations_reconcile_to_ready() {
     assert!(corpus.is_dir(), "the flux-example corpus is missing");
     let env = Env::start().await;
     env.namespace(FLUX_SYSTEM).await;
-    let upstream = Upstream::start().await;
+    let upstream = GitServer::start().await;
     let files = files_below(corpus);
     let borrowed: Vec<(&str, &str)> = files
         .iter()

@@ -18,6 +18,21 @@ use crate::kustomization::{
 };
 use crate::support::{RecordingProxy, client_for, eventually};
 
+/// Asserts that the `settings` ConfigMap says `env: prod`, applied less than 20 s after
+/// `started`.
+async fn assert_prod_applied_within_20s(env: &crate::support::Env, started: Instant) {
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "applied after {:?}",
+        started.elapsed()
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    assert_eq!(
+        config_maps.get("settings").await.unwrap().data.unwrap()["env"],
+        "prod"
+    );
+}
+
 fn config_map_with(name: &str, env: &str) -> String {
     format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {NAMESPACE}\ndata:\n  env: {env}\n"
@@ -96,16 +111,7 @@ async fn source_revisions_trigger_reconciles_and_are_recorded_in_history() {
         message == expected
     })
     .await;
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "applied after {:?}",
-        started.elapsed()
-    );
-    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
-    assert_eq!(
-        config_maps.get("settings").await.unwrap().data.unwrap()["env"],
-        "prod"
-    );
+    assert_prod_applied_within_20s(&env, started).await;
     let entries = history(&object);
     assert_eq!(entries.len(), 2, "{entries:?}");
     assert_eq!(
@@ -250,12 +256,14 @@ async fn report_only_drift_mode_reports_without_changing() {
         .unwrap();
     request_reconcile(&kustomizations(&env), "app", "report").await;
 
+    // The annotation change alone may trigger a reconcile between the edits above: wait for
+    // the report of the last edit (the deleted Deployment).
     let object = eventually(Duration::from_secs(30), "the drift report", || {
         let api = kustomizations(&env);
         async move {
             let object = api.get("app").await.ok()?;
             condition(&object, "Drifted")
-                .is_some_and(|c| c.0 == "True")
+                .is_some_and(|c| c.0 == "True" && c.2.contains("Deployment/apps/web missing"))
                 .then_some(object)
         }
     })
@@ -556,11 +564,7 @@ async fn depends_on_orders_and_triggers_dependents() {
 async fn push_oci(url: &str, tag: &str, files: &[(&str, &str)], origin: &str) {
     use capstan_source::oci::{self, Created, PushOptions, RegistryOptions};
     let dir = tempfile::tempdir().unwrap();
-    for (path, content) in files {
-        let path = dir.path().join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, content).unwrap();
-    }
+    capstan_testkit::write_files(dir.path(), files);
     let options = PushOptions {
         source: "https://github.com/example/fleet".to_owned(),
         revision: origin.to_owned(),
@@ -639,16 +643,7 @@ async fn oci_source_revisions_trigger_reconciles() {
         }
     })
     .await;
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "{:?}",
-        started.elapsed()
-    );
-    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
-    assert_eq!(
-        config_maps.get("settings").await.unwrap().data.unwrap()["env"],
-        "prod"
-    );
+    assert_prod_applied_within_20s(&env, started).await;
     let entries = history(&object);
     assert_eq!(entries.len(), 2, "{entries:?}");
     assert_eq!(

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use capstan_apiserver::{ApiServer, Config};
-use capstan_controllers::leader::{LeaderElectionConfig, LeaderElector};
+use capstan_controllers::leader::{LeaderElectionConfig, LeaderElector, Leadership};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
@@ -12,14 +12,7 @@ use kube::api::{Patch, PatchParams};
 use tokio_util::sync::CancellationToken;
 
 async fn client(server: &ApiServer) -> kube::Client {
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.kubeconfig()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(
-        kubeconfig,
-        &kube::config::KubeConfigOptions::default(),
-    )
-    .await
-    .unwrap();
-    let client = kube::Client::try_from(config).unwrap();
+    let client = crate::support::client_from_kubeconfig(&server.kubeconfig()).await;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "flux-system"}});
     namespaces
@@ -31,6 +24,19 @@ async fn client(server: &ApiServer) -> kube::Client {
         .await
         .unwrap();
     client
+}
+
+/// A control plane (kept alive by the returned server), a client, a shutdown token and the
+/// leadership of candidate "a", the first to ask.
+async fn first_leader() -> (ApiServer, kube::Client, CancellationToken, Leadership) {
+    let server = ApiServer::start(Config::default()).await.unwrap();
+    let client = client(&server).await;
+    let shutdown = CancellationToken::new();
+    let first = LeaderElector::new(client.clone(), config("a"))
+        .acquire(&shutdown)
+        .await
+        .expect("the first candidate leads");
+    (server, client, shutdown, first)
 }
 
 fn config(identity: &str) -> LeaderElectionConfig {
@@ -54,14 +60,7 @@ async fn holder(client: &kube::Client) -> (Option<String>, Option<i32>) {
 
 #[tokio::test]
 async fn one_candidate_leads_and_the_other_takes_over_on_release() {
-    let server = ApiServer::start(Config::default()).await.unwrap();
-    let client = client(&server).await;
-    let shutdown = CancellationToken::new();
-
-    let first = LeaderElector::new(client.clone(), config("a"))
-        .acquire(&shutdown)
-        .await
-        .expect("the first candidate leads");
+    let (_server, client, shutdown, first) = first_leader().await;
     assert_eq!(holder(&client).await, (Some("a".to_owned()), Some(0)));
 
     let second = tokio::spawn({
@@ -93,13 +92,7 @@ async fn one_candidate_leads_and_the_other_takes_over_on_release() {
 
 #[tokio::test]
 async fn a_leader_that_stops_renewing_is_replaced_and_learns_it_lost() {
-    let server = ApiServer::start(Config::default()).await.unwrap();
-    let client = client(&server).await;
-    let shutdown = CancellationToken::new();
-    let first = LeaderElector::new(client.clone(), config("a"))
-        .acquire(&shutdown)
-        .await
-        .unwrap();
+    let (_server, client, _shutdown, first) = first_leader().await;
     // Another writer takes the Lease over (as a replica would after a network partition).
     let lease = serde_json::json!({
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",

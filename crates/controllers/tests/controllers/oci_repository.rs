@@ -9,7 +9,10 @@ use capstan_source::oci::{
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 
-use crate::support::{Env, Registry, eventually, http_client, tar_entries};
+use crate::support::{
+    Env, REGISTRY_PASSWORD as PASSWORD, REGISTRY_USER as USER, Registry, TestCa, download,
+    eventually, tar_entries,
+};
 
 const SOURCE: &str = "https://github.com/example/fleet";
 
@@ -44,11 +47,7 @@ async fn push_as(
     credentials: Option<Credentials>,
 ) -> Pushed {
     let dir = tempfile::tempdir().unwrap();
-    for (path, content) in files {
-        let path = dir.path().join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, content).unwrap();
-    }
+    capstan_testkit::write_files(dir.path(), files);
     let options = PushOptions {
         source: SOURCE.to_owned(),
         revision: source_revision.to_owned(),
@@ -125,12 +124,6 @@ async fn request_reconcile(env: &Env, namespace: &str, name: &str, token: &str) 
         )
         .await
         .unwrap();
-}
-
-async fn download(url: &str) -> Vec<u8> {
-    let response = http_client().get(url).send().await.unwrap();
-    assert_eq!(response.status(), 200, "GET {url}");
-    response.bytes().await.unwrap().to_vec()
 }
 
 #[tokio::test]
@@ -386,11 +379,9 @@ async fn missing_tags_fail_the_fetch_and_keyless_verify_is_refused() {
 
 #[tokio::test]
 async fn docker_config_secrets_authenticate_pulls() {
-    const USER: &str = "capstan";
-    const PASSWORD: &str = "s3cret-pass";
     let env = Env::start().await;
     let ns = env.namespace("oci-auth").await;
-    let registry = Registry::start_with_auth(USER, PASSWORD).await;
+    let registry = Registry::start_with_auth().await;
     let url = registry.url("private/apps");
     let credentials = Credentials {
         username: USER.to_owned(),
@@ -468,29 +459,6 @@ fn insecure() -> RegistryOptions {
     }
 }
 
-/// Copies the manifest at tag `from` to tag `to` over the registry's HTTP API.
-async fn copy_manifest(registry: &Registry, repository: &str, from: &str, to: &str) {
-    const MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
-    let base = format!("http://{}/v2/{repository}/manifests", registry.address);
-    let client = http_client();
-    let response = client
-        .get(format!("{base}/{from}"))
-        .header("Accept", MEDIA_TYPE)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200, "GET manifest {from}");
-    let body = response.bytes().await.unwrap();
-    let response = client
-        .put(format!("{base}/{to}"))
-        .header("Content-Type", MEDIA_TYPE)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 201, "PUT manifest {to}");
-}
-
 fn verification_failure(object: &OCIRepository) -> Option<String> {
     let (status, reason, message) = condition(object, "SourceVerified")?;
     (status == "False" && reason == "VerificationError" && ready_is(object, "False"))
@@ -516,13 +484,13 @@ async fn cosign_signatures_gate_what_is_stored() {
         .await
         .unwrap();
     let replayed = push(&url, "replayed", &[("a.txt", "replayed")], "replayed").await;
-    copy_manifest(
-        &registry,
-        "fleet/signed",
-        &oci::cosign::signature_tag(&signed.digest),
-        &oci::cosign::signature_tag(&replayed.digest),
-    )
-    .await;
+    registry
+        .copy_manifest(
+            "fleet/signed",
+            &oci::cosign::signature_tag(&signed.digest),
+            &oci::cosign::signature_tag(&replayed.digest),
+        )
+        .await;
 
     // Any `*.pub` key verifying is enough; other keys of the Secret are not read.
     let old_key = SigningKey::generate().public_key("old.pub").to_pem();
@@ -670,140 +638,14 @@ async fn cosign_signatures_gate_what_is_stored() {
     env.stop().await;
 }
 
-/// Runs `openssl` in `dir`.
-fn openssl(dir: &std::path::Path, args: &[&str]) {
-    let output = std::process::Command::new("openssl")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "openssl {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-/// A test CA (`ca.crt`) and a certificate it issued for 127.0.0.1 (`server.crt`, `server.key`)
-/// in `dir`.
-fn test_pki(dir: &std::path::Path) {
-    crate::support::require("openssl");
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let mut args = vec!["req", "-x509", "-days", "2", "-subj", "/CN=capstan test CA"];
-    args.extend(ec);
-    args.extend(["-keyout", "ca.key", "-out", "ca.crt"]);
-    openssl(dir, &args);
-    let mut args = vec!["req", "-new", "-subj", "/CN=registry"];
-    args.extend(ec);
-    args.extend(["-keyout", "server.key", "-out", "server.csr"]);
-    openssl(dir, &args);
-    std::fs::write(
-        dir.join("san.ext"),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
-    )
-    .unwrap();
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-days",
-            "2",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-extfile",
-            "san.ext",
-            "-out",
-            "server.crt",
-        ],
-    );
-}
-
-/// `docker-registry` serving HTTPS with `server.crt` from `pki`, killed on drop.
-struct TlsRegistry {
-    child: std::process::Child,
-    address: String,
-    _dir: tempfile::TempDir,
-}
-
-impl TlsRegistry {
-    async fn start(pki: &std::path::Path) -> Self {
-        crate::support::require("docker-registry");
-        let dir = tempfile::tempdir().unwrap();
-        let storage = dir.path().join("storage");
-        std::fs::create_dir(&storage).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let address = format!("127.0.0.1:{port}");
-        let config = format!(
-            "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\n\
-             storage:\n  filesystem:\n    rootdirectory: {}\n\
-             http:\n  addr: {address}\n  secret: capstan-test-secret\n  tls:\n    \
-             certificate: {}\n    key: {}\n",
-            storage.display(),
-            pki.join("server.crt").display(),
-            pki.join("server.key").display(),
-        );
-        let config_path = dir.path().join("config.yml");
-        std::fs::write(&config_path, config).unwrap();
-        let log = std::fs::File::create(dir.path().join("registry.log")).unwrap();
-        let child = std::process::Command::new("docker-registry")
-            .arg("serve")
-            .arg(&config_path)
-            .stdout(std::process::Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let registry = Self {
-            child,
-            address,
-            _dir: dir,
-        };
-        let address = registry.address.clone();
-        eventually(Duration::from_secs(30), "docker-registry to listen", || {
-            let address = address.clone();
-            async move {
-                tokio::net::TcpStream::connect(&address)
-                    .await
-                    .ok()
-                    .map(drop)
-            }
-        })
-        .await;
-        registry
-    }
-}
-
-impl Drop for TlsRegistry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test]
 async fn cert_secret_ref_ca_trusts_a_private_registry() {
     let env = Env::start().await;
     let ns = env.namespace("oci-tls").await;
-    let pki = tempfile::tempdir().unwrap();
-    test_pki(pki.path());
-    let ca = std::fs::read_to_string(pki.path().join("ca.crt")).unwrap();
-    let registry = TlsRegistry::start(pki.path()).await;
-    let url = format!("oci://{}/fleet/tls", registry.address);
+    let test_ca = TestCa::new();
+    let ca = test_ca.pem().to_owned();
+    let registry = Registry::start_tls(&test_ca.server()).await;
+    let url = registry.url("fleet/tls");
     let tls = RegistryOptions {
         ca_certificates: vec![ca.clone().into_bytes()],
         ..RegistryOptions::default()
@@ -852,6 +694,38 @@ async fn cert_secret_ref_ca_trusts_a_private_registry() {
     assert!(
         message.contains("certificate") && message.contains("UnknownIssuer"),
         "{message}"
+    );
+    assert!(revision(&object).is_none());
+
+    // A client certificate cannot be presented yet: refused, never silently left out.
+    let client = test_ca.client();
+    create_secret(
+        &env,
+        &ns,
+        "registry-mtls",
+        &[
+            ("ca.crt", &ca),
+            ("tls.crt", &client.cert),
+            ("tls.key", &client.key),
+        ],
+    )
+    .await;
+    let mut mtls = spec(true);
+    mtls["certSecretRef"] = serde_json::json!({"name": "registry-mtls"});
+    create(&env, &ns, "with-client-cert", mtls).await;
+    let object = wait_for(&env, &ns, "with-client-cert", "Ready=False", |o| {
+        ready_is(o, "False")
+    })
+    .await;
+    let (_, reason, message) = condition(&object, "Ready").unwrap();
+    assert_eq!(reason, "AuthenticationFailed");
+    assert!(
+        message.contains("mutual TLS to OCI registries is not supported yet"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("PRIVATE KEY"),
+        "no key material in the message"
     );
     assert!(revision(&object).is_none());
     env.stop().await;

@@ -1,57 +1,18 @@
-//! Helpers shared by the source benchmarks: tool checks, timing, deterministic content.
+//! Helpers shared by the source benchmarks: timing, reports, deterministic content (the test
+//! servers and tool checks come from `capstan-testkit`).
 
 #![allow(dead_code)] // Each benchmark uses a subset of the helpers.
 
 use std::fmt::Write as _;
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Runs per measurement; the median is reported.
 pub const RUNS: usize = 3;
 
-/// Panics with a hint when a tool the benchmark needs is missing.
-pub fn require(tool: &str) {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()));
-    assert!(
-        found,
-        "`{tool}` is not installed; hint: run ./scripts/setup"
-    );
-}
-
-/// A free TCP port on 127.0.0.1.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Waits until something listens on `port`.
-pub fn wait_for_port(port: u16, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "{what} did not start listening");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// Runs `program` with `args`, panicking with its stderr on failure.
-pub fn run(program: &str, args: &[&str], dir: Option<&Path>) {
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Capstan Bench")
-        .env("GIT_AUTHOR_EMAIL", "bench@capstan.invalid")
-        .env("GIT_COMMITTER_NAME", "Capstan Bench")
-        .env("GIT_COMMITTER_EMAIL", "bench@capstan.invalid");
-    if let Some(dir) = dir {
-        command.current_dir(dir);
-    }
-    let output = command.output().unwrap();
+pub fn run(program: &str, args: &[&str]) {
+    let output = Command::new(program).args(args).output().unwrap();
     assert!(
         output.status.success(),
         "{program} {args:?} failed: {}",

@@ -7,7 +7,7 @@ use capstan_source::artifact::{IgnoreFilter, Limits};
 use capstan_source::fetch::fetch_artifact;
 use capstan_source::storage::{Storage, revision_file_name};
 
-use crate::support::{eventually, reqwest_client, sample_source, tree};
+use crate::support::{eventually, http_client, sample_source, tree};
 
 /// Serves `storage` on 127.0.0.1 at a random port; returns the advertised address.
 async fn serve(storage_root: &std::path::Path) -> (Storage, tokio::task::JoinHandle<()>) {
@@ -18,7 +18,7 @@ async fn serve(storage_root: &std::path::Path) -> (Storage, tokio::task::JoinHan
     let server = tokio::spawn(async move {
         axum::serve(listener, router).await.unwrap();
     });
-    let client = reqwest_client();
+    let client = http_client();
     let probe = format!("http://{address}/none");
     eventually(Duration::from_secs(10), "the storage server", || {
         let request = client.get(&probe).send();

@@ -1,102 +1,75 @@
-//! Git fetch against a bare repository served by `git http-backend` (through a small CGI bridge
-//! in python3) and over `file://`.
+//! Git fetch against a bare repository served over smart HTTP (`capstan_testkit::GitServer`),
+//! HTTPS and authenticated HTTP (`git http-backend` behind a small CGI bridge in python3), SSH
+//! (`sshd`) and `file://`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use capstan_source::git::{self, FetchOptions, GitAuth, GitReference};
+use capstan_testkit::{CertifiedKey, GitServer, git};
 
-use crate::support::{eventually, free_port, require, tree};
+use crate::support::{TestCa, eventually, free_port, require, tree};
 
-/// Runs `git` with a fixed identity and returns trimmed stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
-    require("git");
-    let output = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "Capstan Test")
-        .env("GIT_AUTHOR_EMAIL", "test@capstan.invalid")
-        .env("GIT_COMMITTER_NAME", "Capstan Test")
-        .env("GIT_COMMITTER_EMAIL", "test@capstan.invalid")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("HOME", dir)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
+/// Tags HEAD of `upstream`'s work tree (annotated when `annotated`) and pushes the tag.
+fn tag(upstream: &GitServer, name: &str, annotated: bool) {
+    let work = upstream.work();
+    if annotated {
+        git(&work, &["tag", "-a", "-m", name, name]);
+    } else {
+        git(&work, &["tag", name]);
+    }
+    git(&work, &["push", "-q", "origin", name]);
+}
+
+/// Asserts that `url` resolves and fetches `main` at `commit` (one file `a.yaml`) with `auth`.
+async fn assert_fetches_main(url: &str, auth: &GitAuth, commit: &str) {
+    let main = GitReference::branch("main");
+    assert_eq!(
+        git::remote_revision(url, &main, auth, &FetchOptions::default())
+            .await
+            .unwrap(),
+        format!("main@sha1:{commit}")
     );
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    let out = tempfile::tempdir().unwrap();
+    let result = git::fetch(url, &main, auth, out.path(), &FetchOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(result.revision, format!("main@sha1:{commit}"));
+    assert_eq!(result.commit, commit);
+    assert_eq!(std::fs::read(out.path().join("a.yaml")).unwrap(), b"a\n");
 }
 
-/// A bare repository `repo.git` plus a work tree that pushes to it.
-struct Upstream {
-    dir: tempfile::TempDir,
+fn assert_git_error(error: &capstan_source::Error) {
+    assert!(
+        matches!(error, capstan_source::Error::Git { .. }),
+        "{error}"
+    );
 }
 
-impl Upstream {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let upstream = Self { dir };
-        std::fs::create_dir(upstream.bare()).unwrap();
-        git(&upstream.bare(), &["init", "--bare", "-q", "-b", "main"]);
-        git(&upstream.bare(), &["config", "http.receivepack", "false"]);
-        std::fs::create_dir(upstream.work()).unwrap();
-        git(&upstream.work(), &["init", "-q", "-b", "main"]);
-        git(
-            &upstream.work(),
-            &["remote", "add", "origin", upstream.bare().to_str().unwrap()],
-        );
-        upstream
-    }
-
-    fn bare(&self) -> PathBuf {
-        self.dir.path().join("repo.git")
-    }
-
-    fn work(&self) -> PathBuf {
-        self.dir.path().join("work")
-    }
-
-    fn file_url(&self) -> String {
-        format!("file://{}", self.bare().display())
-    }
-
-    /// Writes `files`, commits, pushes `main` and returns the commit id.
-    fn commit(&self, files: &[(&str, &str)], message: &str) -> String {
-        for (path, content) in files {
-            let path = self.work().join(path);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, content).unwrap();
-        }
-        git(&self.work(), &["add", "-A"]);
-        git(&self.work(), &["commit", "-q", "-m", message]);
-        git(&self.work(), &["push", "-q", "origin", "main"]);
-        git(&self.work(), &["rev-parse", "HEAD"])
-    }
-
-    /// Tags HEAD (annotated when `annotated`) and pushes the tag.
-    fn tag(&self, name: &str, annotated: bool) {
-        if annotated {
-            git(&self.work(), &["tag", "-a", "-m", name, name]);
-        } else {
-            git(&self.work(), &["tag", name]);
-        }
-        git(&self.work(), &["push", "-q", "origin", name]);
-    }
+/// Asserts that listing `main` of `url` with `auth` fails as a Git error.
+async fn assert_refused(url: &str, auth: &GitAuth) {
+    let error = git::remote_revision(
+        url,
+        &GitReference::branch("main"),
+        auth,
+        &FetchOptions::default(),
+    )
+    .await
+    .unwrap_err();
+    assert_git_error(&error);
 }
 
-/// `git http-backend` behind a python3 CGI bridge on 127.0.0.1, killed on drop.
+/// `git http-backend` behind a python3 CGI bridge on 127.0.0.1, killed on drop: what
+/// `GitServer` does not do, authentication and HTTPS (with or without client certificates).
 struct HttpServer {
     child: Child,
     port: u16,
     tls: bool,
+    _pem: tempfile::TempDir,
 }
 
 const BRIDGE: &str = r#"
@@ -165,40 +138,50 @@ server.serve_forever()
 "#;
 
 impl HttpServer {
-    async fn start(root: &Path) -> Self {
-        Self::start_with_auth(root, None).await
+    /// A server for `upstream`'s repository answering 401 unless the `Authorization` header is
+    /// exactly `authorization`.
+    async fn start_with_auth(upstream: &GitServer, authorization: &str) -> Self {
+        Self::spawn(upstream, Some(authorization), None).await
     }
 
-    /// A server answering 401 unless the `Authorization` header is exactly `authorization`.
-    async fn start_with_auth(root: &Path, authorization: Option<&str>) -> Self {
-        Self::spawn(root, authorization, None).await
-    }
-
-    /// A server speaking HTTPS with `cert` and `key` (PEM files); with `client_ca`, it requires
-    /// a client certificate signed by that CA.
-    async fn start_tls(root: &Path, cert: &Path, key: &Path, client_ca: Option<&Path>) -> Self {
-        Self::spawn(root, None, Some((cert, key, client_ca))).await
+    /// A server for `upstream`'s repository speaking HTTPS with `server`; with `client_ca`
+    /// (PEM), it requires a client certificate signed by that CA.
+    async fn start_tls(
+        upstream: &GitServer,
+        server: &CertifiedKey,
+        client_ca: Option<&str>,
+    ) -> Self {
+        Self::spawn(upstream, None, Some((server, client_ca))).await
     }
 
     async fn spawn(
-        root: &Path,
+        upstream: &GitServer,
         authorization: Option<&str>,
-        tls: Option<(&Path, &Path, Option<&Path>)>,
+        tls: Option<(&CertifiedKey, Option<&str>)>,
     ) -> Self {
         require("python3");
         require("git");
+        let pem = tempfile::tempdir().unwrap();
+        let mut tls_args = Vec::new();
+        if let Some((server, client_ca)) = tls {
+            for (file, content) in [("server.crt", &server.cert), ("server.key", &server.key)] {
+                std::fs::write(pem.path().join(file), content).unwrap();
+                tls_args.push(pem.path().join(file));
+            }
+            if let Some(client_ca) = client_ca {
+                std::fs::write(pem.path().join("client-ca.crt"), client_ca).unwrap();
+                tls_args.push(pem.path().join("client-ca.crt"));
+            }
+        }
+        let bare = upstream.bare();
         let port = free_port();
         let child = Command::new("python3")
             .arg("-c")
             .arg(BRIDGE)
-            .arg(root)
+            .arg(bare.parent().unwrap())
             .arg(port.to_string())
             .arg(authorization.unwrap_or(""))
-            .args(tls.iter().flat_map(|(cert, key, client_ca)| {
-                [cert.as_os_str(), key.as_os_str()]
-                    .into_iter()
-                    .chain(client_ca.map(Path::as_os_str))
-            }))
+            .args(&tls_args)
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
@@ -217,6 +200,7 @@ impl HttpServer {
             child,
             port,
             tls: tls.is_some(),
+            _pem: pem,
         }
     }
 
@@ -249,15 +233,15 @@ async fn fetch_into(url: &str, reference: &GitReference) -> (tempfile::TempDir, 
 
 /// The shared scenario: new commits become new revisions, tags/semver/commit refs pick the
 /// right commit, `remote_revision` agrees with `fetch`.
-async fn scenario(upstream: &Upstream, url: &str) {
+async fn scenario(upstream: &GitServer, url: &str) {
     let first = upstream.commit(
         &[("app/config.yaml", "v: 1\n"), ("README.md", "hello\n")],
         "first",
     );
-    upstream.tag("v1.0.0", false);
+    tag(upstream, "v1.0.0", false);
     let second = upstream.commit(&[("app/config.yaml", "v: 2\n")], "second");
-    upstream.tag("v1.1.0", true);
-    upstream.tag("v2.0.0-rc.1", false);
+    tag(upstream, "v1.1.0", true);
+    tag(upstream, "v2.0.0-rc.1", false);
 
     let main = GitReference::branch("main");
     let (out, result) = fetch_into(url, &main).await;
@@ -365,21 +349,20 @@ async fn scenario(upstream: &Upstream, url: &str) {
 
 #[tokio::test]
 async fn fetches_over_smart_http() {
-    let upstream = Upstream::new();
-    let server = HttpServer::start(upstream.dir.path()).await;
-    scenario(&upstream, &server.url()).await;
+    let upstream = GitServer::start().await;
+    scenario(&upstream, &upstream.url()).await;
 }
 
 #[tokio::test]
 async fn fetches_over_file_url() {
-    let upstream = Upstream::new();
+    let upstream = GitServer::start().await;
     scenario(&upstream, &upstream.file_url()).await;
 }
 
 #[tokio::test]
 async fn sourceignore_excludes_files_from_the_artifact() {
     use capstan_source::artifact::IgnoreFilter;
-    let upstream = Upstream::new();
+    let upstream = GitServer::start().await;
     upstream.commit(
         &[
             (".sourceignore", "secrets/\n*.md\n"),
@@ -441,32 +424,14 @@ fn secret(pairs: &[(&str, &str)]) -> BTreeMap<String, Vec<u8>> {
 
 #[tokio::test]
 async fn http_basic_and_bearer_auth() {
-    let upstream = Upstream::new();
+    let upstream = GitServer::start().await;
     let commit = upstream.commit(&[("a.yaml", "a\n")], "first");
     let main = GitReference::branch("main");
     // "capstan:s3cret" in base64.
-    let basic =
-        HttpServer::start_with_auth(upstream.dir.path(), Some("Basic Y2Fwc3RhbjpzM2NyZXQ=")).await;
+    let basic = HttpServer::start_with_auth(&upstream, "Basic Y2Fwc3RhbjpzM2NyZXQ=").await;
     let auth =
         GitAuth::from_secret(&secret(&[("username", "capstan"), ("password", "s3cret")])).unwrap();
-    assert_eq!(
-        git::remote_revision(&basic.url(), &main, &auth, &FetchOptions::default())
-            .await
-            .unwrap(),
-        format!("main@sha1:{commit}")
-    );
-    let out = tempfile::tempdir().unwrap();
-    let result = git::fetch(
-        &basic.url(),
-        &main,
-        &auth,
-        out.path(),
-        &FetchOptions::default(),
-    )
-    .await
-    .unwrap();
-    assert_eq!(result.commit, commit);
-    assert_eq!(std::fs::read(out.path().join("a.yaml")).unwrap(), b"a\n");
+    assert_fetches_main(&basic.url(), &auth, &commit).await;
 
     let wrong =
         GitAuth::from_secret(&secret(&[("username", "capstan"), ("password", "nope")])).unwrap();
@@ -479,20 +444,9 @@ async fn http_basic_and_bearer_auth() {
             .starts_with(&format!("cannot list references of {}", basic.url())),
         "{error}"
     );
-    let error = git::remote_revision(
-        &basic.url(),
-        &main,
-        &GitAuth::None,
-        &FetchOptions::default(),
-    )
-    .await
-    .unwrap_err();
-    assert!(
-        matches!(error, capstan_source::Error::Git { .. }),
-        "{error}"
-    );
+    assert_refused(&basic.url(), &GitAuth::None).await;
 
-    let bearer = HttpServer::start_with_auth(upstream.dir.path(), Some("Bearer t0ken")).await;
+    let bearer = HttpServer::start_with_auth(&upstream, "Bearer t0ken").await;
     let auth = GitAuth::from_secret(&secret(&[("bearerToken", "t0ken")])).unwrap();
     assert_eq!(
         git::remote_revision(&bearer.url(), &main, &auth, &FetchOptions::default())
@@ -590,7 +544,7 @@ impl Drop for SshServer {
 
 #[tokio::test]
 async fn fetches_over_ssh_and_refuses_unknown_hosts() {
-    let upstream = Upstream::new();
+    let upstream = GitServer::start().await;
     let commit = upstream.commit(&[("a.yaml", "a\n")], "first");
     let server = SshServer::start().await;
     let url = server.url(&upstream.bare());
@@ -600,18 +554,7 @@ async fn fetches_over_ssh_and_refuses_unknown_hosts() {
         ("known_hosts", &server.known_hosts()),
     ]))
     .unwrap();
-    assert_eq!(
-        git::remote_revision(&url, &main, &auth, &FetchOptions::default())
-            .await
-            .unwrap(),
-        format!("main@sha1:{commit}")
-    );
-    let out = tempfile::tempdir().unwrap();
-    let result = git::fetch(&url, &main, &auth, out.path(), &FetchOptions::default())
-        .await
-        .unwrap();
-    assert_eq!(result.revision, format!("main@sha1:{commit}"));
-    assert_eq!(std::fs::read(out.path().join("a.yaml")).unwrap(), b"a\n");
+    assert_fetches_main(&url, &auth, &commit).await;
 
     // Hosts are refused when known_hosts has a different key for them, or does not list them
     // at all (ssh's output goes to stderr; the error names the operation and URL).
@@ -646,248 +589,56 @@ async fn fetches_over_ssh_and_refuses_unknown_hosts() {
         )
         .await
         .unwrap_err();
-        assert!(
-            matches!(error, capstan_source::Error::Git { .. }),
-            "{error}"
-        );
+        assert_git_error(&error);
         assert!(tree(out.path()).is_empty(), "nothing is checked out");
-    }
-}
-
-/// Runs `openssl` with `args` in `dir`.
-fn openssl(dir: &Path, args: &[&str]) {
-    require("openssl");
-    let output = Command::new("openssl")
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "openssl {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-/// A test CA (`ca.crt`) with a server certificate for 127.0.0.1 (`server.crt`/`server.key`)
-/// and a client certificate (`client.crt`/`client.key`), made with `openssl`.
-struct Pki {
-    dir: tempfile::TempDir,
-}
-
-impl Pki {
-    fn new() -> Self {
-        let pki = Self {
-            dir: tempfile::tempdir().unwrap(),
-        };
-        let dir = pki.dir.path();
-        openssl(
-            dir,
-            &[
-                "req",
-                "-x509",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-                "-nodes",
-                "-keyout",
-                "ca.key",
-                "-out",
-                "ca.crt",
-                "-days",
-                "2",
-                "-subj",
-                "/CN=capstan test ca",
-            ],
-        );
-        pki.issue("server", "/CN=127.0.0.1", "subjectAltName=IP:127.0.0.1\n");
-        pki.issue(
-            "client",
-            "/CN=capstan client",
-            "extendedKeyUsage=clientAuth\n",
-        );
-        pki
-    }
-
-    /// Signs `<name>.crt` (key `<name>.key`) with the CA.
-    fn issue(&self, name: &str, subject: &str, extensions: &str) {
-        let dir = self.dir.path();
-        let (key, csr, crt, ext) = (
-            format!("{name}.key"),
-            format!("{name}.csr"),
-            format!("{name}.crt"),
-            format!("{name}.cnf"),
-        );
-        openssl(
-            dir,
-            &[
-                "req",
-                "-newkey",
-                "ec",
-                "-pkeyopt",
-                "ec_paramgen_curve:P-256",
-                "-nodes",
-                "-keyout",
-                &key,
-                "-out",
-                &csr,
-                "-subj",
-                subject,
-            ],
-        );
-        std::fs::write(
-            dir.join(&ext),
-            format!("{extensions}basicConstraints=CA:FALSE\n"),
-        )
-        .unwrap();
-        openssl(
-            dir,
-            &[
-                "x509",
-                "-req",
-                "-in",
-                &csr,
-                "-CA",
-                "ca.crt",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-out",
-                &crt,
-                "-days",
-                "2",
-                "-extfile",
-                &ext,
-            ],
-        );
-    }
-
-    fn path(&self, file: &str) -> PathBuf {
-        self.dir.path().join(file)
-    }
-
-    fn read(&self, file: &str) -> String {
-        std::fs::read_to_string(self.path(file)).unwrap()
     }
 }
 
 #[tokio::test]
 async fn https_with_a_custom_ca() {
-    let upstream = Upstream::new();
+    let upstream = GitServer::start().await;
     let commit = upstream.commit(&[("a.yaml", "a\n")], "first");
-    let pki = Pki::new();
-    let server = HttpServer::start_tls(
-        upstream.dir.path(),
-        &pki.path("server.crt"),
-        &pki.path("server.key"),
-        None,
-    )
-    .await;
-    let main = GitReference::branch("main");
+    let ca = TestCa::new();
+    let server = HttpServer::start_tls(&upstream, &ca.server(), None).await;
 
     // Without the CA the server is not trusted.
-    let error = git::remote_revision(
-        &server.url(),
-        &main,
-        &GitAuth::None,
-        &FetchOptions::default(),
-    )
-    .await
-    .unwrap_err();
-    assert!(
-        matches!(error, capstan_source::Error::Git { .. }),
-        "{error}"
-    );
+    assert_refused(&server.url(), &GitAuth::None).await;
 
-    let auth = GitAuth::from_secret(&secret(&[("ca.crt", &pki.read("ca.crt"))])).unwrap();
-    assert_eq!(
-        git::remote_revision(&server.url(), &main, &auth, &FetchOptions::default())
-            .await
-            .unwrap(),
-        format!("main@sha1:{commit}")
-    );
-    let out = tempfile::tempdir().unwrap();
-    let result = git::fetch(
-        &server.url(),
-        &main,
-        &auth,
-        out.path(),
-        &FetchOptions::default(),
-    )
-    .await
-    .unwrap();
-    assert_eq!(result.commit, commit);
-    assert_eq!(std::fs::read(out.path().join("a.yaml")).unwrap(), b"a\n");
+    let auth = GitAuth::from_secret(&secret(&[("ca.crt", ca.pem())])).unwrap();
+    assert_fetches_main(&server.url(), &auth, &commit).await;
 }
 
 #[tokio::test]
 async fn https_with_a_client_certificate() {
-    let upstream = Upstream::new();
+    let upstream = GitServer::start().await;
     let commit = upstream.commit(&[("a.yaml", "a\n")], "first");
-    let pki = Pki::new();
+    let ca = TestCa::new();
     // The server asks for a client certificate signed by the test CA and refuses others.
-    let server = HttpServer::start_tls(
-        upstream.dir.path(),
-        &pki.path("server.crt"),
-        &pki.path("server.key"),
-        Some(&pki.path("ca.crt")),
-    )
-    .await;
-    let main = GitReference::branch("main");
-    let ca = pki.read("ca.crt");
+    let server = HttpServer::start_tls(&upstream, &ca.server(), Some(ca.pem())).await;
 
     // Trusting the server is not enough: the handshake fails without a client certificate.
-    let only_ca = GitAuth::from_secret(&secret(&[("ca.crt", &ca)])).unwrap();
-    let error = git::remote_revision(&server.url(), &main, &only_ca, &FetchOptions::default())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(error, capstan_source::Error::Git { .. }),
-        "{error}"
-    );
+    let only_ca = GitAuth::from_secret(&secret(&[("ca.crt", ca.pem())])).unwrap();
+    assert_refused(&server.url(), &only_ca).await;
 
-    // A certificate the server does not trust (self-signed by another key) is refused too.
-    let other = Pki::new();
+    // A certificate the server does not trust (issued by another CA) is refused too.
+    let other = TestCa::new().client();
     let untrusted = GitAuth::from_secret(&secret(&[
-        ("ca.crt", &ca),
-        ("tls.crt", &other.read("client.crt")),
-        ("tls.key", &other.read("client.key")),
+        ("ca.crt", ca.pem()),
+        ("tls.crt", &other.cert),
+        ("tls.key", &other.key),
     ]))
     .unwrap();
-    let error = git::remote_revision(&server.url(), &main, &untrusted, &FetchOptions::default())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(error, capstan_source::Error::Git { .. }),
-        "{error}"
-    );
+    assert_refused(&server.url(), &untrusted).await;
 
     // Flux's keys: ca.crt, tls.crt, tls.key.
+    let client = ca.client();
     let auth = GitAuth::from_secret(&secret(&[
-        ("ca.crt", &ca),
-        ("tls.crt", &pki.read("client.crt")),
-        ("tls.key", &pki.read("client.key")),
+        ("ca.crt", ca.pem()),
+        ("tls.crt", &client.cert),
+        ("tls.key", &client.key),
     ]))
     .unwrap();
-    assert_eq!(
-        git::remote_revision(&server.url(), &main, &auth, &FetchOptions::default())
-            .await
-            .unwrap(),
-        format!("main@sha1:{commit}")
-    );
-    let out = tempfile::tempdir().unwrap();
-    let result = git::fetch(
-        &server.url(),
-        &main,
-        &auth,
-        out.path(),
-        &FetchOptions::default(),
-    )
-    .await
-    .unwrap();
-    assert_eq!(result.commit, commit);
-    assert_eq!(std::fs::read(out.path().join("a.yaml")).unwrap(), b"a\n");
+    assert_fetches_main(&server.url(), &auth, &commit).await;
 }
 
 /// A TCP server on 127.0.0.1 that accepts connections, never answers, and counts the

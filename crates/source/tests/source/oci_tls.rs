@@ -1,121 +1,15 @@
 //! Push, pull, sign and verify against a `docker-registry` serving HTTPS with a certificate from
 //! a test CA made here; `skopeo` with `--cert-dir` is the independent client.
 
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-
 use capstan_source::oci::{self, PullOptions, PushOptions, RegistryOptions, SigningKey};
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
 
-use crate::support::{eventually, free_port, require, sample_source, skopeo, tree};
+use crate::support::{Registry, TestCa, sample_source, skopeo, tree};
 
-/// A test CA and a server certificate and key for 127.0.0.1 and localhost, all PEM.
-struct TestPki {
-    ca: String,
-    server_cert: String,
-    server_key: String,
-}
-
-fn test_pki() -> TestPki {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "capstan test CA");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca_params, ca_key);
-
-    let server_key = KeyPair::generate().unwrap();
-    let mut params = CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
-    params
-        .subject_alt_names
-        .push(SanType::IpAddress([127, 0, 0, 1].into()));
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "registry");
-    let server_cert = params.signed_by(&server_key, &issuer).unwrap();
-    TestPki {
-        ca: ca_cert.pem(),
-        server_cert: server_cert.pem(),
-        server_key: server_key.serialize_pem(),
-    }
-}
-
-/// `docker-registry` serving HTTPS on 127.0.0.1, killed on drop.
-struct TlsRegistry {
-    child: Child,
-    address: String,
-    dir: tempfile::TempDir,
-}
-
-impl TlsRegistry {
-    async fn start(pki: &TestPki) -> Self {
-        require("docker-registry");
-        let dir = tempfile::tempdir().unwrap();
-        let storage = dir.path().join("storage");
-        std::fs::create_dir(&storage).unwrap();
-        let cert = dir.path().join("server.crt");
-        let key = dir.path().join("server.key");
-        std::fs::write(&cert, &pki.server_cert).unwrap();
-        std::fs::write(&key, &pki.server_key).unwrap();
-        // skopeo reads CA certificates as `*.crt` from a directory.
-        let certs = dir.path().join("certs");
-        std::fs::create_dir(&certs).unwrap();
-        std::fs::write(certs.join("ca.crt"), &pki.ca).unwrap();
-        let address = format!("127.0.0.1:{}", free_port());
-        let config = format!(
-            "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\n\
-             storage:\n  filesystem:\n    rootdirectory: {}\n\
-             http:\n  addr: {address}\n  secret: capstan-test-secret\n  tls:\n    \
-             certificate: {}\n    key: {}\n",
-            storage.display(),
-            cert.display(),
-            key.display()
-        );
-        let config_path = dir.path().join("config.yml");
-        std::fs::write(&config_path, config).unwrap();
-        let log = std::fs::File::create(dir.path().join("registry.log")).unwrap();
-        let child = Command::new("docker-registry")
-            .arg("serve")
-            .arg(&config_path)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let registry = Self {
-            child,
-            address,
-            dir,
-        };
-        let address = registry.address.clone();
-        eventually(Duration::from_secs(30), "docker-registry to listen", || {
-            let address = address.clone();
-            async move {
-                tokio::net::TcpStream::connect(&address)
-                    .await
-                    .ok()
-                    .map(drop)
-            }
-        })
-        .await;
-        registry
-    }
-
-    fn url(&self, repository: &str) -> String {
-        format!("oci://{}/{repository}", self.address)
-    }
-
-    fn cert_dir(&self) -> String {
-        self.dir.path().join("certs").display().to_string()
-    }
-}
-
-impl Drop for TlsRegistry {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A directory holding `ca.crt`: skopeo reads CA certificates as `*.crt` from a directory.
+fn cert_dir(ca: &TestCa) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ca.crt"), ca.pem()).unwrap();
+    dir
 }
 
 /// The error and its causes, joined.
@@ -132,10 +26,10 @@ fn chain(error: &(dyn std::error::Error + 'static)) -> String {
 
 #[tokio::test]
 async fn oci_tls_registry_with_a_private_ca() {
-    let pki = test_pki();
-    let registry = TlsRegistry::start(&pki).await;
+    let ca = TestCa::new();
+    let registry = Registry::start_tls(&ca.server()).await;
     let with_ca = RegistryOptions {
-        ca_certificates: vec![pki.ca.clone().into_bytes()],
+        ca_certificates: vec![ca.pem().as_bytes().to_vec()],
         ..RegistryOptions::default()
     };
     let source = sample_source();
@@ -145,12 +39,13 @@ async fn oci_tls_registry_with_a_private_ca() {
         .unwrap();
 
     // skopeo trusts the same CA and sees what we pushed, over HTTPS.
+    let certs = cert_dir(&ca);
     let raw = skopeo(&[
         "inspect",
         "--raw",
         "--no-creds",
         "--cert-dir",
-        &registry.cert_dir(),
+        &certs.path().display().to_string(),
         &format!("docker://{}/fleet/tls:v1", registry.address),
     ]);
     assert_eq!(capstan_source::Digest::of(raw.as_bytes()), pushed.digest);
@@ -192,9 +87,9 @@ async fn oci_tls_registry_with_a_private_ca() {
     assert!(chain(&error).contains("certificate"), "{error}");
 
     // Another CA is no better than none.
-    let other = test_pki();
+    let other = TestCa::new();
     let wrong_ca = RegistryOptions {
-        ca_certificates: vec![other.ca.into_bytes()],
+        ca_certificates: vec![other.pem().as_bytes().to_vec()],
         ..RegistryOptions::default()
     };
     let error = oci::resolve_digest(&url, &wrong_ca).await.unwrap_err();

@@ -7,9 +7,7 @@ use capstan_source::oci::cosign::{
 };
 use capstan_source::oci::{self, PublicKey, PullOptions, PushOptions, RegistryOptions, SigningKey};
 
-use crate::support::{Registry, require, reqwest_client, sample_source, skopeo};
-
-const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
+use crate::support::{Registry, download, require, sample_source, skopeo};
 
 fn insecure() -> RegistryOptions {
     RegistryOptions {
@@ -33,26 +31,15 @@ async fn push(registry: &Registry, repository: &str, tag: &str, revision: &str) 
         .digest
 }
 
-/// Copies the manifest at `from` to the tag `to` over the registry's HTTP API.
-async fn copy_manifest(registry: &Registry, repository: &str, from: &str, to: &str) {
-    let client = reqwest_client();
-    let base = format!("http://{}/v2/{repository}/manifests", registry.address);
-    let response = client
-        .get(format!("{base}/{from}"))
-        .header("Accept", MANIFEST_MEDIA_TYPE)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200, "GET manifest {from}");
-    let body = response.bytes().await.unwrap();
-    let response = client
-        .put(format!("{base}/{to}"))
-        .header("Content-Type", MANIFEST_MEDIA_TYPE)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 201, "PUT manifest {to}");
+/// The manifest of `reference` (`<repository>:<tag>`) as `skopeo inspect --raw` reads it.
+fn raw_manifest(registry: &Registry, reference: &str) -> String {
+    skopeo(&[
+        "inspect",
+        "--raw",
+        "--tls-verify=false",
+        "--no-creds",
+        &format!("docker://{}/{reference}", registry.address),
+    ])
 }
 
 fn key_pair(name: &str) -> (SigningKey, PublicKey) {
@@ -83,31 +70,19 @@ async fn oci_signed_artifacts_verify_with_any_trusted_key() {
     );
 
     // An independent client sees cosign's layout at the signature tag.
-    let raw = skopeo(&[
-        "inspect",
-        "--raw",
-        "--tls-verify=false",
-        "--no-creds",
-        &format!("docker://{}/fleet/signed:{sig_tag}", registry.address),
-    ]);
+    let raw = raw_manifest(&registry, &format!("fleet/signed:{sig_tag}"));
     assert_eq!(Digest::of(raw.as_bytes()), signed.signature_digest);
     let manifest: serde_json::Value = serde_json::from_str(&raw).unwrap();
     let layers = manifest["layers"].as_array().unwrap();
     assert_eq!(layers.len(), 1);
     assert_eq!(layers[0]["mediaType"], SIMPLE_SIGNING_MEDIA_TYPE);
     assert!(layers[0]["annotations"][SIGNATURE_ANNOTATION].is_string());
-    let blob = reqwest_client()
-        .get(format!(
-            "http://{}/v2/fleet/signed/blobs/{}",
-            registry.address,
-            layers[0]["digest"].as_str().unwrap()
-        ))
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
+    let blob = download(&format!(
+        "http://{}/v2/fleet/signed/blobs/{}",
+        registry.address,
+        layers[0]["digest"].as_str().unwrap()
+    ))
+    .await;
     let payload = Payload::parse(&blob).unwrap();
     assert_eq!(
         payload.critical.image.docker_manifest_digest,
@@ -144,13 +119,7 @@ async fn oci_signed_artifacts_verify_with_any_trusted_key() {
             .await
             .unwrap();
     }
-    let raw = skopeo(&[
-        "inspect",
-        "--raw",
-        "--tls-verify=false",
-        "--no-creds",
-        &format!("docker://{}/fleet/signed:{sig_tag}", registry.address),
-    ]);
+    let raw = raw_manifest(&registry, &format!("fleet/signed:{sig_tag}"));
     let manifest: serde_json::Value = serde_json::from_str(&raw).unwrap();
     assert_eq!(
         manifest["layers"].as_array().unwrap().len(),
@@ -227,13 +196,13 @@ async fn oci_signatures_naming_another_digest_are_refused() {
 
     // The valid signature of v1 replayed onto v2: the signature verifies, the payload does not
     // name v2.
-    copy_manifest(
-        &registry,
-        repository,
-        &cosign::signature_tag(&good),
-        &cosign::signature_tag(&evil),
-    )
-    .await;
+    registry
+        .copy_manifest(
+            repository,
+            &cosign::signature_tag(&good),
+            &cosign::signature_tag(&evil),
+        )
+        .await;
     let error = oci::verify(
         &format!("{}@{evil}", registry.url(repository)),
         std::slice::from_ref(&public),
