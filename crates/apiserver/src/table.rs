@@ -104,7 +104,9 @@ fn count(v: Option<&Value>) -> usize {
 }
 
 /// A cell value of a column for one object.
-fn cell(obj: &Value, column: &PrinterColumn) -> Value {
+/// The cell of `column` for `obj`. `human_dates`: `date` columns print as an age (`26s`, `3d`),
+/// as kube-apiserver prints the columns of custom resources; built-in printers print the timestamp.
+fn cell(obj: &Value, column: &PrinterColumn, human_dates: bool) -> Value {
     let path = column.json_path.as_str();
     if let Some(paths) = path.strip_prefix("@count:") {
         return json!(
@@ -203,6 +205,7 @@ fn cell(obj: &Value, column: &PrinterColumn) -> Value {
         [] => Value::Null,
         [one] => match column.type_.as_str() {
             "integer" | "number" | "boolean" => (*one).clone(),
+            "date" if human_dates => json!(age(one.as_str())),
             _ => json!(render(one)),
         },
         many => json!(many.iter().map(|v| render(v)).collect::<Vec<_>>().join(",")),
@@ -257,7 +260,7 @@ pub fn table(
                     .unwrap_or("")
             )];
             for c in &rt.printer_columns {
-                cells.push(cell(obj, c));
+                cells.push(cell(obj, c, !rt.builtin));
             }
             if !has_age {
                 cells.push(json!(age(obj
@@ -282,25 +285,69 @@ pub fn table(
     })
 }
 
-/// Kubernetes' short human duration since a timestamp (`5s`, `3m2s`, `4h`, `2d`).
+/// Kubernetes' short human duration since a timestamp (`5s`, `3m2s`, `4h`, `2d`, `3y40d`), with
+/// the cut-offs of apimachinery's `duration.HumanDuration`.
 pub fn age(timestamp: Option<&str>) -> String {
     let Some(t) = timestamp.and_then(|t| t.parse::<jiff::Timestamp>().ok()) else {
         return "<unknown>".into();
     };
-    let secs = (jiff::Timestamp::now().as_second() - t.as_second()).max(0);
-    match secs {
-        s if s < 120 => format!("{s}s"),
-        s if s < 600 => format!("{}m{}s", s / 60, s % 60),
-        s if s < 3 * 3600 => format!("{}m", s / 60),
-        s if s < 8 * 3600 => format!("{}h{}m", s / 3600, (s % 3600) / 60),
-        s if s < 2 * 86400 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86400),
+    human_duration(jiff::Timestamp::now().as_second() - t.as_second())
+}
+
+fn human_duration(seconds: i64) -> String {
+    const MINUTE: i64 = 60;
+    const HOUR: i64 = 60 * MINUTE;
+    const DAY: i64 = 24 * HOUR;
+    const YEAR: i64 = 365 * DAY;
+    let s = seconds;
+    if s < -1 {
+        return "<invalid>".into();
+    }
+    let s = s.max(0);
+    let pair = |major: i64, unit: &str, minor: i64, minor_unit: &str| {
+        if minor == 0 {
+            format!("{major}{unit}")
+        } else {
+            format!("{major}{unit}{minor}{minor_unit}")
+        }
+    };
+    match s {
+        s if s < 2 * MINUTE => format!("{s}s"),
+        s if s < 10 * MINUTE => pair(s / MINUTE, "m", s % MINUTE, "s"),
+        s if s < 3 * HOUR => format!("{}m", s / MINUTE),
+        s if s < 8 * HOUR => pair(s / HOUR, "h", (s % HOUR) / MINUTE, "m"),
+        s if s < 2 * DAY => format!("{}h", s / HOUR),
+        s if s < 8 * DAY => pair(s / DAY, "d", (s % DAY) / HOUR, "h"),
+        s if s < 2 * YEAR => format!("{}d", s / DAY),
+        s if s < 8 * YEAR => pair(s / YEAR, "y", (s % YEAR) / DAY, "d"),
+        s => format!("{}y", s / YEAR),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_read_as_kubectl_prints_them() {
+        let cases = [
+            (0, "0s"),
+            (119, "119s"),
+            (125, "2m5s"),
+            (540, "9m"),
+            (3 * 3600 - 1, "179m"),
+            (3 * 3600 + 120, "3h2m"),
+            (30 * 3600, "30h"),
+            (3 * 86400 + 7200, "3d2h"),
+            (400 * 86400, "400d"),
+            (3 * 365 * 86400 + 5 * 86400, "3y5d"),
+            (10 * 365 * 86400, "10y"),
+            (-5, "<invalid>"),
+        ];
+        for (seconds, printed) in cases {
+            assert_eq!(human_duration(seconds), printed, "{seconds} s");
+        }
+    }
 
     #[test]
     fn json_path_subset() {

@@ -167,6 +167,29 @@ async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
     for name in ["fleet", "infrastructure", "apps-dev", "apps-prod"] {
         ready(name).await;
     }
+    // kubectl prints the CRD's printer columns; a `date` column reads as an age, as on a cluster.
+    let table = kubectl(
+        &kubeconfig,
+        home,
+        &["get", "kustomizations", "-n", "flux-system"],
+    )
+    .await
+    .ok();
+    let mut lines = table.stdout.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "AGE", "READY", "STATUS"],
+        "{}",
+        table.stdout
+    );
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert!(
+        row[1].ends_with('s') && row[1].trim_end_matches('s').parse::<u32>().is_ok(),
+        "AGE is an age like `12s`: {}",
+        table.stdout
+    );
+    assert_eq!(row[2], "True");
     let replicas = kubectl(
         &kubeconfig,
         home,
