@@ -759,7 +759,7 @@ fn apply_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
         cx.state.digest = Some(history::digest(&objects));
         match apply_objects(manager, objects.clone(), options).await {
             Ok(changeset) => {
-                tracing::info!(changes = %changeset.to_string().trim_end(), "applied");
+                tracing::info!(changes = %changeset.to_string().trim_end().replace('\n', ", "), "applied");
                 let inventory = Inventory::from_changeset(&changeset);
                 cx.status.inventory = Some(inventory.to_status());
                 cx.state.inventory = Some(inventory);
@@ -910,7 +910,7 @@ fn prune_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
         let manager = cx.state.manager(&cx.reconciler).clone();
         match delete_objects(manager, stale, options).await {
             Ok(changeset) => {
-                tracing::info!(changes = %changeset.to_string().trim_end(), "pruned");
+                tracing::info!(changes = %changeset.to_string().trim_end().replace('\n', ", "), "pruned");
                 Ok(StepOutcome::next())
             }
             Err(error) => {
