@@ -5,8 +5,9 @@
 //! Targets on the 2-core reference machine: >= 3,000 applies/s, list of 10,000 under 150 ms,
 //! peak RSS under 200 MiB.
 
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+mod common;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -16,50 +17,14 @@ use serde_json::json;
 const OBJECTS: usize = 10_000;
 const CLIENTS: usize = 8;
 
-fn peak_rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let kubeconfig = dir.path().join("kubeconfig");
-    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
-        .args([
-            "dev",
-            "--no-controllers",
-            "--listen",
-            "127.0.0.1:0",
-            "--log-level",
-            "warn",
-            "--kubeconfig",
-        ])
-        .arg(&kubeconfig)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()?;
-    let pid = server.id().expect("server pid");
-    let start = Instant::now();
-    while !kubeconfig.exists() {
-        anyhow::ensure!(
-            start.elapsed() < Duration::from_secs(30),
-            "capstan dev did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let config = kube::Config::from_custom_kubeconfig(
-        kube::config::Kubeconfig::read_from(&kubeconfig)?,
-        &kube::config::KubeConfigOptions::default(),
-    )
-    .await?;
-    let idle_kib = peak_rss_kib(pid);
+    let server = common::ControlPlane::start(&kubeconfig).await?;
+    let pid = server.pid();
+    let config = server.config.clone();
+    let idle_kib = common::rss_kib(pid, "VmHWM:");
     let clients: Vec<kube::Client> = (0..CLIENTS)
         .map(|_| kube::Client::try_from(config.clone()))
         .collect::<Result<_, _>>()?;
@@ -115,8 +80,8 @@ async fn main() -> anyhow::Result<()> {
             .map_or(0, Vec::len);
     }
     latencies.sort();
-    let peak_kib = peak_rss_kib(pid);
-    server.kill().await?;
+    let peak_kib = common::rss_kib(pid, "VmHWM:");
+    server.process.kill().await?;
 
     anyhow::ensure!(
         count == OBJECTS,
