@@ -21,7 +21,7 @@ const CLIENTS: usize = 8;
 async fn main() -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
     let kubeconfig = dir.path().join("kubeconfig");
-    let server = common::ControlPlane::start(&kubeconfig).await?;
+    let mut server = common::ControlPlane::start(&kubeconfig).await?;
     let pid = server.pid();
     let config = server.config.clone();
     let idle_kib = common::rss_kib(pid, "VmHWM:");
