@@ -101,8 +101,8 @@ async fn main() -> anyhow::Result<()> {
     );
     println!(
         "  server peak RSS:    {:.1} MiB   (target < 200 MiB; idle {:.1} MiB)",
-        peak_kib as f64 / 1024.0,
-        idle_kib as f64 / 1024.0
+        common::mib(peak_kib),
+        common::mib(idle_kib)
     );
     Ok(())
 }
