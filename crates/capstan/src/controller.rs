@@ -50,8 +50,21 @@ pub struct ElectionArgs {
 }
 
 impl ElectionArgs {
-    fn config(&self) -> Option<LeaderElectionConfig> {
-        self.enable_leader_election.then(|| LeaderElectionConfig {
+    fn config(&self) -> anyhow::Result<Option<LeaderElectionConfig>> {
+        if !self.enable_leader_election {
+            return Ok(None);
+        }
+        let (lease, renew, retry) = (
+            self.leader_election_lease_duration,
+            self.leader_election_renew_deadline,
+            self.leader_election_retry_period,
+        );
+        anyhow::ensure!(
+            lease > renew && renew > retry,
+            "leader election needs --leader-election-lease-duration ({lease:?}) > \
+             --leader-election-renew-deadline ({renew:?}) > --leader-election-retry-period ({retry:?})"
+        );
+        Ok(Some(LeaderElectionConfig {
             lease_duration: self.leader_election_lease_duration,
             renew_deadline: self.leader_election_renew_deadline,
             retry_period: self.leader_election_retry_period,
@@ -59,8 +72,19 @@ impl ElectionArgs {
                 self.leader_election_namespace.clone(),
                 self.leader_election_name.clone(),
             )
-        })
+        }))
     }
+}
+
+/// Waits for Ctrl-C (SIGINT) or SIGTERM (what Kubernetes sends to stop a pod).
+pub async fn shutdown_signal() -> anyhow::Result<()> {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("listening for SIGTERM")?;
+    tokio::select! {
+        signal = tokio::signal::ctrl_c() => signal.context("waiting for Ctrl-C")?,
+        _ = terminate.recv() => {}
+    }
+    Ok(())
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
@@ -88,8 +112,6 @@ pub struct ServeArgs {
 pub struct Running {
     /// Where artifacts are served (`http://…`).
     pub artifacts_url: String,
-    /// Cancelled when leadership is lost (the reconcilers have stopped).
-    pub leadership_lost: CancellationToken,
     shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -145,8 +167,11 @@ pub async fn start(
         concurrency: args.concurrent,
         ..RuntimeConfig::default()
     };
-    let leadership_lost = CancellationToken::new();
-    let lost = leadership_lost.clone();
+    if election.is_some() {
+        // A standby replica is healthy and ready: it serves and waits for the Lease. Without
+        // this, a rolling update could never make its new pod Ready while the old one leads.
+        health.set_ready(true);
+    }
     let stop = shutdown.clone();
     let controllers = tokio::spawn(async move {
         let leadership = match election {
@@ -160,11 +185,14 @@ pub async fn start(
             None => None,
         };
         if let Some(leadership) = &leadership {
-            let (on_loss, stop, lost) = (leadership.lost(), stop.clone(), lost.clone());
+            let on_loss = leadership.lost();
             tokio::spawn(async move {
                 on_loss.cancelled().await;
-                lost.cancel();
-                stop.cancel();
+                // Another replica leads now: stop at once, without finishing the reconciles in
+                // flight (they could apply and prune for minutes beside the new leader), as
+                // Kubernetes controllers do. The replacement pod competes again.
+                eprintln!("capstan controller: leadership lost, exiting");
+                std::process::exit(1);
             });
         }
         tokio::join!(
@@ -201,7 +229,6 @@ pub async fn start(
     tracing::info!(%address, advertised, "artifact server and controllers started");
     Ok(Running {
         artifacts_url: format!("http://{advertised}"),
-        leadership_lost,
         shutdown,
         tasks: vec![server, controllers],
     })
@@ -233,23 +260,45 @@ pub async fn client(
 pub async fn run(args: ControllerArgs) -> anyhow::Result<ExitCode> {
     capstan_source::tls::install_default_provider();
     let client = client(args.kubeconfig.as_ref(), args.context.as_deref()).await?;
-    let running = start(client, &args.serve, args.election.config()).await?;
+    let election = args.election.config()?;
+    let running = start(client, &args.serve, election).await?;
     eprintln!(
         "capstan controller: artifacts served at {}",
         running.artifacts_url
     );
-    let lost = running.leadership_lost.clone();
-    tokio::select! {
-        signal = tokio::signal::ctrl_c() => signal.context("waiting for Ctrl-C")?,
-        () = lost.cancelled() => {}
-    }
-    let code = if lost.is_cancelled() {
-        eprintln!("capstan controller: leadership lost, stopping");
-        ExitCode::FAILURE
-    } else {
-        eprintln!("capstan controller: stopping");
-        ExitCode::SUCCESS
-    };
+    shutdown_signal().await?;
+    eprintln!("capstan controller: stopping");
     running.shutdown().await;
-    Ok(code)
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Flags {
+        #[command(flatten)]
+        election: super::ElectionArgs,
+    }
+
+    #[test]
+    fn leader_election_timings_must_nest() {
+        let parse = |args: &[&str]| {
+            let mut all = vec!["capstan"];
+            all.extend_from_slice(args);
+            Flags::parse_from(all).election.config()
+        };
+        let config = parse(&[]).unwrap().expect("on by default");
+        assert_eq!(config.name, "capstan-leader-election");
+        assert_eq!(config.lease_duration, std::time::Duration::from_secs(35));
+        assert!(
+            parse(&["--enable-leader-election=false"])
+                .unwrap()
+                .is_none()
+        );
+        let error = parse(&["--leader-election-renew-deadline", "40s"]).unwrap_err();
+        assert!(error.to_string().contains("lease-duration"), "{error}");
+        assert!(parse(&["--leader-election-retry-period", "30s"]).is_err());
+    }
 }

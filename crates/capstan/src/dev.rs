@@ -117,9 +117,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         );
     }
     eprintln!("capstan dev: press Ctrl-C to stop");
-    tokio::signal::ctrl_c()
-        .await
-        .context("waiting for Ctrl-C")?;
+    crate::controller::shutdown_signal().await?;
     eprintln!("capstan dev: stopping");
     if let Some(progress) = progress {
         progress.abort();

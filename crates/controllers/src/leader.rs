@@ -102,7 +102,11 @@ impl LeaderElector {
         };
         let mut announced = false;
         loop {
-            match try_acquire_or_renew(&self.api, &self.config, &mut observed).await {
+            let round = bounded(
+                self.config.retry_period.max(Duration::from_secs(1)),
+                try_acquire_or_renew(&self.api, &self.config, &mut observed),
+            );
+            match round.await {
                 Ok(Round::Held) => {
                     tracing::info!(
                         lease = %format!("{}/{}", self.config.namespace, self.config.name),
@@ -142,7 +146,10 @@ impl LeaderElector {
                     () = stop_rx.cancelled() => return,
                     () = tokio::time::sleep(config.retry_period) => {}
                 }
-                match try_acquire_or_renew(&api, &config, &mut observed).await {
+                // A request that hangs must not outlive the renew deadline: the standby takes
+                // the Lease once it expires, and this replica has to know by then.
+                let left = config.renew_deadline.saturating_sub(last_renew.elapsed());
+                match bounded(left, try_acquire_or_renew(&api, &config, &mut observed)).await {
                     Ok(Round::Held) => last_renew = Instant::now(),
                     Ok(Round::Lost) if last_renew.elapsed() < config.renew_deadline => {}
                     Ok(Round::Other | Round::Lost) => {
@@ -205,6 +212,17 @@ impl Leadership {
             Ok(_) => tracing::info!("released leadership"),
             Err(error) => tracing::warn!(%error, "cannot release the leader lease"),
         }
+    }
+}
+
+/// `round` bounded by `limit`; running out of time is an error like any failed request.
+async fn bounded(
+    limit: Duration,
+    round: impl std::future::Future<Output = kube::Result<Round>>,
+) -> Result<Round, String> {
+    match tokio::time::timeout(limit, round).await {
+        Ok(result) => result.map_err(|e| e.to_string()),
+        Err(_) => Err(format!("no answer from the API server within {limit:?}")),
     }
 }
 

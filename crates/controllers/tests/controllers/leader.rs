@@ -134,3 +134,71 @@ async fn a_leader_that_stops_renewing_is_replaced_and_learns_it_lost() {
         "cancelled before the lease expired"
     );
 }
+
+/// A TCP proxy to `upstream` that can be frozen: once frozen, it forwards nothing more on any
+/// connection, old or new, and never closes them — an API server that stopped answering.
+async fn freezable_proxy(
+    upstream: std::net::SocketAddr,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let frozen = std::sync::Arc::new(AtomicBool::new(false));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let flag = frozen.clone();
+    tokio::spawn(async move {
+        while let Ok((inbound, _)) = listener.accept().await {
+            let Ok(outbound) = tokio::net::TcpStream::connect(upstream).await else {
+                continue;
+            };
+            let (in_read, in_write) = inbound.into_split();
+            let (out_read, out_write) = outbound.into_split();
+            let (up, down) = (flag.clone(), flag.clone());
+            let pump = |frozen: std::sync::Arc<AtomicBool>,
+                        mut from: tokio::net::tcp::OwnedReadHalf,
+                        mut to: tokio::net::tcp::OwnedWriteHalf| async move {
+                let mut buffer = vec![0u8; 16 * 1024];
+                loop {
+                    let Ok(n) = from.read(&mut buffer).await else {
+                        return;
+                    };
+                    if frozen.load(Ordering::SeqCst) {
+                        std::future::pending::<()>().await;
+                    }
+                    if n == 0 || to.write_all(&buffer[..n]).await.is_err() {
+                        return;
+                    }
+                }
+            };
+            tokio::spawn(pump(up, in_read, out_write));
+            tokio::spawn(pump(down, out_read, in_write));
+        }
+    });
+    (url, frozen)
+}
+
+#[tokio::test]
+async fn a_leader_whose_api_server_stops_answering_learns_it_lost_within_the_renew_deadline() {
+    use std::sync::atomic::Ordering;
+    let server = ApiServer::start(Config::default()).await.unwrap();
+    let direct = client(&server).await;
+    let upstream: std::net::SocketAddr =
+        server.url().trim_start_matches("http://").parse().unwrap();
+    let (url, frozen) = freezable_proxy(upstream).await;
+    let proxied = crate::support::client_for(&url).await;
+    let leader = LeaderElector::new(proxied, config("a"))
+        .acquire(&CancellationToken::new())
+        .await
+        .expect("leads through the proxy");
+    assert_eq!(holder(&direct).await.0.as_deref(), Some("a"));
+    frozen.store(true, Ordering::SeqCst);
+    let started = std::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), leader.lost().cancelled())
+        .await
+        .expect("a hung renewal ends in lost leadership, not a wait forever");
+    assert!(
+        started.elapsed() <= Duration::from_millis(1500 + 700),
+        "lost after {:?}, renew deadline 1.5 s",
+        started.elapsed()
+    );
+}
