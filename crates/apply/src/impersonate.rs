@@ -12,17 +12,13 @@ pub const IMPERSONATE_USER: &str = "impersonate-user";
 /// The header naming one impersonated group (repeated per group).
 pub const IMPERSONATE_GROUP: &str = "impersonate-group";
 
-/// The impersonated identity of a ServiceAccount, as Kubernetes names it: the user
-/// `system:serviceaccount:<namespace>:<name>` and the groups `system:serviceaccounts` and
-/// `system:serviceaccounts:<namespace>`.
-pub fn service_account_identity(namespace: &str, name: &str) -> (String, Vec<String>) {
-    (
-        format!("system:serviceaccount:{namespace}:{name}"),
-        vec![
-            "system:serviceaccounts".to_owned(),
-            format!("system:serviceaccounts:{namespace}"),
-        ],
-    )
+/// The user name of a ServiceAccount, `system:serviceaccount:<namespace>:<name>`.
+///
+/// Impersonate it without groups, as Flux does: the API server then adds the ServiceAccount's
+/// groups (`system:serviceaccounts`, `system:serviceaccounts:<namespace>`) itself, and the
+/// controller needs permission to impersonate the ServiceAccount only, not also groups.
+pub fn service_account_user(namespace: &str, name: &str) -> String {
+    format!("system:serviceaccount:{namespace}:{name}")
 }
 
 /// A client sending every request of `client` with `Impersonate-User: user` and one
@@ -84,12 +80,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn service_accounts_map_to_kubernetes_identities() {
-        let (user, groups) = service_account_identity("apps", "deployer");
-        assert_eq!(user, "system:serviceaccount:apps:deployer");
+    fn service_accounts_map_to_kubernetes_user_names() {
         assert_eq!(
-            groups,
-            ["system:serviceaccounts", "system:serviceaccounts:apps"]
+            service_account_user("apps", "deployer"),
+            "system:serviceaccount:apps:deployer"
         );
     }
 }

@@ -73,7 +73,7 @@ pub use compare::changed_paths;
 pub use error::{Error, ObjectError};
 pub use health::{HealthResult, Status, compute as compute_health};
 pub use impersonate::{
-    IMPERSONATE_GROUP, IMPERSONATE_USER, impersonating_client, service_account_identity,
+    IMPERSONATE_GROUP, IMPERSONATE_USER, impersonating_client, service_account_user,
 };
 pub use inventory::Inventory;
 pub use manager::{ApplyOptions, DeleteOptions, Drift, DriftKind, Owner, ResourceManager};

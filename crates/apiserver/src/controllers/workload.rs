@@ -47,14 +47,23 @@ fn outcome(obj: &Value) -> (Outcome, Option<u64>) {
         Some("fail") => (Outcome::Failed, None),
         _ => {
             if let Some(secs) = delay {
+                let progressing = obj
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .and_then(|c| c.iter().find(|c| c["type"] == "Progressing"));
+                let observed = obj.pointer("/status/observedGeneration")
+                    == obj.pointer("/metadata/generation");
+                // Once complete for this generation, stay complete: completing refreshes the
+                // condition's lastUpdateTime, which must not restart the delay.
+                if observed && progressing.is_some_and(|c| c["reason"] == "NewReplicaSetAvailable")
+                {
+                    return (Outcome::Complete, None);
+                }
                 let created = obj
                     .pointer("/metadata/creationTimestamp")
                     .and_then(Value::as_str);
                 // Progressing until the delay has passed since the last spec change was observed.
-                let since = obj
-                    .pointer("/status/conditions")
-                    .and_then(Value::as_array)
-                    .and_then(|c| c.iter().find(|c| c["type"] == "Progressing"))
+                let since = progressing
                     .and_then(|c| c.get("lastUpdateTime").and_then(Value::as_str))
                     .or(created);
                 let elapsed = since
@@ -62,8 +71,6 @@ fn outcome(obj: &Value) -> (Outcome, Option<u64>) {
                     .map_or(0, |t| {
                         (jiff::Timestamp::now().as_second() - t.as_second()).max(0) as u64
                     });
-                let observed = obj.pointer("/status/observedGeneration")
-                    == obj.pointer("/metadata/generation");
                 if !observed || elapsed < secs {
                     return (
                         Outcome::Progressing,
@@ -351,9 +358,17 @@ pub async fn run(cluster: Cluster) {
         if let Some(secs) = reconcile(&cluster, group, plural, &ns, &name) {
             let cluster = cluster.clone();
             let (group, plural) = (*group, *plural);
+            // Look again until the rollout is done: a delayed rollout may need several looks
+            // (the delay counts from when the new generation was observed).
             tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_secs(secs.max(1))).await;
-                reconcile(&cluster, group, plural, &ns, &name);
+                let mut wait = secs;
+                loop {
+                    tokio::time::sleep(Duration::from_secs(wait.max(1))).await;
+                    match reconcile(&cluster, group, plural, &ns, &name) {
+                        Some(again) => wait = again,
+                        None => break,
+                    }
+                }
             });
         }
     }
@@ -380,6 +395,41 @@ mod tests {
         let fail = json!({"metadata": {"name": "web", "generation": 1, "annotations": {ROLLOUT_ANNOTATION: "fail"}}, "spec": {}});
         let (s, _) = desired_status("deployments", &fail);
         assert_eq!(s["conditions"][1]["reason"], "ProgressDeadlineExceeded");
+    }
+
+    #[test]
+    fn a_delayed_rollout_completes_once_the_delay_has_passed() {
+        let seconds_ago = |s: i64| {
+            let t = jiff::Timestamp::from_second(jiff::Timestamp::now().as_second() - s).unwrap();
+            t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+        };
+        let rollout = |since: i64| {
+            json!({
+                "metadata": {"name": "web", "generation": 2,
+                             "annotations": {DELAY_ANNOTATION: "4"}},
+                "spec": {"replicas": 1, "template": {}},
+                "status": {"observedGeneration": 2, "conditions": [
+                    {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated",
+                     "lastUpdateTime": seconds_ago(since), "lastTransitionTime": seconds_ago(60)}]},
+            })
+        };
+        let (status, again) = desired_status("deployments", &rollout(1));
+        assert_eq!(status["conditions"][1]["reason"], "ReplicaSetUpdated");
+        assert_eq!(
+            status["conditions"][1]["lastUpdateTime"],
+            rollout(1)["status"]["conditions"][0]["lastUpdateTime"],
+            "looking again does not restart the delay"
+        );
+        assert_eq!(again, Some(3));
+        let (status, again) = desired_status("deployments", &rollout(5));
+        assert_eq!(status["conditions"][1]["reason"], "NewReplicaSetAvailable");
+        assert_eq!(again, None);
+        // Completing refreshed lastUpdateTime; looking again keeps it complete.
+        let mut done = rollout(0);
+        done["status"] = status;
+        let (status, again) = desired_status("deployments", &done);
+        assert_eq!(status["conditions"][1]["reason"], "NewReplicaSetAvailable");
+        assert_eq!(again, None);
     }
 
     #[test]

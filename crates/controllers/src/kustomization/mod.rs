@@ -224,16 +224,19 @@ impl KustomizationReconciler {
     }
 }
 
-/// What a build depends on besides the Kustomization's generation: the artifact digest and
-/// the substitution variables (which may come from ConfigMaps and Secrets).
+/// What a build depends on: the object's identity (`metadata.uid`: a Kustomization deleted and
+/// created again under the same name starts at generation 1 again), its generation, the
+/// artifact digest and the substitution variables (which may come from ConfigMaps and Secrets).
 fn build_key(
+    uid: Option<&str>,
     digest: &str,
     generation: Option<i64>,
     variables: Option<&BTreeMap<String, String>>,
 ) -> String {
     let variables = variables.map(|v| serde_json::to_string(v).unwrap_or_default());
     format!(
-        "{digest}|{}|{}",
+        "{}|{digest}|{}|{}",
+        uid.unwrap_or_default(),
         generation.unwrap_or_default(),
         variables.unwrap_or_default()
     )
@@ -525,6 +528,23 @@ fn is_ready(object: &Kustomization) -> bool {
             .any(|c| c.type_ == condition::READY && c.status == "True")
 }
 
+/// Whether two Kustomizations reference the same source (namespaces defaulted to their own).
+fn same_source(a: &Kustomization, b: &Kustomization) -> bool {
+    let key = |k: &Kustomization| {
+        let source = &k.spec.source_ref;
+        (
+            source.kind,
+            source.name.clone(),
+            source
+                .namespace
+                .clone()
+                .or_else(|| k.namespace())
+                .unwrap_or_default(),
+        )
+    };
+    key(a) == key(b)
+}
+
 /// Resolves the source artifact and checks `spec.dependsOn`.
 fn check_source_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
     Box::pin(async move {
@@ -546,18 +566,35 @@ fn check_source_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
                 .clone()
                 .unwrap_or_else(|| cx.namespace());
             let api: Api<Kustomization> = Api::namespaced(cx.client.clone(), &namespace);
-            let ready = api
-                .get_opt(&dependency.name)
-                .await
-                .ok()
-                .flatten()
-                .is_some_and(|d| is_ready(&d));
-            if !ready {
-                return Err(ReconcileError::waiting(
+            let found = api.get_opt(&dependency.name).await.map_err(|e| {
+                ReconcileError::transient(
+                    reason::DEPENDENCY_NOT_READY,
+                    format!(
+                        "unable to get '{namespace}/{}' dependency: {e}",
+                        dependency.name
+                    ),
+                )
+            })?;
+            let not_ready = |what: &str| {
+                ReconcileError::waiting(
                     DEPENDENCY_RETRY,
                     reason::DEPENDENCY_NOT_READY,
-                    format!("dependency '{namespace}/{}' is not ready", dependency.name),
-                ));
+                    format!("dependency '{namespace}/{}' {what}", dependency.name),
+                )
+            };
+            let Some(found) = found.filter(is_ready) else {
+                return Err(not_ready("is not ready"));
+            };
+            // As Flux: a dependency built from the same source must have applied this very
+            // revision, or a new commit would reach the dependent before what it depends on.
+            if same_source(&found, &cx.object)
+                && found
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.last_applied_revision.as_deref())
+                    != Some(artifact.revision.as_str())
+            {
+                return Err(not_ready("revision is not up to date"));
             }
         }
         cx.state.manager = target::manager_for(&cx.client, &cx.object).await?;
@@ -591,6 +628,7 @@ fn fetch_artifact_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFut
         })?;
         let variables = substitution_variables(cx).await?;
         let key = build_key(
+            cx.object.metadata.uid.as_deref(),
             &artifact.digest,
             cx.object.metadata.generation,
             variables.as_ref(),
@@ -1245,7 +1283,7 @@ mod tests {
         ))
         .unwrap();
         let object = kustomization(&serde_json::json!({
-            "commonMetadata": {"labels": {"team": "a"}, "annotations": {"owner": "ops"}},
+            "commonMetadata": {"labels": {"team": "a", "env": "${env}"}, "annotations": {"owner": "ops"}},
         }));
         let variables = vars(&[("env", "prod")]);
         let finished = finish_objects(objects, &object, Some(&variables)).unwrap();
@@ -1255,6 +1293,13 @@ mod tests {
             assert_eq!(object.labels()["team"], "a");
             assert_eq!(object.annotations()["owner"], "ops");
         }
+        // commonMetadata is part of the build, so it is substituted too (as in Flux).
+        assert_eq!(finished[0].labels()["env"], "prod");
+        assert_eq!(
+            finished[1].labels()["env"],
+            "${env}",
+            "substitution disabled there"
+        );
     }
 
     #[test]
@@ -1320,16 +1365,21 @@ mod tests {
     }
 
     #[test]
-    fn build_keys_follow_digest_generation_and_variables() {
+    fn build_keys_follow_identity_digest_generation_and_variables() {
         let variables = vars(&[("env", "prod")]);
-        let key = build_key("sha256:a", Some(1), Some(&variables));
-        assert_eq!(key, build_key("sha256:a", Some(1), Some(&variables)));
-        assert_ne!(key, build_key("sha256:b", Some(1), Some(&variables)));
-        assert_ne!(key, build_key("sha256:a", Some(2), Some(&variables)));
-        assert_ne!(key, build_key("sha256:a", Some(1), None));
+        let uid = Some("u1");
+        let key = build_key(uid, "sha256:a", Some(1), Some(&variables));
+        assert_eq!(key, build_key(uid, "sha256:a", Some(1), Some(&variables)));
         assert_ne!(
             key,
-            build_key("sha256:a", Some(1), Some(&vars(&[("env", "dev")])))
+            build_key(Some("u2"), "sha256:a", Some(1), Some(&variables))
+        );
+        assert_ne!(key, build_key(uid, "sha256:b", Some(1), Some(&variables)));
+        assert_ne!(key, build_key(uid, "sha256:a", Some(2), Some(&variables)));
+        assert_ne!(key, build_key(uid, "sha256:a", Some(1), None));
+        assert_ne!(
+            key,
+            build_key(uid, "sha256:a", Some(1), Some(&vars(&[("env", "dev")])))
         );
     }
 

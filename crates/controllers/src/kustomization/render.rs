@@ -311,6 +311,36 @@ pub(super) fn describe_value(object: &Value) -> String {
 }
 
 /// Substitutes variables, adds `commonMetadata` and converts to API objects.
+/// Adds `labels` and `annotations` to `metadata` (overriding existing keys).
+fn add_common_metadata(
+    value: &mut Value,
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+) {
+    let Some(object) = value.as_object_mut() else {
+        return;
+    };
+    let metadata = object
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    let Some(metadata) = metadata.as_object_mut() else {
+        return;
+    };
+    for (field, entries) in [("labels", labels), ("annotations", annotations)] {
+        if entries.is_empty() {
+            continue;
+        }
+        let map = metadata
+            .entry(field)
+            .or_insert_with(|| Value::Object(serde_json::Map::new()));
+        if let Some(map) = map.as_object_mut() {
+            for (key, entry) in entries {
+                map.insert(key.clone(), Value::String(entry.clone()));
+            }
+        }
+    }
+}
+
 pub(super) fn finish_objects(
     objects: Vec<Value>,
     object: &Kustomization,
@@ -319,6 +349,12 @@ pub(super) fn finish_objects(
     let common = object.spec.common_metadata.as_ref();
     let mut finished = Vec::with_capacity(objects.len());
     for mut value in objects {
+        // `commonMetadata` is part of the build (Flux adds it in the generated kustomization),
+        // so substitution sees it: `${var}` in its values is replaced, and its annotations can
+        // turn substitution off.
+        if let Some(common) = common {
+            add_common_metadata(&mut value, &common.labels, &common.annotations);
+        }
         if let Some(variables) = variables
             && !substitution_disabled(&value)
         {
@@ -340,24 +376,8 @@ pub(super) fn finish_objects(
             value = documents.remove(0);
         }
         let description = describe_value(&value);
-        let mut dynamic: DynamicObject = serde_json::from_value(value)
+        let dynamic: DynamicObject = serde_json::from_value(value)
             .map_err(|e| format!("{description}: not a Kubernetes object: {e}"))?;
-        if let Some(common) = common {
-            if !common.labels.is_empty() {
-                dynamic
-                    .metadata
-                    .labels
-                    .get_or_insert_with(BTreeMap::new)
-                    .extend(common.labels.clone());
-            }
-            if !common.annotations.is_empty() {
-                dynamic
-                    .metadata
-                    .annotations
-                    .get_or_insert_with(BTreeMap::new)
-                    .extend(common.annotations.clone());
-            }
-        }
         finished.push(dynamic);
     }
     Ok(finished)

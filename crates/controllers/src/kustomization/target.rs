@@ -2,7 +2,7 @@
 //! remote cluster) and `spec.serviceAccountName` (impersonation).
 
 use capstan_api::Kustomization;
-use capstan_apply::{ResourceManager, impersonating_client, service_account_identity};
+use capstan_apply::{ResourceManager, impersonating_client, service_account_user};
 use k8s_openapi::api::core::v1::Secret;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, ResourceExt};
@@ -35,12 +35,12 @@ pub async fn manager_for(
         .kube_config
         .as_ref()
         .and_then(|k| k.secret_ref.as_ref());
-    let identity = service_account.map(|name| service_account_identity(&namespace, name));
+    let identity = service_account.map(|name| service_account_user(&namespace, name));
     let Some(secret_ref) = secret_ref else {
-        let Some((user, groups)) = identity else {
+        let Some(user) = identity else {
             return Ok(None);
         };
-        let client = impersonating_client(client.clone(), &user, &groups).map_err(|e| {
+        let client = impersonating_client(client.clone(), &user, &[]).map_err(|e| {
             ReconcileError::stalled(
                 capstan_api::meta::reason::RECONCILIATION_FAILED,
                 format!("spec.serviceAccountName: invalid name: {e}"),
@@ -97,11 +97,10 @@ pub async fn manager_for(
             ),
         )
     })?;
-    if let Some((user, groups)) = identity {
+    if let Some(user) = identity {
         for named in &mut kubeconfig.auth_infos {
             if let Some(auth) = named.auth_info.as_mut() {
                 auth.impersonate = Some(user.clone());
-                auth.impersonate_groups = Some(groups.clone());
             }
         }
     }

@@ -103,32 +103,10 @@ fn source_trigger(
 ) -> BoxStream<'static, ObjectRef<Kustomization>> {
     let gvk = GroupVersionKind::gvk(SOURCE_GROUP, SOURCE_VERSION, kind);
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk));
-    let mut seen = HashMap::new();
-    watcher(api, watcher::Config::default())
-        .default_backoff()
-        .applied_objects()
-        .filter_map(move |event| {
-            let found = match event {
-                Ok(source) => {
-                    let namespace = source.namespace().unwrap_or_default();
-                    let name = source.name_any();
-                    let key = (namespace.clone(), name.clone());
-                    if changed(&mut seen, key, artifact_key(&source)) {
-                        tracing::debug!(kind, %namespace, %name, "source artifact changed");
-                        referencing_source(&store, kind, &namespace, &name)
-                    } else {
-                        Vec::new()
-                    }
-                }
-                Err(error) => {
-                    tracing::debug!(kind, %error, "source watch");
-                    Vec::new()
-                }
-            };
-            std::future::ready(Some(stream::iter(found)))
-        })
-        .flatten()
-        .boxed()
+    on_change(api, kind, artifact_key, move |namespace, name| {
+        tracing::debug!(kind, %namespace, %name, "source artifact changed");
+        referencing_source(&store, kind, namespace, name)
+    })
 }
 
 /// `generation|lastAppliedRevision` of a Kustomization Ready for its generation.
@@ -153,24 +131,46 @@ fn dependency_trigger(
     store: Store<Kustomization>,
 ) -> BoxStream<'static, ObjectRef<Kustomization>> {
     let api: Api<Kustomization> = Api::all(client.clone());
+    on_change(api, "Kustomization", ready_key, move |namespace, name| {
+        depending_on(&store, namespace, name)
+    })
+}
+
+/// Watches `api` and, whenever the `key` of an object takes a new value, yields the
+/// Kustomizations `targets` names for it. Deleted objects are forgotten, so the memory held is
+/// one key per existing object, and a re-created object triggers again.
+fn on_change<K, F>(
+    api: Api<K>,
+    kind: &'static str,
+    key: fn(&K) -> Option<String>,
+    targets: F,
+) -> BoxStream<'static, ObjectRef<Kustomization>>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    F: Fn(&str, &str) -> Vec<ObjectRef<Kustomization>> + Send + 'static,
+{
     let mut seen = HashMap::new();
     watcher(api, watcher::Config::default())
         .default_backoff()
-        .applied_objects()
         .filter_map(move |event| {
             let found = match event {
-                Ok(object) => {
+                Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
                     let namespace = object.namespace().unwrap_or_default();
                     let name = object.name_any();
-                    let key = (namespace.clone(), name.clone());
-                    if changed(&mut seen, key, ready_key(&object)) {
-                        depending_on(&store, &namespace, &name)
+                    let id = (namespace.clone(), name.clone());
+                    if changed(&mut seen, id, key(&object)) {
+                        targets(&namespace, &name)
                     } else {
                         Vec::new()
                     }
                 }
+                Ok(watcher::Event::Delete(object)) => {
+                    seen.remove(&(object.namespace().unwrap_or_default(), object.name_any()));
+                    Vec::new()
+                }
+                Ok(watcher::Event::Init | watcher::Event::InitDone) => Vec::new(),
                 Err(error) => {
-                    tracing::debug!(%error, "dependency watch");
+                    tracing::warn!(kind, %error, "trigger watch failed; retrying with backoff");
                     Vec::new()
                 }
             };
