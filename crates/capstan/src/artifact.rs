@@ -126,8 +126,21 @@ pub async fn run_pull(command: PullCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Refuses an artifact address without the `oci://` scheme, before any network call: without
+/// it a typo such as `localhost:5000/app` or `ghcr.io/app` could resolve to Docker Hub.
+fn require_oci_scheme(url: &str) -> anyhow::Result<()> {
+    if url.starts_with("oci://") {
+        Ok(())
+    } else {
+        bail!(
+            "invalid URL '{url}': an artifact address must start with oci://, e.g. oci://ghcr.io/org/app:tag"
+        )
+    }
+}
+
 /// Packs `--path` and pushes it; prints the artifact digest on stdout.
 pub async fn push(args: PushArtifactArgs) -> anyhow::Result<ExitCode> {
+    require_oci_scheme(&args.url)?;
     if !args.path.is_dir() {
         bail!("--path {} is not a directory", args.path.display());
     }
@@ -186,6 +199,7 @@ pub async fn push(args: PushArtifactArgs) -> anyhow::Result<ExitCode> {
 
 /// Pulls `URL` and extracts it into `--output`; prints the artifact revision on stdout.
 pub async fn pull(args: PullArtifactArgs) -> anyhow::Result<ExitCode> {
+    require_oci_scheme(&args.url)?;
     let registry = args.registry.options()?;
     let options = PullOptions {
         layer_selector: LayerSelector {

@@ -239,20 +239,40 @@ pub async fn client(
     kubeconfig: Option<&PathBuf>,
     context: Option<&str>,
 ) -> anyhow::Result<kube::Client> {
+    /// The error and its causes on one line, each cause once (kube's errors often repeat
+    /// their source in their own message).
+    fn causes(error: &dyn std::error::Error) -> String {
+        let mut text = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            let cause_text = cause.to_string();
+            if !text.contains(&cause_text) {
+                text.push_str(": ");
+                text.push_str(&cause_text);
+            }
+            source = cause.source();
+        }
+        text
+    }
+    const HINT: &str =
+        "hint: pass --kubeconfig, or export KUBECONFIG=.capstan/kubeconfig for capstan dev";
     let options = kube::config::KubeConfigOptions {
         context: context.map(str::to_owned),
         ..Default::default()
     };
     let config = match kubeconfig {
         Some(path) => {
-            let file = kube::config::Kubeconfig::read_from(path)
-                .with_context(|| format!("reading kubeconfig {}", path.display()))?;
+            let file = kube::config::Kubeconfig::read_from(path).map_err(|e| {
+                anyhow::anyhow!("reading kubeconfig {}: {}", path.display(), causes(&e))
+            })?;
             kube::Config::from_custom_kubeconfig(file, &options).await?
         }
-        None if context.is_some() => kube::Config::from_kubeconfig(&options).await?,
-        None => kube::Config::infer()
+        None if context.is_some() => kube::Config::from_kubeconfig(&options)
             .await
-            .context("no kubeconfig and not in a cluster\nhint: pass --kubeconfig")?,
+            .map_err(|e| anyhow::anyhow!("reading the kubeconfig: {}\n{HINT}", causes(&e)))?,
+        None => kube::Config::infer().await.map_err(|e| {
+            anyhow::anyhow!("no kubeconfig and not in a cluster: {}\n{HINT}", causes(&e))
+        })?,
     };
     Ok(kube::Client::try_from(config)?)
 }

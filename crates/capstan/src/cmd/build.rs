@@ -312,13 +312,18 @@ fn comparable(mut object: Value) -> Value {
     object
 }
 
-/// Replaces Secret values with `***`, marking changed ones `*** (before)` / `*** (after)`.
+/// The annotation `kubectl apply` stores the whole applied manifest in (Secret values included).
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Replaces Secret values with `***`, marking changed ones `*** (before)` / `*** (after)`:
+/// `data`, `stringData` and the `kubectl apply` annotation, which holds a copy of them.
+/// (`managedFields`, which can name the keys, is already gone: see [`comparable`].)
 fn mask_secret(before: &mut Value, after: &mut Value) {
-    for field in ["data", "stringData"] {
-        let old = before[field].as_object().cloned().unwrap_or_default();
-        let new = after[field].as_object().cloned().unwrap_or_default();
+    let mask_map = |before: &mut Value, after: &mut Value| {
+        let old = before.as_object().cloned().unwrap_or_default();
+        let new = after.as_object().cloned().unwrap_or_default();
         let mask = |map: &mut Value, other: &serde_json::Map<String, Value>, suffix: &str| {
-            if let Some(values) = map.get_mut(field).and_then(Value::as_object_mut) {
+            if let Some(values) = map.as_object_mut() {
                 for (key, value) in values.iter_mut() {
                     let same = other.get(key) == Some(value);
                     *value = Value::from(if same {
@@ -331,42 +336,174 @@ fn mask_secret(before: &mut Value, after: &mut Value) {
         };
         mask(before, &new, "before");
         mask(after, &old, "after");
+    };
+    for field in ["data", "stringData"] {
+        let (mut old, mut new) = (before[field].take(), after[field].take());
+        mask_map(&mut old, &mut new);
+        for (object, value) in [(&mut *before, old), (&mut *after, new)] {
+            if !value.is_null()
+                && let Some(map) = object.as_object_mut()
+            {
+                map.insert(field.to_owned(), value);
+            }
+        }
+    }
+    let annotations = |object: &mut Value| {
+        let mut only = serde_json::Map::new();
+        if let Some(value) = object["metadata"]["annotations"]
+            .as_object_mut()
+            .and_then(|a| a.remove(LAST_APPLIED))
+        {
+            only.insert(LAST_APPLIED.to_owned(), value);
+        }
+        Value::Object(only)
+    };
+    let (mut old, mut new) = (annotations(before), annotations(after));
+    mask_map(&mut old, &mut new);
+    for (object, value) in [(before, old), (after, new)] {
+        if let Some(masked) = value.get(LAST_APPLIED)
+            && let Some(map) = object["metadata"]["annotations"].as_object_mut()
+        {
+            map.insert(LAST_APPLIED.to_owned(), masked.clone());
+        }
     }
 }
 
 /// Lines of context around each change in a diff.
 const CONTEXT: usize = 3;
 
+/// The most edits one search of the line diff explores before it gives up on finding common
+/// lines in a region and reports the region as removed then added: bounds the time of huge
+/// rewrites to `O((n + m) * MAX_EDITS)`.
+const MAX_EDITS: isize = 4096;
+
+/// Line `i` of `lines` (the caller keeps `i` in bounds).
+fn at<'a>(lines: &[&'a str], i: isize) -> &'a str {
+    lines[usize::try_from(i).unwrap_or_default()]
+}
+
+/// Myers' middle snake: a point `(x, y)` on an optimal edit path of `a` into `b`, found in
+/// linear space by searching forward from the start and backward from the end until the two
+/// searches overlap. `None` when no overlap is found within [`MAX_EDITS`].
+fn middle_snake(old: &[&str], new: &[&str]) -> Option<(usize, usize)> {
+    let (old_len, new_len) = (old.len().cast_signed(), new.len().cast_signed());
+    let max_edits = ((old_len + new_len + 1) / 2).min(MAX_EDITS);
+    let offset = max_edits + 1;
+    let width = usize::try_from(2 * offset + 1).ok()?;
+    // Furthest x reached on each diagonal (x - y), from the start and from the end.
+    let mut forward = vec![-1isize; width];
+    let mut backward = vec![-1isize; width];
+    let slot = |diagonal: isize| usize::try_from(offset + diagonal).ok();
+    forward[slot(1)?] = 0;
+    backward[slot(1)?] = 0;
+    let delta = old_len - new_len;
+    let odd = delta % 2 != 0;
+    let inside = |x: isize, y: isize| y >= 0 && x <= old_len && y <= new_len;
+    for edits in 0..max_edits {
+        for diagonal in (-edits..=edits).step_by(2) {
+            let here = slot(diagonal)?;
+            let mut x = if diagonal == -edits
+                || (diagonal != edits && forward[here - 1] < forward[here + 1])
+            {
+                forward[here + 1]
+            } else {
+                forward[here - 1] + 1
+            };
+            let mut y = x - diagonal;
+            while x < old_len && y >= 0 && y < new_len && at(old, x) == at(new, y) {
+                x += 1;
+                y += 1;
+            }
+            forward[here] = x;
+            // The backward search on this diagonal has run `edits - 1` steps.
+            if odd
+                && (delta - diagonal).abs() < edits
+                && inside(x, y)
+                && let Some(there) = slot(delta - diagonal)
+                && backward[there] >= 0
+                && x >= old_len - backward[there]
+            {
+                return Some((usize::try_from(x).ok()?, usize::try_from(y).ok()?));
+            }
+        }
+        for diagonal in (-edits..=edits).step_by(2) {
+            let here = slot(diagonal)?;
+            let mut x = if diagonal == -edits
+                || (diagonal != edits && backward[here - 1] < backward[here + 1])
+            {
+                backward[here + 1]
+            } else {
+                backward[here - 1] + 1
+            };
+            let mut y = x - diagonal;
+            while x < old_len
+                && y >= 0
+                && y < new_len
+                && at(old, old_len - x - 1) == at(new, new_len - y - 1)
+            {
+                x += 1;
+                y += 1;
+            }
+            backward[here] = x;
+            if !odd
+                && (delta - diagonal).abs() <= edits
+                && inside(x, y)
+                && let Some(there) = slot(delta - diagonal)
+                && forward[there] >= 0
+                && forward[there] >= old_len - x
+            {
+                let split_x = forward[there];
+                let split_y = split_x - (delta - diagonal);
+                if split_y >= 0 && split_x <= old_len && split_y <= new_len {
+                    return Some((
+                        usize::try_from(split_x).ok()?,
+                        usize::try_from(split_y).ok()?,
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Appends the edit script turning `a` into `b`: common prefix and suffix first, then Myers'
+/// divide and conquer on what is left (linear space).
+fn diff_lines<'a>(a: &[&'a str], b: &[&'a str], out: &mut Vec<(char, &'a str)>) {
+    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let (a_rest, b_rest) = (&a[prefix..], &b[prefix..]);
+    let suffix = a_rest
+        .iter()
+        .rev()
+        .zip(b_rest.iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let middle_a = &a_rest[..a_rest.len() - suffix];
+    let middle_b = &b_rest[..b_rest.len() - suffix];
+    out.extend(a[..prefix].iter().map(|l| (' ', *l)));
+    if middle_a.is_empty() || middle_b.is_empty() {
+        out.extend(middle_a.iter().map(|l| ('-', *l)));
+        out.extend(middle_b.iter().map(|l| ('+', *l)));
+    } else {
+        match middle_snake(middle_a, middle_b) {
+            Some((x, y)) if (x, y) != (0, 0) && (x, y) != (middle_a.len(), middle_b.len()) => {
+                diff_lines(&middle_a[..x], &middle_b[..y], out);
+                diff_lines(&middle_a[x..], &middle_b[y..], out);
+            }
+            _ => {
+                out.extend(middle_a.iter().map(|l| ('-', *l)));
+                out.extend(middle_b.iter().map(|l| ('+', *l)));
+            }
+        }
+    }
+    out.extend(a_rest[a_rest.len() - suffix..].iter().map(|l| (' ', *l)));
+}
+
 /// A unified-style line diff of two texts, with three lines of context around each change.
 pub fn unified_diff(before: &str, after: &str) -> String {
     let a: Vec<&str> = before.lines().collect();
     let b: Vec<&str> = after.lines().collect();
-    // Longest common subsequence table, from the end.
-    let mut lcs = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let mut lines: Vec<(char, &str)> = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && a[i] == b[j] {
-            lines.push((' ', a[i]));
-            i += 1;
-            j += 1;
-        } else if i < a.len() && (j == b.len() || lcs[i + 1][j] >= lcs[i][j + 1]) {
-            lines.push(('-', a[i]));
-            i += 1;
-        } else {
-            lines.push(('+', b[j]));
-            j += 1;
-        }
-    }
+    let mut lines: Vec<(char, &str)> = Vec::with_capacity(a.len().max(b.len()));
+    diff_lines(&a, &b, &mut lines);
     let changed: Vec<usize> = (0..lines.len()).filter(|&k| lines[k].0 != ' ').collect();
     let mut out = String::new();
     let mut shown_until = 0usize;
@@ -389,6 +526,8 @@ pub fn unified_diff(before: &str, after: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::fmt::Write as _;
+
     use super::*;
 
     #[test]
@@ -410,5 +549,115 @@ mod tests {
         assert_eq!(before["data"]["a"], "***");
         assert_eq!(before["data"]["b"], "*** (before)");
         assert_eq!(after["data"]["b"], "*** (after)");
+    }
+
+    #[test]
+    fn secret_values_in_the_kubectl_annotation_are_masked() {
+        let applied = |value: &str| {
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "s", "annotations": {
+                    LAST_APPLIED: format!("{{\"stringData\":{{\"password\":\"{value}\"}}}}"),
+                    "team": "a"
+                }},
+                "data": {"password": "c2VjcmV0"},
+                "stringData": {"token": value}
+            })
+        };
+        let mut before = applied("old-value");
+        let mut after = applied("new-value");
+        mask_secret(&mut before, &mut after);
+        let text = unified_diff(
+            &capstan_kustomize::to_yaml_document(&before),
+            &capstan_kustomize::to_yaml_document(&after),
+        );
+        assert!(
+            !text.contains("old-value") && !text.contains("new-value"),
+            "{text}"
+        );
+        assert_eq!(
+            before["metadata"]["annotations"][LAST_APPLIED],
+            "*** (before)"
+        );
+        assert_eq!(
+            after["metadata"]["annotations"][LAST_APPLIED],
+            "*** (after)"
+        );
+        assert_eq!(after["metadata"]["annotations"]["team"], "a");
+        assert_eq!(after["stringData"]["token"], "*** (after)");
+        assert_eq!(after["data"]["password"], "***");
+    }
+
+    /// The length of the longest common subsequence, by the quadratic table (small inputs).
+    fn lcs_length(a: &[&str], b: &[&str]) -> usize {
+        let mut table = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+        for i in (0..a.len()).rev() {
+            for j in (0..b.len()).rev() {
+                table[i][j] = if a[i] == b[j] {
+                    table[i + 1][j + 1] + 1
+                } else {
+                    table[i + 1][j].max(table[i][j + 1])
+                };
+            }
+        }
+        table[0][0]
+    }
+
+    #[test]
+    fn line_diffs_are_minimal_and_rebuild_both_sides() {
+        let mut seed = 0x2545_f491_u64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let words = ["a", "b", "c", "d"];
+        for _ in 0..500 {
+            let mut side = || -> Vec<&str> {
+                let len = next() % 12;
+                (0..len)
+                    .map(|_| words[usize::try_from(next() % 4).unwrap()])
+                    .collect()
+            };
+            let a = side();
+            let b = side();
+            let mut script = Vec::new();
+            diff_lines(&a, &b, &mut script);
+            let old: Vec<&str> = script.iter().filter(|l| l.0 != '+').map(|l| l.1).collect();
+            let new: Vec<&str> = script.iter().filter(|l| l.0 != '-').map(|l| l.1).collect();
+            assert_eq!((old, new), (a.clone(), b.clone()));
+            let kept = script.iter().filter(|l| l.0 == ' ').count();
+            assert_eq!(kept, lcs_length(&a, &b), "{a:?} -> {b:?}: {script:?}");
+        }
+    }
+
+    #[test]
+    fn a_one_line_change_in_a_huge_object_diffs_fast() {
+        let lines = |range: &mut dyn Iterator<Item = i32>| {
+            range.fold(String::new(), |mut text, i| {
+                let _ = writeln!(text, "    line {i}");
+                text
+            })
+        };
+        let before = lines(&mut (0..20_000));
+        let after = before.replace("    line 10000\n", "    line ten thousand\n");
+        let mut reordered = lines(&mut (0..20_000).rev());
+        reordered.push_str("end\n");
+        let start = std::time::Instant::now();
+        let text = unified_diff(&before, &after);
+        assert_eq!(
+            text,
+            "@@\n      line 9997\n      line 9998\n      line 9999\n-     line 10000\n\
+             +     line ten thousand\n      line 10001\n      line 10002\n      line 10003\n"
+        );
+        // Nothing in common but single lines: bounded by the edit cap, not quadratic memory.
+        let text = unified_diff(&before, &reordered);
+        assert!(text.contains("+ end"));
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "took {:?}",
+            start.elapsed()
+        );
     }
 }

@@ -14,7 +14,7 @@ use capstan_api::source::v1::{
 };
 use capstan_api::{Bucket, GitRepository, Kustomization, OCIRepository};
 use clap::{Args, Subcommand, ValueEnum};
-use kube::api::{ObjectMeta, Patch, PatchParams};
+use kube::api::{DynamicObject, ObjectMeta, PostParams};
 use serde_json::Value;
 
 use super::{BUCKET, ClusterArgs, GIT, KUSTOMIZATION, Kind, OCI, say};
@@ -318,6 +318,23 @@ fn source_reference(text: &str) -> anyhow::Result<CrossNamespaceSourceReference>
     })
 }
 
+/// `--path` made relative to the source root as Flux's `safeRelativePath` flag does: `\\` and
+/// `/` separate, `.` and empty parts go, `..` climbs but never above the root (`../x` is
+/// `./x`), a leading `/` is the root (`/apps` is `./apps`); the result starts with `./`.
+fn safe_relative_path(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.trim().split(['/', '\\']) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            part => parts.push(part),
+        }
+    }
+    format!("./{}", parts.join("/"))
+}
+
 fn kustomization(
     args: &CreateKustomization,
     meta: ObjectMeta,
@@ -344,7 +361,7 @@ fn kustomization(
             .map(|v| super::normalized_duration(flag, v))
             .transpose()
     };
-    let path = args.path.replace('\\', "/");
+    let path = safe_relative_path(&args.path);
     let object = Kustomization {
         metadata: meta,
         spec: KustomizationSpec {
@@ -366,6 +383,34 @@ fn kustomization(
         status: None,
     };
     Ok(serde_json::to_value(object)?)
+}
+
+/// Creates the object, or, when it exists, replaces its `spec` and labels as Flux's upsert does
+/// (fields the new spec leaves out are dropped; annotations and status stay) and updates it with
+/// the `resourceVersion` read, so a concurrent change fails instead of being overwritten.
+/// Returns whether the object existed.
+async fn upsert(
+    client: &kube::Client,
+    kind: &Kind,
+    namespace: &str,
+    name: &str,
+    object: Value,
+) -> anyhow::Result<bool> {
+    let api = kind.api(client, Some(namespace));
+    let context = || format!("applying {} {namespace}/{name}", kind.type_name);
+    let desired: DynamicObject = serde_json::from_value(object)?;
+    let Some(mut existing) = api.get_opt(name).await.with_context(context)? else {
+        api.create(&PostParams::default(), &desired)
+            .await
+            .with_context(context)?;
+        return Ok(false);
+    };
+    existing.metadata.labels = desired.metadata.labels;
+    existing.data["spec"] = desired.data["spec"].clone();
+    api.replace(name, &PostParams::default(), &existing)
+        .await
+        .with_context(context)?;
+    Ok(true)
 }
 
 /// Builds the object; prints it with `--export`, otherwise applies it and waits until Ready.
@@ -402,12 +447,7 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<ExitCode> {
     say::generate(&format!("generating {}", kind.display));
     let client = args.cluster.client().await?;
     say::action(&format!("applying {}", kind.display));
-    let api = kind.api(&client, Some(namespace));
-    let existed = api.get_opt(name).await?.is_some();
-    let params = PatchParams::apply("capstan").force();
-    api.patch(name, &params, &Patch::Apply(&object))
-        .await
-        .with_context(|| format!("applying {} {namespace}/{name}", kind.type_name))?;
+    let existed = upsert(&client, kind, namespace, name, object).await?;
     say::success(&format!(
         "{} {}",
         kind.display,
@@ -444,5 +484,24 @@ mod tests {
         assert_eq!(r.kind, SourceKind::OciRepository);
         assert_eq!(r.namespace.as_deref(), Some("apps"));
         assert!(source_reference("Kustomization/x").is_err());
+    }
+
+    #[test]
+    fn paths_are_made_safe_and_relative_as_flux_does() {
+        for (given, stored) in [
+            ("", "./"),
+            ("./", "./"),
+            (".", "./"),
+            ("/abs", "./abs"),
+            ("/abs/dir/", "./abs/dir"),
+            ("apps", "./apps"),
+            ("./clusters//prod/", "./clusters/prod"),
+            ("a/../b", "./b"),
+            ("../../etc", "./etc"),
+            ("a/../../b/./c", "./b/c"),
+            (" .\\win\\path ", "./win/path"),
+        ] {
+            assert_eq!(safe_relative_path(given), stored, "{given}");
+        }
     }
 }

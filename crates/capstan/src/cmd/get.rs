@@ -85,6 +85,9 @@ fn row(kind: &Kind, object: &Value, prefixed: bool, all_namespaces: bool) -> Vec
 }
 
 /// Lists `kinds` and prints them; one table per kind (names prefixed by the kind) when several.
+/// As Flux, a kind with nothing to show prints `✗ <Kind> object '<name>' not found in "<ns>"
+/// namespace` when a name was given, `✗ no <Kind> objects found in "<ns>" namespace` otherwise,
+/// and nothing at all for `get all`/`get sources all` without a name; the exit code stays 0.
 pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
     let (kinds, name): (Vec<&Kind>, Option<&String>) = match &args.command {
         GetCommand::Sources(GetSources::Git(n)) => (vec![&GIT], n.name.as_ref()),
@@ -96,6 +99,11 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
     };
     let client = args.cluster.client().await?;
     let namespace = (!args.all_namespaces).then_some(args.cluster.namespace.as_str());
+    let get_all = kinds.len() > 1;
+    let scope = match namespace {
+        Some(ns) => format!("{ns:?}"),
+        None => "any".to_owned(),
+    };
     let mut found = Vec::new();
     for kind in &kinds {
         let mut objects = kind.list(&client, namespace).await?;
@@ -104,18 +112,19 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
         }
         if !objects.is_empty() {
             found.push((*kind, objects));
+        } else if let Some(name) = name {
+            say::failure(&format!(
+                "{} object '{name}' not found in {scope} namespace",
+                kind.type_name
+            ));
+        } else if !get_all {
+            say::failure(&format!(
+                "no {} objects found in {scope} namespace",
+                kind.type_name
+            ));
         }
     }
     if found.is_empty() {
-        let what = match kinds.as_slice() {
-            [one] => one.type_name.to_owned(),
-            _ => "Flux".to_owned(),
-        };
-        let scope = match namespace {
-            Some(ns) => format!("{ns} namespace"),
-            None => "any namespace".to_owned(),
-        };
-        say::failure(&format!("no {what} objects found in {scope}"));
         return Ok(ExitCode::SUCCESS);
     }
     if args.output != Output::Table {
@@ -123,7 +132,7 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
         super::print_objects(&objects, args.output)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let prefixed = kinds.len() > 1;
+    let prefixed = get_all;
     let mut headers = vec!["NAME", "REVISION", "SUSPENDED", "READY", "MESSAGE"];
     if args.all_namespaces {
         headers.insert(0, "NAMESPACE");

@@ -1,6 +1,6 @@
 //! `capstan reconcile`, `suspend`, `resume` and `delete`: one implementation over the kinds.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -140,33 +140,40 @@ pub async fn run(verb: Verb, args: LifecycleArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Asks `Are you sure …` on a terminal; anything but `y` cancels.
-fn confirm(question: &str) -> bool {
-    eprint!("{question} [y/N]: ");
+/// Asks `Are you sure …` and reads the answer from stdin (a terminal, or a pipe such as
+/// `yes |`); only `y`/`yes` confirms. `None` when stdin is closed before an answer.
+fn confirm(question: &str) -> Option<bool> {
+    eprint!("{question}? [y/N]: ");
     let _ = std::io::stderr().flush();
     let mut answer = String::new();
-    if std::io::stdin().lock().read_line(&mut answer).is_err() {
-        return false;
+    match std::io::stdin().lock().read_line(&mut answer) {
+        Ok(0) | Err(_) => {
+            eprintln!();
+            None
+        }
+        Ok(_) => Some(matches!(answer.trim(), "y" | "Y" | "yes")),
     }
-    matches!(answer.trim(), "y" | "Y" | "yes")
 }
 
-/// Deletes one object, after confirmation on a terminal unless `--silent`.
+/// Deletes one object. As Flux, it asks for confirmation unless `--silent`, terminal or not:
+/// without an answer (stdin closed, as in CI) or with anything but `y` it aborts, exit code 1.
 pub async fn delete(args: DeleteArgs) -> anyhow::Result<ExitCode> {
     let (kind, name) = args.target.resolve();
     let name = super::required_name(name, kind)?;
     let namespace = args.cluster.namespace.clone();
     let client = args.cluster.client().await?;
     kind.get(&client, &namespace, &name).await?;
-    if !args.silent
-        && std::io::stdin().is_terminal()
-        && !confirm(&format!(
+    if !args.silent {
+        match confirm(&format!(
             "Are you sure you want to delete this {}",
             kind.short
-        ))
-    {
-        say::failure("delete cancelled");
-        return Ok(ExitCode::FAILURE);
+        )) {
+            Some(true) => {}
+            Some(false) => anyhow::bail!("aborting"),
+            None => anyhow::bail!(
+                "aborting: no answer on stdin; pass --silent to delete without confirmation"
+            ),
+        }
     }
     say::action(&format!(
         "deleting {} {name} in {namespace} namespace",

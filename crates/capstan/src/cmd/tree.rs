@@ -1,6 +1,7 @@
 //! `capstan tree kustomization` (the inventory as a tree) and `capstan trace` (from an object to
 //! the Kustomization that applied it and that Kustomization's source).
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 
@@ -9,7 +10,8 @@ use capstan_api::meta::{condition, label};
 use capstan_apply::{Inventory, ObjectRef};
 use clap::{Args, Subcommand};
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::core::GroupVersion;
 use kube::discovery::{ApiCapabilities, Scope};
 use serde_json::Value;
 
@@ -53,28 +55,41 @@ fn is_kustomization(reference: &ObjectRef) -> bool {
     reference.kind == KUSTOMIZATION.type_name && reference.group == KUSTOMIZATION.group
 }
 
-/// Appends the tree lines below one Kustomization, expanding nested ones (at most `depth` deep,
-/// which also stops cycles).
+/// Appends the tree lines below one Kustomization, expanding nested ones as Flux does: the
+/// Kustomization's own entry (a bootstrap Kustomization applies itself) is left out, children of a
+/// Kustomization that targets a remote cluster (`spec.kubeConfig`) are not looked up here, and a
+/// Kustomization already shown is not expanded again (`visited`), which stops cycles.
 fn render_tree<'a>(
     client: &'a Client,
     object: Value,
     prefix: String,
-    depth: usize,
+    visited: &'a mut HashSet<(String, String)>,
     out: &'a mut String,
 ) -> futures::future::BoxFuture<'a, anyhow::Result<()>> {
     Box::pin(async move {
-        let entries = inventory(&object)?;
+        let own = (
+            super::namespace_of(&object).to_owned(),
+            super::name_of(&object).to_owned(),
+        );
+        let remote = !object["spec"]["kubeConfig"].is_null();
+        let entries: Vec<ObjectRef> = inventory(&object)?
+            .into_iter()
+            .filter(|e| !(is_kustomization(e) && (e.namespace.clone(), e.name.clone()) == own))
+            .collect();
         for (index, entry) in entries.iter().enumerate() {
             let last = index + 1 == entries.len();
             let branch = if last { "└── " } else { "├── " };
             let _ = writeln!(out, "{prefix}{branch}{entry}");
-            if is_kustomization(entry) && depth > 0 {
+            if is_kustomization(entry)
+                && !remote
+                && visited.insert((entry.namespace.clone(), entry.name.clone()))
+            {
                 let child = KUSTOMIZATION
                     .get(client, &entry.namespace, &entry.name)
                     .await;
                 if let Ok(child) = child {
                     let nested = format!("{prefix}{}", if last { "    " } else { "│   " });
-                    render_tree(client, child, nested, depth - 1, out).await?;
+                    render_tree(client, child, nested, visited, out).await?;
                 }
             }
         }
@@ -89,7 +104,8 @@ pub async fn tree(args: TreeArgs) -> anyhow::Result<ExitCode> {
     let namespace = &args.cluster.namespace;
     let object = KUSTOMIZATION.get(&client, namespace, &target.name).await?;
     let mut out = format!("Kustomization/{namespace}/{}\n", target.name);
-    render_tree(&client, object, String::new(), 32, &mut out).await?;
+    let mut visited = HashSet::from([(namespace.clone(), target.name.clone())]);
+    render_tree(&client, object, String::new(), &mut visited, &mut out).await?;
     print!("{out}");
     Ok(ExitCode::SUCCESS)
 }
@@ -125,32 +141,43 @@ const ALIASES: [(&str, &str); 12] = [
     ("po", "pods"),
 ];
 
+/// Whether an API resource is the one a user typed: its kind, plural or singular, in any case.
+fn matches_resource(resource: &ApiResource, wanted: &str) -> bool {
+    resource.kind.eq_ignore_ascii_case(wanted) || resource.plural.eq_ignore_ascii_case(wanted)
+}
+
 /// Finds the API resource of a kind typed as kubectl accepts it (kind, singular, plural,
-/// short name), or of an explicit `apiVersion` and kind.
+/// short name, in any case), among every served group or, with `apiVersion`, in that
+/// group/version only.
 async fn resolve_kind(
     client: &Client,
     kind: &str,
     api_version: Option<&str>,
 ) -> anyhow::Result<(ApiResource, ApiCapabilities)> {
-    if let Some(api_version) = api_version {
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        let gvk = GroupVersionKind::gvk(group, version, kind);
-        return kube::discovery::pinned_kind(client, &gvk)
-            .await
-            .with_context(|| format!("unknown kind {kind} in {api_version}"));
-    }
     let wanted = kind.to_ascii_lowercase();
     let wanted = ALIASES
         .iter()
         .find(|(short, _)| *short == wanted)
         .map_or(wanted.clone(), |(_, plural)| (*plural).to_owned());
+    if let Some(api_version) = api_version {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let group_version = GroupVersion::gv(group, version);
+        let served = kube::discovery::pinned_group(client, &group_version)
+            .await
+            .with_context(|| format!("the server doesn't serve {api_version}"))?;
+        return served
+            .versioned_resources(version)
+            .into_iter()
+            .find(|(resource, _)| matches_resource(resource, &wanted))
+            .ok_or_else(|| anyhow::anyhow!("unknown kind {kind} in {api_version}"));
+    }
     let discovery = kube::Discovery::new(client.clone())
         .run()
         .await
         .context("discovering the API resources")?;
     for group in discovery.groups() {
         for (resource, capabilities) in group.recommended_resources() {
-            if resource.kind.eq_ignore_ascii_case(&wanted) || resource.plural == wanted {
+            if matches_resource(&resource, &wanted) {
                 return Ok((resource, capabilities));
             }
         }
@@ -299,9 +326,6 @@ async fn trace_one(
 
 /// Prints the trace of each object named.
 pub async fn trace(args: TraceArgs) -> anyhow::Result<ExitCode> {
-    if args.api_version.is_some() && args.kind.is_none() && args.objects.len() < 2 {
-        bail!("--api-version needs a kind: <kind> <name> --api-version <group/version>");
-    }
     let targets = trace_targets(&args)?;
     let client = args.cluster.client().await?;
     for (kind, name) in targets {

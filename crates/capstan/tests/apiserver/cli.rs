@@ -491,3 +491,71 @@ async fn push_signs_and_pull_verifies_artifacts_in_a_real_registry() {
     assert!(!out.status.success(), "an unsigned artifact is refused");
     assert!(!refused.join("apps").exists());
 }
+
+/// Without a kubeconfig, the Flux-like verbs say why once and end with what to do.
+#[tokio::test]
+async fn a_missing_kubeconfig_is_reported_once_with_a_hint_last() {
+    let home = tempfile::tempdir().unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
+        .args(["get", "kustomizations"])
+        .env("HOME", home.path())
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBERNETES_SERVICE_PORT")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert_eq!(
+        stderr.trim_end().lines().last(),
+        Some("hint: pass --kubeconfig, or export KUBECONFIG=.capstan/kubeconfig for capstan dev"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("(os error 2)").count(), 1, "{stderr}");
+    assert!(stderr.contains(".kube/config"), "{stderr}");
+}
+
+/// `push/pull artifact` refuse an address without `oci://` before contacting anything: a
+/// typo must not send the artifact to Docker Hub.
+#[tokio::test]
+async fn artifact_addresses_without_oci_scheme_are_refused_offline() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("{address}/app:v1");
+    for args in [
+        vec![
+            "push",
+            "artifact",
+            &url,
+            "--path",
+            dir.path().to_str().unwrap(),
+            "--source",
+            "https://example.invalid/repo",
+            "--revision",
+            "main@sha1:0",
+            "--insecure",
+        ],
+        vec![
+            "pull",
+            "artifact",
+            &url,
+            "--output",
+            dir.path().to_str().unwrap(),
+            "--insecure",
+        ],
+    ] {
+        let out = capstan(&args).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "invalid URL '{url}': an artifact address must start with oci://"
+            )),
+            "{stderr}"
+        );
+    }
+    let connected = tokio::time::timeout(Duration::from_millis(200), listener.accept()).await;
+    assert!(connected.is_err(), "capstan contacted {address}");
+}

@@ -307,13 +307,28 @@ async fn create_get_export_and_delete_sources_and_kustomizations() {
             },
         })]
     );
-    // Nothing was applied by --export.
+    // Nothing was applied by --export; `get` says so as Flux does, `get all` prints nothing.
     let run = env.capstan(&["get", "sources", "git"]).await.ok();
-    assert!(
-        run.stderr.contains("no GitRepository objects found"),
+    assert_eq!(
+        run.stderr, "✗ no GitRepository objects found in \"flux-system\" namespace\n",
         "{}",
         run.stderr
     );
+    let run = env.capstan(&["get", "ks", "apps"]).await.ok();
+    assert_eq!(
+        run.stderr,
+        "✗ Kustomization object 'apps' not found in \"flux-system\" namespace\n"
+    );
+    let run = env
+        .capstan(&["get", "sources", "git", "fleet", "-A"])
+        .await
+        .ok();
+    assert_eq!(
+        run.stderr,
+        "✗ GitRepository object 'fleet' not found in any namespace\n"
+    );
+    let run = env.capstan(&["get", "all"]).await.ok();
+    assert_eq!((run.stdout.as_str(), run.stderr.as_str()), ("", ""));
 
     env.create_fleet("apps", "./apps", &sha).await;
     let data = env
@@ -321,6 +336,52 @@ async fn create_get_export_and_delete_sources_and_kustomizations() {
         .await
         .expect("the Kustomization applied demo");
     assert_eq!(data["revision"], "1");
+
+    // create on an existing object replaces its spec (Flux's upsert), whoever wrote it before:
+    // --tag on a source made with --branch by another client drops the branch.
+    let work = env.work("");
+    git(&work, &["tag", "v1"]);
+    git(&work, &["push", "-q", "origin", "v1"]);
+    let mut args = vec!["create", "source", "git", "pinned", "--url", &env.git_url];
+    let exported = env
+        .capstan(&[&args[..], &["--branch", "main", "--export"]].concat())
+        .await
+        .ok()
+        .stdout;
+    let pinned_file = env.dir.path().join("pinned.yaml");
+    std::fs::write(&pinned_file, exported).unwrap();
+    env.kubectl(&["apply", "-f", pinned_file.to_str().unwrap()])
+        .await
+        .ok();
+    args.extend(["--tag", "v1"]);
+    let run = env.capstan(&args).await.ok();
+    assert!(
+        run.stderr.contains("✔ GitRepository source updated"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("✔ fetched revision v1@sha1:"),
+        "{}",
+        run.stderr
+    );
+    let pinned = env
+        .kubectl(&[
+            "get",
+            "gitrepository",
+            "pinned",
+            "-n",
+            "flux-system",
+            "-o",
+            "json",
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(pinned["spec"]["ref"], serde_json::json!({"tag": "v1"}));
+    env.capstan(&["delete", "source", "git", "pinned", "--silent"])
+        .await
+        .ok();
 
     let rows = table(&env.capstan(&["get", "sources", "git"]).await.ok().stdout);
     assert_eq!(
@@ -408,8 +469,17 @@ async fn create_get_export_and_delete_sources_and_kustomizations() {
     );
     assert_eq!(before["spec"], after["spec"]);
 
-    // delete (no TTY: no question), then the pruned objects go with the Kustomization.
-    let run = env.capstan(&["delete", "ks", "apps"]).await.ok();
+    // delete asks first, as Flux does: with stdin closed there is no answer and nothing is
+    // deleted; --silent deletes, then the pruned objects go with the Kustomization.
+    let run = env.capstan(&["delete", "ks", "apps"]).await.fails();
+    assert!(run.stderr.contains("✗ aborting"), "{}", run.stderr);
+    env.kubectl(&["get", "ks", "apps", "-n", "flux-system"])
+        .await
+        .ok();
+    let run = env
+        .capstan(&["delete", "ks", "apps", "--silent"])
+        .await
+        .ok();
     assert!(
         run.stderr.contains("✔ kustomization deleted"),
         "{}",
@@ -604,11 +674,26 @@ spec:
     kind: GitRepository
     name: fleet
 ";
+    // As `flux bootstrap` lays it out, `root` applies itself too (it is in its own inventory).
+    let root = "apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: root
+  namespace: flux-system
+spec:
+  interval: 1m0s
+  path: ./clusters
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: fleet
+";
     let sha = env.commit(&[
         ("apps/demo.yaml", DEMO),
         ("apps/other.yaml", OTHER),
         ("apps/creds.yaml", secret),
         ("clusters/apps.yaml", child),
+        ("clusters/root.yaml", root),
     ]);
     env.create_fleet("root", "./clusters", &sha).await;
     // `root` applied the Kustomization `apps`; wait until it applied its objects too.
@@ -620,7 +705,17 @@ spec:
         run.stderr
     );
 
-    // tree: nested Kustomizations expanded.
+    // tree: nested Kustomizations expanded; root's own entry left out.
+    let inventory = env
+        .kubectl(&["get", "ks", "root", "-n", "flux-system", "-o", "json"])
+        .await
+        .ok()
+        .json()["status"]["inventory"]
+        .to_string();
+    assert!(
+        inventory.contains("flux-system_root_kustomize.toolkit.fluxcd.io_Kustomization"),
+        "{inventory}"
+    );
     let stdout = env
         .capstan(&["tree", "kustomization", "root"])
         .await
@@ -649,9 +744,58 @@ spec:
             .all(|l| l.starts_with("    ├── ") || l.starts_with("    └── "))
     );
 
-    // trace: object → Kustomization → source, both spellings.
+    // tree: a Kustomization that targets a remote cluster lists its inventory, children not
+    // expanded (they live in the other cluster).
+    let remote_file = env.dir.path().join("remote.yaml");
+    std::fs::write(
+        &remote_file,
+        child
+            .replace("name: apps", "name: remote")
+            .replace("spec:\n", "spec:\n  suspend: true\n  kubeConfig:\n    secretRef:\n      name: remote-kubeconfig\n"),
+    )
+    .unwrap();
+    env.kubectl(&["apply", "-f", remote_file.to_str().unwrap()])
+        .await
+        .ok();
+    env.kubectl(&[
+        "patch",
+        "ks",
+        "remote",
+        "-n",
+        "flux-system",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"inventory":{"entries":[{"id":"flux-system_apps_kustomize.toolkit.fluxcd.io_Kustomization","v":"v1"}]}}}"#,
+    ])
+    .await
+    .ok();
+    let stdout = env.capstan(&["tree", "ks", "remote"]).await.ok().stdout;
+    assert_eq!(
+        stdout,
+        "Kustomization/flux-system/remote\n└── Kustomization/flux-system/apps\n"
+    );
+
+    // trace: object → Kustomization → source, every spelling.
     for args in [
         vec!["trace", "configmap/demo", "-n", "default"],
+        vec![
+            "trace",
+            "ConfigMap/demo",
+            "--api-version",
+            "v1",
+            "-n",
+            "default",
+        ],
+        vec![
+            "trace",
+            "configmap",
+            "demo",
+            "--api-version",
+            "v1",
+            "-n",
+            "default",
+        ],
         vec![
             "trace",
             "ConfigMap",
@@ -709,6 +853,25 @@ spec:
     ])
     .await
     .ok();
+    // A Secret created by `kubectl apply` carries its values in the last-applied annotation.
+    let applied = "apiVersion: v1
+kind: Secret
+metadata:
+  name: applied
+  namespace: default
+stringData:
+  password: plain-old-value
+";
+    let applied_file = env.dir.path().join("applied.yaml");
+    std::fs::write(&applied_file, applied).unwrap();
+    env.kubectl(&["apply", "-f", applied_file.to_str().unwrap()])
+        .await
+        .ok();
+    std::fs::write(
+        env.work("apps/applied.yaml"),
+        applied.replace("plain-old-value", "plain-new-value"),
+    )
+    .unwrap();
     std::fs::write(env.work("apps/new.yaml"), OTHER.replace("other", "fresh")).unwrap();
     std::fs::remove_file(env.work("apps/other.yaml")).unwrap();
     let run = env.capstan(&["diff", "ks", "apps", "--path", local]).await;
@@ -737,6 +900,30 @@ spec:
     );
     assert!(run.stdout.contains("*** (before)") && run.stdout.contains("*** (after)"));
     assert!(!run.stdout.contains("c2VjcmV0") && !run.stdout.contains("b3RoZXI="));
+    // The annotation is shown (the new owner labels sit next to it), masked.
+    assert!(
+        run.stdout.contains("► Secret/default/applied drifted"),
+        "{}",
+        run.stdout
+    );
+    let annotation = run
+        .stdout
+        .lines()
+        .find(|l| l.contains("kubectl.kubernetes.io/last-applied-configuration:"))
+        .unwrap_or_else(|| panic!("no annotation line in:\n{}", run.stdout));
+    assert!(annotation.contains("***"), "{annotation}");
+    for value in [
+        "plain-old-value",
+        "plain-new-value",
+        "cGxhaW4tb2xkLXZhbHVl",
+        "cGxhaW4tbmV3LXZhbHVl",
+    ] {
+        assert!(
+            !run.stdout.contains(value),
+            "{value} leaked:\n{}",
+            run.stdout
+        );
+    }
     // The dry run changed nothing.
     assert_eq!(env.config_map("demo").await.unwrap()["revision"], "changed");
     let run = env
