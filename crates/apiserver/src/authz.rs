@@ -33,8 +33,11 @@ use crate::registry::StorageKey;
 
 /// The RBAC API group.
 pub const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
-/// Every impersonated user except `system:anonymous` is in this group.
+/// Every impersonated user except `system:anonymous` and members of `system:unauthenticated`
+/// is in this group.
 pub const ALL_AUTHENTICATED: &str = "system:authenticated";
+/// `system:anonymous` is always in this group.
+const ALL_UNAUTHENTICATED: &str = "system:unauthenticated";
 const ANONYMOUS: &str = "system:anonymous";
 const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 
@@ -132,7 +135,13 @@ pub fn impersonated_user(headers: &HeaderMap) -> ApiResult<Option<UserInfo>> {
             format!("system:serviceaccounts:{ns}"),
         ];
     }
-    if user.name != ANONYMOUS && !user.in_group(ALL_AUTHENTICATED) {
+    // As kube-apiserver: a user impersonated into `system:unauthenticated` is not authenticated,
+    // and `system:anonymous` always is unauthenticated.
+    if user.name == ANONYMOUS {
+        if !user.in_group(ALL_UNAUTHENTICATED) {
+            user.groups.push(ALL_UNAUTHENTICATED.to_owned());
+        }
+    } else if !user.in_group(ALL_AUTHENTICATED) && !user.in_group(ALL_UNAUTHENTICATED) {
         user.groups.push(ALL_AUTHENTICATED.to_owned());
     }
     Ok(Some(user))
@@ -152,6 +161,14 @@ pub struct RequestAttributes {
     pub name: String,
     /// The URL path (non-resource requests).
     pub path: String,
+}
+
+/// Whether a list request asks for a watch: as kube-apiserver, any `watch` value except `false`
+/// and `0` (case-insensitive) does.
+pub(crate) fn watch_requested(query: &std::collections::HashMap<String, String>) -> bool {
+    query
+        .get("watch")
+        .is_some_and(|v| !v.eq_ignore_ascii_case("false") && v != "0")
 }
 
 fn field_selector_name(selector: &str) -> Option<&str> {
@@ -213,12 +230,15 @@ impl RequestAttributes {
         } else {
             rest.get(2).copied().unwrap_or("")
         };
+        // Only a collection GET becomes `list` or `watch`: kube-apiserver authorizes a GET of a
+        // named object as `get` whatever its query, and serves it as a plain get (the HTTP layer
+        // does the same), so `?watch=true` on an item path cannot open a watch.
         if name.is_empty() && verb == "get" {
-            let watch = matches!(
-                query.get("watch").map(String::as_str),
-                Some("true" | "1" | "t" | "True" | "TRUE")
-            );
-            verb = if watch { "watch" } else { "list" };
+            verb = if watch_requested(query) {
+                "watch"
+            } else {
+                "list"
+            };
             if let Some(selected) = query
                 .get("fieldSelector")
                 .and_then(|s| field_selector_name(s))
@@ -770,6 +790,18 @@ mod tests {
         assert_eq!((a.verb.as_str(), a.name.as_str()), ("list", "one"));
         let a = attrs(&Method::GET, "/api/v1/watch/namespaces/a/pods/p", &[]);
         assert_eq!((a.verb.as_str(), a.name.as_str()), ("watch", "p"));
+        let a = attrs(
+            &Method::GET,
+            "/api/v1/namespaces/a/configmaps",
+            &[("watch", "yes"), ("fieldSelector", "metadata.name=one")],
+        );
+        assert_eq!((a.verb.as_str(), a.name.as_str()), ("watch", "one"));
+        let a = attrs(
+            &Method::GET,
+            "/api/v1/namespaces/a/configmaps",
+            &[("watch", "False")],
+        );
+        assert_eq!(a.verb, "list");
         let a = attrs(&Method::DELETE, "/api/v1/namespaces/a/secrets", &[]);
         assert_eq!(a.verb, "deletecollection");
         let a = attrs(
@@ -874,6 +906,27 @@ mod tests {
         let mut only_group = HeaderMap::new();
         only_group.insert("impersonate-group", "system:masters".parse().unwrap());
         assert!(impersonated_user(&only_group).is_err());
+    }
+
+    #[test]
+    fn impersonating_unauthenticated_does_not_add_authenticated() {
+        let mut h = HeaderMap::new();
+        h.insert("impersonate-user", "jane".parse().unwrap());
+        h.insert(
+            "impersonate-group",
+            "system:unauthenticated".parse().unwrap(),
+        );
+        let u = impersonated_user(&h).unwrap().unwrap();
+        assert_eq!(u.groups, ["system:unauthenticated"]);
+        assert!(!u.in_group(ALL_AUTHENTICATED));
+
+        let mut h = HeaderMap::new();
+        h.insert("impersonate-user", "system:anonymous".parse().unwrap());
+        let u = impersonated_user(&h).unwrap().unwrap();
+        assert_eq!(u.groups, ["system:unauthenticated"]);
+        h.append("impersonate-group", "devs".parse().unwrap());
+        let u = impersonated_user(&h).unwrap().unwrap();
+        assert_eq!(u.groups, ["devs", "system:unauthenticated"]);
     }
 
     #[test]

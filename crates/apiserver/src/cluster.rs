@@ -218,6 +218,39 @@ fn is_dns1123_subdomain(s: &str) -> bool {
     !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns1123_label)
 }
 
+/// Why `name` is not a valid `metadata.name` for `rt`, in kube-apiserver's words, or `None`.
+///
+/// As kube-apiserver: Namespaces and Services need a DNS-1123 label; RBAC objects only a valid
+/// path segment (`system:discovery`); everything else, custom resources included
+/// (apiextensions-apiserver validates them with `NameIsDNSSubdomain`), a DNS-1123 subdomain.
+fn invalid_name_message(rt: &ResourceType, name: &str) -> Option<String> {
+    const LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+    let label = rt.group.is_empty() && matches!(rt.plural.as_str(), "namespaces" | "services");
+    if label {
+        if is_dns1123_label(name) {
+            return None;
+        }
+        return Some(format!(
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '{LABEL_FMT}')"
+        ));
+    }
+    if rt.builtin && rt.group == crate::authz::RBAC_GROUP {
+        return match name {
+            "" => Some("name or generateName is required".to_owned()),
+            "." | ".." => Some(format!("may not be '{name}'")),
+            _ if name.contains('/') => Some("may not contain '/'".to_owned()),
+            _ if name.contains('%') => Some("may not contain '%'".to_owned()),
+            _ => None,
+        };
+    }
+    if is_dns1123_subdomain(name) {
+        return None;
+    }
+    Some(format!(
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '{LABEL_FMT}(\\.{LABEL_FMT})*')"
+    ))
+}
+
 /// Label/annotation key syntax (`prefix/name`).
 fn is_qualified_name(s: &str) -> bool {
     let (prefix, name) = match s.rsplit_once('/') {
@@ -453,26 +486,10 @@ impl Cluster {
         }
         let name = meta_str(obj, "name").unwrap_or("").to_owned();
         let mut causes = Vec::new();
-        let name_ok = match (rt.group.as_str(), rt.plural.as_str()) {
-            ("", "namespaces" | "services") => is_dns1123_label(&name),
-            _ => {
-                is_dns1123_subdomain(&name)
-                    // Custom resources and RBAC objects (`system:discovery`) only need a valid
-                    // path segment.
-                    || ((!rt.builtin || rt.group == crate::authz::RBAC_GROUP)
-                        && !name.is_empty()
-                        && name != "."
-                        && name != ".."
-                        && !name.contains(['/', '%']))
-            }
-        };
-        if !name_ok {
+        if let Some(message) = invalid_name_message(rt, &name) {
             causes.push(Cause {
                 reason: "FieldValueInvalid".into(),
-                message: format!(
-                    "Invalid value: {name:?}: a lowercase RFC 1123 {} must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
-                    if rt.plural == "namespaces" || rt.plural == "services" { "label" } else { "subdomain" }
-                ),
+                message: format!("Invalid value: {name:?}: {message}"),
                 field: "metadata.name".into(),
             });
         }

@@ -536,8 +536,9 @@ fn resource_request(
     }
     let ns = path.namespace.as_deref();
     let repr = representation(headers);
-    let watch =
-        path.watch_prefix || matches!(q.get("watch").map(String::as_str), Some("true" | "1"));
+    // `?watch` only turns a collection GET into a watch; a GET of a named object stays a get (as
+    // in kube-apiserver, and as authorization judged it). `/watch/` paths watch either.
+    let watch = path.watch_prefix || (path.name.is_none() && authz::watch_requested(q));
     if let Some(sub) = path.subresource.as_deref() {
         let ok = (sub == "status" && rt.status)
             || (sub == "scale" && rt.scale)

@@ -2042,3 +2042,84 @@ async fn namespaces_list_with_status_and_cluster_info() {
     assert_eq!(ns["status"]["phase"], "Active");
     assert_eq!(ns["spec"]["finalizers"][0], "kubernetes");
 }
+
+/// The GitRepository CRD from the committed Capstan CRDs.
+fn git_repository_crd() -> String {
+    let all = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../api/crds/capstan-crds.yaml"
+    ))
+    .unwrap();
+    all.split("\n---")
+        .find(|doc| doc.contains("name: gitrepositories.source.toolkit.fluxcd.io"))
+        .expect("the GitRepository CRD")
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn object_names_are_validated_as_kubernetes_does() {
+    let c = TestCluster::start().await;
+    c.kubectl_stdin(
+        &["apply", "--server-side", "-f", "-"],
+        &git_repository_crd(),
+    )
+    .await
+    .ok();
+    let repo = |name: &str| {
+        format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata: {{name: {name}}}\nspec: {{url: 'https://example.com/repo', interval: 1m}}\n"
+        )
+    };
+    // Custom resources need DNS-1123 subdomain names, with kube-apiserver's message.
+    let run = c
+        .kubectl_stdin(&["create", "-f", "-"], &repo("Bad_Name"))
+        .await
+        .fails();
+    assert_mentions(
+        &run,
+        &[
+            r#"The GitRepository "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"#,
+        ],
+    );
+    c.kubectl_stdin(&["create", "-f", "-"], &repo("a:b"))
+        .await
+        .fails();
+    let listed = c
+        .kubectl(&["get", "gitrepositories", "-o", "name"])
+        .await
+        .ok();
+    assert_eq!(listed.stdout.trim(), "", "nothing was created");
+    c.kubectl_stdin(&["create", "-f", "-"], &repo("good.name-1"))
+        .await
+        .ok();
+    let listed = c
+        .kubectl(&["get", "gitrepositories", "-o", "name"])
+        .await
+        .ok();
+    assert_eq!(
+        listed.stdout.trim(),
+        "gitrepository.source.toolkit.fluxcd.io/good.name-1"
+    );
+    // Namespaces need a DNS-1123 label.
+    let run = c.kubectl(&["create", "namespace", "a.b"]).await.fails();
+    assert_mentions(
+        &run,
+        &[
+            r#"Invalid value: "a.b": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"#,
+        ],
+    );
+    // RBAC objects only need a valid path segment, as the bootstrap `system:` roles show.
+    c.kubectl(&[
+        "create",
+        "clusterrole",
+        "team:Viewer",
+        "--verb=get",
+        "--resource=pods",
+    ])
+    .await
+    .ok();
+    c.kubectl(&["get", "clusterrole", "team:Viewer"]).await.ok();
+    c.kubectl(&["create", "configmap", "team:viewer"])
+        .await
+        .fails();
+}

@@ -638,3 +638,117 @@ async fn kubectl_auth_can_i_and_whoami_answer_for_the_impersonated_user() {
         ])
     );
 }
+
+/// GETs `path` as the client's user: the first JSON document of the answer, or the error Status.
+async fn get_raw(
+    client: &kube::Client,
+    path: &str,
+) -> Result<serde_json::Value, kube::core::Status> {
+    let request = http::Request::get(path).body(Vec::new()).unwrap();
+    let text = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        client.request_text(request),
+    )
+    .await
+    .expect("the response ended")
+    .map_err(api_error)?;
+    let first = text.lines().next().unwrap_or("");
+    Ok(serde_json::from_str(first).unwrap_or_else(|e| panic!("{path}: not JSON ({e}): {text}")))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn watching_one_object_needs_the_watch_verb() {
+    let c = two_teams().await;
+    c.kubectl_stdin(
+        &["apply", "-f", "-"],
+        r"apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: settings-reader, namespace: team-a}
+rules:
+- apiGroups: ['']
+  resources: [configmaps]
+  resourceNames: [settings]
+  verbs: [get, list]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: settings-reader, namespace: team-a}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: settings-reader}
+subjects:
+- {kind: ServiceAccount, name: deployer, namespace: team-a}
+",
+    )
+    .await
+    .ok();
+    let client = impersonating(&c, SA, &[]);
+    // As kube-apiserver, `?watch=true` on a named object is a get (authorized as `get`), answered
+    // with the object, never a watch stream.
+    let body = get_raw(
+        &client,
+        "/api/v1/namespaces/team-a/configmaps/settings?watch=true&timeoutSeconds=3",
+    )
+    .await
+    .unwrap();
+    assert_eq!(body["kind"], "ConfigMap", "{body}");
+    assert_eq!(body["metadata"]["name"], "settings");
+    // Real watches of the one object are `watch`es, which get and list do not grant.
+    let denied = get_raw(
+        &client,
+        "/api/v1/watch/namespaces/team-a/configmaps/settings",
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(denied.code, 403, "{denied:?}");
+    assert_eq!(
+        denied.message,
+        "configmaps \"settings\" is forbidden: User \"system:serviceaccount:team-a:deployer\" cannot watch resource \"configmaps\" in API group \"\" in the namespace \"team-a\""
+    );
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "team-a");
+    let params = WatchParams::default()
+        .fields("metadata.name=settings")
+        .timeout(2);
+    let denied = api_error(api.watch(&params, "0").await.err().expect("watch refused"));
+    assert_eq!(denied.code, 403, "{denied:?}");
+
+    // With `watch` on the name, both forms stream the object's events.
+    c.kubectl(&[
+        "patch",
+        "role",
+        "settings-reader",
+        "-n",
+        "team-a",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/rules/0/verbs/-","value":"watch"}]"#,
+    ])
+    .await
+    .ok();
+    let events: Vec<_> = futures::StreamExt::collect::<Vec<_>>(
+        api.watch(&params, "0").await.expect("watch allowed"),
+    )
+    .await;
+    let names: Vec<String> = events
+        .into_iter()
+        .filter_map(|e| match e.unwrap() {
+            kube::api::WatchEvent::Added(cm) => cm.metadata.name,
+            _ => None,
+        })
+        .collect();
+    assert_eq!(names, ["settings"]);
+    let event = get_raw(
+        &client,
+        "/api/v1/watch/namespaces/team-a/configmaps/settings?timeoutSeconds=1",
+    )
+    .await
+    .unwrap();
+    assert_eq!(event["type"], "ADDED", "{event}");
+    assert_eq!(event["object"]["metadata"]["name"], "settings");
+    // Other names stay out of reach.
+    let other = WatchParams::default()
+        .fields("metadata.name=other")
+        .timeout(1);
+    assert_eq!(
+        api_error(api.watch(&other, "0").await.err().expect("watch refused")).code,
+        403
+    );
+}
