@@ -565,45 +565,19 @@ async fn kubectl_auth_can_i_and_whoami_answer_for_the_impersonated_user() {
     ])
     .await
     .ok();
-    let yes = c
-        .kubectl(&[
-            "auth",
-            "can-i",
-            "create",
-            "deployments",
-            "-n",
-            "team-a",
-            AS_SA,
-        ])
-        .await
-        .ok();
-    assert_eq!(yes.stdout.trim(), "yes");
-    let no = c
-        .kubectl(&[
-            "auth",
-            "can-i",
-            "create",
-            "deployments",
-            "-n",
-            "team-b",
-            AS_SA,
-        ])
-        .await
-        .fails();
-    assert_eq!(no.stdout.trim(), "no");
-    let no = c
-        .kubectl(&[
-            "auth",
-            "can-i",
-            "delete",
-            "deployments",
-            "-n",
-            "team-a",
-            AS_SA,
-        ])
-        .await
-        .fails();
-    assert_eq!(no.stdout.trim(), "no");
+    // `kubectl auth can-i VERB deployments -n NS --as SA`: its answer, and whether it said yes.
+    let can_i = |verb: &'static str, namespace: &'static str| {
+        let c = &c;
+        async move {
+            let args = ["auth", "can-i", verb, "deployments", "-n", namespace, AS_SA];
+            let run = c.kubectl(&args).await;
+            let answer = run.stdout.trim().to_owned();
+            (answer, run.status == 0)
+        }
+    };
+    assert_eq!(can_i("create", "team-a").await, ("yes".to_owned(), true));
+    assert_eq!(can_i("create", "team-b").await, ("no".to_owned(), false));
+    assert_eq!(can_i("delete", "team-a").await, ("no".to_owned(), false));
     // Unimpersonated, the caller is the cluster administrator.
     let admin = c
         .kubectl(&["auth", "can-i", "delete", "deployments", "-n", "team-b"])
