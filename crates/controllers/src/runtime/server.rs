@@ -9,7 +9,8 @@ use axum::routing::get;
 
 use super::metrics::Metrics;
 
-/// Readiness shared between the controllers and `/readyz`: ready once every controller watches.
+/// Readiness shared between the controllers and `/readyz`: set when a controller has started (or,
+/// with leader election, when a standby serves), cleared when a controller stops at shutdown.
 #[derive(Clone, Debug, Default)]
 pub struct Health {
     ready: Arc<AtomicBool>,
