@@ -65,9 +65,15 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     let kubeconfig = fs_err::canonicalize(&args.kubeconfig)?;
     // The controllers reach the control plane over HTTP with kube-rs, as they reach any cluster.
     let example = !args.no_controllers && !args.no_example;
-    let git = if example {
+    let git = if !example {
+        None
+    } else if crate::fleet::git_available() {
         Some(crate::fleet::serve(&args.git_root, args.git_listen).await?)
     } else {
+        eprintln!(
+            "capstan dev: `git` is not installed, so the example fleet is not served \
+             (install Git to get it; everything else runs)"
+        );
         None
     };
     let controllers = if args.no_controllers {

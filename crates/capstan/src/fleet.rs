@@ -115,6 +115,14 @@ pub async fn serve(root: &Path, listen: SocketAddr) -> anyhow::Result<GitServer>
     })
 }
 
+/// Whether the `git` program runs here (the fleet's server is Git's own `git http-backend`).
+pub fn git_available() -> bool {
+    Command::new("git")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 fn git(dir: &Path, args: &[&str]) -> anyhow::Result<()> {
     let output = Command::new("git")
         .args(args)
