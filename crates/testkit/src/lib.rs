@@ -2,8 +2,11 @@
 //! stopped on drop: a `docker-registry` ([`Registry`]: plain HTTP, basic auth or HTTPS) and a Git
 //! server over smart HTTP ([`GitServer`], `git http-backend` behind
 //! [`capstan_source::git::server`]), plus a test certificate authority ([`TestCa`]) for TLS
-//! servers and clients. Tools are never optional: a missing one fails with a hint to run
+//! servers and clients, and object stores ([`buckets`]: moto for S3, azurite for Azure Blob).
+//! Tools are never optional: a missing one fails with a hint to run
 //! `./scripts/setup`.
+
+pub mod buckets;
 
 use std::fmt::Write as _;
 use std::net::TcpListener;

@@ -1,107 +1,16 @@
 //! The Bucket controller end to end, against `moto_server` (S3 with IAM authentication).
-//! Objects are written with the source crate's independent boto3 helper.
+//! Objects are written with capstan-testkit's independent boto3 client.
 
 use std::collections::BTreeMap;
-use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use capstan_api::Bucket;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 
-use crate::support::{Env, download, eventually, require, tar_entries};
+use capstan_testkit::buckets::{BUCKET, Moto};
 
-const BUCKET: &str = "flux";
-
-fn helper(request: &serde_json::Value) -> serde_json::Value {
-    require("python3");
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../source/tests/source/testdata/bucket_client.py"
-    );
-    let output = Command::new("python3")
-        .arg(script)
-        .arg(request.to_string())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "bucket_client.py {} failed: {}",
-        request["op"],
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
-}
-
-/// A `moto_server` with IAM authentication, one bucket and one access key pair, killed on drop.
-struct Moto {
-    child: Child,
-    endpoint: String,
-    access_key: String,
-    secret_key: String,
-}
-
-impl Moto {
-    async fn start() -> Self {
-        require("moto_server");
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("moto_server")
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            // The IAM user, access key and policy requests need no signature; later ones do.
-            .env("INITIAL_NO_AUTH_ACTION_COUNT", "3")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut moto = Self {
-            child,
-            endpoint: format!("http://127.0.0.1:{port}"),
-            access_key: String::new(),
-            secret_key: String::new(),
-        };
-        eventually(
-            Duration::from_secs(30),
-            "moto_server to listen",
-            || async move { TcpStream::connect(("127.0.0.1", port)).ok().map(|_| ()) },
-        )
-        .await;
-        let keys = helper(&serde_json::json!({
-            "op": "s3-setup", "endpoint": moto.endpoint, "bucket": BUCKET,
-        }));
-        keys["access_key"]
-            .as_str()
-            .unwrap()
-            .clone_into(&mut moto.access_key);
-        keys["secret_key"]
-            .as_str()
-            .unwrap()
-            .clone_into(&mut moto.secret_key);
-        moto
-    }
-
-    fn put(&self, objects: &[(&str, &str)]) {
-        let objects: serde_json::Map<String, serde_json::Value> = objects
-            .iter()
-            .map(|(key, content)| ((*key).to_owned(), (*content).into()))
-            .collect();
-        helper(&serde_json::json!({
-            "op": "s3-put", "endpoint": self.endpoint, "bucket": BUCKET,
-            "access_key": self.access_key, "secret_key": self.secret_key, "objects": objects,
-        }));
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::support::{Env, download, eventually, tar_entries};
 
 fn condition(object: &Bucket, type_: &str) -> Option<(String, String, String)> {
     object

@@ -12,7 +12,7 @@ use capstan_controllers::runtime::{self, Health, Metrics, RuntimeConfig};
 use capstan_source::storage::Storage;
 pub use capstan_testkit::{
     GitServer, REGISTRY_PASSWORD, REGISTRY_USER, Registry, TestCa, download, eventually,
-    http_client, require,
+    http_client,
 };
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

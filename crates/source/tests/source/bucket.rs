@@ -1,230 +1,50 @@
 //! Bucket fetch against real object stores on 127.0.0.1: S3 served by `moto_server` (with IAM
 //! authentication on) and Azure Blob served by `azurite-blob`. Objects are written by an
-//! independent client (`testdata/bucket_client.py`: boto3 and hand-signed Azure REST calls).
+//! independent client (capstan-testkit's `bucket_client.py`: boto3 and hand-signed Azure REST
+//! calls).
 
 use std::collections::BTreeMap;
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::path::Path;
 
 use capstan_api::source::v1::{BucketSpec, CloudProvider};
 use capstan_source::Error;
 use capstan_source::bucket::{self, Credentials, FetchOptions, index_digest};
 use sha2::{Digest as _, Sha256};
 
-use crate::support::{eventually, free_port, require, tree};
+use capstan_testkit::buckets::{AZURE_ACCOUNT, AZURE_KEY, Azurite, BUCKET, Moto};
 
-const BUCKET: &str = "flux";
-/// Azurite's well-known development account and key.
-const AZURE_ACCOUNT: &str = "devstoreaccount1";
-const AZURE_KEY: &str =
-    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+use crate::support::tree;
 
-fn helper(request: &serde_json::Value) -> serde_json::Value {
-    require("python3");
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/source/testdata/bucket_client.py"
-    );
-    let output = Command::new("python3")
-        .arg(script)
-        .arg(request.to_string())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "bucket_client.py {} failed: {}",
-        request["op"],
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
+/// The S3 spec and credentials of a [`Moto`] server.
+fn moto_spec(moto: &Moto) -> BucketSpec {
+    serde_json::from_value(serde_json::json!({
+        "provider": "generic",
+        "bucketName": BUCKET,
+        "endpoint": moto.endpoint.trim_start_matches("http://"),
+        "insecure": true,
+        "region": "us-east-1",
+        "interval": "1m",
+    }))
+    .unwrap()
 }
 
-async fn wait_for_port(port: u16, what: &str) {
-    eventually(Duration::from_secs(30), what, || async move {
-        TcpStream::connect(("127.0.0.1", port)).ok().map(|_| ())
-    })
-    .await;
+fn moto_credentials(moto: &Moto) -> Credentials {
+    let secret = BTreeMap::from([
+        ("accesskey".to_owned(), moto.access_key.as_bytes().to_vec()),
+        ("secretkey".to_owned(), moto.secret_key.as_bytes().to_vec()),
+    ]);
+    Credentials::from_secret(CloudProvider::Generic, &secret).unwrap()
 }
 
-/// A `moto_server` with IAM authentication, one bucket and one access key pair, killed on drop.
-struct Moto {
-    child: Child,
-    endpoint: String,
-    access_key: String,
-    secret_key: String,
-}
-
-impl Moto {
-    /// A server that checks signatures against its IAM.
-    async fn start() -> Self {
-        Self::spawn(true).await
-    }
-
-    /// A server that does not check signatures. moto 5 rejects every signed list request with
-    /// a `/` in its `prefix` (boto3's too), so prefix tests run without authentication.
-    async fn start_without_auth() -> Self {
-        Self::spawn(false).await
-    }
-
-    async fn spawn(with_auth: bool) -> Self {
-        require("moto_server");
-        let port = free_port();
-        let mut command = Command::new("moto_server");
-        command.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
-        if with_auth {
-            // The first three requests (IAM user, access key, policy) need no signature; all
-            // later ones are checked against moto's IAM.
-            command.env("INITIAL_NO_AUTH_ACTION_COUNT", "3");
-        }
-        let child = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let endpoint = format!("http://127.0.0.1:{port}");
-        let mut moto = Self {
-            child,
-            endpoint,
-            access_key: String::new(),
-            secret_key: String::new(),
-        };
-        wait_for_port(port, "moto_server to listen").await;
-        let keys = helper(&serde_json::json!({
-            "op": "s3-setup", "endpoint": moto.endpoint, "bucket": BUCKET,
-        }));
-        keys["access_key"]
-            .as_str()
-            .unwrap()
-            .clone_into(&mut moto.access_key);
-        keys["secret_key"]
-            .as_str()
-            .unwrap()
-            .clone_into(&mut moto.secret_key);
-        moto
-    }
-
-    /// Writes objects; returns their ETags as boto3 reports them (without quotes).
-    fn put(&self, objects: &[(&str, &str)]) -> BTreeMap<String, String> {
-        let objects: serde_json::Map<String, serde_json::Value> = objects
-            .iter()
-            .map(|(key, content)| ((*key).to_owned(), (*content).into()))
-            .collect();
-        let etags = helper(&serde_json::json!({
-            "op": "s3-put", "endpoint": self.endpoint, "bucket": BUCKET,
-            "access_key": self.access_key, "secret_key": self.secret_key, "objects": objects,
-        }));
-        serde_json::from_value(etags).unwrap()
-    }
-
-    fn delete(&self, keys: &[&str]) {
-        helper(&serde_json::json!({
-            "op": "s3-delete", "endpoint": self.endpoint, "bucket": BUCKET,
-            "access_key": self.access_key, "secret_key": self.secret_key, "keys": keys,
-        }));
-    }
-
-    fn spec(&self) -> BucketSpec {
-        serde_json::from_value(serde_json::json!({
-            "provider": "generic",
-            "bucketName": BUCKET,
-            "endpoint": self.endpoint.trim_start_matches("http://"),
-            "insecure": true,
-            "region": "us-east-1",
-            "interval": "1m",
-        }))
-        .unwrap()
-    }
-
-    fn credentials(&self) -> Credentials {
-        let secret = BTreeMap::from([
-            ("accesskey".to_owned(), self.access_key.as_bytes().to_vec()),
-            ("secretkey".to_owned(), self.secret_key.as_bytes().to_vec()),
-        ]);
-        Credentials::from_secret(CloudProvider::Generic, &secret).unwrap()
-    }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `azurite-blob` from PATH or from the project's `.tools/node_modules/.bin`.
-fn azurite_binary() -> PathBuf {
-    let local =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/node_modules/.bin/azurite-blob");
-    if local.is_file() {
-        return local;
-    }
-    require("azurite-blob");
-    PathBuf::from("azurite-blob")
-}
-
-/// An `azurite-blob` process with one container, killed on drop.
-struct Azurite {
-    child: Child,
-    endpoint: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Azurite {
-    async fn start() -> Self {
-        let binary = azurite_binary();
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let child = Command::new(binary)
-            .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
-            .arg("--location")
-            .arg(dir.path())
-            .args(["--skipApiVersionCheck", "--loose", "--silent"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let azurite = Self {
-            child,
-            endpoint: format!("http://127.0.0.1:{port}"),
-            _dir: dir,
-        };
-        wait_for_port(port, "azurite-blob to listen").await;
-        helper(&serde_json::json!({
-            "op": "azure-create", "endpoint": azurite.endpoint, "account": AZURE_ACCOUNT,
-            "key": AZURE_KEY, "container": BUCKET,
-        }));
-        azurite
-    }
-
-    fn put(&self, objects: &[(&str, &str)]) {
-        let objects: serde_json::Map<String, serde_json::Value> = objects
-            .iter()
-            .map(|(key, content)| ((*key).to_owned(), (*content).into()))
-            .collect();
-        helper(&serde_json::json!({
-            "op": "azure-put", "endpoint": self.endpoint, "account": AZURE_ACCOUNT,
-            "key": AZURE_KEY, "container": BUCKET, "objects": objects,
-        }));
-    }
-
-    fn spec(&self) -> BucketSpec {
-        serde_json::from_value(serde_json::json!({
-            "provider": "azure",
-            "bucketName": BUCKET,
-            "endpoint": format!("{}/{AZURE_ACCOUNT}", self.endpoint),
-            "interval": "1m",
-        }))
-        .unwrap()
-    }
-}
-
-impl Drop for Azurite {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The Azure spec of an [`Azurite`] server.
+fn azurite_spec(azurite: &Azurite) -> BucketSpec {
+    serde_json::from_value(serde_json::json!({
+        "provider": "azure",
+        "bucketName": BUCKET,
+        "endpoint": format!("{}/{AZURE_ACCOUNT}", azurite.endpoint),
+        "interval": "1m",
+    }))
+    .unwrap()
 }
 
 fn azure_credentials(key: &str) -> Credentials {
@@ -277,8 +97,8 @@ async fn s3_fetch_writes_objects_with_flux_revision() {
     let dest = target.path().join("out");
 
     let result = bucket::fetch(
-        &moto.spec(),
-        &moto.credentials(),
+        &moto_spec(&moto),
+        &moto_credentials(&moto),
         &dest,
         &FetchOptions::default(),
     )
@@ -289,10 +109,13 @@ async fn s3_fetch_writes_objects_with_flux_revision() {
     assert_eq!(result.revision, expected_revision(&etags));
     assert_eq!(result.revision, index_digest(&result.index));
 
-    let remote =
-        bucket::remote_revision(&moto.spec(), &moto.credentials(), &FetchOptions::default())
-            .await
-            .unwrap();
+    let remote = bucket::remote_revision(
+        &moto_spec(&moto),
+        &moto_credentials(&moto),
+        &FetchOptions::default(),
+    )
+    .await
+    .unwrap();
     assert_eq!(remote, result.revision);
 }
 
@@ -301,30 +124,35 @@ async fn s3_revision_is_stable_and_follows_changes() {
     let moto = Moto::start().await;
     moto.put(&[("a.yaml", "one\n"), ("b/c.yaml", "two\n")]);
     let options = FetchOptions::default();
-    let first = bucket::remote_revision(&moto.spec(), &moto.credentials(), &options)
+    let first = bucket::remote_revision(&moto_spec(&moto), &moto_credentials(&moto), &options)
         .await
         .unwrap();
-    let again = bucket::remote_revision(&moto.spec(), &moto.credentials(), &options)
+    let again = bucket::remote_revision(&moto_spec(&moto), &moto_credentials(&moto), &options)
         .await
         .unwrap();
     assert_eq!(first, again, "unchanged bucket keeps its revision");
 
     // Rewriting the same content keeps the ETag (an MD5), hence the revision.
     moto.put(&[("a.yaml", "one\n")]);
-    let rewritten = bucket::remote_revision(&moto.spec(), &moto.credentials(), &options)
+    let rewritten = bucket::remote_revision(&moto_spec(&moto), &moto_credentials(&moto), &options)
         .await
         .unwrap();
     assert_eq!(first, rewritten);
 
     moto.put(&[("a.yaml", "changed\n")]);
-    let changed = bucket::remote_revision(&moto.spec(), &moto.credentials(), &options)
+    let changed = bucket::remote_revision(&moto_spec(&moto), &moto_credentials(&moto), &options)
         .await
         .unwrap();
     assert_ne!(first, changed);
     let dest = tempfile::tempdir().unwrap();
-    let fetched = bucket::fetch(&moto.spec(), &moto.credentials(), dest.path(), &options)
-        .await
-        .unwrap();
+    let fetched = bucket::fetch(
+        &moto_spec(&moto),
+        &moto_credentials(&moto),
+        dest.path(),
+        &options,
+    )
+    .await
+    .unwrap();
     assert_eq!(fetched.revision, changed);
     assert_eq!(
         std::fs::read_to_string(dest.path().join("a.yaml")).unwrap(),
@@ -332,7 +160,7 @@ async fn s3_revision_is_stable_and_follows_changes() {
     );
 
     moto.delete(&["b/c.yaml"]);
-    let deleted = bucket::remote_revision(&moto.spec(), &moto.credentials(), &options)
+    let deleted = bucket::remote_revision(&moto_spec(&moto), &moto_credentials(&moto), &options)
         .await
         .unwrap();
     assert_ne!(deleted, changed);
@@ -347,12 +175,12 @@ async fn s3_prefix_limits_the_objects() {
         ("appsx/other.yaml", "other\n"),
         ("infra/db.yaml", "db\n"),
     ]);
-    let mut spec = moto.spec();
+    let mut spec = moto_spec(&moto);
     spec.prefix = Some("apps/".to_owned());
     let dest = tempfile::tempdir().unwrap();
     let result = bucket::fetch(
         &spec,
-        &moto.credentials(),
+        &moto_credentials(&moto),
         dest.path(),
         &FetchOptions::default(),
     )
@@ -375,7 +203,7 @@ async fn s3_prefix_limits_the_objects() {
     let dest = tempfile::tempdir().unwrap();
     let result = bucket::fetch(
         &spec,
-        &moto.credentials(),
+        &moto_credentials(&moto),
         dest.path(),
         &FetchOptions::default(),
     )
@@ -398,12 +226,12 @@ async fn s3_sourceignore_and_spec_ignore_exclude_objects() {
         ("apps/debug.yaml", "debug\n"),
         ("keep.md", "kept by spec.ignore\n"),
     ]);
-    let mut spec = moto.spec();
+    let mut spec = moto_spec(&moto);
     spec.ignore = Some("apps/debug.yaml\n!keep.md\n".to_owned());
     let dest = tempfile::tempdir().unwrap();
     let result = bucket::fetch(
         &spec,
-        &moto.credentials(),
+        &moto_credentials(&moto),
         dest.path(),
         &FetchOptions::default(),
     )
@@ -427,7 +255,7 @@ async fn s3_sourceignore_and_spec_ignore_exclude_objects() {
 
     // Changing an ignored object does not change the revision.
     moto.put(&[("readme.md", "new docs\n")]);
-    let remote = bucket::remote_revision(&spec, &moto.credentials(), &FetchOptions::default())
+    let remote = bucket::remote_revision(&spec, &moto_credentials(&moto), &FetchOptions::default())
         .await
         .unwrap();
     assert_eq!(remote, result.revision);
@@ -442,9 +270,14 @@ async fn s3_wrong_secret_is_a_clear_error() {
         secret_key: "not-the-secret".to_owned(),
     };
     let dest = tempfile::tempdir().unwrap();
-    let error = bucket::fetch(&moto.spec(), &wrong, dest.path(), &FetchOptions::default())
-        .await
-        .unwrap_err();
+    let error = bucket::fetch(
+        &moto_spec(&moto),
+        &wrong,
+        dest.path(),
+        &FetchOptions::default(),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(error, Error::Bucket { .. }), "{error:?}");
     let message = error.to_string();
     assert!(message.contains("bucket flux"), "{message}");
@@ -460,8 +293,8 @@ async fn s3_key_escaping_the_target_is_refused() {
     let target = tempfile::tempdir().unwrap();
     let dest = target.path().join("out");
     let error = bucket::fetch(
-        &moto.spec(),
-        &moto.credentials(),
+        &moto_spec(&moto),
+        &moto_credentials(&moto),
         &dest,
         &FetchOptions::default(),
     )
@@ -488,7 +321,7 @@ async fn azure_fetch_with_account_key() {
         ("infra/db.yaml", "db\n"),
     ];
     azurite.put(&objects);
-    let mut spec = azurite.spec();
+    let mut spec = azurite_spec(&azurite);
     spec.ignore = Some("apps/skip.yaml\n".to_owned());
     let credentials = azure_credentials(AZURE_KEY);
     let options = FetchOptions::default();
@@ -542,17 +375,14 @@ async fn azure_fetch_with_account_key() {
 async fn azure_fetch_with_sas_token() {
     let azurite = Azurite::start().await;
     azurite.put(&[("apps/app.yaml", "app\n")]);
-    let sas = helper(&serde_json::json!({
-        "op": "azure-sas", "account": AZURE_ACCOUNT, "key": AZURE_KEY,
-    }));
     let secret = BTreeMap::from([(
         "sasKey".to_owned(),
-        format!("?{}", sas["sas"].as_str().unwrap()).into_bytes(),
+        format!("?{}", azurite.sas_token()).into_bytes(),
     )]);
     let credentials = Credentials::from_secret(CloudProvider::Azure, &secret).unwrap();
     let dest = tempfile::tempdir().unwrap();
     let result = bucket::fetch(
-        &azurite.spec(),
+        &azurite_spec(&azurite),
         &azure_credentials(AZURE_KEY),
         dest.path(),
         &FetchOptions::default(),
@@ -561,7 +391,7 @@ async fn azure_fetch_with_sas_token() {
     .unwrap();
     let with_sas = tempfile::tempdir().unwrap();
     let sas_result = bucket::fetch(
-        &azurite.spec(),
+        &azurite_spec(&azurite),
         &credentials,
         with_sas.path(),
         &FetchOptions::default(),
@@ -581,7 +411,7 @@ async fn azure_wrong_account_key_is_a_clear_error() {
     azurite.put(&[("a.yaml", "a\n")]);
     // A valid base64 key that is not the account's.
     let wrong = azure_credentials("d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmc=");
-    let error = bucket::remote_revision(&azurite.spec(), &wrong, &FetchOptions::default())
+    let error = bucket::remote_revision(&azurite_spec(&azurite), &wrong, &FetchOptions::default())
         .await
         .unwrap_err();
     assert!(matches!(error, Error::Bucket { .. }), "{error:?}");
