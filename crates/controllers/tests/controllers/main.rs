@@ -8,6 +8,7 @@ mod git_repository;
 mod kustomization;
 mod kustomization_acceptance;
 mod kustomization_features;
+mod kustomize_support;
 mod leader;
 mod oci_repository;
 mod support;

@@ -1,0 +1,1 @@
+//! Hostile-input cases: archives (filled in below).

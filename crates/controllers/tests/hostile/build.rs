@@ -1,0 +1,1 @@
+//! Hostile-input cases: build (filled in below).
