@@ -49,7 +49,7 @@ use capstan_api::meta::Artifact;
 use capstan_api::source::v1::{
     GitProvider, GitRepositoryInclude, GitRepositorySpec, GitRepositoryStatus, condition, reason,
 };
-use capstan_source::artifact::{IgnoreFilter, Limits};
+use capstan_source::artifact::IgnoreFilter;
 use capstan_source::git::{self, FetchOptions, FetchResult, GitAuth, GitReference};
 use capstan_source::storage::{Storage, revision_file_name};
 use k8s_openapi::api::core::v1::Secret;
@@ -404,7 +404,11 @@ fn copy_includes(
             .local_path(&artifact.path)
             .map_err(|e| fail(e.to_string()))?;
         let extracted = scratch.join(format!("include-{index}"));
-        capstan_source::artifact::extract_file(&archive, &extracted, &Limits::default())
+        capstan_source::artifact::extract_file(
+            &archive,
+            &extracted,
+            &storage.limits().for_stored_artifacts(),
+        )
             .map_err(|e| fail(e.to_string()))?;
         let from = relative_include_path("fromPath", include.from_path.as_deref().unwrap_or(""))
             .map_err(&fail)?;

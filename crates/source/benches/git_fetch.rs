@@ -127,6 +127,7 @@ fn main() {
         let options = PackOptions {
             filter: Some(&filter),
             modes: ModePolicy::Normalize,
+            limits: None,
         };
         let (elapsed, packed) = time(|| pack_to_file(checkout, &out, &options).unwrap());
         size = packed.size;

@@ -25,6 +25,10 @@ use crate::error::{Error, Result};
 
 /// Downloads the tarball at `url`, checks it against `expected`, and extracts it into
 /// `target` (which must not exist or be empty) within `limits`.
+///
+/// The limits are applied as [`Limits::for_stored_artifacts`]: the sizes and the entry count
+/// bound what is downloaded and written while it streams, and the compression ratio is not
+/// checked, so every artifact a source packed within the same limits can be read.
 pub async fn fetch_artifact(
     url: &str,
     expected: &Digest,
@@ -107,7 +111,7 @@ pub async fn fetch_artifact_with(
     }
 
     let target = target.to_owned();
-    let limits = *limits;
+    let limits = limits.for_stored_artifacts();
     tokio::task::spawn_blocking(move || {
         let mut file = temp.as_file();
         file.rewind()

@@ -32,6 +32,23 @@ impl Limits {
     /// legitimately compress very well.
     pub const RATIO_CHECK_FLOOR: u64 = 1 << 20;
 
+    /// Largest tar extension record (GNU long name `L`, long link name `K`, PAX `x` and global
+    /// PAX `g`) accepted, in bytes. The `tar` crate holds such a record in memory whole, so it
+    /// is refused from its header, before any of its bytes are read.
+    pub const MAX_EXTENSION_BYTES: u64 = 1 << 20;
+
+    /// The limits for reading an artifact back from storage: the same sizes and entry count,
+    /// without the compression ratio. The source checked the content when it stored it, and
+    /// the total and per-file sizes bound what is written while the tarball streams, so a file
+    /// of zeros the source accepted is one every consumer can read.
+    #[must_use]
+    pub fn for_stored_artifacts(self) -> Self {
+        Self {
+            max_compression_ratio: u64::MAX,
+            ..self
+        }
+    }
+
     /// No limits at all; only for trusted input.
     pub const UNLIMITED: Self = Self {
         max_archive_bytes: u64::MAX,
@@ -143,6 +160,157 @@ struct Counters {
 enum Trip {
     ArchiveSize,
     Ratio(u64),
+    /// An extension record of this type and size.
+    Extension(u8, u64),
+    /// A header whose size field cannot be read.
+    BadHeader,
+    /// A GNU sparse entry.
+    Sparse,
+}
+
+/// Parses the decompressed tar stream block by block, as it passes to the `tar` crate, and
+/// refuses an extension record (`L`, `K`, `x`, `g`) larger than
+/// [`Limits::MAX_EXTENSION_BYTES`] from its header, before the `tar` crate would buffer it.
+/// It follows the stream as the `tar` crate does (a PAX `size` overrides the header's), and
+/// refuses GNU sparse entries, whose extra header blocks it does not follow.
+struct HeaderGuard<R> {
+    inner: R,
+    counters: Rc<Counters>,
+    /// The header being assembled.
+    header: [u8; 512],
+    filled: usize,
+    /// Bytes of data and padding left before the next header.
+    skip: u64,
+    /// Data bytes of the PAX record being read, and how many of them are still to come.
+    pax: Option<(Vec<u8>, u64)>,
+    /// The `size` of the last complete PAX record, for the next entry.
+    pax_size: Option<u64>,
+}
+
+impl<R: Read> HeaderGuard<R> {
+    fn new(inner: R, counters: Rc<Counters>) -> Self {
+        Self {
+            inner,
+            counters,
+            header: [0; 512],
+            filled: 0,
+            skip: 0,
+            pax: None,
+            pax_size: None,
+        }
+    }
+
+    fn trip(&self, trip: Trip) -> io::Error {
+        self.counters.tripped.set(Some(trip));
+        io::Error::other("tar header refused")
+    }
+
+    /// Follows the block structure through `bytes`; an error when a header is refused.
+    fn scan(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            if self.skip > 0 {
+                let n = usize::try_from(self.skip)
+                    .unwrap_or(usize::MAX)
+                    .min(bytes.len());
+                if let Some((data, left)) = self.pax.as_mut() {
+                    let take = usize::try_from(*left).unwrap_or(usize::MAX).min(n);
+                    data.extend_from_slice(&bytes[..take]);
+                    *left -= take as u64;
+                    if *left == 0 {
+                        self.pax_size = pax_size(data);
+                        self.pax = None;
+                    }
+                }
+                self.skip -= n as u64;
+                bytes = &bytes[n..];
+                continue;
+            }
+            let n = (512 - self.filled).min(bytes.len());
+            self.header[self.filled..self.filled + n].copy_from_slice(&bytes[..n]);
+            self.filled += n;
+            bytes = &bytes[n..];
+            if self.filled < 512 {
+                continue;
+            }
+            self.filled = 0;
+            if self.header.iter().all(|&b| b == 0) {
+                continue;
+            }
+            let kind = self.header[156];
+            let Some(mut size) = header_size(&self.header[124..136]) else {
+                return Err(self.trip(Trip::BadHeader));
+            };
+            let extension = matches!(kind, b'L' | b'K' | b'x' | b'g');
+            if extension && size > Limits::MAX_EXTENSION_BYTES {
+                return Err(self.trip(Trip::Extension(kind, size)));
+            }
+            if kind == b'S' {
+                return Err(self.trip(Trip::Sparse));
+            }
+            // As the `tar` crate: a PAX record describes the next entry that is not an
+            // extension record, and a global header (returned as an entry) consumes it.
+            if (!extension || kind == b'g')
+                && let Some(pax_size) = self.pax_size.take()
+                && kind != b'g'
+            {
+                size = pax_size;
+            }
+            if kind == b'x' {
+                self.pax = (size > 0).then(|| (Vec::new(), size));
+                self.pax_size = None;
+            }
+            self.skip = size.div_ceil(512).saturating_mul(512);
+        }
+        Ok(())
+    }
+}
+
+impl<R: Read> Read for HeaderGuard<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.scan(&buf[..n])?;
+        Ok(n)
+    }
+}
+
+/// The first `size` record of PAX extended header data, read exactly as the `tar` crate
+/// reads it (newline-separated `<length> <key>=<value>` records): `None` when a record before
+/// it is malformed.
+fn pax_size(data: &[u8]) -> Option<u64> {
+    for line in data.split(|&b| b == b'\n') {
+        if line.is_empty() {
+            return None;
+        }
+        let space = line.iter().position(|&b| b == b' ')?;
+        let length: usize = std::str::from_utf8(&line[..space]).ok()?.parse().ok()?;
+        if line.len() + 1 != length {
+            return None;
+        }
+        let record = &line[space + 1..];
+        let equals = record.iter().position(|&b| b == b'=')?;
+        if &record[..equals] == b"size" {
+            return std::str::from_utf8(&record[equals + 1..]).ok()?.parse().ok();
+        }
+    }
+    None
+}
+
+/// The value of a tar header's size field: octal digits (space or NUL padded), or GNU's
+/// base-256 form (high bit set). `None` when it is neither.
+fn header_size(field: &[u8]) -> Option<u64> {
+    if field[0] & 0x80 != 0 {
+        let mut value: u64 = u64::from(field[0] & 0x7f);
+        for &byte in &field[1..] {
+            value = value.checked_mul(256)?.checked_add(u64::from(byte))?;
+        }
+        return Some(value);
+    }
+    let text = std::str::from_utf8(field).ok()?;
+    let digits = text.trim_matches(|c: char| c == ' ' || c == '\0');
+    if digits.is_empty() {
+        return Some(0);
+    }
+    u64::from_str_radix(digits, 8).ok()
 }
 
 struct CountingReader<R> {
@@ -212,7 +380,10 @@ impl<'a> Unpacker<'a> {
             limits: *self.limits,
             compressed_side: false,
         };
-        let mut archive = tar::Archive::new(decompressed);
+        let mut archive = tar::Archive::new(HeaderGuard::new(
+            decompressed,
+            Rc::clone(&self.counters),
+        ));
         let entries = archive.entries().map_err(|e| self.stream_error("", e))?;
         for entry in entries {
             let mut entry = entry.map_err(|e| self.stream_error("", e))?;
@@ -235,6 +406,27 @@ impl<'a> Unpacker<'a> {
                 entry: entry.to_owned(),
                 what: format!("compression ratio {ratio} (decompression bomb?)"),
                 limit: self.limits.max_compression_ratio,
+            },
+            Some(Trip::Extension(kind, size)) => Error::LimitExceeded {
+                entry: entry.to_owned(),
+                what: format!(
+                    "{} record of {size} bytes",
+                    match kind {
+                        b'L' => "GNU long name",
+                        b'K' => "GNU long link name",
+                        b'x' => "PAX extended header",
+                        _ => "PAX global header",
+                    }
+                ),
+                limit: Limits::MAX_EXTENSION_BYTES,
+            },
+            Some(Trip::BadHeader) => Error::InvalidArchive {
+                detail: "unreadable size in a tar header".to_owned(),
+                source: Some(source),
+            },
+            Some(Trip::Sparse) => Error::InvalidArchive {
+                detail: "GNU sparse entries are not supported".to_owned(),
+                source: Some(source),
             },
             None => Error::InvalidArchive {
                 detail: if entry.is_empty() {

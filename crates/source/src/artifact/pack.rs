@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
-use super::IgnoreFilter;
+use super::{IgnoreFilter, Limits};
 use crate::digest::{Digest, HashingWriter};
 use crate::error::{Error, Result};
 
@@ -37,6 +37,10 @@ pub struct PackOptions<'a> {
     pub filter: Option<&'a IgnoreFilter>,
     /// How permission bits are written.
     pub modes: ModePolicy,
+    /// Limits the tarball must stay within, so that every consumer extracting it with the
+    /// same [`Limits`] can read it (file size, total size, entry count, compressed size);
+    /// `None` packs anything.
+    pub limits: Option<&'a Limits>,
 }
 
 /// What [`pack`] wrote.
@@ -75,6 +79,7 @@ pub fn pack<W: Write>(dir: &Path, out: W, options: &PackOptions<'_>) -> Result<P
         root: dir,
         options,
         entries: 0,
+        bytes: 0,
     };
     walker.append(&mut builder, Path::new(""), &metadata)?;
     let entries = walker.entries;
@@ -84,6 +89,15 @@ pub fn pack<W: Write>(dir: &Path, out: W, options: &PackOptions<'_>) -> Result<P
     let gzip_out = encoder.finish().map_err(write_error)?;
     let (mut out, digest, size) = gzip_out.finish();
     out.flush().map_err(write_error)?;
+    if let Some(limits) = options.limits
+        && size > limits.max_archive_bytes
+    {
+        return Err(Error::LimitExceeded {
+            entry: String::new(),
+            what: format!("compressed artifact size {size}"),
+            limit: limits.max_archive_bytes,
+        });
+    }
     Ok(Packed {
         digest,
         size,
@@ -135,6 +149,8 @@ struct Walker<'a> {
     root: &'a Path,
     options: &'a PackOptions<'a>,
     entries: u64,
+    /// Sum of the file sizes written.
+    bytes: u64,
 }
 
 impl Walker<'_> {
@@ -193,6 +209,7 @@ impl Walker<'_> {
                 })?
                 .to_owned()
         };
+        self.check_limits(&name, metadata)?;
         let mode = entry_mode(metadata, self.options.modes);
         let mut header = tar::Header::new_ustar();
         header.set_entry_type(if metadata.is_dir() {
@@ -233,6 +250,43 @@ impl Walker<'_> {
             }
         }
         self.entries += 1;
+        Ok(())
+    }
+}
+
+impl Walker<'_> {
+    /// Refuses the entry `name` when the tarball would exceed the limits with it, the same
+    /// checks, counted the same way, as extraction makes.
+    fn check_limits(&mut self, name: &str, metadata: &std::fs::Metadata) -> Result<()> {
+        let Some(limits) = self.options.limits else {
+            return Ok(());
+        };
+        let exceeded = |what: String, limit: u64| Error::LimitExceeded {
+            entry: name.to_owned(),
+            what,
+            limit,
+        };
+        let entries = self.entries + 1;
+        if entries > limits.max_entries {
+            return Err(exceeded(
+                format!("entry count {entries}"),
+                limits.max_entries,
+            ));
+        }
+        if metadata.is_file() {
+            let size = metadata.len();
+            if size > limits.max_file_bytes {
+                return Err(exceeded(format!("file size {size}"), limits.max_file_bytes));
+            }
+            let total = self.bytes.saturating_add(size);
+            if total > limits.max_total_bytes {
+                return Err(exceeded(
+                    format!("total size {total}"),
+                    limits.max_total_bytes,
+                ));
+            }
+            self.bytes = total;
+        }
         Ok(())
     }
 }

@@ -124,6 +124,7 @@ fn pack_writes_flux_layout() {
     let options = PackOptions {
         filter: None,
         modes: ModePolicy::Normalize,
+        limits: None,
     };
     let packed = pack(dir.path(), &mut out, &options).unwrap();
     let entries = entries_of(&out);
@@ -179,6 +180,7 @@ fn pack_applies_the_filter() {
         &PackOptions {
             filter: Some(&filter),
             modes: ModePolicy::Preserve,
+            limits: None,
         },
     )
     .unwrap();

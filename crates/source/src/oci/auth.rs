@@ -160,6 +160,33 @@ impl RegistryOptions {
         oci_client::Client::try_from(config).map_err(|e| Error::RegistryClient(Box::new(e)))
     }
 
+    /// A plain HTTP client for the requests made beside oci-client (bounded manifest reads):
+    /// the same extra CA certificates and user agent.
+    pub(crate) fn http_client(&self) -> Result<reqwest::Client> {
+        crate::tls::install_default_provider();
+        let mut certificates = Vec::new();
+        for pem in &self.ca_certificates {
+            certificates.extend(reqwest::Certificate::from_pem_bundle(pem).map_err(|e| {
+                Error::InvalidCertificate {
+                    reason: e.to_string(),
+                }
+            })?);
+        }
+        let mut builder =
+            reqwest::Client::builder().user_agent(concat!("capstan/", env!("CARGO_PKG_VERSION")));
+        if !certificates.is_empty() {
+            builder = builder.tls_certs_merge(certificates);
+        }
+        builder
+            .build()
+            .map_err(|e| Error::RegistryClient(Box::new(e.into())))
+    }
+
+    /// `http` for plain-HTTP registries, `https` otherwise.
+    pub(crate) fn scheme(&self) -> &'static str {
+        if self.insecure { "http" } else { "https" }
+    }
+
     pub(crate) fn auth(&self) -> RegistryAuth {
         match &self.credentials {
             Some(credentials) => {

@@ -42,7 +42,9 @@ use crate::error::{Error, Result};
 
 pub use auth::{Credentials, RegistryOptions};
 pub use cosign::{CosignError, PublicKey, Signed, SigningKey, Verified, sign, verify};
-pub use pull::{LayerOperation, LayerSelector, PullOptions, Pulled, pull, resolve_digest};
+pub use pull::{
+    LayerOperation, LayerSelector, MAX_MANIFEST_BYTES, PullOptions, Pulled, pull, resolve_digest,
+};
 pub use push::{Created, PushOptions, Pushed, config_blob, push};
 
 /// Media type of the OCI image manifest Flux artifacts use.

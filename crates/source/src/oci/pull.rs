@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use futures::StreamExt;
 use oci_client::RegistryOperation;
 use oci_client::errors::OciDistributionError;
 use oci_client::manifest::OciDescriptor;
@@ -15,6 +16,10 @@ use super::{
 use crate::artifact::{Extracted, Limits};
 use crate::digest::Digest;
 use crate::error::{Error, Result};
+
+/// Largest manifest read, in bytes (the size the OCI distribution spec asks registries to
+/// accept at least); a larger one is refused while it streams.
+pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 
 /// What to do with the selected layer (OCIRepository `spec.layerSelector.operation`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -89,19 +94,21 @@ pub async fn pull(
     let image = parse_reference(reference)?;
     let client = registry.client()?;
     let auth = registry.auth();
-    client
+    let token = client
         .auth(&image, &auth, RegistryOperation::Pull)
         .await
         .map_err(|e| registry_error("log in to", &image, e))?;
 
-    let (manifest_bytes, _) = client
-        .pull_manifest_raw(
-            &image,
-            &auth,
-            &[MANIFEST_MEDIA_TYPE, DOCKER_MANIFEST_MEDIA_TYPE],
-        )
+    let manifest_bytes = pull_manifest_bounded(&image, registry, token.as_deref())
         .await
-        .map_err(|e| registry_error("pull the manifest of", &image, e))?;
+        .map_err(|e| match e {
+            ManifestError::Registry(e) => registry_error("pull the manifest of", &image, e),
+            ManifestError::TooLarge(size) => Error::LimitExceeded {
+                entry: String::new(),
+                what: format!("manifest size {size} of {}", image.whole()),
+                limit: MAX_MANIFEST_BYTES,
+            },
+        })?;
     let digest = Digest::of(&manifest_bytes);
     if let Some(expected) = image.digest()
         && expected != digest.to_string()
@@ -137,7 +144,8 @@ pub async fn pull(
         });
     }
 
-    // Download into a temporary file beside the target; the client checks the digest.
+    // Download into a temporary file beside the target, never more than the descriptor's
+    // size; the client checks the digest at the end of the stream.
     let parent = match target.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
         _ => PathBuf::from("."),
@@ -147,10 +155,6 @@ pub async fn pull(
         .prefix(".layer-")
         .tempfile_in(&parent)
         .map_err(|e| Error::io("create a temporary file in", &parent, e))?;
-    let writer = tokio::fs::File::from_std(
-        temp.reopen()
-            .map_err(|e| Error::io("open", temp.path(), e))?,
-    );
     let descriptor = OciDescriptor {
         media_type: layer.media_type.clone(),
         digest: layer.digest.clone(),
@@ -158,30 +162,47 @@ pub async fn pull(
         ..OciDescriptor::default()
     };
     let layer_subject = format!("layer {} of {}", layer.digest, image.whole());
-    client
-        .pull_blob(&image, &descriptor, writer)
+    let larger = |actual: String| Error::DigestMismatch {
+        subject: layer_subject.clone(),
+        expected: format!("{layer_digest} ({layer_size} bytes)"),
+        actual,
+    };
+    let mut stream = client
+        .pull_blob_stream(&image, &descriptor)
         .await
-        .map_err(|e| match e {
-            OciDistributionError::DigestError(
-                oci_client::errors::DigestError::VerificationError { expected, actual },
-            ) => Error::DigestMismatch {
-                subject: layer_subject.clone(),
-                expected,
-                actual,
-            },
-            other => registry_error("pull a layer of", &image, other),
+        .map_err(|e| registry_error("pull a layer of", &image, e))?;
+    if let Some(length) = stream.content_length.filter(|&length| length != layer_size) {
+        return Err(larger(format!("Content-Length {length}")));
+    }
+    let mut file = std::io::BufWriter::new(
+        temp.reopen()
+            .map_err(|e| Error::io("open", temp.path(), e))?,
+    );
+    let mut size = 0u64;
+    while let Some(chunk) = stream.stream.next().await {
+        let chunk = chunk.map_err(|e| match e.get_ref().and_then(|inner| {
+            inner.downcast_ref::<oci_client::errors::DigestError>()
+        }) {
+            Some(oci_client::errors::DigestError::VerificationError { expected, actual }) => {
+                Error::DigestMismatch {
+                    subject: layer_subject.clone(),
+                    expected: expected.clone(),
+                    actual: actual.clone(),
+                }
+            }
+            _ => registry_error("pull a layer of", &image, e.into()),
         })?;
-    let size = temp
-        .as_file()
-        .metadata()
-        .map_err(|e| Error::io("inspect", temp.path(), e))?
-        .len();
+        size += chunk.len() as u64;
+        if size > layer_size {
+            return Err(larger(format!("more than {layer_size} bytes")));
+        }
+        std::io::Write::write_all(&mut file, &chunk)
+            .map_err(|e| Error::io("write", temp.path(), e))?;
+    }
+    std::io::Write::flush(&mut file).map_err(|e| Error::io("write", temp.path(), e))?;
+    drop(file);
     if size != layer_size {
-        return Err(Error::DigestMismatch {
-            subject: layer_subject,
-            expected: format!("{layer_digest} ({layer_size} bytes)"),
-            actual: format!("{size} bytes"),
-        });
+        return Err(larger(format!("{size} bytes")));
     }
 
     let extracted = match options.layer_selector.operation {
@@ -223,6 +244,81 @@ pub async fn pull(
         layer,
         extracted,
     })
+}
+
+/// Why [`pull_manifest_bounded`] failed.
+enum ManifestError {
+    Registry(OciDistributionError),
+    /// More than [`MAX_MANIFEST_BYTES`] arrived (or were announced).
+    TooLarge(u64),
+}
+
+impl From<reqwest::Error> for ManifestError {
+    fn from(e: reqwest::Error) -> Self {
+        Self::Registry(e.into())
+    }
+}
+
+/// GETs the manifest of `image`, reading at most [`MAX_MANIFEST_BYTES`] of it as it streams
+/// (oci-client reads a manifest whole before anything could check its size). `token` is the
+/// bearer token oci-client obtained; without one, the basic credentials are sent.
+async fn pull_manifest_bounded(
+    image: &oci_client::Reference,
+    registry: &RegistryOptions,
+    token: Option<&str>,
+) -> std::result::Result<Vec<u8>, ManifestError> {
+    let http = registry.http_client().map_err(|e| {
+        ManifestError::Registry(OciDistributionError::GenericError(Some(e.to_string())))
+    })?;
+    let url = format!(
+        "{}://{}/v2/{}/manifests/{}",
+        registry.scheme(),
+        image.resolve_registry(),
+        image.repository(),
+        image.digest().or(image.tag()).unwrap_or("latest"),
+    );
+    let mut request = http.get(&url).header(
+        reqwest::header::ACCEPT,
+        format!("{MANIFEST_MEDIA_TYPE}, {DOCKER_MANIFEST_MEDIA_TYPE}"),
+    );
+    request = match (token, &registry.credentials) {
+        (Some(token), _) => request.bearer_auth(token),
+        (None, Some(credentials)) => {
+            request.basic_auth(&credentials.username, Some(&credentials.password))
+        }
+        (None, None) => request,
+    };
+    let response = request.send().await?;
+    let status = response.status();
+    if status == reqwest::StatusCode::UNAUTHORIZED {
+        return Err(ManifestError::Registry(
+            OciDistributionError::UnauthorizedError { url },
+        ));
+    }
+    if !status.is_success() {
+        return Err(ManifestError::Registry(OciDistributionError::ServerError {
+            code: status.as_u16(),
+            url,
+            message: status.canonical_reason().unwrap_or_default().to_owned(),
+        }));
+    }
+    if let Some(length) = response
+        .content_length()
+        .filter(|&length| length > MAX_MANIFEST_BYTES)
+    {
+        return Err(ManifestError::TooLarge(length));
+    }
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk?;
+        let size = body.len() as u64 + chunk.len() as u64;
+        if size > MAX_MANIFEST_BYTES {
+            return Err(ManifestError::TooLarge(size));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// The layer chosen by `selector`: the first with its media type, or the first layer.

@@ -135,6 +135,7 @@ pub async fn push(
             &PackOptions {
                 filter: filter.as_ref(),
                 modes: ModePolicy::Preserve,
+                limits: None,
             },
         )?;
         Ok::<_, Error>((layer, packed))

@@ -28,7 +28,7 @@ pub use capstan_api::meta::Artifact;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::artifact::{
-    IgnoreFilter, ModePolicy, PackOptions, STORAGE_FILE_MODE, pack, write_atomically,
+    IgnoreFilter, Limits, ModePolicy, PackOptions, STORAGE_FILE_MODE, pack, write_atomically,
 };
 use crate::digest::{Digest, HashingWriter, digest_reader};
 use crate::error::{Error, Result};
@@ -42,6 +42,7 @@ pub const DEFAULT_RETENTION: usize = 2;
 pub struct Storage {
     root: PathBuf,
     base_url: String,
+    limits: Limits,
 }
 
 impl Storage {
@@ -57,7 +58,24 @@ impl Storage {
         } else {
             format!("http://{address}")
         };
-        Ok(Self { root, base_url })
+        Ok(Self {
+            root,
+            base_url,
+            limits: Limits::default(),
+        })
+    }
+
+    /// Sets the limits [`Storage::archive`] packs within ([`Limits::default`] unless set):
+    /// consumers extracting with the same limits can read every artifact stored.
+    #[must_use]
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The limits artifacts are packed within.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
     }
 
     /// The storage root directory.
@@ -130,7 +148,9 @@ impl Storage {
     }
 
     /// Packs `dir` into the artifact's file (Flux's storage layout: normalised modes, ignore
-    /// rules from `filter`) and fills in its digest, size and last update time.
+    /// rules from `filter`) and fills in its digest, size and last update time. A tree beyond
+    /// [`Storage::limits`] is refused with [`crate::Error::LimitExceeded`] naming the file, and
+    /// nothing is stored.
     pub fn archive(
         &self,
         artifact: &mut Artifact,
@@ -141,6 +161,7 @@ impl Storage {
         let options = PackOptions {
             filter,
             modes: ModePolicy::Normalize,
+            limits: Some(&self.limits),
         };
         let packed = write_atomically(&path, STORAGE_FILE_MODE, |file| {
             pack(dir, std::io::BufWriter::new(file), &options)
