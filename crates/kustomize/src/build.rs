@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::config::TransformerConfig;
 use crate::error::Error;
-use crate::fs::{FileSystem, normalize};
+use crate::fs::{Confined, FileSystem, absolute, normalize};
 use crate::resource::{ResId, Resource};
 use crate::smp::Schemas;
 use crate::types::{Kustomization, Var};
@@ -34,6 +34,14 @@ pub struct BuildOptions {
     pub allow_remote: bool,
     /// Add `app.kubernetes.io/managed-by: kustomize-<version>` to every object.
     pub add_managed_by_label: bool,
+    /// An outer boundary no file of the build may come from, whatever the load restrictor
+    /// and whichever field names it (resources, bases, components, generators, patches,
+    /// replacements, openapi, configurations, crds, transformers): the root of the source
+    /// the build comes from. Symbolic links are resolved before the check, and a path leaving
+    /// it is refused with [`Error::OutsideBoundary`] whether or not it exists. `None` (the
+    /// default) keeps `kubectl kustomize`'s behaviour, where `../` directories may be read
+    /// from anywhere.
+    pub boundary: Option<PathBuf>,
 }
 
 /// The version string of the managed-by label (kubectl's embedded kustomize prints `(devel)`).
@@ -107,6 +115,9 @@ pub(crate) struct Target {
 pub(crate) struct Builder<'a> {
     pub fs: &'a dyn FileSystem,
     pub options: &'a BuildOptions,
+    /// The outer boundary ([`BuildOptions::boundary`]); `fs` is already confined to it, this
+    /// copy names the refusal clearly.
+    boundary: Option<&'a Confined<'a>>,
     /// Patch schemas; `openapi:` documents add to them for the rest of the build, as
     /// kustomize's global schema.
     pub schemas: Schemas,
@@ -126,9 +137,28 @@ pub fn build_with(
     options: &BuildOptions,
 ) -> Result<Vec<Value>, Error> {
     let dir = absolute(dir);
+    let confined = options
+        .boundary
+        .as_deref()
+        .map(|root| Confined::new(fs, root));
+    let fs: &dyn FileSystem = match &confined {
+        Some(confined) => confined,
+        None => fs,
+    };
+    let boundary = confined.as_ref();
+    if let Some(boundary) = boundary
+        && boundary.resolve(&dir).is_none()
+    {
+        return Err(Error::OutsideBoundary {
+            file: dir.clone(),
+            field: "build".into(),
+            entry: dir.display().to_string(),
+        });
+    }
     let mut builder = Builder {
         fs,
         options,
+        boundary,
         schemas: Schemas::default(),
         root: dir.clone(),
         track_origins: false,
@@ -206,15 +236,6 @@ pub fn build_with(
     Ok(out)
 }
 
-fn absolute(dir: &Path) -> PathBuf {
-    if dir.is_absolute() {
-        normalize(dir)
-    } else {
-        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-        normalize(&cwd.join(dir))
-    }
-}
-
 /// Whether a resource entry is a remote URL rather than a path.
 fn is_remote(entry: &str) -> bool {
     entry.contains("://")
@@ -273,13 +294,10 @@ impl Builder<'_> {
         })
     }
 
-    /// Resolves `entry` relative to the target and applies the load restrictor for files.
-    pub fn resolve_file(
-        &self,
-        target: &Target,
-        entry: &str,
-        field: &str,
-    ) -> Result<PathBuf, Error> {
+    /// `entry` of `field` joined to the target's directory: refused when it is a remote URL,
+    /// or when it leaves the outer boundary — lexically or through a symbolic link — with
+    /// the same error whether or not the path exists.
+    fn confine(&self, target: &Target, entry: &str, field: &str) -> Result<PathBuf, Error> {
         if is_remote(entry) {
             return Err(Error::Remote {
                 path: target.file.clone(),
@@ -288,6 +306,26 @@ impl Builder<'_> {
             });
         }
         let path = normalize(&target.dir.join(entry));
+        if let Some(boundary) = self.boundary
+            && boundary.resolve(&path).is_none()
+        {
+            return Err(Error::OutsideBoundary {
+                file: target.file.clone(),
+                field: field.to_owned(),
+                entry: entry.to_owned(),
+            });
+        }
+        Ok(path)
+    }
+
+    /// Resolves `entry` relative to the target and applies the load restrictor for files.
+    pub fn resolve_file(
+        &self,
+        target: &Target,
+        entry: &str,
+        field: &str,
+    ) -> Result<PathBuf, Error> {
+        let path = self.confine(target, entry, field)?;
         if !self.fs.exists(&path) {
             return Err(Error::Io {
                 path: path.clone(),
@@ -556,14 +594,7 @@ impl Builder<'_> {
     }
 
     fn resolve_dir(&self, target: &Target, entry: &str, field: &str) -> Result<PathBuf, Error> {
-        if is_remote(entry) {
-            return Err(Error::Remote {
-                path: target.file.clone(),
-                field: field.to_owned(),
-                url: entry.to_owned(),
-            });
-        }
-        let path = normalize(&target.dir.join(entry));
+        let path = self.confine(target, entry, field)?;
         if !self.fs.is_dir(&path) {
             return Err(Error::invalid(
                 &target.file,
@@ -599,14 +630,7 @@ impl Builder<'_> {
         field: &str,
         acc: &mut Accumulator,
     ) -> Result<(), Error> {
-        if is_remote(entry) {
-            return Err(Error::Remote {
-                path: target.file.clone(),
-                field: field.to_owned(),
-                url: entry.to_owned(),
-            });
-        }
-        let path = normalize(&target.dir.join(entry));
+        let path = self.confine(target, entry, field)?;
         if self.fs.is_dir(&path) {
             self.enter(&path)?;
             let sub = self.load_target(&path, Some(field))?;
@@ -776,6 +800,9 @@ fn describe_serde_error(message: &str) -> String {
 pub(crate) fn id_of(object: &Value) -> ResId {
     Resource::new(object.clone()).current_id()
 }
+
+#[cfg(test)]
+mod boundary_tests;
 
 #[cfg(test)]
 mod tests {

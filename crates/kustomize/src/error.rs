@@ -48,6 +48,20 @@ pub enum Error {
         /// The field that named it.
         field: String,
     },
+    /// A path leaves the outer boundary of the build ([`crate::BuildOptions::boundary`]),
+    /// lexically or through a symbolic link. The message is the same whether or not the path
+    /// exists, and names only what the kustomization wrote.
+    #[error(
+        "{file}: field {field}: '{entry}' is outside the root of the source: refused (files are read only from the source artifact)"
+    )]
+    OutsideBoundary {
+        /// The kustomization file naming the path.
+        file: PathBuf,
+        /// The field.
+        field: String,
+        /// The entry as written.
+        entry: String,
+    },
     /// Remote resources are disabled.
     #[error(
         "{path}: field {field}: remote resource {url:?} refused: remote bases are not supported (no network in builds)"

@@ -31,6 +31,9 @@
 //! * Files are only read in or below the root of the kustomization naming them
 //!   ([`LoadRestrictor::RootOnly`], kustomize's default); symlinks are resolved before the
 //!   check, so links leaving the root are refused.
+//! * With [`BuildOptions::boundary`] set, no file outside that directory is ever read, by
+//!   any field, even through symbolic links; the refusal is the same whether or not the path
+//!   exists outside.
 //! * Remote bases and exec/Go plugins are never used; `helmCharts` fails with a clear error.
 //! * No panics on bad input.
 //!
@@ -55,7 +58,7 @@ use std::path::Path;
 
 pub use build::{BuildOptions, LoadRestrictor, MANAGED_BY_VERSION, build_with};
 pub use error::Error;
-pub use fs::{DiskFs, FileSystem, MemoryFs};
+pub use fs::{Boundary, Confined, DiskFs, FileSystem, MemoryFs};
 pub use types::Kustomization;
 pub use yaml::{parse_documents, to_yaml, to_yaml_document};
 
