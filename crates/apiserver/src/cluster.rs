@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 use crate::defaults;
 use crate::error::{ApiError, ApiResult, Cause};
 use crate::registry::{Registry, ResourceType, StorageKey};
+use crate::secrets;
 use crate::store::{ObjectKey, Store, Stored, WriteError};
 
 /// Finalizer the garbage collector adds for `propagationPolicy: Foreground`.
@@ -559,6 +560,7 @@ impl Cluster {
             causes.extend(defaults::validate_builtin(rt, obj));
         }
         if !causes.is_empty() {
+            secrets::redact_causes(rt, &mut causes);
             return Err(ApiError::invalid(&rt.group, &rt.kind, &name, causes));
         }
         Ok(warnings)
@@ -593,9 +595,10 @@ impl Cluster {
         &self,
         rt: &ResourceType,
         namespace: Option<&str>,
-        body: Value,
+        mut body: Value,
         opts: &WriteOptions,
     ) -> ApiResult<WriteOutcome> {
+        secrets::decode_data(rt, &mut body).map_err(|at| secrets::create_error(rt, at))?;
         self.create_inner(rt, namespace, body, opts, None)
     }
 
@@ -831,8 +834,9 @@ impl Cluster {
         let warnings = Self::admit(rt, &mut new, opts.field_validation)?;
         let ip = || self.allocate_service_ip();
         defaults::apply_builtin(rt, &mut new, Some(&old), &ip);
-        let immutable = defaults::validate_builtin_update(rt, &old, &new);
+        let mut immutable = defaults::validate_builtin_update(rt, &old, &new);
         if !immutable.is_empty() {
+            secrets::redact_causes(rt, &mut immutable);
             let name = meta_str(&old, "name").unwrap_or("").to_owned();
             return Err(ApiError::invalid(&rt.group, &rt.kind, &name, immutable).into());
         }
@@ -923,6 +927,15 @@ impl Cluster {
         body: &Value,
         opts: &WriteOptions,
     ) -> ApiResult<WriteOutcome> {
+        let decoded;
+        let body = if secrets::is_secret(rt) {
+            let mut copy = body.clone();
+            secrets::decode_data(rt, &mut copy).map_err(|at| secrets::create_error(rt, at))?;
+            decoded = copy;
+            &decoded
+        } else {
+            body
+        };
         Self::check_type(rt, body)?;
         if let Some(n) = meta_str(body, "name")
             && n != name
@@ -1025,6 +1038,7 @@ impl Cluster {
                 }
                 PatchType::Apply => unreachable!("handled above"),
             }
+            secrets::decode_data(rt, &mut new).map_err(secrets::patch_error)?;
             if let Some(rv) = meta_str(&new, "resourceVersion")
                 && *rv != old_stored.rv.to_string()
             {
@@ -1161,9 +1175,11 @@ impl Cluster {
                 Err(e) => return Err(e),
             };
             let live = old_stored.as_ref().map(|s| Self::present(rt, s));
-            let merged =
+            let mut merged =
                 managed::apply(live.as_ref(), &config, &ctx, opts.force, rt.schema.as_ref())
                     .map_err(|e| apply_error(rt, e))?;
+            secrets::decode_data(rt, &mut merged)
+                .map_err(|at| secrets::apply_error(rt, namespace, name, at))?;
             let managed_fields = merged
                 .pointer("/metadata/managedFields")
                 .cloned()

@@ -186,6 +186,10 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
+        if self.reason.is_empty() {
+            // `StatusReasonUnknown`, which kube-apiserver omits.
+            status.as_object_mut().map(|o| o.remove("reason"));
+        }
         if !details.is_empty() {
             status["details"] = Value::Object(details);
         }

@@ -45,6 +45,7 @@ pub mod http;
 pub mod openapi;
 pub mod protobuf;
 pub mod registry;
+pub mod secrets;
 pub mod selectors;
 pub mod store;
 pub mod table;
