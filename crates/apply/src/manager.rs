@@ -20,6 +20,9 @@ use crate::object::{
     PRUNE_ANNOTATION, RECONCILE_ANNOTATION, SsaMode, annotation_is,
 };
 
+/// The error of a namespaced object without a namespace (and no default).
+const NO_NAMESPACE: &str = "namespace not specified for a namespaced kind";
+
 /// How [`ResourceManager::apply_all_staged`] applies.
 #[derive(Clone, Debug)]
 pub struct ApplyOptions {
@@ -201,10 +204,7 @@ impl ResourceManager {
                     match default_namespace {
                         Some(ns) => ns.clone_into(&mut reference.namespace),
                         None => {
-                            return Err(ObjectError::new(
-                                reference.to_string(),
-                                "namespace not specified for a namespaced kind",
-                            ));
+                            return Err(ObjectError::new(reference.to_string(), NO_NAMESPACE));
                         }
                     }
                 }
@@ -290,6 +290,41 @@ impl ResourceManager {
             }
         }
         Ok(changeset)
+    }
+
+    /// The references `objects` will be applied under: namespaces fixed up for each kind's
+    /// scope (cluster-scoped kinds lose theirs, namespaced ones without one get
+    /// `options.default_namespace`), as [`apply_all_staged`](Self::apply_all_staged) records
+    /// them in its change set. A kind not known yet (its CRD is in the same apply) keeps the
+    /// namespace written; objects that cannot be applied at all (no kind or name) are left out.
+    ///
+    /// Recording these before applying lets an owner name every object an interrupted apply
+    /// may have written.
+    pub async fn references(
+        &self,
+        objects: &[DynamicObject],
+        options: &ApplyOptions,
+    ) -> Vec<ObjectRef> {
+        let mut references = Vec::with_capacity(objects.len());
+        for object in objects {
+            let Ok(mut reference) = ObjectRef::from_object(object) else {
+                continue;
+            };
+            let mut resolved = reference.clone();
+            if self
+                .api_for(&mut resolved, options.default_namespace.as_deref())
+                .await
+                .is_ok()
+            {
+                reference = resolved;
+            } else if reference.namespace.is_empty()
+                && let Some(namespace) = &options.default_namespace
+            {
+                namespace.clone_into(&mut reference.namespace);
+            }
+            references.push(reference);
+        }
+        references
     }
 
     /// Applies one set of objects concurrently, in order, collecting per-object errors.
@@ -612,6 +647,9 @@ impl ResourceManager {
             Ok(api) => api,
             // The kind is gone (its CRD was deleted), so are its objects.
             Err(e) if e.message.starts_with("no matches for kind") => return Ok(None),
+            // A namespaced object without a namespace cannot have been created: an entry
+            // recorded before an apply that refused it names nothing.
+            Err(e) if e.message == NO_NAMESPACE => return Ok(None),
             Err(e) => return Err(e),
         };
         let fail = |message: String| ObjectError::new(reference.to_string(), message);

@@ -311,9 +311,13 @@ impl Reconciler for KustomizationReconciler {
         triggers::all(client, &store)
     }
 
-    /// Flux's `spec.retryInterval` (default: the interval) instead of the backoff.
+    /// Flux's `spec.retryInterval` (default: the interval) instead of the backoff; never
+    /// below [`runtime::MIN_INTERVAL`] (shorter ones are refused by `check_source`).
     fn retry_interval(&self, object: &Kustomization) -> Option<Duration> {
-        object.retry_interval().ok()
+        object
+            .retry_interval()
+            .ok()
+            .map(|delay| delay.max(runtime::MIN_INTERVAL))
     }
 
     async fn cleanup(&self, object: &Kustomization) -> Result<(), ReconcileError> {
@@ -463,6 +467,28 @@ fn unsupported_fields(object: &Kustomization) -> Vec<&'static str> {
     fields
 }
 
+/// Refuses (stalled) a `spec.retryInterval` that does not parse or is below
+/// [`runtime::MIN_INTERVAL`]: failures would be retried in a hot loop.
+fn check_retry_interval(object: &Kustomization) -> Result<(), ReconcileError> {
+    if object.spec.retry_interval.is_none() {
+        return Ok(());
+    }
+    let delay = object.retry_interval().map_err(|e| {
+        ReconcileError::stalled(runtime::INVALID_INTERVAL, e.to_string()).with_source(e)
+    })?;
+    if delay < runtime::MIN_INTERVAL {
+        return Err(ReconcileError::stalled(
+            runtime::INVALID_INTERVAL,
+            format!(
+                "spec.retryInterval: {} is below the minimum of {}",
+                capstan_api::format_go_duration(delay),
+                capstan_api::format_go_duration(runtime::MIN_INTERVAL)
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// `spec.timeout` as written, else Flux's default (the interval, at least 30 s).
 fn health_timeout(object: &Kustomization) -> Result<Duration, ReconcileError> {
     let parsed = match &object.spec.timeout {
@@ -558,6 +584,7 @@ fn check_source_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
                 ),
             ));
         }
+        check_retry_interval(&cx.object)?;
         cx.state.started = Some(std::time::Instant::now());
         let artifact = source_artifact(&cx.client, &cx.object).await?;
         for dependency in &cx.object.spec.depends_on {
@@ -794,7 +821,9 @@ fn apply_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
             return report_drift(cx, manager, objects, options).await;
         }
         cx.remove_condition(drift::DRIFTED_CONDITION);
-        cx.state.digest = Some(history::digest(&objects));
+        let digest = history::digest(&objects);
+        cx.state.digest = Some(digest.clone());
+        record_apply_in_progress(cx, &manager, &previous, &objects, &options, &digest).await?;
         match apply_objects(manager, objects.clone(), options).await {
             Ok(changeset) => {
                 tracing::info!(changes = %changeset.to_string().trim_end().replace('\n', ", "), "applied");
@@ -834,6 +863,65 @@ fn apply_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
             }
         }
     })
+}
+
+/// Before the first write to the cluster, records in the status what the apply may write:
+/// the inventory grows to the previous one and every object about to be applied, so that a
+/// deletion (or a prune after a crash) finds whatever an interrupted apply left; and, unless
+/// exactly these objects of this revision are already applied, `Reconciling=True` and
+/// `Ready=Unknown` naming the revision, so that a crash leaves "in progress", not the
+/// `Ready=True` of the previous revision. Nothing is written when nothing changes.
+async fn record_apply_in_progress(
+    cx: &mut StepContext<KustomizationReconciler>,
+    manager: &ResourceManager,
+    previous: &Inventory,
+    objects: &[DynamicObject],
+    options: &ApplyOptions,
+    digest: &str,
+) -> Result<(), ReconcileError> {
+    let mut pending = previous.clone();
+    for reference in manager.references(objects, options).await {
+        pending.add(reference);
+    }
+    cx.status.inventory = Some(pending.to_status());
+    let revision = cx
+        .state
+        .revisions
+        .get(history::REVISION_KEY)
+        .cloned()
+        .unwrap_or_default();
+    let written = if already_applied(&cx.object, &cx.status, &revision, digest) {
+        cx.write_status().await
+    } else {
+        cx.mark_progressing(&format!("Applying revision: {revision}"))
+            .await
+    };
+    written.map_err(|e| {
+        ReconcileError::transient(
+            reason::RECONCILIATION_FAILED,
+            format!("cannot record the apply in progress: {e}"),
+        )
+        .with_source(e)
+    })
+}
+
+/// Whether `status` says that the objects of `digest`, from `revision`, were applied by this
+/// generation and are Ready: a re-apply of them only corrects drift.
+fn already_applied(
+    object: &Kustomization,
+    status: &KustomizationStatus,
+    revision: &str,
+    digest: &str,
+) -> bool {
+    status.observed_generation == object.metadata.generation
+        && status.last_applied_revision.as_deref() == Some(revision)
+        && status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == condition::READY && c.status == "True")
+        && status.history.first().is_some_and(|last| {
+            last.digest == digest && last.last_reconciled_status == reason::RECONCILIATION_SUCCEEDED
+        })
 }
 
 /// Report-only drift mode: diffs instead of applying, records the `Drifted` condition and

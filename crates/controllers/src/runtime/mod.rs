@@ -23,6 +23,16 @@
 //! - Events are emitted only when the `Ready` condition changes (status, reason or message):
 //!   `Warning` for stalled and transient failures, `Normal` otherwise.
 //! - After success the object is requeued after its interval, with ±[`RuntimeConfig::jitter`].
+//!   An interval below [`MIN_INTERVAL`] (`0s` included) is refused: `Stalled=True`, reason
+//!   `InvalidInterval`, naming `spec.interval`.
+//! - No object is reconciled more often than [`RuntimeConfig::rate_limit`] allows, whatever
+//!   asks for it (interval, retry, backoff, triggers, reconcile requests): a reconcile that
+//!   comes too early is deferred, doing nothing, until the object has a token again.
+//! - A step can write the status at a phase boundary ([`StepContext::write_status`]), e.g.
+//!   `Reconciling=True` and `Ready=Unknown` ([`StepContext::mark_progressing`]) before its first
+//!   write to the cluster, so that a crash leaves "in progress", never "done".
+//! - On deletion the cleanup sees the object as the API server holds it now (a fresh read, not
+//!   the watch cache), and the finalizer is removed only if the object did not change since.
 //! - A transient failure is retried after [`Reconciler::retry_interval`] when the kind has
 //!   one, else with exponential backoff.
 //! - [`Reconciler::triggers`] adds reconcile triggers of the kind's own (e.g. a source's new
@@ -38,7 +48,7 @@ use std::future::Future;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use capstan_api::meta::{Condition, ReconcileRequestStatus, annotation, condition, reason};
 use futures::StreamExt;
@@ -66,6 +76,16 @@ pub const CAPSTAN_ANNOTATION_PREFIX: &str = "capstan.dev/";
 
 /// The field manager of every status write, and of finalizer patches.
 pub const FIELD_MANAGER: &str = "capstan";
+
+/// The shortest `spec.interval` accepted: shorter ones (`0s` included) are refused with
+/// `Stalled=True`, reason [`INVALID_INTERVAL`].
+pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The reason of a refused interval (unparsable, or below [`MIN_INTERVAL`]).
+pub const INVALID_INTERVAL: &str = "InvalidInterval";
+
+/// The `Ready=Unknown` message while a reconcile is in progress (Flux's).
+pub const IN_PROGRESS_MESSAGE: &str = "Reconciliation in progress";
 
 /// A Flux object the runtime can reconcile: namespaced, with a status holding conditions,
 /// `observedGeneration` and `lastHandledReconcileAt`.
@@ -202,6 +222,9 @@ pub struct StepContext<R: Reconciler> {
     /// Data handed between steps.
     pub state: R::State,
     ready_message: Option<String>,
+    /// The status as the API server holds it (after our last write).
+    written: <R::Object as FluxResource>::Status,
+    field_manager: String,
 }
 
 impl<R: Reconciler> Debug for StepContext<R> {
@@ -221,10 +244,51 @@ impl<R: Reconciler> StepContext<R> {
             reconciler,
             client,
             object,
+            written: status.clone(),
             status,
             state: R::State::default(),
             ready_message: None,
+            field_manager: FIELD_MANAGER.to_owned(),
         }
+    }
+
+    /// Writes the status being built now, if it differs from what the API server holds: a
+    /// phase boundary. The runtime writes it again when the reconcile ends.
+    ///
+    /// # Errors
+    /// The API server's refusal; the caller should not go on with what the write announced.
+    pub async fn write_status(&mut self) -> Result<(), kube::Error> {
+        if self.status == self.written {
+            return Ok(());
+        }
+        let api: Api<R::Object> = self.api();
+        patch_status(&api, &self.field_manager, &self.object, &self.status).await?;
+        self.written = self.status.clone();
+        Ok(())
+    }
+
+    /// Marks the reconcile in progress, as Flux does before changing anything:
+    /// `Reconciling=True` (reason `Progressing`, `message`) and `Ready=Unknown` (reason
+    /// `Progressing`, [`IN_PROGRESS_MESSAGE`]), written at once. Call it before the first
+    /// write to the cluster, so that a crash in the middle leaves "in progress", not the
+    /// `Ready=True` of what was there before.
+    ///
+    /// # Errors
+    /// The API server's refusal of the status write.
+    pub async fn mark_progressing(&mut self, message: &str) -> Result<(), kube::Error> {
+        self.set_condition(
+            condition::RECONCILING,
+            ConditionStatus::True,
+            reason::PROGRESSING,
+            message,
+        );
+        self.set_condition(
+            condition::READY,
+            ConditionStatus::Unknown,
+            reason::PROGRESSING,
+            IN_PROGRESS_MESSAGE,
+        );
+        self.write_status().await
     }
 
     /// The object's namespace.
@@ -288,6 +352,8 @@ pub struct RuntimeConfig {
     pub backoff_max: Duration,
     /// Interval jitter as a fraction (0.05 = ±5 %).
     pub jitter: f64,
+    /// The most reconciles one object may get, whatever triggers them.
+    pub rate_limit: RateLimit,
 }
 
 impl Default for RuntimeConfig {
@@ -298,8 +364,95 @@ impl Default for RuntimeConfig {
             backoff_base: Duration::from_secs(1),
             backoff_max: Duration::from_secs(300),
             jitter: 0.05,
+            rate_limit: RateLimit::default(),
         }
     }
+}
+
+/// A token bucket per object: up to `burst` reconciles at once, then one per `period`.
+///
+/// The default (burst 5, one per second) lets a create, a spec change and a reconcile request
+/// run at once, and holds any object, whatever its spec or its neighbours do, to about one
+/// reconcile per second.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RateLimit {
+    /// Reconciles allowed back to back (at least 1).
+    pub burst: u32,
+    /// The time one token takes to come back.
+    pub period: Duration,
+}
+
+impl Default for RateLimit {
+    fn default() -> Self {
+        Self {
+            burst: 5,
+            period: Duration::from_secs(1),
+        }
+    }
+}
+
+/// A token bucket: tokens left and when they were counted.
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// The per-object token buckets of a [`RateLimit`].
+#[derive(Debug)]
+struct RateLimiter<K> {
+    limit: RateLimit,
+    buckets: Mutex<HashMap<K, Bucket>>,
+}
+
+impl<K: Eq + Hash + Clone> RateLimiter<K> {
+    /// Buckets kept before full (idle) ones are dropped.
+    const PRUNE_ABOVE: usize = 4096;
+
+    fn new(limit: RateLimit) -> Self {
+        Self {
+            limit,
+            buckets: Mutex::default(),
+        }
+    }
+
+    /// Takes a token for `key` at `now`; `Err(wait)` when there is none yet.
+    fn admit(&self, key: &K, now: Instant) -> Result<(), Duration> {
+        let burst = f64::from(self.limit.burst.max(1));
+        let period = self.limit.period.as_secs_f64();
+        let mut buckets = self.buckets.lock().unwrap_or_else(PoisonError::into_inner);
+        if buckets.len() > Self::PRUNE_ABOVE {
+            buckets.retain(|_, bucket| refill(bucket, now, burst, period) < burst);
+        }
+        let bucket = buckets.entry(key.clone()).or_insert(Bucket {
+            tokens: burst,
+            at: now,
+        });
+        let tokens = refill(bucket, now, burst, period);
+        if tokens >= 1.0 {
+            bucket.tokens = tokens - 1.0;
+            bucket.at = now;
+            Ok(())
+        } else {
+            Err(self.limit.period.mul_f64(1.0 - tokens))
+        }
+    }
+
+    fn forget(&self, key: &K) {
+        self.buckets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
+    }
+}
+
+/// The tokens of `bucket` at `now`.
+fn refill(bucket: &Bucket, now: Instant, burst: f64, period: f64) -> f64 {
+    if period <= 0.0 {
+        return burst;
+    }
+    let elapsed = now.saturating_duration_since(bucket.at).as_secs_f64();
+    (bucket.tokens + elapsed / period).min(burst)
 }
 
 /// The delay before retry number `failures` (1-based): `base * 2^(failures-1)`, capped at `max`.
@@ -324,6 +477,7 @@ struct Shared<R: Reconciler> {
     metrics: Metrics,
     config: RuntimeConfig,
     failures: Mutex<HashMap<ObjectRef<R::Object>, u32>>,
+    limiter: RateLimiter<ObjectRef<R::Object>>,
 }
 
 impl<R: Reconciler> Shared<R> {
@@ -380,6 +534,7 @@ pub async fn run<R: Reconciler>(
         metrics,
         config: config.clone(),
         failures: Mutex::default(),
+        limiter: RateLimiter::new(config.rate_limit),
     });
     let controller_config =
         kube::runtime::controller::Config::default().concurrency(config.concurrency);
@@ -457,6 +612,14 @@ async fn reconcile<R: Reconciler>(
     let name = object.name_any();
     let span = tracing::info_span!("reconcile", kind = %kind, namespace = %namespace, name = %name);
     async move {
+        // Every way to ask for a reconcile ends here, so this bounds them all.
+        if let Err(wait) = shared
+            .limiter
+            .admit(&ObjectRef::from_obj(object.as_ref()), Instant::now())
+        {
+            tracing::debug!(?wait, "rate limited, deferred");
+            return Ok(Action::requeue(wait));
+        }
         let _timer = shared.metrics.start_reconcile(&kind, &namespace, &name);
         let api: Api<R::Object> = Api::namespaced(shared.client.clone(), &namespace);
         if object.meta().deletion_timestamp.is_some() {
@@ -474,7 +637,7 @@ async fn reconcile<R: Reconciler>(
             update_resource_info::<R>(&shared, &object, object.status());
             return Ok(Action::await_change());
         }
-        reconcile_steps(&shared, &api, object).await
+        reconcile_steps(&shared, object).await
     }
     .instrument(span)
     .await
@@ -483,8 +646,22 @@ async fn reconcile<R: Reconciler>(
 async fn finalize_deletion<R: Reconciler>(
     shared: &Shared<R>,
     api: &Api<R::Object>,
-    object: &R::Object,
+    cached: &R::Object,
 ) -> Result<Action, Error> {
+    // The watch cache may lag behind our own last status write (e.g. the inventory of an
+    // apply that just ended): clean up after the object as the API server holds it now.
+    let Some(object) = api
+        .get_opt(&cached.name_any())
+        .await
+        .map_err(|source| Error::Kube {
+            action: "read",
+            object: describe(cached),
+            source,
+        })?
+    else {
+        return Ok(Action::await_change());
+    };
+    let object = &object;
     if !object
         .finalizers()
         .iter()
@@ -512,12 +689,16 @@ async fn finalize_deletion<R: Reconciler>(
         .filter(|f| *f != capstan_api::FINALIZER)
         .cloned()
         .collect();
+    // Only if nothing changed since the read the cleanup worked from: a status written in
+    // between (by another replica) may name more objects, and the cleanup runs again.
     let patch = serde_json::json!([
+        {"op": "test", "path": "/metadata/resourceVersion", "value": object.resource_version()},
         {"op": "test", "path": "/metadata/finalizers", "value": object.finalizers()},
         {"op": "replace", "path": "/metadata/finalizers", "value": remaining},
     ]);
     patch_metadata(shared, api, object, patch, "remove the finalizer from").await?;
     shared.reset_failures(object);
+    shared.limiter.forget(&ObjectRef::from_obj(object));
     shared.metrics.forget(
         &R::Object::kind(&()),
         &object.namespace().unwrap_or_default(),
@@ -572,7 +753,6 @@ async fn patch_metadata<R: Reconciler>(
 
 async fn reconcile_steps<R: Reconciler>(
     shared: &Shared<R>,
-    api: &Api<R::Object>,
     object: Arc<R::Object>,
 ) -> Result<Action, Error> {
     let generation = object.meta().generation;
@@ -582,9 +762,10 @@ async fn reconcile_steps<R: Reconciler>(
         shared.client.clone(),
         object.clone(),
     );
-
-    // What the server holds; every write compares against it.
-    let mut written = original.clone();
+    shared
+        .config
+        .field_manager
+        .clone_into(&mut cx.field_manager);
 
     // Phase boundary: announce a new generation before doing the work (a retry keeps its
     // `ProgressingWithRetry`).
@@ -606,21 +787,14 @@ async fn reconcile_steps<R: Reconciler>(
                 condition::READY,
                 ConditionStatus::Unknown,
                 reason::PROGRESSING,
-                "reconciliation in progress",
+                IN_PROGRESS_MESSAGE,
             );
         }
-        if cx.status != written {
-            write_status(shared, api, &object, &cx.status).await?;
-            written = cx.status.clone();
-        }
+        write_status(&mut cx).await?;
     }
 
-    let mut result: Result<Option<Duration>, ReconcileError> = object
-        .interval()
-        .map(|interval| Some(jittered(interval, shared.config.jitter)))
-        .map_err(|error| {
-            ReconcileError::stalled("InvalidInterval", error.to_string()).with_source(error)
-        });
+    let mut result: Result<Option<Duration>, ReconcileError> = checked_interval(object.as_ref())
+        .map(|interval| Some(jittered(interval, shared.config.jitter)));
     if let Ok(mut requeue) = result {
         let steps = shared.reconciler.clone();
         for step in steps.steps() {
@@ -650,9 +824,7 @@ async fn reconcile_steps<R: Reconciler>(
         .unwrap_or_else(|| "reconciliation succeeded".to_owned());
     let (action, event_type) = finalize_status(&mut cx, &result, &ready_message, shared, &object);
     let old_ready = conditions::find(R::Object::conditions(&original), condition::READY).cloned();
-    if cx.status != written {
-        write_status(shared, api, &object, &cx.status).await?;
-    }
+    write_status(&mut cx).await?;
     let new_ready = conditions::find(R::Object::conditions(&cx.status), condition::READY);
     if let Some(new_ready) = new_ready
         && ready_changed(old_ready.as_ref(), new_ready)
@@ -798,26 +970,49 @@ fn ready_changed(old: Option<&Condition>, new: &Condition) -> bool {
         })
 }
 
-async fn write_status<R: Reconciler>(
-    shared: &Shared<R>,
-    api: &Api<R::Object>,
-    object: &R::Object,
-    status: &<R::Object as FluxResource>::Status,
-) -> Result<(), Error> {
+/// `spec.interval`, refused (stalled) when unparsable or below [`MIN_INTERVAL`].
+fn checked_interval<K: FluxResource>(object: &K) -> Result<Duration, ReconcileError> {
+    let interval = object.interval().map_err(|error| {
+        ReconcileError::stalled(INVALID_INTERVAL, error.to_string()).with_source(error)
+    })?;
+    if interval < MIN_INTERVAL {
+        return Err(ReconcileError::stalled(
+            INVALID_INTERVAL,
+            format!(
+                "spec.interval: {} is below the minimum of {}",
+                capstan_api::format_go_duration(interval),
+                capstan_api::format_go_duration(MIN_INTERVAL)
+            ),
+        ));
+    }
+    Ok(interval)
+}
+
+/// [`StepContext::write_status`] for the runtime's own phase boundaries.
+async fn write_status<R: Reconciler>(cx: &mut StepContext<R>) -> Result<(), Error> {
+    cx.write_status().await.map_err(|source| Error::Kube {
+        action: "patch the status of",
+        object: describe(cx.object.as_ref()),
+        source,
+    })
+}
+
+/// Server-side applies `status` to the status subresource of `object`.
+async fn patch_status<K: FluxResource>(
+    api: &Api<K>,
+    field_manager: &str,
+    object: &K,
+    status: &K::Status,
+) -> Result<(), kube::Error> {
     let body = serde_json::json!({
-        "apiVersion": R::Object::api_version(&()),
-        "kind": R::Object::kind(&()),
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
         "metadata": {"name": object.name_any(), "namespace": object.namespace()},
         "status": status,
     });
-    let params = PatchParams::apply(&shared.config.field_manager).force();
+    let params = PatchParams::apply(field_manager).force();
     api.patch_status(&object.name_any(), &params, &Patch::Apply(&body))
-        .await
-        .map_err(|source| Error::Kube {
-            action: "patch the status of",
-            object: describe(object),
-            source,
-        })?;
+        .await?;
     Ok(())
 }
 
@@ -916,6 +1111,69 @@ mod tests {
         assert_eq!(backoff(base, max, 4), Duration::from_secs(8));
         assert_eq!(backoff(base, max, 5), max);
         assert_eq!(backoff(base, max, u32::MAX), max);
+    }
+
+    #[test]
+    fn the_rate_limiter_allows_a_burst_then_one_per_period() {
+        let limiter = RateLimiter::new(RateLimit {
+            burst: 3,
+            period: Duration::from_secs(1),
+        });
+        let start = Instant::now();
+        for _ in 0..3 {
+            assert_eq!(limiter.admit(&"a", start), Ok(()));
+        }
+        let wait = limiter.admit(&"a", start).unwrap_err();
+        assert!(
+            wait > Duration::from_millis(990) && wait <= Duration::from_secs(1),
+            "{wait:?}"
+        );
+        assert_eq!(limiter.admit(&"b", start), Ok(()), "buckets are per object");
+        let later = start + Duration::from_millis(500);
+        let wait = limiter.admit(&"a", later).unwrap_err();
+        assert!(wait <= Duration::from_millis(500), "{wait:?}");
+        // A thousand attempts over ten seconds get the burst plus one per second.
+        let mut admitted = 0;
+        for step in 0..1000u32 {
+            let now = later + Duration::from_millis(u64::from(step) * 10);
+            if limiter.admit(&"a", now).is_ok() {
+                admitted += 1;
+            }
+        }
+        assert!((9..=11).contains(&admitted), "{admitted}");
+        limiter.forget(&"a");
+        assert_eq!(
+            limiter.admit(&"a", later),
+            Ok(()),
+            "a forgotten object starts full"
+        );
+    }
+
+    #[test]
+    fn intervals_below_the_minimum_are_refused_naming_the_field() {
+        let mut object = git_repository(1, None);
+        for (interval, refused) in [("0s", true), ("999ms", true), ("1s", false), ("10m", false)] {
+            interval.clone_into(&mut object.spec.interval);
+            let result = checked_interval(&object);
+            assert_eq!(result.is_err(), refused, "{interval}");
+            if let Err(error) = result {
+                assert_eq!(error.class, ErrorClass::Stalled);
+                assert_eq!(error.reason, INVALID_INTERVAL);
+                assert!(
+                    error.message.starts_with("spec.interval: "),
+                    "{}",
+                    error.message
+                );
+                assert!(error.message.contains("minimum of 1s"), "{}", error.message);
+            }
+        }
+        "292y".clone_into(&mut object.spec.interval);
+        assert!(
+            checked_interval(&object)
+                .unwrap_err()
+                .message
+                .contains("spec.interval")
+        );
     }
 
     #[test]
