@@ -548,7 +548,10 @@ fn fetch_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_> {
                     cx,
                     ErrorClass::Transient,
                     reason::GIT_OPERATION_FAILED,
-                    format!("failed to determine revision of {url}: timed out after {timeout:?}"),
+                    format!(
+                        "failed to determine revision of {}: timed out after {timeout:?}",
+                        capstan_source::redact::url(&url)
+                    ),
                 ));
             }
         };
@@ -601,7 +604,10 @@ fn fetch_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_> {
                     cx,
                     ErrorClass::Transient,
                     reason::GIT_OPERATION_FAILED,
-                    format!("failed to fetch {url}: timed out after {timeout:?}"),
+                    format!(
+                        "failed to fetch {}: timed out after {timeout:?}",
+                        capstan_source::redact::url(&url)
+                    ),
                 ));
             }
         };

@@ -293,19 +293,10 @@ async fn list_tags(
     }
 }
 
-/// An error and its causes, `outer: inner: …`, for condition messages.
+/// An error and its causes, `outer: inner: …`, URLs without credentials, for condition
+/// messages.
 fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
+    capstan_source::redact::error_chain(error)
 }
 
 /// A registry failure: `FetchFailed=True` with `reason`, and an error of `class` for `Ready`.

@@ -183,12 +183,15 @@ pub enum Error {
     },
 
     /// A Git operation failed (connection, ref listing, fetch, object access).
-    #[error("cannot {operation} {url}: {source}")]
+    #[error("cannot {operation} {url}: {cause}")]
     Git {
         /// What was being done (`list references of`, `fetch`, `check out`, ...).
         operation: &'static str,
         /// The repository URL (without credentials).
         url: String,
+        /// The source and its causes down to the root one (connection refused, TLS, HTTP
+        /// status, DNS, ssh host key), URLs without credentials: [`crate::redact::error_chain`].
+        cause: String,
         /// The underlying error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
@@ -236,7 +239,10 @@ pub enum Error {
     },
 
     /// An object storage operation failed (authentication, missing bucket, network).
-    #[error("cannot {operation} bucket {bucket}: {source}")]
+    #[error(
+        "cannot {operation} bucket {bucket}: {}",
+        crate::redact::urls(&source.to_string())
+    )]
     Bucket {
         /// What was being done (`list objects of`, `download an object from`, ...).
         operation: &'static str,

@@ -11,6 +11,7 @@
 //!   to a Flux revision without downloading objects.
 //! - [`bucket`]: fetch a Flux `Bucket` (S3-compatible or Azure Blob) into a directory, with
 //!   Flux's `sha256:` object-index revision, or compute that revision from a listing alone.
+//! - [`redact`]: URLs without credentials and error chains, for every message naming a URL.
 //! - [`semver_constraint`]: Masterminds-compatible version constraints (`>=1.2 <2`, `^1.2 || ~2.0`).
 //!
 //! # Expected flow
@@ -64,6 +65,7 @@ mod error;
 pub mod fetch;
 pub mod git;
 pub mod oci;
+pub mod redact;
 pub mod semver_constraint;
 pub mod storage;
 pub mod tls;

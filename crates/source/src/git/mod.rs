@@ -373,7 +373,7 @@ fn fetch_blocking(
             .map_err(|e| git_error("read commit of", url, e))?,
         Err(_) => {
             return Err(Error::GitReferenceNotFound {
-                url: url.to_owned(),
+                url: crate::redact::url(url),
                 reference: selector.to_string(),
             });
         }
@@ -383,7 +383,8 @@ fn fetch_blocking(
             checkout::CheckoutError::Io(error) => error,
             checkout::CheckoutError::Git(source) => Error::Git {
                 operation: "check out",
-                url: url.to_owned(),
+                url: crate::redact::url(url),
+                cause: crate::redact::error_chain(source.as_ref()),
                 source,
             },
             checkout::CheckoutError::Interrupted => interrupted("check out", url),
@@ -553,7 +554,10 @@ fn connect<'remote, 'repo>(
         ("ssh", GitAuth::Ssh { .. }) | ("file", GitAuth::None) => {}
         ("ssh", _) => {
             return Err(Error::UnsupportedGitAuth {
-                reason: format!("ssh url {url} needs identity and known_hosts in the secret"),
+                reason: format!(
+                    "ssh url {} needs identity and known_hosts in the secret",
+                    crate::redact::url(url)
+                ),
             });
         }
         // gitoxide's reqwest client uses the process-wide rustls provider.
@@ -562,7 +566,10 @@ fn connect<'remote, 'repo>(
         }
         (other, GitAuth::None) => {
             return Err(Error::InvalidGitReference {
-                reason: format!("unsupported url scheme {other:?} in {url}"),
+                reason: format!(
+                    "unsupported url scheme {other:?} in {}",
+                    crate::redact::url(url)
+                ),
             });
         }
         (other, _) => {
@@ -667,7 +674,8 @@ fn git_error(
 ) -> Error {
     Error::Git {
         operation,
-        url: url.to_owned(),
+        url: crate::redact::url(url),
+        cause: crate::redact::error_chain(&source),
         source: Box::new(source),
     }
 }

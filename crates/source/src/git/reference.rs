@@ -176,7 +176,7 @@ impl Selector {
     pub(crate) fn resolve(&self, url: &str, refs: &[RemoteRef]) -> Result<Resolved> {
         let find = |name: &str| refs.iter().find(|r| r.name == name);
         let not_found = || Error::GitReferenceNotFound {
-            url: url.to_owned(),
+            url: crate::redact::url(url),
             reference: self.to_string(),
         };
         let found = |label: &str, remote: &RemoteRef| Resolved {
