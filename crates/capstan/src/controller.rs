@@ -134,6 +134,10 @@ pub async fn start(
     election: Option<LeaderElectionConfig>,
 ) -> anyhow::Result<Running> {
     capstan_source::tls::install_default_provider();
+    // Checkouts, pulls and extractions a killed process left behind.
+    for stale in capstan_source::temp::sweep_stale() {
+        tracing::info!(path = %stale.display(), "removed a stale temporary directory");
+    }
     fs_err::create_dir_all(&args.storage_path)?;
     let listener = tokio::net::TcpListener::bind(args.storage_addr)
         .await

@@ -259,16 +259,13 @@ fn fetch_step(cx: &mut StepContext<BucketReconciler>) -> StepFuture<'_> {
             cx.remove_condition(condition::FETCH_FAILED);
             return Ok(StepOutcome::next());
         }
-        let dir = tempfile::Builder::new()
-            .prefix("capstan-bucket-")
-            .tempdir()
-            .map_err(|e| {
-                ReconcileError::transient(
-                    reason::DIR_CREATION_FAILED,
-                    format!("cannot create a temporary directory: {e}"),
-                )
-                .with_source(e)
-            })?;
+        let dir = capstan_source::temp::dir("bucket").map_err(|e| {
+            ReconcileError::transient(
+                reason::DIR_CREATION_FAILED,
+                format!("cannot create a temporary directory: {e}"),
+            )
+            .with_source(e)
+        })?;
         let target = dir.path().join("objects");
         let fetched = match bucket::fetch(&spec, &credentials, &target, &options).await {
             Ok(fetched) => fetched,

@@ -409,7 +409,7 @@ fn copy_includes(
             &extracted,
             &storage.limits().for_stored_artifacts(),
         )
-            .map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| fail(e.to_string()))?;
         let from = relative_include_path("fromPath", include.from_path.as_deref().unwrap_or(""))
             .map_err(&fail)?;
         let to = relative_include_path("toPath", include.to_path()).map_err(&fail)?;
@@ -571,16 +571,13 @@ fn fetch_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_> {
             cx.state.revision = Some(revision);
             return Ok(StepOutcome::next());
         }
-        let dir = tempfile::Builder::new()
-            .prefix("capstan-gitrepository-")
-            .tempdir()
-            .map_err(|e| {
-                ReconcileError::transient(
-                    reason::DIR_CREATION_FAILED,
-                    format!("cannot create a temporary directory: {e}"),
-                )
-                .with_source(e)
-            })?;
+        let dir = capstan_source::temp::dir("gitrepository").map_err(|e| {
+            ReconcileError::transient(
+                reason::DIR_CREATION_FAILED,
+                format!("cannot create a temporary directory: {e}"),
+            )
+            .with_source(e)
+        })?;
         let checkout = dir.path().join("checkout");
         let fetched = match with_timeout(
             timeout,

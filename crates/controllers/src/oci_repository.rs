@@ -720,16 +720,13 @@ fn fetch_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_> {
         else {
             return Ok(StepOutcome::next());
         };
-        let dir = tempfile::Builder::new()
-            .prefix("capstan-ocirepository-")
-            .tempdir()
-            .map_err(|e| {
-                ReconcileError::transient(
-                    reason::DIR_CREATION_FAILED,
-                    format!("cannot create a temporary directory: {e}"),
-                )
-                .with_source(e)
-            })?;
+        let dir = capstan_source::temp::dir("ocirepository").map_err(|e| {
+            ReconcileError::transient(
+                reason::DIR_CREATION_FAILED,
+                format!("cannot create a temporary directory: {e}"),
+            )
+            .with_source(e)
+        })?;
         let selector = layer_selector_of(&cx.object);
         let operation = selector.operation;
         let target = dir.path().join("pulled");

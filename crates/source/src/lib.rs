@@ -12,6 +12,7 @@
 //! - [`bucket`]: fetch a Flux `Bucket` (S3-compatible or Azure Blob) into a directory, with
 //!   Flux's `sha256:` object-index revision, or compute that revision from a listing alone.
 //! - [`redact`]: URLs without credentials and error chains, for every message naming a URL.
+//! - [`temp`]: recognisable temporary directories, and the sweep of those a crash left.
 //! - [`semver_constraint`]: Masterminds-compatible version constraints (`>=1.2 <2`, `^1.2 || ~2.0`).
 //!
 //! # Expected flow
@@ -68,6 +69,7 @@ pub mod oci;
 pub mod redact;
 pub mod semver_constraint;
 pub mod storage;
+pub mod temp;
 pub mod tls;
 
 pub use digest::Digest;

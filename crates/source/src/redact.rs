@@ -84,7 +84,9 @@ mod tests {
     #[test]
     fn removes_userinfo_from_every_url_in_text() {
         assert_eq!(
-            urls("error sending request for url (https://u:tok@h/x.git/info/refs?service=git), then http://v:w@i"),
+            urls(
+                "error sending request for url (https://u:tok@h/x.git/info/refs?service=git), then http://v:w@i"
+            ),
             "error sending request for url (https://h/x.git/info/refs?service=git), then http://i"
         );
     }

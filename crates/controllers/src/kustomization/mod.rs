@@ -667,12 +667,9 @@ fn fetch_artifact_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFut
             cx.state.built = true;
             return Ok(StepOutcome::next());
         }
-        let dir = tempfile::Builder::new()
-            .prefix("capstan-kustomization-")
-            .tempdir()
-            .map_err(|e| {
-                failed(format!("cannot create a temporary directory: {e}")).with_source(e)
-            })?;
+        let dir = capstan_source::temp::dir("kustomization").map_err(|e| {
+            failed(format!("cannot create a temporary directory: {e}")).with_source(e)
+        })?;
         let target = dir.path().join("source");
         capstan_source::fetch::fetch_artifact(
             &artifact.url,

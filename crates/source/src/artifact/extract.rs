@@ -289,7 +289,10 @@ fn pax_size(data: &[u8]) -> Option<u64> {
         let record = &line[space + 1..];
         let equals = record.iter().position(|&b| b == b'=')?;
         if &record[..equals] == b"size" {
-            return std::str::from_utf8(&record[equals + 1..]).ok()?.parse().ok();
+            return std::str::from_utf8(&record[equals + 1..])
+                .ok()?
+                .parse()
+                .ok();
         }
     }
     None
@@ -380,10 +383,8 @@ impl<'a> Unpacker<'a> {
             limits: *self.limits,
             compressed_side: false,
         };
-        let mut archive = tar::Archive::new(HeaderGuard::new(
-            decompressed,
-            Rc::clone(&self.counters),
-        ));
+        let mut archive =
+            tar::Archive::new(HeaderGuard::new(decompressed, Rc::clone(&self.counters)));
         let entries = archive.entries().map_err(|e| self.stream_error("", e))?;
         for entry in entries {
             let mut entry = entry.map_err(|e| self.stream_error("", e))?;

@@ -180,17 +180,20 @@ pub async fn pull(
     );
     let mut size = 0u64;
     while let Some(chunk) = stream.stream.next().await {
-        let chunk = chunk.map_err(|e| match e.get_ref().and_then(|inner| {
-            inner.downcast_ref::<oci_client::errors::DigestError>()
-        }) {
-            Some(oci_client::errors::DigestError::VerificationError { expected, actual }) => {
-                Error::DigestMismatch {
-                    subject: layer_subject.clone(),
-                    expected: expected.clone(),
-                    actual: actual.clone(),
+        let chunk = chunk.map_err(|e| {
+            match e
+                .get_ref()
+                .and_then(|inner| inner.downcast_ref::<oci_client::errors::DigestError>())
+            {
+                Some(oci_client::errors::DigestError::VerificationError { expected, actual }) => {
+                    Error::DigestMismatch {
+                        subject: layer_subject.clone(),
+                        expected: expected.clone(),
+                        actual: actual.clone(),
+                    }
                 }
+                _ => registry_error("pull a layer of", &image, e.into()),
             }
-            _ => registry_error("pull a layer of", &image, e.into()),
         })?;
         size += chunk.len() as u64;
         if size > layer_size {
