@@ -128,7 +128,7 @@ impl Boundary {
                             .and_then(|canonical| target.strip_prefix(canonical).ok())
                     })?
                     .to_path_buf();
-                current = self.root.clone();
+                current.clone_from(&self.root);
                 inside
             } else {
                 target

@@ -60,7 +60,7 @@ pub use build::{BuildOptions, LoadRestrictor, MANAGED_BY_VERSION, build_with};
 pub use error::Error;
 pub use fs::{Boundary, Confined, DiskFs, FileSystem, MemoryFs};
 pub use types::Kustomization;
-pub use yaml::{parse_documents, to_yaml, to_yaml_document};
+pub use yaml::{YamlError, parse_documents, parse_documents_located, to_yaml, to_yaml_document};
 
 /// Builds the kustomization in `dir` on the local disk.
 pub fn build(dir: &Path, options: &BuildOptions) -> Result<Vec<serde_json::Value>, Error> {

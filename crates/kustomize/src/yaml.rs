@@ -15,6 +15,30 @@ use serde_json::{Map, Number, Value};
 /// more — to bounds sized by the artifact limits instead; anchors and aliases keep the
 /// defaults' protection against expansion bombs.
 pub fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
+    parse_documents_located(text).map_err(|error| error.message)
+}
+
+/// Why a YAML stream did not parse: the parser's message (which quotes the offending lines)
+/// and, apart from it, where — for callers that must not show the text, such as a document
+/// holding substituted secret values.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct YamlError {
+    /// The parser's message, with an excerpt of the input.
+    pub message: String,
+    /// The 1-based line of the error, when known.
+    pub line: Option<u64>,
+    /// The 1-based column of the error, when known.
+    pub column: Option<u64>,
+}
+
+impl std::fmt::Display for YamlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// [`parse_documents`], keeping the error's location apart from its message.
+pub fn parse_documents_located(text: &str) -> Result<Vec<Value>, YamlError> {
     let options = serde_saphyr::options! {
         strict_booleans: true,
         legacy_octal_numbers: true,
@@ -28,7 +52,14 @@ pub fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
     };
     serde_saphyr::from_multiple_with_options::<Value>(text, options)
         .map(|documents| documents.into_iter().filter(|d| !d.is_null()).collect())
-        .map_err(|error| error.to_string())
+        .map_err(|error| {
+            let location = error.location().filter(|l| l.line() > 0);
+            YamlError {
+                message: error.to_string(),
+                line: location.map(|l| l.line()),
+                column: location.map(|l| l.column()),
+            }
+        })
 }
 
 /// Prints objects as a multi-document YAML stream, as `kubectl kustomize` does.

@@ -1277,7 +1277,7 @@ mod tests {
         let dir = source(&[
             ("apps/web/deployment.yaml", DEPLOYMENT),
             ("apps/config.yaml", CONFIG_MAP),
-            ("apps/values.yaml", "replicas: 3\n"),
+            ("apps/values.json", "{\"replicas\": 3}\n"),
             ("apps/README.md", "docs"),
         ]);
         let object = kustomization(&serde_json::json!({"path": "./apps"}));

@@ -5,11 +5,25 @@
 //!
 //! Used by the reconciler (on an extracted artifact) and by `capstan build kustomization`
 //! (on a local directory, through [`render_local`]).
+//!
+//! # Guarantees
+//!
+//! * Nothing outside the source is read: `spec.path`, `spec.components` and every path the
+//!   kustomizations name (links resolved) must stay inside it; the kustomize engine is
+//!   confined to the build's own directory (the source and the generated overlay), and a
+//!   refusal reads the same whether or not the path exists outside.
+//! * A file that cannot be read never becomes "no objects": a `.yaml`/`.yml` file of a path
+//!   without a kustomization that does not decode as Kubernetes objects fails the build,
+//!   naming the file, as Flux's generator does.
+//! * Errors about a document after substitution give its object, line and column and the
+//!   variables substituted there, never its text, which may hold secret values.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
 
 use capstan_api::Kustomization;
+use capstan_kustomize::{Boundary, DiskFs};
 use kube::api::DynamicObject;
 use serde_json::Value;
 
@@ -81,60 +95,127 @@ pub(super) fn resolve_path(root: &Path, path: &str) -> Result<PathBuf, String> {
     Ok(resolved)
 }
 
-pub(super) fn has_kustomization(dir: &Path) -> bool {
-    KUSTOMIZATION_FILES.iter().any(|f| dir.join(f).is_file())
+/// Whether `dir` (inside `source`) holds a kustomization file. A kustomization file that is
+/// a link out of the source is refused rather than looked through.
+fn find_kustomization(dir: &Path, source: &Boundary, relative: &str) -> Result<bool, String> {
+    for name in KUSTOMIZATION_FILES {
+        let path = dir.join(name);
+        if std::fs::symlink_metadata(&path).is_err() {
+            continue;
+        }
+        let Some(real) = source.resolve(&DiskFs, &path) else {
+            return Err(outside_source(&join_relative(relative, name)));
+        };
+        if real.is_file() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
-/// Whether a YAML file holds Kubernetes objects (every document has `apiVersion` and `kind`).
-pub(super) fn is_manifest(path: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return false;
+fn outside_source(relative: &str) -> String {
+    format!("'{relative}' is a link leading outside the source: refused")
+}
+
+fn join_relative(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// Checks that every document of a manifest file is a Kubernetes object, as Flux's generator
+/// decodes each file it lists; `relative` names it in errors.
+fn check_manifest(real: &Path, relative: &str) -> Result<(), String> {
+    let failed = |why: String| {
+        format!(
+            "failed to decode Kubernetes YAML from '{relative}': {why}; hint: list the resources in a kustomization.yaml, or exclude the file with .sourceignore"
+        )
     };
-    capstan_kustomize::parse_documents(&text).is_ok_and(|docs| {
-        !docs.is_empty()
-            && docs
-                .iter()
-                .all(|d| d.get("apiVersion").is_some() && d.get("kind").is_some())
-    })
+    let bytes = std::fs::read(real).map_err(|e| failed(format!("cannot read the file: {e}")))?;
+    let text = String::from_utf8(bytes).map_err(|_| failed("the file is not UTF-8".into()))?;
+    let documents = capstan_kustomize::parse_documents(&text).map_err(failed)?;
+    for (index, document) in documents.iter().enumerate() {
+        let is_object = document
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|v| !v.is_empty())
+            && document
+                .get("kind")
+                .and_then(Value::as_str)
+                .is_some_and(|k| !k.is_empty());
+        if !is_object {
+            return Err(failed(format!(
+                "document {} is not a Kubernetes object (it needs apiVersion and kind)",
+                index + 1
+            )));
+        }
+    }
+    Ok(())
 }
 
-/// The resources of a generated kustomization for `dir`: subdirectories holding a
-/// kustomization, and manifest files, recursively, relative to `dir`, sorted.
+/// The resources of a generated kustomization for `dir`, as Flux's generator lists them:
+/// subdirectories holding a kustomization (not descended into), and `.yaml`/`.yml` files,
+/// recursively, relative to `base`, sorted. Every listed file must decode as Kubernetes
+/// objects, or the listing fails naming it; a directory that cannot be read fails it too.
+/// Entries whose name starts with `.` are skipped; links are resolved inside `source`
+/// (refused when they lead out) and, as in Flux's walk, links to directories are not
+/// descended into.
 pub(super) fn manifest_resources(
     dir: &Path,
     base: &Path,
+    source: &Boundary,
     out: &mut Vec<String>,
-) -> std::io::Result<()> {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        let relative = path
-            .strip_prefix(base)
-            .unwrap_or(&path)
+) -> Result<(), String> {
+    let relative_of = |path: &Path| {
+        path.strip_prefix(base)
+            .unwrap_or(path)
             .to_string_lossy()
-            .into_owned();
+            .into_owned()
+    };
+    let listing_failed =
+        |e: std::io::Error| format!("cannot list the directory '{}': {e}", relative_of(dir));
+    let mut entries = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(listing_failed)? {
+        let entry = entry.map_err(listing_failed)?;
+        let kind = entry.file_type().map_err(listing_failed)?;
+        entries.push((entry.path(), kind));
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (path, kind) in entries {
+        let relative = relative_of(&path);
         let hidden = path
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with('.'));
         if hidden {
             continue;
         }
-        if path.is_dir() {
-            if has_kustomization(&path) {
+        if kind.is_dir() {
+            if find_kustomization(&path, source, &relative)? {
                 out.push(relative);
             } else {
-                manifest_resources(&path, base, out)?;
+                manifest_resources(&path, base, source, out)?;
             }
-        } else if path
-            .extension()
-            .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
-            && is_manifest(&path)
-        {
-            out.push(relative);
+            continue;
         }
+        let manifest = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
+        if !manifest {
+            continue;
+        }
+        let real = if kind.is_symlink() {
+            let real = source
+                .resolve(&DiskFs, &path)
+                .ok_or_else(|| outside_source(&relative))?;
+            if real.is_dir() {
+                continue;
+            }
+            real
+        } else {
+            path.clone()
+        };
+        check_manifest(&real, &relative)?;
+        out.push(relative);
     }
     Ok(())
 }
@@ -186,31 +267,43 @@ pub(super) fn overlay_kustomization(object: &Kustomization, resource: &str) -> O
 }
 
 /// Builds `spec.path` inside the extracted artifact at `root` (which it may write into); the
-/// overlay carrying the overrides is written beside `root`, in `overlay/`.
+/// overlay carrying the overrides is written beside `root`, in `overlay/`. Nothing outside
+/// `root`'s parent (the build's own directory: the source and the overlay) is read.
 pub(super) fn build_objects(root: &Path, object: &Kustomization) -> Result<Vec<Value>, String> {
+    // The overlay sits beside the source (inside it, building the root would be a cycle).
+    let (Some(parent), Some(root_name)) = (root.parent(), root.file_name()) else {
+        return Err("the source directory has no parent".to_owned());
+    };
+    let source = Boundary::new(&DiskFs, root);
     let path = resolve_path(root, object.path())?;
+    let path = source
+        .resolve(&DiskFs, &path)
+        .ok_or_else(|| format!("spec.path '{}' must stay inside the source", object.path()))?;
     if !path.is_dir() {
         return Err(format!(
             "kustomization path not found: '{}' does not exist in the source",
             object.path()
         ));
     }
-    if !has_kustomization(&path) {
+    check_components(root, &path, object)?;
+    if !find_kustomization(&path, &source, object.path())? {
         let mut resources = Vec::new();
-        manifest_resources(&path, &path, &mut resources)
-            .map_err(|e| format!("cannot list the manifests in '{}': {e}", object.path()))?;
+        manifest_resources(&path, &path, &source, &mut resources)?;
         let generated = serde_json::json!({
             "apiVersion": "kustomize.config.k8s.io/v1beta1",
             "kind": "Kustomization",
             "resources": resources,
         });
-        std::fs::write(path.join("kustomization.yaml"), generated.to_string())
+        let file = path.join("kustomization.yaml");
+        if std::fs::symlink_metadata(&file).is_ok() {
+            return Err(format!(
+                "cannot write the generated kustomization: '{}' exists and is not a regular file",
+                join_relative(object.path().trim_end_matches('/'), "kustomization.yaml")
+            ));
+        }
+        std::fs::write(file, generated.to_string())
             .map_err(|e| format!("cannot write the generated kustomization: {e}"))?;
     }
-    // The overlay sits beside the source (inside it, building the root would be a cycle).
-    let (Some(parent), Some(root_name)) = (root.parent(), root.file_name()) else {
-        return Err("the source directory has no parent".to_owned());
-    };
     let relative = path.strip_prefix(root).unwrap_or(&path);
     let resource = Path::new("..").join(root_name).join(relative);
     let resource = resource.to_string_lossy().trim_end_matches('/').to_owned();
@@ -224,14 +317,41 @@ pub(super) fn build_objects(root: &Path, object: &Kustomization) -> Result<Vec<V
         }
         None => path,
     };
-    capstan_kustomize::build(&build_dir, &capstan_kustomize::BuildOptions::default()).map_err(|e| {
-        let message = e.to_string();
-        let root_text = format!("{}/", root.display());
-        format!(
-            "kustomize build failed: {}",
-            message.replace(&root_text, "")
-        )
+    let options = capstan_kustomize::BuildOptions {
+        boundary: Some(parent.to_path_buf()),
+        ..capstan_kustomize::BuildOptions::default()
+    };
+    capstan_kustomize::build(&build_dir, &options).map_err(|e| {
+        // Paths are shown relative to the source (the overlay relative to the build).
+        let message = e
+            .to_string()
+            .replace(&format!("{}/", root.display()), "")
+            .replace(&format!("{}/", parent.display()), "");
+        format!("kustomize build failed: {message}")
     })
+}
+
+/// Refuses `spec.components` entries leaving the source (they are relative to `spec.path`).
+fn check_components(root: &Path, path: &Path, object: &Kustomization) -> Result<(), String> {
+    for component in &object.spec.components {
+        let mut resolved = path.to_path_buf();
+        let mut inside = !Path::new(component).is_absolute();
+        for part in Path::new(component).components() {
+            match part {
+                Component::Normal(name) => resolved.push(name),
+                Component::ParentDir => {
+                    inside &= resolved.pop() && resolved.starts_with(root);
+                }
+                Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+            }
+        }
+        if !inside || !resolved.starts_with(root) {
+            return Err(format!(
+                "spec.components: '{component}' is outside the root of the source: refused"
+            ));
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn substitution_disabled(object: &Value) -> bool {
@@ -250,6 +370,18 @@ pub(super) fn substitution_disabled(object: &Value) -> bool {
 /// become empty, as Flux's non-strict substitution does. Errors name an unterminated or
 /// malformed expression.
 pub fn substitute(text: &str, variables: &BTreeMap<String, String>) -> Result<String, String> {
+    substitute_tracked(text, variables).map(|(out, _)| out)
+}
+
+/// A variable's value placed in the output of [`substitute_tracked`]: its byte range and name.
+type Placed = (Range<usize>, String);
+
+/// [`substitute`], also returning where each variable's value was placed.
+fn substitute_tracked(
+    text: &str,
+    variables: &BTreeMap<String, String>,
+) -> Result<(String, Vec<Placed>), String> {
+    let mut placed = Vec::new();
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find('$') {
@@ -283,14 +415,94 @@ pub fn substitute(text: &str, variables: &BTreeMap<String, String>) -> Result<St
             return Err(format!("invalid variable name '{name}' in '${{{body}}}'"));
         }
         match (variables.get(name), default) {
-            (Some(value), _) => out.push_str(value),
+            (Some(value), _) => {
+                let start = out.len();
+                out.push_str(value);
+                placed.push((start..out.len(), name.to_owned()));
+            }
             (None, Some(default)) => out.push_str(default),
             (None, None) => {}
         }
         rest = &body_start[end + 1..];
     }
     out.push_str(rest);
-    Ok(out)
+    Ok((out, placed))
+}
+
+/// Why a document no longer parses after substitution, without its text: the line and
+/// column, and the variables that may have broken it.
+fn redacted_parse_error(
+    text: &str,
+    placed: &[Placed],
+    error: &capstan_kustomize::YamlError,
+) -> String {
+    let line_of = |offset: usize| text[..offset.min(text.len())].matches('\n').count() + 1;
+    // Suspects: values on the error's line or the one before, and values before it holding
+    // characters that change the YAML's structure (a flow collection or quote they open may
+    // only fail lines later).
+    let structural = |range: &Range<usize>| {
+        text.get(range.clone()).is_some_and(|value| {
+            value.contains(": ")
+                || value.contains(" #")
+                || value.contains([
+                    '\n', '{', '}', '[', ']', '"', '\'', '`', '&', '*', '!', '|', '>', '%', '@',
+                ])
+        })
+    };
+    let near = |range: &Range<usize>| match error.line.and_then(|l| usize::try_from(l).ok()) {
+        Some(line) => {
+            let (first, last) = (line_of(range.start), line_of(range.end));
+            first <= line && (last + 1 >= line || structural(range))
+        }
+        None => true,
+    };
+    let mut names: Vec<&str> = Vec::new();
+    for (range, name) in placed {
+        if near(range) && !names.contains(&name.as_str()) {
+            names.push(name);
+        }
+    }
+    let at = match (error.line, error.column) {
+        (Some(line), Some(column)) => format!(" at line {line}, column {column}"),
+        (Some(line), None) => format!(" at line {line}"),
+        _ => String::new(),
+    };
+    let variables = if names.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = names.iter().map(|n| format!("${{{n}}}")).collect();
+        format!(" (substituted there: {})", names.join(", "))
+    };
+    format!(
+        "the yaml after substitution is invalid{at}{variables}; the excerpt is withheld as it may hold secret values"
+    )
+}
+
+/// `message` with quoted text (`"…"`, `` `…` ``, `'…'`) replaced, for errors about an
+/// object holding substituted values.
+fn redact_quoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut open: Option<char> = None;
+    for c in message.chars() {
+        match open {
+            Some(quote) if c == quote => {
+                out.push_str("<redacted>");
+                out.push(c);
+                open = None;
+            }
+            Some(_) => {}
+            None => {
+                out.push(c);
+                if matches!(c, '"' | '`') {
+                    open = Some(c);
+                }
+            }
+        }
+    }
+    if open.is_some() {
+        out.push_str("<redacted>");
+    }
+    out
 }
 
 pub(super) fn describe_value(object: &Value) -> String {
@@ -355,18 +567,22 @@ pub(super) fn finish_objects(
         if let Some(common) = common {
             add_common_metadata(&mut value, &common.labels, &common.annotations);
         }
+        let mut substituted = false;
         if let Some(variables) = variables
             && !substitution_disabled(&value)
         {
             let text = capstan_kustomize::to_yaml_document(&value);
-            let replaced = substitute(&text, variables)
+            let (replaced, placed) = substitute_tracked(&text, variables)
                 .map_err(|e| format!("post build failed for {}: {e}", describe_value(&value)))?;
-            let mut documents = capstan_kustomize::parse_documents(&replaced).map_err(|e| {
-                format!(
-                    "post build failed for {}: substituted yaml is invalid: {e}",
-                    describe_value(&value)
-                )
-            })?;
+            substituted = !placed.is_empty();
+            let mut documents =
+                capstan_kustomize::parse_documents_located(&replaced).map_err(|e| {
+                    format!(
+                        "post build failed for {}: {}",
+                        describe_value(&value),
+                        redacted_parse_error(&replaced, &placed, &e)
+                    )
+                })?;
             if documents.len() != 1 {
                 return Err(format!(
                     "post build failed for {}: substitution changed the number of documents",
@@ -376,9 +592,272 @@ pub(super) fn finish_objects(
             value = documents.remove(0);
         }
         let description = describe_value(&value);
-        let dynamic: DynamicObject = serde_json::from_value(value)
-            .map_err(|e| format!("{description}: not a Kubernetes object: {e}"))?;
+        let dynamic: DynamicObject = serde_json::from_value(value).map_err(|e| {
+            let why = e.to_string();
+            let why = if substituted {
+                redact_quoted(&why)
+            } else {
+                why
+            };
+            format!("{description}: not a Kubernetes object: {why}")
+        })?;
         finished.push(dynamic);
     }
     Ok(finished)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: apps\ndata:\n  a: b\n";
+
+    fn kustomization(spec: &Value) -> Kustomization {
+        let mut full = serde_json::json!({
+            "interval": "1m",
+            "prune": true,
+            "sourceRef": {"kind": "GitRepository", "name": "source"},
+        });
+        if let (Some(full), Some(spec)) = (full.as_object_mut(), spec.as_object()) {
+            full.extend(spec.clone());
+        }
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": "k", "namespace": "apps"},
+            "spec": full,
+        }))
+        .unwrap()
+    }
+
+    /// A build directory `build/` (as the controller makes one) holding the source in
+    /// `build/source`, and `host/` beside it standing for the rest of the machine. Paths
+    /// starting with `source/` are written in the build directory.
+    struct Work(tempfile::TempDir);
+
+    impl Work {
+        fn new(files: &[(&str, &str)]) -> Self {
+            let work = Work(tempfile::tempdir().unwrap());
+            std::fs::create_dir_all(work.root()).unwrap();
+            for (path, text) in files {
+                work.write(path, text);
+            }
+            work
+        }
+        fn root(&self) -> PathBuf {
+            self.0.path().join("build/source")
+        }
+        fn path(&self, path: &str) -> PathBuf {
+            if path.starts_with("source/") {
+                self.0.path().join("build").join(path)
+            } else {
+                self.0.path().join(path)
+            }
+        }
+        fn write(&self, path: &str, text: &str) {
+            let path = self.path(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        fn link(&self, target: &Path, link: &str) {
+            std::os::unix::fs::symlink(target, self.path(link)).unwrap();
+        }
+        fn build(&self, spec: &Value) -> Result<Vec<Value>, String> {
+            build_objects(&self.root(), &kustomization(spec))
+        }
+    }
+
+    fn assert_no_host(message: &str, work: &Work) {
+        let host = work.0.path().display().to_string();
+        assert!(!message.contains(&host), "{message} shows a host path");
+        assert!(!message.contains("stolen"), "{message} shows host content");
+    }
+
+    #[test]
+    fn a_file_that_does_not_parse_fails_the_build_naming_it() {
+        for (name, text) in [
+            (
+                "duplicate",
+                "apiVersion: v1\nkind: ConfigMap\nkind: Secret\nmetadata: {name: x}\n",
+            ),
+            (
+                "flow",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: ${VAR}}\n",
+            ),
+            (
+                "typo",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n data: 1\n",
+            ),
+            (
+                "deep",
+                &format!("{}1{}\n", "[".repeat(400), "]".repeat(400)),
+            ),
+            ("values", "replicas: 3\n"),
+            ("nokind", "apiVersion: v1\nmetadata: {name: x}\n"),
+        ] {
+            let file = format!("source/apps/sub/{name}.yml");
+            let work = Work::new(&[("source/apps/cm.yaml", CM), (&file, text)]);
+            let error = work
+                .build(&serde_json::json!({"path": "./apps"}))
+                .unwrap_err();
+            assert!(
+                error.contains(&format!(
+                    "failed to decode Kubernetes YAML from 'sub/{name}.yml'"
+                )),
+                "{name}: {error}"
+            );
+            assert_no_host(&error, &work);
+            assert!(
+                !work.root().join("apps/kustomization.yaml").exists(),
+                "{name}: nothing generated"
+            );
+        }
+    }
+
+    #[test]
+    fn json_and_other_files_are_not_listed_as_flux_does() {
+        let work = Work::new(&[
+            ("source/apps/cm.yaml", CM),
+            ("source/apps/package.json", "{\"name\": \"x\"}"),
+            ("source/apps/README.md", "docs: [x"),
+            ("source/apps/empty.yaml", "---\n"),
+            ("source/apps/.hidden.yaml", "not: [valid"),
+        ]);
+        let objects = work.build(&serde_json::json!({"path": "./apps"})).unwrap();
+        assert_eq!(objects.len(), 1);
+    }
+
+    #[test]
+    fn links_out_of_the_source_are_refused_alike() {
+        let mut messages = Vec::new();
+        for target in ["host/secret.yaml", "host/missing.yaml"] {
+            let work = Work::new(&[
+                ("source/apps/cm.yaml", CM),
+                (
+                    "host/secret.yaml",
+                    "apiVersion: v1\nkind: Secret\nmetadata: {name: stolen}\n",
+                ),
+            ]);
+            work.link(&work.0.path().join(target), "source/apps/link.yaml");
+            let error = work
+                .build(&serde_json::json!({"path": "./apps"}))
+                .unwrap_err();
+            assert!(error.contains("'link.yaml'"), "{error}");
+            assert_no_host(&error, &work);
+            messages.push(error);
+        }
+        assert_eq!(messages[0], messages[1]);
+    }
+
+    #[test]
+    fn spec_path_through_a_link_out_is_refused() {
+        let work = Work::new(&[("host/apps/cm.yaml", CM)]);
+        work.link(&work.0.path().join("host/apps"), "source/apps");
+        let error = work
+            .build(&serde_json::json!({"path": "./apps"}))
+            .unwrap_err();
+        assert!(error.contains("must stay inside the source"), "{error}");
+        assert!(!work.0.path().join("host/apps/kustomization.yaml").exists());
+    }
+
+    #[test]
+    fn a_dangling_kustomization_link_is_not_written_through() {
+        let work = Work::new(&[("source/apps/cm.yaml", CM)]);
+        let outside = work.0.path().join("host/kustomization.yaml");
+        std::fs::create_dir_all(outside.parent().unwrap()).unwrap();
+        work.link(&outside, "source/apps/kustomization.yaml");
+        let error = work
+            .build(&serde_json::json!({"path": "./apps"}))
+            .unwrap_err();
+        assert!(error.contains("kustomization.yaml"), "{error}");
+        assert!(!outside.exists(), "the build wrote outside the source");
+        assert_no_host(&error, &work);
+    }
+
+    #[test]
+    fn directories_and_components_outside_the_source_are_refused() {
+        let host = [
+            ("host/dir/kustomization.yaml", "resources: [cm.yaml]\n"),
+            (
+                "host/dir/cm.yaml",
+                "apiVersion: v1\nkind: Secret\nmetadata: {name: stolen}\n",
+            ),
+            (
+                "host/c/kustomization.yaml",
+                "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncommonLabels: {stolen: x}\n",
+            ),
+        ];
+        for (kustomization, spec) in [
+            (
+                "resources: [../../../host/dir]\n",
+                serde_json::json!({"path": "./apps"}),
+            ),
+            (
+                "resources: [cm.yaml]\ncomponents: [../../../host/c]\n",
+                serde_json::json!({"path": "./apps"}),
+            ),
+            (
+                "resources: [cm.yaml]\n",
+                serde_json::json!({"path": "./apps", "components": ["../../../host/c"]}),
+            ),
+        ] {
+            let mut messages = Vec::new();
+            for with_host in [true, false] {
+                let mut files = vec![
+                    ("source/apps/kustomization.yaml", kustomization),
+                    ("source/apps/cm.yaml", CM),
+                ];
+                if with_host {
+                    files.extend(host);
+                }
+                let work = Work::new(&files);
+                let error = work.build(&spec).unwrap_err();
+                assert!(error.contains("outside the root of the source"), "{error}");
+                assert_no_host(&error, &work);
+                messages.push(error);
+            }
+            assert_eq!(messages[0], messages[1], "existence must not show");
+        }
+    }
+
+    fn finish(value: &Value, variables: &[(&str, &str)]) -> Result<Vec<DynamicObject>, String> {
+        let object = kustomization(&serde_json::json!({}));
+        let variables: BTreeMap<String, String> = variables
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        finish_objects(vec![value.clone()], &object, Some(&variables))
+    }
+
+    #[test]
+    fn substituted_values_never_appear_in_parse_errors() {
+        let object = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cm", "namespace": "apps"},
+            "data": {"plain": "${plain}", "password": "${password}"},
+        });
+        for value in [
+            "MARKER-s3cr3t: with a colon",
+            "MARKER-s3cr3t\n  broken: [indent",
+            "\"MARKER-s3cr3t",
+            "{MARKER-s3cr3t",
+        ] {
+            let error = finish(&object, &[("plain", "x"), ("password", value)]).unwrap_err();
+            assert!(!error.contains("MARKER"), "{error}");
+            assert!(error.contains("ConfigMap/apps/cm"), "{error}");
+            assert!(error.contains("line "), "{error}");
+            assert!(error.contains("${password}"), "{value:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn substituted_values_never_appear_in_object_errors() {
+        let object = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": "${meta}",
+        });
+        let error = finish(&object, &[("meta", "MARKER-s3cr3t")]).unwrap_err();
+        assert!(!error.contains("MARKER"), "{error}");
+        assert!(error.contains("not a Kubernetes object"), "{error}");
+    }
 }
