@@ -547,3 +547,217 @@ fn extracts_a_tarball_written_by_go() {
     let chart = std::fs::read_to_string(target.join("common/Chart.yaml")).unwrap();
     assert!(chart.contains("name: common"), "{chart}");
 }
+
+/// A reader counting the bytes taken from it.
+struct Counted<R> {
+    inner: R,
+    read: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.set(self.read.get() + n as u64);
+        Ok(n)
+    }
+}
+
+/// A tarball (stored, not compressed: no ratio check can fire) whose first member is an
+/// extension record of `kind` and `size` bytes of `b'a'`, followed by a file.
+fn extension_tarball(kind: u8, size: usize) -> Vec<u8> {
+    let mut tar = Vec::new();
+    let mut header = tar::Header::new_gnu();
+    header.as_old_mut().name[..13].copy_from_slice(b"././@LongLink");
+    header.set_size(size as u64);
+    header.set_entry_type(tar::EntryType::new(kind));
+    header.set_cksum();
+    tar.extend_from_slice(header.as_bytes());
+    tar.resize(tar.len() + size.div_ceil(512) * 512, b'a');
+    let mut builder = tar::Builder::new(tar);
+    let mut file = tar::Header::new_gnu();
+    file.set_size(2);
+    file.set_mode(0o644);
+    builder
+        .append_data(&mut file, "ok.yaml", &b"a\n"[..])
+        .unwrap();
+    let tar = builder.into_inner().unwrap();
+    let mut encoder = GzEncoder::new(Vec::new(), Compression::none());
+    encoder.write_all(&tar).unwrap();
+    encoder.finish().unwrap()
+}
+
+#[test]
+fn extension_records_are_refused_from_their_header_before_they_are_read() {
+    for (kind, what) in [
+        (b'L', "GNU long name record of 67108864 bytes"),
+        (b'K', "GNU long link name record of 67108864 bytes"),
+        (b'x', "PAX extended header record of 67108864 bytes"),
+        (b'g', "PAX global header record of 67108864 bytes"),
+    ] {
+        let tarball = extension_tarball(kind, 64 << 20);
+        let read = std::rc::Rc::default();
+        let reader = Counted {
+            inner: &tarball[..],
+            read: std::rc::Rc::clone(&read),
+        };
+        let out = tempfile::tempdir().unwrap();
+        let target = out.path().join("x");
+        let error = extract(reader, &target, &Limits::default()).unwrap_err();
+        assert!(
+            matches!(&error, Error::LimitExceeded { what: w, limit, .. }
+                if w == what && *limit == Limits::MAX_EXTENSION_BYTES),
+            "{}: {error}",
+            kind as char
+        );
+        assert!(
+            read.get() < 4 << 20,
+            "{}: stopped early, read {} bytes",
+            kind as char,
+            read.get()
+        );
+        assert!(!target.exists());
+        assert_eq!(
+            std::fs::read_dir(out.path()).unwrap().count(),
+            0,
+            "no leftovers"
+        );
+    }
+}
+
+#[test]
+fn extension_records_within_the_limit_still_work() {
+    // A PAX record for a long name, as pack writes it, and a small GNU long name.
+    let dir = tempfile::tempdir().unwrap();
+    let long = "d/".repeat(120) + "file.yaml";
+    std::fs::create_dir_all(dir.path().join(long.rsplit_once('/').unwrap().0)).unwrap();
+    std::fs::write(dir.path().join(&long), "a: 1\n").unwrap();
+    let mut tarball = Vec::new();
+    pack(dir.path(), &mut tarball, &PackOptions::default()).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    extract(&tarball[..], &out.path().join("x"), &Limits::default()).unwrap();
+    assert!(out.path().join("x").join(&long).is_file());
+
+    let tarball = extension_tarball(b'L', 200);
+    let out = tempfile::tempdir().unwrap();
+    // The 200-byte name of `a`s names the file that follows.
+    extract(&tarball[..], &out.path().join("x"), &Limits::default()).unwrap();
+}
+
+#[test]
+fn a_pax_size_that_disagrees_with_the_header_cannot_hide_a_record() {
+    // The PAX record says the next entry (a directory) has 0 bytes; its header says 512. The
+    // `tar` crate follows the PAX size, so the guard must too: the oversize `L` header right
+    // after the entry is seen and refused, not skipped as the directory's data.
+    let mut tar = Vec::new();
+    let record = b"10 size=0\n";
+    let mut pax = tar::Header::new_ustar();
+    pax.set_size(10);
+    pax.set_entry_type(tar::EntryType::XHeader);
+    pax.set_cksum();
+    tar.extend_from_slice(pax.as_bytes());
+    let mut data = record[..10].to_vec();
+    data.resize(512, 0);
+    tar.extend_from_slice(&data);
+    let mut directory = tar::Header::new_gnu();
+    directory.as_old_mut().name[..2].copy_from_slice(b"d/");
+    directory.set_size(512);
+    directory.set_mode(0o755);
+    directory.set_entry_type(tar::EntryType::Directory);
+    directory.set_cksum();
+    tar.extend_from_slice(directory.as_bytes());
+    let mut long = tar::Header::new_gnu();
+    long.as_old_mut().name[..13].copy_from_slice(b"././@LongLink");
+    long.set_size(64 << 20);
+    long.set_entry_type(tar::EntryType::GNULongName);
+    long.set_cksum();
+    tar.extend_from_slice(long.as_bytes());
+    tar.resize(tar.len() + (64 << 20), b'a');
+    let mut encoder = GzEncoder::new(Vec::new(), Compression::none());
+    encoder.write_all(&tar).unwrap();
+    let tarball = encoder.finish().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let error = extract(&tarball[..], &out.path().join("x"), &Limits::default()).unwrap_err();
+    assert!(
+        error.to_string().contains("GNU long name record"),
+        "{error}"
+    );
+}
+
+#[test]
+fn pack_refuses_what_extraction_would_refuse_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.yaml"), "a: 1\n").unwrap();
+    std::fs::write(dir.path().join("big.bin"), vec![0u8; 4096]).unwrap();
+    std::fs::write(dir.path().join("c.yaml"), "c: 1\n").unwrap();
+    let pack_with = |limits: Limits| {
+        pack(
+            dir.path(),
+            std::io::sink(),
+            &PackOptions {
+                limits: Some(&limits),
+                ..PackOptions::default()
+            },
+        )
+    };
+    let limits = Limits {
+        max_file_bytes: 4095,
+        ..Limits::default()
+    };
+    let error = pack_with(limits).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "tar entry \"big.bin\": file size 4096 exceeds the limit of 4095"
+    );
+    // The root, three files: four entries.
+    let limits = Limits {
+        max_entries: 3,
+        ..Limits::default()
+    };
+    let error = pack_with(limits).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "tar entry \"c.yaml\": entry count 4 exceeds the limit of 3"
+    );
+    let limits = Limits {
+        max_entries: 4,
+        ..Limits::default()
+    };
+    let mut tarball = Vec::new();
+    pack(
+        dir.path(),
+        &mut tarball,
+        &PackOptions {
+            limits: Some(&limits),
+            ..PackOptions::default()
+        },
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    extract(&tarball[..], &out.path().join("x"), &limits).unwrap();
+}
+
+#[test]
+fn stored_artifacts_are_read_without_the_ratio_check() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("zeros"), vec![0u8; 8 << 20]).unwrap();
+    let mut tarball = Vec::new();
+    let limits = Limits::default();
+    pack(
+        dir.path(),
+        &mut tarball,
+        &PackOptions {
+            limits: Some(&limits),
+            ..PackOptions::default()
+        },
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let error = extract(&tarball[..], &out.path().join("x"), &limits).unwrap_err();
+    assert!(error.to_string().contains("compression ratio"), "{error}");
+    extract(
+        &tarball[..],
+        &out.path().join("y"),
+        &limits.for_stored_artifacts(),
+    )
+    .unwrap();
+}

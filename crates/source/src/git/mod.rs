@@ -578,9 +578,12 @@ fn connect<'remote, 'repo>(
             });
         }
     }
+    // Never ask a terminal or a credential helper: credentials come from the secret only, and
+    // a server asking for them is reported as what it is.
     let connection = remote
         .connect(Direction::Fetch)
-        .map_err(|e| git_error("connect to", url, e))?;
+        .map_err(|e| git_error("connect to", url, e))?
+        .with_credentials(refuse_credential_prompt);
     match auth {
         GitAuth::Http(http_auth) => Ok(
             connection.with_transport_options(Box::new(http_options(Some(http_auth), timeout)?))
@@ -589,6 +592,23 @@ fn connect<'remote, 'repo>(
             Ok(connection.with_transport_options(Box::new(http_options(None, timeout)?)))
         }
         _ => Ok(connection),
+    }
+}
+
+/// The credential helper of every connection: a server asking for credentials (HTTP 401)
+/// gets none beyond those of the secret, and the error says so.
+fn refuse_credential_prompt(
+    action: gix::credentials::helper::Action,
+) -> gix::Result<Option<gix::credentials::protocol::Outcome>> {
+    match action {
+        gix::credentials::helper::Action::Get(_) => {
+            Err(gix::Error::from_error(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "the server answered HTTP 401 Unauthorized: the credentials of spec.secretRef \
+                 are missing or not accepted",
+            )))
+        }
+        _ => Ok(None),
     }
 }
 
