@@ -1469,6 +1469,65 @@ mod tests {
     }
 
     #[test]
+    fn only_the_same_objects_of_the_same_revision_count_as_already_applied() {
+        let mut object = kustomization(&serde_json::json!({}));
+        object.metadata.generation = Some(2);
+        let mut status = KustomizationStatus {
+            observed_generation: Some(2),
+            last_applied_revision: Some("main@sha1:a".into()),
+            ..KustomizationStatus::default()
+        };
+        crate::runtime::conditions::set_condition(
+            &mut status.conditions,
+            condition::READY,
+            ConditionStatus::True,
+            reason::RECONCILIATION_SUCCEEDED,
+            "Applied revision: main@sha1:a",
+            Some(2),
+        );
+        history::upsert(
+            &mut status.history,
+            "sha256:objects",
+            jiff::Timestamp::UNIX_EPOCH,
+            Duration::from_secs(1),
+            reason::RECONCILIATION_SUCCEEDED,
+            BTreeMap::new(),
+        );
+        assert!(already_applied(
+            &object,
+            &status,
+            "main@sha1:a",
+            "sha256:objects"
+        ));
+        assert!(
+            !already_applied(&object, &status, "main@sha1:b", "sha256:objects"),
+            "a new revision"
+        );
+        assert!(
+            !already_applied(&object, &status, "main@sha1:a", "sha256:other"),
+            "other objects (e.g. new variables)"
+        );
+        object.metadata.generation = Some(3);
+        assert!(
+            !already_applied(&object, &status, "main@sha1:a", "sha256:objects"),
+            "a new generation"
+        );
+        object.metadata.generation = Some(2);
+        history::upsert(
+            &mut status.history,
+            "sha256:objects",
+            jiff::Timestamp::UNIX_EPOCH,
+            Duration::from_secs(1),
+            reason::HEALTH_CHECK_FAILED,
+            BTreeMap::new(),
+        );
+        assert!(
+            !already_applied(&object, &status, "main@sha1:a", "sha256:objects"),
+            "the last attempt failed"
+        );
+    }
+
+    #[test]
     fn dependencies_must_be_ready_for_their_generation() {
         let mut object = kustomization(&serde_json::json!({}));
         assert!(!is_ready(&object));

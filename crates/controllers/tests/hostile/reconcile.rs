@@ -701,3 +701,55 @@ async fn a_crash_mid_apply_leaves_the_status_in_progress() {
         "every object at the new revision"
     );
 }
+
+/// `timeout: 0s` on a GitRepository: every Git operation times out at once. That is a
+/// failure retried with backoff (Ready=False naming the timeout, not Stalled), not a loop: the
+/// reconciles stay within the rate limit while a reconcile request waits its turn.
+#[tokio::test]
+async fn zero_timeout_fails_with_backoff_not_a_loop() {
+    let env = Env::start().await;
+    env.namespace(NAMESPACE).await;
+    let upstream = GitServer::start().await;
+    upstream.commit(&[("app/config.yaml", "a: 1\n")], "first");
+    let started = Instant::now();
+    env.create_git_repository(
+        NAMESPACE,
+        "no-time",
+        serde_json::json!({"url": upstream.url(), "interval": "1m", "timeout": "0s",
+                           "ref": {"branch": "main"}}),
+    )
+    .await;
+    let object = env
+        .wait_for(NAMESPACE, "no-time", "Ready=False", |o| {
+            support::condition(o, "Ready").is_some_and(|c| c.0 == "False")
+        })
+        .await;
+    let (_, _, message) = support::condition(&object, "Ready").unwrap();
+    assert!(message.contains("timed out after 0ns"), "{message}");
+    assert!(support::condition(&object, "Stalled").is_none());
+    assert!(object.status.as_ref().unwrap().artifact.is_none());
+
+    request_reconcile(&env.git_repositories(NAMESPACE), "no-time", "retry").await;
+    env.wait_for(
+        NAMESPACE,
+        "no-time",
+        "the request handled",
+        |o: &GitRepository| {
+            o.status
+                .as_ref()
+                .and_then(|s| s.reconcile_request.last_handled_reconcile_at.as_deref())
+                == Some("retry")
+        },
+    )
+    .await;
+    let elapsed = started.elapsed();
+    let reconciles = env_reconcile_count(&env, "GitRepository", "no-time").await;
+    let limit = RateLimit::default();
+    let allowed = u64::from(limit.burst)
+        + u64::try_from(elapsed.as_millis() / limit.period.as_millis()).unwrap()
+        + 2;
+    assert!(
+        reconciles <= allowed,
+        "{reconciles} reconciles in {elapsed:?} (at most {allowed})"
+    );
+}
