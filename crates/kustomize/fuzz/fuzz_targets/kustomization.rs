@@ -21,4 +21,20 @@ fuzz_target!(|data: &[u8]| {
     }
     // Must never panic, whatever the input.
     let _ = build_with(&fs, Path::new("/app"), &BuildOptions::default());
+    // Confined to the source, as the controller builds: every path the input names goes
+    // through the boundary; a file outside it must never be read.
+    fs.insert(
+        "outside.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: escaped\n",
+    );
+    let confined = BuildOptions {
+        boundary: Some("/app".into()),
+        ..BuildOptions::default()
+    };
+    if let Ok(objects) = build_with(&fs, Path::new("/app"), &confined) {
+        assert!(
+            !objects.iter().any(|o| o["metadata"]["name"] == "escaped"),
+            "a file outside the boundary was read"
+        );
+    }
 });
