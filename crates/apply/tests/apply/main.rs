@@ -594,3 +594,67 @@ async fn one_invalid_object_does_not_hide_the_others() {
     })
     .await;
 }
+
+/// What an owner records before applying names exactly what the apply writes (namespaces fixed
+/// up per scope), and deleting such a record is safe for entries no apply could have written.
+#[tokio::test]
+async fn references_before_an_apply_match_its_change_set() {
+    let c = Cluster::start().await;
+    let mut cluster_scoped = namespace("refs");
+    cluster_scoped.metadata.namespace = Some("ignored".into());
+    let objects = vec![
+        cluster_scoped,
+        object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "defaulted"}, "data": {"k": "v"}})),
+        configmap("default", "named", &json!({"k": "v"})),
+        crd(),
+        object(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "default"}, "spec": {"size": 1}})),
+        object(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}})),
+    ];
+    let options = ApplyOptions {
+        default_namespace: Some("default".into()),
+        ..ApplyOptions::default()
+    };
+    let planned = c.manager.references(&objects, &options).await;
+    let planned: Vec<String> = planned.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        planned,
+        [
+            "Namespace/refs",
+            "ConfigMap/default/defaulted",
+            "ConfigMap/default/named",
+            "CustomResourceDefinition/widgets.example.com",
+            "Widget/default/w",
+        ],
+        "the nameless object is left out"
+    );
+    let changeset = c
+        .manager
+        .apply_all_staged(&objects[..5], &options)
+        .await
+        .unwrap();
+    let mut applied: Vec<String> = changeset
+        .entries
+        .iter()
+        .map(|e| e.object.to_string())
+        .collect();
+    let mut expected = planned.clone();
+    applied.sort();
+    expected.sort();
+    assert_eq!(applied, expected);
+
+    // A namespaced entry without a namespace cannot name an object: nothing to delete.
+    let orphan = ObjectRef::new("v1", "ConfigMap", "", "defaulted");
+    let deleted = c
+        .manager
+        .delete_all(&[orphan], &DeleteOptions::default())
+        .await
+        .unwrap();
+    assert!(deleted.entries.is_empty());
+    assert!(
+        c.get("v1", "ConfigMap", "default", "defaulted")
+            .await
+            .is_some()
+    );
+}
