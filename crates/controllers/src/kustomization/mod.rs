@@ -20,8 +20,12 @@
 //!   `substituteFrom` variables (`${var}`, `${var:=default}`, `$${var}` for a literal) are
 //!   substituted, except in objects annotated or labelled
 //!   `kustomize.toolkit.fluxcd.io/substitute: disabled`.
-//! - [`apply`](apply_step): server-side applies the objects in stages under the field
-//!   manager [`FIELD_MANAGER`], labelled with their owner; records `status.inventory`. With
+//! - [`apply`](apply_step): before the first write, records in the status the inventory grown
+//!   by every object about to be applied and, unless exactly these objects of this revision
+//!   are already applied, `Reconciling=True` / `Ready=Unknown` naming the revision (so a crash
+//!   leaves "in progress" and a deletion finds everything); then server-side applies the
+//!   objects in stages under the field manager [`FIELD_MANAGER`], labelled with their owner,
+//!   and records `status.inventory` of what was applied. With
 //!   the annotation [`drift::DRIFT_ANNOTATION`]`: report` it only diffs (server-side dry run)
 //!   and reports the `Drifted` condition and a `DriftDetected` Event instead ([`drift`]).
 //! - [`prune`](prune_step): with `spec.prune`, deletes objects of the previous inventory that
@@ -39,7 +43,7 @@
 //! Kustomization becomes Ready. Failures are retried after `spec.retryInterval` (default: the
 //! interval), as in Flux.
 //!
-//! On deletion, the inventory is deleted when `spec.deletionPolicy` asks for it (the default
+//! On deletion (the object read afresh, not from the watch cache), the inventory is deleted when `spec.deletionPolicy` asks for it (the default
 //! `MirrorPrune` follows `spec.prune`; `Orphan` keeps the objects; `WaitForTermination` also
 //! waits, up to `spec.timeout`, until the deleted objects are gone), through the same apply
 //! engine (remote cluster, impersonation) as the apply.
