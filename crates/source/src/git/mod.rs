@@ -596,7 +596,9 @@ fn connect<'remote, 'repo>(
 }
 
 /// The credential helper of every connection: a server asking for credentials (HTTP 401)
-/// gets none beyond those of the secret, and the error says so.
+/// gets none beyond those of the secret, and the error says so. (gix hands the action over
+/// by value.)
+#[allow(clippy::needless_pass_by_value)]
 fn refuse_credential_prompt(
     action: gix::credentials::helper::Action,
 ) -> gix::Result<Option<gix::credentials::protocol::Outcome>> {
