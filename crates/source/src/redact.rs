@@ -7,7 +7,8 @@
 //!
 //! # Guarantees
 //! - The userinfo (everything up to the last `@` of the authority) of every `scheme://` URL is
-//!   removed; nothing else changes.
+//!   removed, except an ssh URL's user name (`ssh://git@host/…`), which is no secret; nothing
+//!   else changes.
 //! - [`error_chain`] text has passed through [`urls`].
 
 use std::fmt::Write as _;
@@ -30,7 +31,23 @@ pub fn urls(text: &str) -> String {
             .find(|c: char| matches!(c, '/' | '?' | '#') || c.is_whitespace() || c == ')')
             .unwrap_or(tail.len());
         let authority = &tail[..end];
+        let scheme: String = head[..index]
+            .chars()
+            .rev()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         match authority.rfind('@') {
+            // An ssh user name (`git@`) is no secret and selects the account; its password is.
+            Some(at) if scheme.to_ascii_lowercase().contains("ssh") => {
+                let userinfo = &authority[..at];
+                let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+                out.push_str(user);
+                out.push_str(&authority[at..]);
+            }
+            // Over HTTP a user name alone can be a token: drop all of it.
             Some(at) => out.push_str(&authority[at + 1..]),
             None => out.push_str(authority),
         }
@@ -69,7 +86,16 @@ mod tests {
         );
         assert_eq!(
             url("ssh://git@example.com:22/repo"),
-            "ssh://example.com:22/repo"
+            "ssh://git@example.com:22/repo",
+            "an ssh user is kept"
+        );
+        assert_eq!(
+            url("ssh://git:s3cret@example.com/repo"),
+            "ssh://git@example.com/repo"
+        );
+        assert_eq!(
+            url("https://ghp_token@example.com/r"),
+            "https://example.com/r"
         );
         assert_eq!(url("http://a:b@host"), "http://host");
         assert_eq!(url("git@example.com:repo"), "git@example.com:repo");
