@@ -521,9 +521,12 @@ fn fetch_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_> {
             .object
             .timeout()
             .map_err(|e| ReconcileError::stalled("InvalidTimeout", e.to_string()).with_source(e))?;
-        // A fresh interrupt flag per operation: dropping the future on timeout sets it.
+        // A fresh interrupt flag per operation: dropping the future on timeout sets it. The
+        // fetch is bounded by the limits the artifact will be packed with.
+        let limits = *cx.reconciler.storage().limits();
         let options = || FetchOptions {
             timeout: Some(timeout),
+            limits,
             ..FetchOptions::default()
         };
         let revision = match with_timeout(

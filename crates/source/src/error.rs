@@ -197,6 +197,22 @@ pub enum Error {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
+    /// A Git fetch or checkout passed one of the [`crate::artifact::Limits`] (pack size, bytes
+    /// inflated from it, file size, total size, entry count); it stopped as the bytes arrived.
+    #[error("cannot {operation} {url}: {what} exceeds the limit of {limit}{}", entry_suffix(entry.as_deref()))]
+    GitLimitExceeded {
+        /// What was being done (`fetch`, `check out`).
+        operation: &'static str,
+        /// The repository URL (without credentials).
+        url: String,
+        /// The file being checked out, if any.
+        entry: Option<String>,
+        /// Which limit, with the value reached.
+        what: String,
+        /// The configured limit.
+        limit: u64,
+    },
+
     /// The requested Git reference does not exist on the remote.
     #[error("{reference} not found in {url}")]
     GitReferenceNotFound {
@@ -293,3 +309,7 @@ impl Error {
 
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+fn entry_suffix(entry: Option<&str>) -> String {
+    entry.map(|e| format!(" (at {e:?})")).unwrap_or_default()
+}

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use gix::object::tree::EntryKind;
 
+use super::budget::{CheckoutBudget, Exceeded};
 use crate::Error;
 
 pub(super) enum CheckoutError {
@@ -12,6 +13,11 @@ pub(super) enum CheckoutError {
     Git(Box<dyn std::error::Error + Send + Sync>),
     /// The interrupt flag was set.
     Interrupted,
+    /// `entry` (a path relative to the checkout) would pass a limit.
+    Limit {
+        entry: String,
+        exceeded: Exceeded,
+    },
 }
 
 impl From<Error> for CheckoutError {
@@ -37,12 +43,25 @@ pub(super) fn prepare_target(dir: &Path) -> crate::Result<()> {
 }
 
 /// Writes the tree `id` below `dir`; submodules (gitlinks) are skipped. Stops between entries
-/// once `interrupt` is set.
+/// once `interrupt` is set. Every entry is counted against `budget` before it is written, with
+/// the size from the object's header, so an oversize blob is never loaded.
 pub(super) fn write_tree(
     repo: &gix::Repository,
     id: gix::ObjectId,
     dir: &Path,
     interrupt: &AtomicBool,
+    budget: &mut CheckoutBudget,
+) -> Result<(), CheckoutError> {
+    write_subtree(repo, id, dir, "", interrupt, budget)
+}
+
+fn write_subtree(
+    repo: &gix::Repository,
+    id: gix::ObjectId,
+    dir: &Path,
+    prefix: &str,
+    interrupt: &AtomicBool,
+    budget: &mut CheckoutBudget,
 ) -> Result<(), CheckoutError> {
     let tree = repo.find_tree(id).map_err(git)?;
     for entry in tree.iter() {
@@ -65,10 +84,30 @@ pub(super) fn write_tree(
         }
         let path = dir.join(&name);
         let object = entry.oid().to_owned();
-        match entry.mode().kind() {
+        let relative = format!("{prefix}{name}");
+        let kind = entry.mode().kind();
+        let size = match kind {
+            EntryKind::Blob | EntryKind::BlobExecutable | EntryKind::Link => {
+                repo.find_header(object).map_err(git)?.size()
+            }
+            EntryKind::Tree => 0,
+            EntryKind::Commit => continue,
+        };
+        budget.add(size).map_err(|exceeded| CheckoutError::Limit {
+            entry: relative.clone(),
+            exceeded,
+        })?;
+        match kind {
             EntryKind::Tree => {
                 fs_err::create_dir(&path).map_err(|e| Error::io("create", &path, e))?;
-                write_tree(repo, object, &path, interrupt)?;
+                write_subtree(
+                    repo,
+                    object,
+                    &path,
+                    &format!("{relative}/"),
+                    interrupt,
+                    budget,
+                )?;
             }
             EntryKind::Blob | EntryKind::BlobExecutable => {
                 let blob = repo.find_blob(object).map_err(git)?;

@@ -41,6 +41,7 @@
 //! [`Error::Git`]. A secret that cannot be used (incomplete, or credentials that do not fit the
 //! URL's scheme) is refused with [`Error::UnsupportedGitAuth`], never ignored.
 
+mod budget;
 mod checkout;
 mod reference;
 pub mod server;
@@ -59,6 +60,7 @@ use gix::remote::Direction;
 pub use reference::{DEFAULT_BRANCH, GitReference};
 use reference::{RemoteRef, Resolved, Selector};
 
+use crate::artifact::Limits;
 use crate::{Error, Result};
 
 /// Credentials for a Git remote, usually read from a Flux secret with [`GitAuth::from_secret`].
@@ -208,6 +210,12 @@ pub struct FetchOptions {
     /// [`fetch`] or [`remote_revision`] is dropped before it completes. The blocking thread
     /// holds a clone of it until it finishes. Use a fresh flag per operation.
     pub interrupt: Arc<AtomicBool>,
+    /// What the server may make a fetch read and write: the pack received is bounded by
+    /// `max_archive_bytes`, the bytes inflated from it by `max_total_bytes`, any single object
+    /// by `max_file_bytes`, and the checkout by the file, total and entry limits, all enforced
+    /// as the bytes arrive ([`Error::GitLimitExceeded`]). Pass the limits the artifact will be
+    /// packed with, so what is fetched can be stored.
+    pub limits: Limits,
 }
 
 /// Sets the interrupt flag when dropped, unless disarmed: the future owning it was dropped
@@ -286,7 +294,7 @@ pub async fn remote_revision(
     run_blocking(options, move || {
         let options = work_options;
         let scratch = scratch_dir()?;
-        let repo = init_scratch(&url, scratch.path(), &auth, options.timeout)?;
+        let repo = init_scratch(&url, scratch.path(), &auth, &options)?;
         check_interrupt(&options.interrupt, "list references of", &url)?;
         Ok(list_and_resolve(&repo, &url, &selector, &auth, &options)?.revision)
     })
@@ -324,7 +332,7 @@ fn fetch_blocking(
     let interrupt = &*options.interrupt;
     checkout::prepare_target(dest_dir)?;
     let scratch = scratch_dir()?;
-    let repo = init_scratch(url, scratch.path(), auth, options.timeout)?;
+    let repo = init_scratch(url, scratch.path(), auth, options)?;
     check_interrupt(interrupt, "list references of", url)?;
     let resolved = if let Selector::Commit { .. } = selector {
         selector.resolve(url, &[])?
@@ -361,9 +369,12 @@ fn fetch_blocking(
         ));
     }
     check_interrupt(interrupt, "fetch", url)?;
-    prepare
-        .receive(gix::progress::Discard, interrupt)
-        .map_err(|e| git_error("fetch", url, e))?;
+    let budget = budget::Budget::new(options.limits, Arc::clone(&options.interrupt));
+    let received = prepare.receive(budget.clone(), interrupt);
+    if let Some(exceeded) = budget.exceeded() {
+        return Err(limit_exceeded("fetch", url, None, exceeded));
+    }
+    received.map_err(|e| git_error("fetch", url, e))?;
     check_interrupt(interrupt, "fetch", url)?;
     let commit_id = gix::ObjectId::from_hex(resolved.commit.as_bytes())
         .map_err(|e| git_error("parse commit id from", url, e))?;
@@ -378,8 +389,12 @@ fn fetch_blocking(
             });
         }
     };
-    checkout::write_tree(&repo, tree.detach(), dest_dir, interrupt).map_err(
+    let mut limits = budget::CheckoutBudget::new(options.limits);
+    checkout::write_tree(&repo, tree.detach(), dest_dir, interrupt, &mut limits).map_err(
         |error| match error {
+            checkout::CheckoutError::Limit { entry, exceeded } => {
+                limit_exceeded("check out", url, Some(entry), exceeded)
+            }
             checkout::CheckoutError::Io(error) => error,
             checkout::CheckoutError::Git(source) => Error::Git {
                 operation: "check out",
@@ -420,47 +435,54 @@ fn init_scratch(
     url: &str,
     dir: &Path,
     auth: &GitAuth,
-    timeout: Option<Duration>,
+    options: &FetchOptions,
 ) -> Result<gix::Repository> {
     let git_dir = dir.join("repo.git");
     let repo = gix::init_bare(&git_dir)
         .map_err(|e| git_error("create a scratch repository for", url, e))?;
-    let GitAuth::Ssh {
+    drop(repo);
+    // No single object (nor delta result) may need more memory than the largest file an
+    // artifact may hold: gitoxide refuses the allocation instead of making it.
+    let mut extra = format!(
+        "[gitoxide \"objects\"]\n\tallocLimit = {}\n",
+        options.limits.max_file_bytes
+    );
+    if let GitAuth::Ssh {
         identity,
         known_hosts,
     } = auth
-    else {
-        return Ok(repo);
-    };
-    drop(repo);
-    let identity_path = dir.join("identity");
-    let known_hosts_path = dir.join("known_hosts");
-    let mut key = identity.clone();
-    if !key.ends_with(b"\n") {
-        // OpenSSH refuses a private key without its final newline.
-        key.push(b'\n');
-    }
-    write_private(&identity_path, &key)?;
-    write_private(&known_hosts_path, known_hosts)?;
-    let mut command = format!(
-        "ssh -F /dev/null -i {} -o IdentitiesOnly=yes -o BatchMode=yes \
-         -o StrictHostKeyChecking=yes -o UserKnownHostsFile={} -o GlobalKnownHostsFile=/dev/null",
-        shell_quote(&identity_path),
-        shell_quote(&known_hosts_path)
-    );
-    if let Some(timeout) = timeout {
-        let seconds = timeout.as_secs().max(1);
-        write!(command, " -o ConnectTimeout={seconds}").expect("writing to a String cannot fail");
+    {
+        let identity_path = dir.join("identity");
+        let known_hosts_path = dir.join("known_hosts");
+        let mut key = identity.clone();
+        if !key.ends_with(b"\n") {
+            // OpenSSH refuses a private key without its final newline.
+            key.push(b'\n');
+        }
+        write_private(&identity_path, &key)?;
+        write_private(&known_hosts_path, known_hosts)?;
+        let mut command = format!(
+            "ssh -F /dev/null -i {} -o IdentitiesOnly=yes -o BatchMode=yes \
+             -o StrictHostKeyChecking=yes -o UserKnownHostsFile={} -o GlobalKnownHostsFile=/dev/null",
+            shell_quote(&identity_path),
+            shell_quote(&known_hosts_path)
+        );
+        if let Some(timeout) = options.timeout {
+            let seconds = timeout.as_secs().max(1);
+            write!(command, " -o ConnectTimeout={seconds}")
+                .expect("writing to a String cannot fail");
+        }
+        writeln!(
+            extra,
+            "[core]\n\tsshCommand = \"{}\"",
+            command.replace('\\', "\\\\").replace('"', "\\\"")
+        )
+        .expect("writing to a String cannot fail");
     }
     let config_path = git_dir.join("config");
     let mut config =
         fs_err::read_to_string(&config_path).map_err(|e| Error::io("read", &config_path, e))?;
-    writeln!(
-        config,
-        "[core]\n\tsshCommand = \"{}\"",
-        command.replace('\\', "\\\\").replace('"', "\\\"")
-    )
-    .expect("writing to a String cannot fail");
+    config.push_str(&extra);
     fs_err::write(&config_path, config).map_err(|e| Error::io("write", &config_path, e))?;
     gix::open(&git_dir).map_err(|e| git_error("open the scratch repository for", url, e))
 }
@@ -687,6 +709,21 @@ fn http_options(auth: Option<&HttpAuth>, timeout: Option<Duration>) -> Result<ht
         backend: Some(Arc::new(Mutex::new(backend))),
         ..http::Options::default()
     })
+}
+
+fn limit_exceeded(
+    operation: &'static str,
+    url: &str,
+    entry: Option<String>,
+    exceeded: budget::Exceeded,
+) -> Error {
+    Error::GitLimitExceeded {
+        operation,
+        url: crate::redact::url(url),
+        entry,
+        what: exceeded.what,
+        limit: exceeded.limit,
+    }
 }
 
 fn git_error(

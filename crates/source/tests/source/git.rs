@@ -762,3 +762,116 @@ async fn a_timed_out_operation_stops_its_blocking_thread() {
     drop(options);
     blocking_work_finished(&flag).await;
 }
+
+/// Limits small enough for a test repository to pass them.
+fn small_limits() -> capstan_source::artifact::Limits {
+    capstan_source::artifact::Limits {
+        max_archive_bytes: 1 << 20,
+        max_total_bytes: 8 << 20,
+        max_file_bytes: 2 << 20,
+        max_entries: 50,
+        ..capstan_source::artifact::Limits::default()
+    }
+}
+
+/// Fetches `main` of `upstream` with [`small_limits`] and returns the error message.
+async fn fetch_error(upstream: &GitServer) -> String {
+    let options = FetchOptions {
+        limits: small_limits(),
+        ..FetchOptions::default()
+    };
+    let out = tempfile::tempdir().unwrap();
+    let main = GitReference::branch("main");
+    git::fetch(&upstream.url(), &main, &GitAuth::None, out.path(), &options)
+        .await
+        .expect_err("the limits hold")
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_pack_larger_than_the_archive_limit_stops_while_it_arrives() {
+    let upstream = GitServer::start().await;
+    // 3 MiB that do not compress: the pack alone passes the 1 MiB limit.
+    let mut noise = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::open("/dev/urandom").unwrap(), 3 << 20),
+        &mut noise,
+    )
+    .unwrap();
+    std::fs::write(upstream.work().join("noise.bin"), &noise).unwrap();
+    upstream.commit_all("noise");
+    let message = fetch_error(&upstream).await;
+    assert!(
+        message.starts_with(&format!("cannot fetch {}: pack size ", upstream.url()))
+            && message.ends_with("exceeds the limit of 1048576"),
+        "{message}"
+    );
+    let pack_bytes: u64 = message
+        .split("pack size ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(
+        pack_bytes < 2 << 20,
+        "read {pack_bytes} bytes before stopping"
+    );
+}
+
+#[tokio::test]
+async fn a_git_bomb_is_refused_before_an_object_is_inflated_in_memory() {
+    let upstream = GitServer::start().await;
+    // 64 MiB of zeros: a pack of a few hundred KiB, far below the archive limit.
+    std::fs::write(upstream.work().join("zeros.bin"), vec![0u8; 64 << 20]).unwrap();
+    upstream.commit_all("bomb");
+    let message = fetch_error(&upstream).await;
+    assert_eq!(
+        message,
+        format!(
+            "cannot fetch {}: object size {} exceeds the limit of {}",
+            upstream.url(),
+            64 << 20,
+            2 << 20
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_checkout_stops_at_the_entry_limit_and_names_the_entry() {
+    let upstream = GitServer::start().await;
+    let files: Vec<(String, String)> = (0..60)
+        .map(|i| (format!("many/file-{i:02}.yaml"), format!("n: {i}\n")))
+        .collect();
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(name, text)| (name.as_str(), text.as_str()))
+        .collect();
+    upstream.commit(&files, "many files");
+    let message = fetch_error(&upstream).await;
+    assert_eq!(
+        message,
+        format!(
+            "cannot check out {}: entry count 51 exceeds the limit of 50 (at \"many/file-49.yaml\")",
+            upstream.url()
+        )
+    );
+
+    // Within the limits the same options fetch.
+    let upstream = GitServer::start().await;
+    upstream.commit(&files[..10], "a few files");
+    let options = FetchOptions {
+        limits: small_limits(),
+        ..FetchOptions::default()
+    };
+    let out = tempfile::tempdir().unwrap();
+    git::fetch(
+        &upstream.url(),
+        &GitReference::branch("main"),
+        &GitAuth::None,
+        out.path(),
+        &options,
+    )
+    .await
+    .unwrap();
+    assert!(out.path().join("many/file-09.yaml").is_file());
+}
