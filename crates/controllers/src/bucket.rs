@@ -226,8 +226,10 @@ fn fetch_step(cx: &mut StepContext<BucketReconciler>) -> StepFuture<'_> {
             .object
             .timeout()
             .map_err(|e| ReconcileError::stalled("InvalidTimeout", e.to_string()).with_source(e))?;
+        // Bounded by the limits the artifact will be packed with.
         let options = FetchOptions {
             timeout: Some(timeout),
+            limits: *cx.reconciler.storage().limits(),
             ..FetchOptions::default()
         };
         let spec = cx.object.spec.clone();

@@ -278,6 +278,21 @@ pub enum Error {
         reason: String,
     },
 
+    /// A bucket holds more than the [`crate::artifact::Limits`] allow (entry count, an object's
+    /// size, the total size), or an object sent more bytes than its listing announced. Checked on
+    /// the listing before any download, and again as the bytes arrive.
+    #[error("bucket {bucket}: {what} exceeds the limit of {limit}{}", entry_suffix(key.as_deref()))]
+    BucketLimitExceeded {
+        /// The bucket name.
+        bucket: String,
+        /// The object, if one is at fault.
+        key: Option<String>,
+        /// Which limit, with the value reached.
+        what: String,
+        /// The limit.
+        limit: u64,
+    },
+
     /// A bucket operation did not finish in time.
     #[error("bucket {bucket}: timed out after {timeout:?}")]
     BucketTimeout {

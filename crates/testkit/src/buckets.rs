@@ -3,6 +3,7 @@
 //! `testdata/bucket_client.py` (boto3, and hand-signed Azure REST calls).
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -21,11 +22,21 @@ pub const AZURE_KEY: &str =
 fn client(request: &serde_json::Value) -> serde_json::Value {
     require("python3");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/bucket_client.py");
-    let output = Command::new("python3")
+    // The request goes on stdin: object contents may be larger than an argument may be.
+    let mut child = Command::new("python3")
         .arg(script)
-        .arg(request.to_string())
-        .output()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("run bucket_client.py");
+    child
+        .stdin
+        .take()
+        .expect("a piped stdin")
+        .write_all(request.to_string().as_bytes())
+        .expect("write the request to bucket_client.py");
+    let output = child.wait_with_output().expect("wait for bucket_client.py");
     assert!(
         output.status.success(),
         "bucket_client.py {} failed: {}",

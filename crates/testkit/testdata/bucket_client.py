@@ -1,7 +1,7 @@
 """Independent bucket client for the capstan-source bucket tests.
 
 S3 through boto3 (shipped with moto), Azure Blob through the REST API with Shared Key
-signing from the standard library. One JSON request in argv[1]; JSON result on stdout.
+signing from the standard library. One JSON request on stdin; JSON result on stdout.
 """
 
 import base64
@@ -139,5 +139,5 @@ OPS = {
 }
 
 if __name__ == "__main__":
-    request = json.loads(sys.argv[1])
+    request = json.load(sys.stdin)
     print(json.dumps(OPS[request["op"]](request)))

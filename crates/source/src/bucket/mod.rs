@@ -64,7 +64,7 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, RetryConfig};
 use tokio::io::AsyncWriteExt;
 
-use crate::artifact::{IGNORE_FILE, IgnoreFilter};
+use crate::artifact::{IGNORE_FILE, IgnoreFilter, Limits};
 use crate::error::{Error, Result};
 
 pub use index::{ObjectIndex, index_digest};
@@ -168,13 +168,22 @@ pub struct FetchOptions {
     pub concurrency: usize,
     /// Deadline for the whole operation (`spec.timeout`); none when `None`.
     pub timeout: Option<Duration>,
+    /// What the bucket may make a fetch write: the listing is checked against the entry, file
+    /// and total limits before any download, every download stops at the size its listing
+    /// announced, and the root `.sourceignore` is read up to [`MAX_IGNORE_FILE_BYTES`]. Pass the
+    /// limits the artifact will be packed with.
+    pub limits: Limits,
 }
+
+/// The largest root `.sourceignore` read from a bucket.
+pub const MAX_IGNORE_FILE_BYTES: u64 = 1 << 20;
 
 impl Default for FetchOptions {
     fn default() -> Self {
         Self {
             concurrency: DEFAULT_CONCURRENCY,
             timeout: Some(Duration::from_secs(60)),
+            limits: Limits::default(),
         }
     }
 }
@@ -197,7 +206,7 @@ pub async fn remote_revision(
 ) -> Result<String> {
     with_timeout(spec, options, async {
         let bucket = Bucket::connect(spec, credentials)?;
-        let (index, _) = bucket.index(spec).await?;
+        let (index, _, _) = bucket.index(spec, &options.limits).await?;
         Ok(index_digest(&index))
     })
     .await
@@ -214,7 +223,7 @@ pub async fn fetch(
     with_timeout(spec, options, async {
         prepare_target(dest_dir)?;
         let bucket = Bucket::connect(spec, credentials)?;
-        let (mut index, ignore_file) = bucket.index(spec).await?;
+        let (mut index, ignore_file, sizes) = bucket.index(spec, &options.limits).await?;
         if let Some(text) = ignore_file {
             let path = dest_dir.join(IGNORE_FILE);
             tokio::fs::write(&path, text)
@@ -223,8 +232,9 @@ pub async fn fetch(
         }
         let downloads = index.keys().cloned().map(|key| {
             let bucket = &bucket;
+            let size = sizes.get(&key).copied().unwrap_or(0);
             async move {
-                let etag = bucket.download(&key, dest_dir).await?;
+                let etag = bucket.download(&key, size, dest_dir).await?;
                 Ok::<_, Error>((key, etag))
             }
         });
@@ -358,15 +368,17 @@ impl Bucket {
         }
     }
 
-    /// Reads the root `.sourceignore` (if any), lists the objects and keeps those Flux keeps.
-    async fn index(&self, spec: &BucketSpec) -> Result<(ObjectIndex, Option<Vec<u8>>)> {
+    /// Reads the root `.sourceignore` (if any), lists the objects and keeps those Flux keeps;
+    /// returns them with the listed size of each, after checking the listing against `limits`.
+    async fn index(
+        &self,
+        spec: &BucketSpec,
+        limits: &Limits,
+    ) -> Result<(ObjectIndex, Option<Vec<u8>>, BTreeMap<String, u64>)> {
         let ignore_file = match self.store.get(&ObjectPath::from(IGNORE_FILE)).await {
             Ok(result) => Some(
-                result
-                    .bytes()
-                    .await
-                    .map_err(|e| self.error("read .sourceignore from", e))?
-                    .to_vec(),
+                self.read_capped(result, IGNORE_FILE, MAX_IGNORE_FILE_BYTES)
+                    .await?,
             ),
             Err(object_store::Error::NotFound { .. }) => None,
             Err(e) => return Err(self.error("read .sourceignore from", e)),
@@ -396,9 +408,18 @@ impl Bucket {
                 continue;
             }
             objects.push((key, meta.size, self.flavour.etag(meta.e_tag.as_deref())));
+            // Stop listing a bucket that can never be stored (kept objects are counted below).
+            if objects.len() as u64 > limits.max_entries.saturating_mul(2) {
+                return Err(self.limit(
+                    None,
+                    format!("object count {}", objects.len()),
+                    limits.max_entries,
+                ));
+            }
         }
 
         let mut index = ObjectIndex::new();
+        let mut sizes = BTreeMap::new();
         for (key, size, etag) in &objects {
             // object_store drops the trailing `/` of directory markers: an empty object whose
             // key is the parent of another is one.
@@ -411,12 +432,48 @@ impl Bucket {
             }
             safe_relative_path(key)?;
             index.insert(key.clone(), etag.clone());
+            sizes.insert(key.clone(), *size);
         }
-        Ok((index, ignore_file))
+        check_listing(&sizes, limits).map_err(|(key, what, limit)| self.limit(key, what, limit))?;
+        Ok((index, ignore_file, sizes))
+    }
+
+    fn limit(&self, key: Option<String>, what: String, limit: u64) -> Error {
+        Error::BucketLimitExceeded {
+            bucket: self.name.clone(),
+            key,
+            what,
+            limit,
+        }
+    }
+
+    /// Reads a whole object, refusing it once it passes `max` bytes.
+    async fn read_capped(
+        &self,
+        result: object_store::GetResult,
+        key: &str,
+        max: u64,
+    ) -> Result<Vec<u8>> {
+        let mut body = result.into_stream();
+        let mut bytes = Vec::new();
+        while let Some(chunk) = body.next().await {
+            let chunk = chunk.map_err(|e| self.error("download an object from", e))?;
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() as u64 > max {
+                return Err(self.limit(
+                    Some(key.to_owned()),
+                    format!("file size of more than {}", bytes.len()),
+                    max,
+                ));
+            }
+        }
+        Ok(bytes)
     }
 
     /// Downloads `key` to its path below `dest_dir`; returns the entity tag of what was read.
-    async fn download(&self, key: &str, dest_dir: &Path) -> Result<Option<String>> {
+    /// The object may not send more than the `size` its listing announced (which was checked
+    /// against the limits).
+    async fn download(&self, key: &str, size: u64, dest_dir: &Path) -> Result<Option<String>> {
         let target = dest_dir.join(safe_relative_path(key)?);
         if let Some(parent) = target.parent() {
             tokio::fs::create_dir_all(parent)
@@ -442,8 +499,17 @@ impl Bucket {
             .await
             .map_err(|e| Error::io("create", &target, e))?;
         let mut body = result.into_stream();
+        let mut written = 0u64;
         while let Some(chunk) = body.next().await {
             let chunk = chunk.map_err(|e| self.error("download an object from", e))?;
+            written = written.saturating_add(chunk.len() as u64);
+            if written > size {
+                return Err(self.limit(
+                    Some(key.to_owned()),
+                    format!("download of more than {written} bytes"),
+                    size,
+                ));
+            }
             file.write_all(&chunk)
                 .await
                 .map_err(|e| Error::io("write", &target, e))?;
@@ -453,6 +519,34 @@ impl Bucket {
             .map_err(|e| Error::io("write", &target, e))?;
         Ok(etag)
     }
+}
+
+/// Checks listed objects against `limits` before anything is downloaded: the entry count (each
+/// object, as the artifact will count it), each object's size and the total. Returns the key at
+/// fault (if one), what passed and the limit.
+fn check_listing(
+    sizes: &BTreeMap<String, u64>,
+    limits: &Limits,
+) -> std::result::Result<(), (Option<String>, String, u64)> {
+    let count = sizes.len() as u64;
+    if count > limits.max_entries {
+        return Err((None, format!("object count {count}"), limits.max_entries));
+    }
+    let mut total = 0u64;
+    for (key, size) in sizes {
+        if *size > limits.max_file_bytes {
+            return Err((
+                Some(key.clone()),
+                format!("file size {size}"),
+                limits.max_file_bytes,
+            ));
+        }
+        total = total.saturating_add(*size);
+        if total > limits.max_total_bytes {
+            return Err((None, format!("total size {total}"), limits.max_total_bytes));
+        }
+    }
+    Ok(())
 }
 
 fn invalid(reason: &str) -> Error {

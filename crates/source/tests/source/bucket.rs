@@ -419,3 +419,71 @@ async fn azure_wrong_account_key_is_a_clear_error() {
     assert!(message.contains("bucket flux"), "{message}");
     assert!(message.contains("403"), "{message}");
 }
+
+#[tokio::test]
+async fn bucket_limits_are_checked_on_the_listing_before_any_download() {
+    let moto = Moto::start().await;
+    let limits = capstan_source::artifact::Limits {
+        max_entries: 3,
+        max_file_bytes: 1_000,
+        max_total_bytes: 1_500,
+        ..capstan_source::artifact::Limits::default()
+    };
+    let options = FetchOptions {
+        limits,
+        ..FetchOptions::default()
+    };
+    let fetch_error = |dest: std::path::PathBuf| {
+        let (spec, credentials, options) = (moto_spec(&moto), moto_credentials(&moto), &options);
+        async move {
+            let error = bucket::fetch(&spec, &credentials, &dest, options)
+                .await
+                .expect_err("the limits hold");
+            // Refused on the listing: nothing was downloaded.
+            assert!(
+                std::fs::read_dir(&dest).map_or(true, |mut d| d.next().is_none()),
+                "files were written"
+            );
+            error.to_string()
+        }
+    };
+    let target = tempfile::tempdir().unwrap();
+
+    let big = "x".repeat(1_001);
+    moto.put(&[("big.yaml", big.as_str())]);
+    assert_eq!(
+        fetch_error(target.path().join("one")).await,
+        format!("bucket {BUCKET}: file size 1001 exceeds the limit of 1000 (at \"big.yaml\")")
+    );
+
+    let half = "x".repeat(800);
+    moto.delete(&["big.yaml"]);
+    moto.put(&[("a.yaml", half.as_str()), ("b.yaml", half.as_str())]);
+    assert_eq!(
+        fetch_error(target.path().join("two")).await,
+        format!("bucket {BUCKET}: total size 1600 exceeds the limit of 1500")
+    );
+
+    moto.delete(&["a.yaml", "b.yaml"]);
+    moto.put(&[("1", ""), ("2", ""), ("3", ""), ("4", "")]);
+    assert_eq!(
+        fetch_error(target.path().join("three")).await,
+        format!("bucket {BUCKET}: object count 4 exceeds the limit of 3")
+    );
+    // The revision check lists the same way.
+    let error = bucket::remote_revision(&moto_spec(&moto), &moto_credentials(&moto), &options)
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("object count 4"), "{error}");
+
+    // A root .sourceignore is read up to 1 MiB.
+    moto.delete(&["1", "2", "3", "4"]);
+    let huge = "#".repeat((1 << 20) + 1);
+    moto.put(&[(".sourceignore", huge.as_str())]);
+    let message = fetch_error(target.path().join("four")).await;
+    assert!(
+        message.starts_with(&format!("bucket {BUCKET}: file size of more than "))
+            && message.ends_with("exceeds the limit of 1048576 (at \".sourceignore\")"),
+        "{message}"
+    );
+}
