@@ -74,6 +74,32 @@ pub struct Moto {
 }
 
 impl Moto {
+    /// A Bucket spec (S3-compatible, `generic`) pointing at this server's [`BUCKET`].
+    pub fn spec(&self) -> capstan_api::source::v1::BucketSpec {
+        serde_json::from_value(serde_json::json!({
+            "provider": "generic",
+            "bucketName": BUCKET,
+            "endpoint": self.endpoint.trim_start_matches("http://"),
+            "insecure": true,
+            "region": "us-east-1",
+            "interval": "1m",
+        }))
+        .expect("a valid Bucket spec")
+    }
+
+    /// The credentials of the IAM user created at start, as a Bucket's secret gives them.
+    pub fn credentials(&self) -> capstan_source::bucket::Credentials {
+        let secret = BTreeMap::from([
+            ("accesskey".to_owned(), self.access_key.as_bytes().to_vec()),
+            ("secretkey".to_owned(), self.secret_key.as_bytes().to_vec()),
+        ]);
+        capstan_source::bucket::Credentials::from_secret(
+            capstan_api::source::v1::CloudProvider::Generic,
+            &secret,
+        )
+        .expect("credentials from the secret")
+    }
+
     /// A server that checks signatures against its IAM.
     pub async fn start() -> Self {
         Self::spawn(true).await

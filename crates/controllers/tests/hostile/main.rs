@@ -16,5 +16,6 @@ mod kustomize_support;
 
 mod archives;
 mod build;
+mod fetches;
 mod reconcile;
 mod secrets;

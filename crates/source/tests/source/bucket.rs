@@ -15,27 +15,6 @@ use capstan_testkit::buckets::{AZURE_ACCOUNT, AZURE_KEY, Azurite, BUCKET, Moto};
 
 use crate::support::tree;
 
-/// The S3 spec and credentials of a [`Moto`] server.
-fn moto_spec(moto: &Moto) -> BucketSpec {
-    serde_json::from_value(serde_json::json!({
-        "provider": "generic",
-        "bucketName": BUCKET,
-        "endpoint": moto.endpoint.trim_start_matches("http://"),
-        "insecure": true,
-        "region": "us-east-1",
-        "interval": "1m",
-    }))
-    .unwrap()
-}
-
-fn moto_credentials(moto: &Moto) -> Credentials {
-    let secret = BTreeMap::from([
-        ("accesskey".to_owned(), moto.access_key.as_bytes().to_vec()),
-        ("secretkey".to_owned(), moto.secret_key.as_bytes().to_vec()),
-    ]);
-    Credentials::from_secret(CloudProvider::Generic, &secret).unwrap()
-}
-
 /// The Azure spec of an [`Azurite`] server.
 fn azurite_spec(azurite: &Azurite) -> BucketSpec {
     serde_json::from_value(serde_json::json!({
@@ -97,8 +76,8 @@ async fn s3_fetch_writes_objects_with_flux_revision() {
     let dest = target.path().join("out");
 
     let result = bucket::fetch(
-        &moto_spec(&moto),
-        &moto_credentials(&moto),
+        &moto.spec(),
+        &moto.credentials(),
         &dest,
         &FetchOptions::default(),
     )
@@ -109,13 +88,10 @@ async fn s3_fetch_writes_objects_with_flux_revision() {
     assert_eq!(result.revision, expected_revision(&etags));
     assert_eq!(result.revision, index_digest(&result.index));
 
-    let remote = bucket::remote_revision(
-        &moto_spec(&moto),
-        &moto_credentials(&moto),
-        &FetchOptions::default(),
-    )
-    .await
-    .unwrap();
+    let remote =
+        bucket::remote_revision(&moto.spec(), &moto.credentials(), &FetchOptions::default())
+            .await
+            .unwrap();
     assert_eq!(remote, result.revision);
 }
 
@@ -124,35 +100,30 @@ async fn s3_revision_is_stable_and_follows_changes() {
     let moto = Moto::start().await;
     moto.put(&[("a.yaml", "one\n"), ("b/c.yaml", "two\n")]);
     let options = FetchOptions::default();
-    let first = bucket::remote_revision(&moto_spec(&moto), &moto_credentials(&moto), &options)
+    let first = bucket::remote_revision(&moto.spec(), &moto.credentials(), &options)
         .await
         .unwrap();
-    let again = bucket::remote_revision(&moto_spec(&moto), &moto_credentials(&moto), &options)
+    let again = bucket::remote_revision(&moto.spec(), &moto.credentials(), &options)
         .await
         .unwrap();
     assert_eq!(first, again, "unchanged bucket keeps its revision");
 
     // Rewriting the same content keeps the ETag (an MD5), hence the revision.
     moto.put(&[("a.yaml", "one\n")]);
-    let rewritten = bucket::remote_revision(&moto_spec(&moto), &moto_credentials(&moto), &options)
+    let rewritten = bucket::remote_revision(&moto.spec(), &moto.credentials(), &options)
         .await
         .unwrap();
     assert_eq!(first, rewritten);
 
     moto.put(&[("a.yaml", "changed\n")]);
-    let changed = bucket::remote_revision(&moto_spec(&moto), &moto_credentials(&moto), &options)
+    let changed = bucket::remote_revision(&moto.spec(), &moto.credentials(), &options)
         .await
         .unwrap();
     assert_ne!(first, changed);
     let dest = tempfile::tempdir().unwrap();
-    let fetched = bucket::fetch(
-        &moto_spec(&moto),
-        &moto_credentials(&moto),
-        dest.path(),
-        &options,
-    )
-    .await
-    .unwrap();
+    let fetched = bucket::fetch(&moto.spec(), &moto.credentials(), dest.path(), &options)
+        .await
+        .unwrap();
     assert_eq!(fetched.revision, changed);
     assert_eq!(
         std::fs::read_to_string(dest.path().join("a.yaml")).unwrap(),
@@ -160,7 +131,7 @@ async fn s3_revision_is_stable_and_follows_changes() {
     );
 
     moto.delete(&["b/c.yaml"]);
-    let deleted = bucket::remote_revision(&moto_spec(&moto), &moto_credentials(&moto), &options)
+    let deleted = bucket::remote_revision(&moto.spec(), &moto.credentials(), &options)
         .await
         .unwrap();
     assert_ne!(deleted, changed);
@@ -175,12 +146,12 @@ async fn s3_prefix_limits_the_objects() {
         ("appsx/other.yaml", "other\n"),
         ("infra/db.yaml", "db\n"),
     ]);
-    let mut spec = moto_spec(&moto);
+    let mut spec = moto.spec();
     spec.prefix = Some("apps/".to_owned());
     let dest = tempfile::tempdir().unwrap();
     let result = bucket::fetch(
         &spec,
-        &moto_credentials(&moto),
+        &moto.credentials(),
         dest.path(),
         &FetchOptions::default(),
     )
@@ -203,7 +174,7 @@ async fn s3_prefix_limits_the_objects() {
     let dest = tempfile::tempdir().unwrap();
     let result = bucket::fetch(
         &spec,
-        &moto_credentials(&moto),
+        &moto.credentials(),
         dest.path(),
         &FetchOptions::default(),
     )
@@ -226,12 +197,12 @@ async fn s3_sourceignore_and_spec_ignore_exclude_objects() {
         ("apps/debug.yaml", "debug\n"),
         ("keep.md", "kept by spec.ignore\n"),
     ]);
-    let mut spec = moto_spec(&moto);
+    let mut spec = moto.spec();
     spec.ignore = Some("apps/debug.yaml\n!keep.md\n".to_owned());
     let dest = tempfile::tempdir().unwrap();
     let result = bucket::fetch(
         &spec,
-        &moto_credentials(&moto),
+        &moto.credentials(),
         dest.path(),
         &FetchOptions::default(),
     )
@@ -255,7 +226,7 @@ async fn s3_sourceignore_and_spec_ignore_exclude_objects() {
 
     // Changing an ignored object does not change the revision.
     moto.put(&[("readme.md", "new docs\n")]);
-    let remote = bucket::remote_revision(&spec, &moto_credentials(&moto), &FetchOptions::default())
+    let remote = bucket::remote_revision(&spec, &moto.credentials(), &FetchOptions::default())
         .await
         .unwrap();
     assert_eq!(remote, result.revision);
@@ -270,14 +241,9 @@ async fn s3_wrong_secret_is_a_clear_error() {
         secret_key: "not-the-secret".to_owned(),
     };
     let dest = tempfile::tempdir().unwrap();
-    let error = bucket::fetch(
-        &moto_spec(&moto),
-        &wrong,
-        dest.path(),
-        &FetchOptions::default(),
-    )
-    .await
-    .unwrap_err();
+    let error = bucket::fetch(&moto.spec(), &wrong, dest.path(), &FetchOptions::default())
+        .await
+        .unwrap_err();
     assert!(matches!(error, Error::Bucket { .. }), "{error:?}");
     let message = error.to_string();
     assert!(message.contains("bucket flux"), "{message}");
@@ -293,8 +259,8 @@ async fn s3_key_escaping_the_target_is_refused() {
     let target = tempfile::tempdir().unwrap();
     let dest = target.path().join("out");
     let error = bucket::fetch(
-        &moto_spec(&moto),
-        &moto_credentials(&moto),
+        &moto.spec(),
+        &moto.credentials(),
         &dest,
         &FetchOptions::default(),
     )
@@ -418,72 +384,4 @@ async fn azure_wrong_account_key_is_a_clear_error() {
     let message = error.to_string();
     assert!(message.contains("bucket flux"), "{message}");
     assert!(message.contains("403"), "{message}");
-}
-
-#[tokio::test]
-async fn bucket_limits_are_checked_on_the_listing_before_any_download() {
-    let moto = Moto::start().await;
-    let limits = capstan_source::artifact::Limits {
-        max_entries: 3,
-        max_file_bytes: 1_000,
-        max_total_bytes: 1_500,
-        ..capstan_source::artifact::Limits::default()
-    };
-    let options = FetchOptions {
-        limits,
-        ..FetchOptions::default()
-    };
-    let fetch_error = |dest: std::path::PathBuf| {
-        let (spec, credentials, options) = (moto_spec(&moto), moto_credentials(&moto), &options);
-        async move {
-            let error = bucket::fetch(&spec, &credentials, &dest, options)
-                .await
-                .expect_err("the limits hold");
-            // Refused on the listing: nothing was downloaded.
-            assert!(
-                std::fs::read_dir(&dest).map_or(true, |mut d| d.next().is_none()),
-                "files were written"
-            );
-            error.to_string()
-        }
-    };
-    let target = tempfile::tempdir().unwrap();
-
-    let big = "x".repeat(1_001);
-    moto.put(&[("big.yaml", big.as_str())]);
-    assert_eq!(
-        fetch_error(target.path().join("one")).await,
-        format!("bucket {BUCKET}: file size 1001 exceeds the limit of 1000 (at \"big.yaml\")")
-    );
-
-    let half = "x".repeat(800);
-    moto.delete(&["big.yaml"]);
-    moto.put(&[("a.yaml", half.as_str()), ("b.yaml", half.as_str())]);
-    assert_eq!(
-        fetch_error(target.path().join("two")).await,
-        format!("bucket {BUCKET}: total size 1600 exceeds the limit of 1500")
-    );
-
-    moto.delete(&["a.yaml", "b.yaml"]);
-    moto.put(&[("1", ""), ("2", ""), ("3", ""), ("4", "")]);
-    assert_eq!(
-        fetch_error(target.path().join("three")).await,
-        format!("bucket {BUCKET}: object count 4 exceeds the limit of 3")
-    );
-    // The revision check lists the same way.
-    let error = bucket::remote_revision(&moto_spec(&moto), &moto_credentials(&moto), &options)
-        .await
-        .unwrap_err();
-    assert!(error.to_string().contains("object count 4"), "{error}");
-
-    // A root .sourceignore is read up to 1 MiB.
-    moto.delete(&["1", "2", "3", "4"]);
-    let huge = "#".repeat((1 << 20) + 1);
-    moto.put(&[(".sourceignore", huge.as_str())]);
-    let message = fetch_error(target.path().join("four")).await;
-    assert!(
-        message.starts_with(&format!("bucket {BUCKET}: file size of more than "))
-            && message.ends_with("exceeds the limit of 1048576 (at \".sourceignore\")"),
-        "{message}"
-    );
 }
