@@ -413,10 +413,8 @@ fn fetch_blocking(
 }
 
 fn scratch_dir() -> Result<tempfile::TempDir> {
-    tempfile::Builder::new()
-        .prefix("capstan-git-")
-        .tempdir()
-        .map_err(|e| Error::io("create", std::env::temp_dir(), e))
+    // Named as every Capstan temporary directory, so a crash's leftovers are swept at start.
+    crate::temp::dir("git").map_err(|e| Error::io("create", std::env::temp_dir(), e))
 }
 
 /// The scheme of `url`; scp-like `user@host:path` counts as `ssh`.
