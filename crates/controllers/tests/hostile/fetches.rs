@@ -1,14 +1,17 @@
 //! Hostile-input cases: what a Git server or a bucket can make a fetch read, inflate and write.
 //! A Git pack is bounded while it arrives, an object while it inflates (a "Git bomb": a few KiB
 //! of pack for many MiB of zeros), a checkout before each file is written; a bucket's listing is
-//! checked before any download, and each download stops at its listed size. Each case uses
+//! checked before any download (each listing page is capped while it streams), and each
+//! download stops at its listed size. Each case uses
 //! small [`Limits`] so that real servers (`git http-backend`, `moto_server`) can pass them in a
 //! test; the controllers pass the limits their storage packs artifacts with.
 
+use axum::response::IntoResponse as _;
 use capstan_source::artifact::Limits;
 use capstan_source::bucket;
 use capstan_source::git::{self, FetchOptions, GitAuth, GitReference};
 use capstan_testkit::buckets::{BUCKET, Moto};
+use futures::StreamExt as _;
 
 use crate::support::GitServer;
 
@@ -190,5 +193,73 @@ async fn bucket_limits_are_checked_on_the_listing_before_any_download() {
         message.starts_with(&format!("bucket {BUCKET}: file size of more than "))
             && message.ends_with("exceeds the limit of 1048576 (at \".sourceignore\")"),
         "{message}"
+    );
+}
+
+/// An S3 endpoint whose listing never ends: every page request gets an endless XML body; the
+/// root `.sourceignore` does not exist. Counts the bytes it sent.
+async fn endless_listing_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    let sent = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&sent);
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri| {
+        let counter = Arc::clone(&counter);
+        async move {
+            if uri.path().ends_with("/.sourceignore") {
+                return axum::http::StatusCode::NOT_FOUND.into_response();
+            }
+            let entry = "<Contents><Key>a.yaml</Key><Size>1</Size></Contents>".repeat(1_000);
+            let head = futures::stream::once(async {
+                Ok::<_, std::io::Error>(axum::body::Bytes::from_static(
+                    b"<?xml version=\"1.0\"?><ListBucketResult>",
+                ))
+            });
+            let body = head.chain(futures::stream::repeat_with(move || {
+                counter.fetch_add(entry.len() as u64, Ordering::Relaxed);
+                Ok(axum::body::Bytes::from(entry.clone()))
+            }));
+            axum::response::Response::new(axum::body::Body::from_stream(body))
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (address.to_string(), sent)
+}
+
+#[tokio::test]
+async fn an_endless_bucket_listing_is_cut_at_the_page_limit() {
+    let (endpoint, sent) = endless_listing_server().await;
+    let spec: capstan_api::source::v1::BucketSpec = serde_json::from_value(serde_json::json!({
+        "provider": "generic",
+        "bucketName": "hostile",
+        "endpoint": endpoint,
+        "insecure": true,
+        "interval": "1m",
+    }))
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let error = bucket::fetch(
+        &spec,
+        &bucket::Credentials::Anonymous,
+        &out.path().join("objects"),
+        &bucket::FetchOptions::default(),
+    )
+    .await
+    .expect_err("an endless listing is refused")
+    .to_string();
+    assert!(
+        error.contains(&format!(
+            "listing response larger than the limit of {} bytes",
+            bucket::MAX_LISTING_PAGE_BYTES
+        )),
+        "{error}"
+    );
+    let sent = sent.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        sent < 64 << 20,
+        "the server sent {sent} bytes before the client stopped"
     );
 }

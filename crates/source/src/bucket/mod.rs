@@ -49,6 +49,7 @@
 //! would escape the target, [`crate::Error::BucketTimeout`] when [`FetchOptions::timeout`]
 //! passes.
 
+mod bounded;
 mod index;
 
 use std::collections::BTreeMap;
@@ -66,6 +67,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::artifact::{IGNORE_FILE, IgnoreFilter, Limits};
 use crate::error::{Error, Result};
+pub use bounded::MAX_LISTING_PAGE_BYTES;
 
 pub use index::{ObjectIndex, index_digest};
 
@@ -631,6 +633,7 @@ fn s3_store(
         .with_region(region)
         .with_bucket_name(&spec.bucket_name)
         .with_retry(retry)
+        .with_http_connector(bounded::BoundedConnector)
         .with_client_options(ClientOptions::new().with_allow_http(endpoint.starts_with("http://")));
     builder = match credentials {
         Credentials::Anonymous => builder.with_skip_signature(true),
@@ -714,6 +717,7 @@ fn azure_store(
         .with_container_name(&spec.bucket_name)
         .with_endpoint(service.to_owned())
         .with_allow_http(http)
+        .with_http_connector(bounded::BoundedConnector)
         .with_retry(retry);
     builder = match credentials {
         Credentials::Anonymous => builder.with_skip_signature(true),
