@@ -45,6 +45,12 @@ pub struct Storage {
     limits: Limits,
 }
 
+/// The name prefix of a file being written into the storage (see [`crate::artifact::pack`]).
+const PARTIAL_WRITE_PREFIX: &str = ".tmp-";
+
+/// The age past which a partial write can only be a crash's leftover.
+const STALE_PARTIAL_WRITE: std::time::Duration = std::time::Duration::from_secs(3600);
+
 impl Storage {
     /// Storage under `root` (created when missing), advertised at `advertised_address`:
     /// `host:port` (served over plain HTTP, as Flux's `--storage-adv-addr`) or a full
@@ -216,13 +222,15 @@ impl Storage {
 
     /// Deletes older files of the artifact's object so that at most `keep` remain, the
     /// current artifact always among them; returns the deleted paths. Newer files (by
-    /// modification time) are kept first, as Flux's garbage collector does.
+    /// modification time) are kept first, as Flux's garbage collector does. Partial writes
+    /// (`.tmp-*`) older than an hour, left by a crash, are deleted too.
     pub fn garbage_collect(&self, artifact: &Artifact, keep: usize) -> Result<Vec<PathBuf>> {
         let current = self.local_path(&artifact.path)?;
         let Some(dir) = current.parent() else {
             return Ok(Vec::new());
         };
         let mut others = Vec::new();
+        let mut deleted = Vec::new();
         let entries = match std::fs::read_dir(dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -236,6 +244,20 @@ impl Storage {
             let metadata = entry
                 .metadata()
                 .map_err(|e| Error::io("inspect", &path, e))?;
+            let modified = metadata
+                .modified()
+                .map_err(|e| Error::io("inspect", &path, e))?;
+            if name.starts_with(PARTIAL_WRITE_PREFIX)
+                && metadata.is_file()
+                && modified
+                    .elapsed()
+                    .is_ok_and(|age| age > STALE_PARTIAL_WRITE)
+            {
+                // A write interrupted by a crash: no live write is this old.
+                std::fs::remove_file(&path).map_err(|e| Error::io("delete", &path, e))?;
+                deleted.push(path);
+                continue;
+            }
             if path == current
                 || !metadata.is_file()
                 || name.starts_with('.')
@@ -243,14 +265,10 @@ impl Storage {
             {
                 continue;
             }
-            let modified = metadata
-                .modified()
-                .map_err(|e| Error::io("inspect", &path, e))?;
             others.push((modified, path));
         }
         // Newest first; names break ties so the order is stable.
         others.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
-        let mut deleted = Vec::new();
         for (_, path) in others.into_iter().skip(keep.saturating_sub(1)) {
             std::fs::remove_file(&path).map_err(|e| Error::io("delete", &path, e))?;
             deleted.push(path);

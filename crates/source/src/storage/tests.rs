@@ -186,6 +186,30 @@ fn garbage_collection_keeps_the_current_and_newest() {
     storage.remove_all("Bucket", "ns", "obj").unwrap();
 }
 
+#[test]
+fn garbage_collection_removes_partial_writes_a_crash_left() {
+    let storage_dir = tempfile::tempdir().unwrap();
+    let storage = Storage::new(storage_dir.path(), "localhost:9090").unwrap();
+    let mut artifact = storage.new_artifact("Bucket", "ns", "obj", "a", "a.tar.gz");
+    storage.store(&mut artifact, &b"a"[..]).unwrap();
+    let dir = storage_dir.path().join("bucket/ns/obj");
+    // One write interrupted two hours ago, one in progress now.
+    let stale = std::fs::File::create(dir.join(".tmp-crashed")).unwrap();
+    stale
+        .set_modified(SystemTime::now() - Duration::from_secs(7200))
+        .unwrap();
+    std::fs::write(dir.join(".tmp-writing"), "partial").unwrap();
+    let deleted = storage
+        .garbage_collect(&artifact, DEFAULT_RETENTION)
+        .unwrap();
+    assert_eq!(deleted, [dir.join(".tmp-crashed")]);
+    assert!(
+        dir.join(".tmp-writing").exists(),
+        "a live write was removed"
+    );
+    assert!(dir.join("a.tar.gz").exists());
+}
+
 async fn get(router: &axum::Router, uri: &str) -> (StatusCode, Vec<u8>) {
     let response = router
         .clone()
