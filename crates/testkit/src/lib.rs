@@ -17,6 +17,22 @@ use std::time::{Duration, Instant};
 use capstan_source::git::server::{self, ServerOptions};
 use tokio_util::sync::CancellationToken;
 
+/// The shared public fixtures (`../shared/corpus` beside the repository), or the directory
+/// `$CAPSTAN_CORPUS` names. Panics with what to do when it is missing: tests never skip.
+pub fn corpus(relative: &str) -> PathBuf {
+    let root = std::env::var_os("CAPSTAN_CORPUS").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus"),
+        PathBuf::from,
+    );
+    let path = root.join(relative);
+    assert!(
+        path.exists(),
+        "{} is missing: the corpus lives in ../shared/corpus beside the repository (or set CAPSTAN_CORPUS)",
+        path.display()
+    );
+    path
+}
+
 /// Panics with a hint when a tool is missing; tests are never skipped.
 pub fn require(tool: &str) {
     let found = std::env::var_os("PATH")

@@ -1,6 +1,6 @@
 //! Kustomization acceptance cases end to end: CRDs with their custom resources in one build,
 //! suspend/resume, a schema-invalid object among valid ones, and the kustomize parts of the
-//! flux2-kustomize-helm-example repository (`/work/shared/corpus/flux-example`).
+//! flux2-kustomize-helm-example repository (`../shared/corpus/flux-example`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -180,7 +180,7 @@ const FLUX_SYSTEM: &str = "flux-system";
 
 /// The kustomize parts of the flux2-kustomize-helm-example repository reconcile to Ready.
 ///
-/// A Git server holds the repository's files (`/work/shared/corpus/flux-example/src`) and a
+/// A Git server holds the repository's files (`../shared/corpus/flux-example/src`) and a
 /// GitRepository `flux-system` serves them. The Kustomizations are those of
 /// `clusters/staging/infrastructure.yaml` and `clusters/staging/apps.yaml`, with these changes:
 /// - `sourceRef` is the GitRepository, and paths are prefixed with `infrastructure/` or
@@ -198,8 +198,8 @@ const FLUX_SYSTEM: &str = "flux-system";
 /// - `clusters/staging/flux-system` (the Flux installation itself) is not reconciled.
 #[tokio::test]
 async fn flux_example_kustomizations_reconcile_to_ready() {
-    let corpus = Path::new("/work/shared/corpus/flux-example/src");
-    assert!(corpus.is_dir(), "the flux-example corpus is missing");
+    let corpus = capstan_testkit::corpus("flux-example/src");
+    let corpus = corpus.as_path();
     let env = Env::start().await;
     env.namespace(FLUX_SYSTEM).await;
     let upstream = GitServer::start().await;
