@@ -1,4 +1,20 @@
+use std::collections::BTreeMap;
+
+use super::images::{set_images, split_image};
+use super::labels::set_map_entries;
+use super::namespace::set_namespace;
+use super::patch::apply_patch;
+use super::prefix_suffix::add_prefix_suffix;
+use super::replacements::apply_replacement;
+use super::replicas::set_replicas;
+use super::select::matches_label_selector;
+use super::value_add::{insert_segment, value_add};
 use super::*;
+use crate::build::Target;
+use crate::config::TransformerConfig;
+use crate::resource::Resource;
+use crate::smp::Schemas;
+use crate::types::{Image, Selector};
 use serde_json::json;
 
 fn deployment(name: &str) -> Resource {
