@@ -1,5 +1,5 @@
-//! File systems a build reads from: the disk, or memory; and [`Confined`], which keeps any
-//! of them inside one directory.
+//! File systems a build reads from: the disk, or memory, or memory over another one
+//! ([`OverlayFs`]); and [`Confined`], which keeps any of them inside one directory.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -24,6 +24,24 @@ pub trait FileSystem {
     fn read_link(&self, path: &Path) -> Option<PathBuf> {
         let _ = path;
         None
+    }
+}
+
+impl<F: FileSystem + ?Sized> FileSystem for &F {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        (**self).read(path)
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        (**self).is_dir(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        (**self).exists(path)
+    }
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        (**self).canonicalize(path)
+    }
+    fn read_link(&self, path: &Path) -> Option<PathBuf> {
+        (**self).read_link(path)
     }
 }
 
@@ -264,6 +282,162 @@ impl FileSystem for MemoryFs {
     }
 }
 
+/// Files in memory over another file system, which is only read: a build can add files (a
+/// generated kustomization, an overlay) to a tree without writing into it.
+///
+/// The lower layer is seen whole at its own paths ([`OverlayFs::new`]), or only one of its
+/// directories, at another path ([`OverlayFs::mounted`]: the rest of it is absent, so a build
+/// neither reads nor names it). A file of the memory layer hides whatever the lower layer has
+/// at its path; the memory layer has no links. Links of the lower layer are reported as they
+/// are written: their targets are read in the overlay's paths, so an absolute target naming
+/// the lower layer's own paths does not lead back into a mounted directory.
+///
+/// ```
+/// use std::path::Path;
+/// use capstan_kustomize::{FileSystem, MemoryFs, OverlayFs};
+///
+/// let mut disk = MemoryFs::new();
+/// disk.insert("/home/me/repo/app/cm.yaml", "kind: ConfigMap");
+/// disk.insert("/home/me/secret.yaml", "kind: Secret");
+/// let mut fs = OverlayFs::mounted(disk, Path::new("/home/me/repo"), Path::new("/build/source"));
+/// fs.insert("/build/source/app/kustomization.yaml", "resources: [cm.yaml]");
+/// assert!(fs.exists(Path::new("/build/source/app/cm.yaml")));
+/// assert!(fs.exists(Path::new("/build/source/app/kustomization.yaml")));
+/// assert!(!fs.exists(Path::new("/home/me/secret.yaml")));
+/// ```
+#[derive(Clone, Debug)]
+pub struct OverlayFs<F> {
+    lower: F,
+    /// Where the lower layer's directory `.1` is seen (`.0`); `None` when seen whole.
+    mount: Option<(PathBuf, PathBuf)>,
+    upper: MemoryFs,
+}
+
+impl<F: FileSystem> OverlayFs<F> {
+    /// `lower`, seen whole at its own paths, with an empty memory layer above.
+    pub fn new(lower: F) -> Self {
+        OverlayFs {
+            lower,
+            mount: None,
+            upper: MemoryFs::new(),
+        }
+    }
+
+    /// Only the directory `dir` of `lower`, seen at `at` (both made absolute and normalised),
+    /// with an empty memory layer above. Nothing else of `lower` exists in the overlay.
+    pub fn mounted(lower: F, dir: &Path, at: &Path) -> Self {
+        OverlayFs {
+            lower,
+            mount: Some((absolute(at), absolute(dir))),
+            upper: MemoryFs::new(),
+        }
+    }
+
+    /// Adds (or replaces) a file of the memory layer; relative paths are taken from `/`.
+    /// Nothing is written to the lower layer.
+    pub fn insert(&mut self, path: impl AsRef<Path>, contents: impl Into<Vec<u8>>) {
+        self.upper.insert(path, contents);
+    }
+
+    /// The lower layer.
+    pub fn lower(&self) -> &F {
+        &self.lower
+    }
+
+    /// The memory layer.
+    pub fn upper(&self) -> &MemoryFs {
+        &self.upper
+    }
+
+    /// Where `path` of the overlay lies in the lower layer, if it is seen there.
+    fn below(&self, path: &Path) -> Option<PathBuf> {
+        match &self.mount {
+            None => Some(path.to_path_buf()),
+            Some((at, dir)) => {
+                let rest = path.strip_prefix(at).ok()?;
+                Some(if rest.as_os_str().is_empty() {
+                    dir.clone()
+                } else {
+                    dir.join(rest)
+                })
+            }
+        }
+    }
+
+    /// Whether `path` is the memory layer's, file or directory (hiding the lower layer's).
+    fn in_upper(&self, path: &Path) -> bool {
+        self.upper.files.contains_key(path) || (self.upper.is_dir(path) && path != Path::new("/"))
+    }
+
+    /// Whether `path` is a directory leading to the mount point (not the mount point).
+    fn above_mount(&self, path: &Path) -> bool {
+        self.mount
+            .as_ref()
+            .is_some_and(|(at, _)| at != path && at.starts_with(path))
+    }
+
+    /// Whether `path` is the mount point, which is the mounted directory itself (never a link).
+    fn is_mount_point(&self, path: &Path) -> bool {
+        self.mount.as_ref().is_some_and(|(at, _)| at == path)
+    }
+}
+
+impl<F: FileSystem> FileSystem for OverlayFs<F> {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        if let Some(contents) = self.upper.files.get(path) {
+            return Ok(contents.clone());
+        }
+        if self.in_upper(path) || self.above_mount(path) {
+            return Err(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                "is a directory",
+            ));
+        }
+        match self.below(path) {
+            Some(lower) => self.lower.read(&lower),
+            None => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "no such file or directory",
+            )),
+        }
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        if self.upper.files.contains_key(path) {
+            return false;
+        }
+        self.upper.is_dir(path)
+            || self.above_mount(path)
+            || self
+                .below(path)
+                .is_some_and(|lower| self.lower.is_dir(&lower))
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.in_upper(path)
+            || self.above_mount(path)
+            || self
+                .below(path)
+                .is_some_and(|lower| self.lower.exists(&lower))
+    }
+    /// Resolves links in the overlay's own paths (targets read as the overlay's paths); fails
+    /// when the path does not exist.
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        let everything = Boundary {
+            root: PathBuf::from("/"),
+            canonical: None,
+        };
+        everything
+            .resolve(self, path)
+            .filter(|real| self.exists(real))
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no such file or directory"))
+    }
+    fn read_link(&self, path: &Path) -> Option<PathBuf> {
+        if self.in_upper(path) || self.above_mount(path) || self.is_mount_point(path) {
+            return None;
+        }
+        self.lower.read_link(&self.below(path)?)
+    }
+}
+
 /// Removes `.` and resolves `..` lexically.
 pub(crate) fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -292,6 +466,175 @@ mod tests {
         assert!(!fs.is_dir(Path::new("/app/base/kustomization.yaml")));
         assert!(fs.exists(Path::new("/app/base/kustomization.yaml")));
         assert!(fs.read(Path::new("/nope")).is_err());
+    }
+
+    /// Files in memory, and links (`link path → target as written`).
+    #[derive(Default)]
+    struct LinkedFs {
+        files: MemoryFs,
+        links: BTreeMap<PathBuf, PathBuf>,
+    }
+
+    impl FileSystem for LinkedFs {
+        fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+            self.files.read(path)
+        }
+        fn is_dir(&self, path: &Path) -> bool {
+            self.files.is_dir(path)
+        }
+        fn exists(&self, path: &Path) -> bool {
+            self.files.exists(path) || self.links.contains_key(path)
+        }
+        fn read_link(&self, path: &Path) -> Option<PathBuf> {
+            self.links.get(path).cloned()
+        }
+    }
+
+    fn text(fs: &dyn FileSystem, path: &str) -> String {
+        String::from_utf8(fs.read(Path::new(path)).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn overlay_adds_and_hides_files_without_writing_below() {
+        let mut lower = MemoryFs::new();
+        lower.insert("src/app/cm.yaml", "lower cm");
+        lower.insert("src/app/kustomization.yaml", "lower");
+        let mut fs = OverlayFs::new(&lower);
+        fs.insert("src/app/kustomization.yaml", "upper");
+        fs.insert("src/overlay/kustomization.yaml", "overlay");
+        assert_eq!(text(&fs, "/src/app/kustomization.yaml"), "upper");
+        assert_eq!(text(&fs, "/src/app/cm.yaml"), "lower cm");
+        assert_eq!(text(&fs, "/src/overlay/kustomization.yaml"), "overlay");
+        assert!(fs.is_dir(Path::new("/src/overlay")));
+        assert!(fs.is_dir(Path::new("/src/app")));
+        assert!(!fs.is_dir(Path::new("/src/app/kustomization.yaml")));
+        assert!(fs.read(Path::new("/src/overlay")).is_err());
+        assert!(!fs.exists(Path::new("/src/missing.yaml")));
+        assert_eq!(text(&lower, "/src/app/kustomization.yaml"), "lower");
+        assert!(!lower.exists(Path::new("/src/overlay")));
+    }
+
+    #[test]
+    fn a_mounted_directory_is_all_that_shows_of_the_lower_layer() {
+        let mut lower = MemoryFs::new();
+        lower.insert("home/me/repo/app/cm.yaml", "cm");
+        lower.insert("home/me/secret.yaml", "secret");
+        let mut fs = OverlayFs::mounted(
+            &lower,
+            Path::new("/home/me/repo"),
+            Path::new("/build/source"),
+        );
+        fs.insert("build/overlay/kustomization.yaml", "overlay");
+        assert_eq!(text(&fs, "/build/source/app/cm.yaml"), "cm");
+        for dir in [
+            "/",
+            "/build",
+            "/build/source",
+            "/build/source/app",
+            "/build/overlay",
+        ] {
+            assert!(fs.is_dir(Path::new(dir)), "{dir}");
+            assert!(fs.exists(Path::new(dir)), "{dir}");
+        }
+        for absent in [
+            "/home/me/secret.yaml",
+            "/home/me/repo/app/cm.yaml",
+            "/build/secret.yaml",
+            "/build/me/secret.yaml",
+        ] {
+            assert!(!fs.exists(Path::new(absent)), "{absent}");
+            assert!(fs.read(Path::new(absent)).is_err(), "{absent}");
+        }
+        assert!(fs.read(Path::new("/build")).is_err());
+    }
+
+    #[test]
+    fn links_below_are_read_in_the_overlay_paths() {
+        let mut lower = LinkedFs::default();
+        lower.files.insert("repo/app/cm.yaml", "cm");
+        lower.files.insert("host/x.yaml", "host");
+        for (link, target) in [
+            ("/repo/app/rel.yaml", "cm.yaml"),
+            ("/repo/app/abs.yaml", "/repo/app/cm.yaml"),
+            ("/repo/app/out.yaml", "../../host/x.yaml"),
+            ("/repo/app/up", "../.."),
+        ] {
+            lower.links.insert(link.into(), target.into());
+        }
+        let mut fs = OverlayFs::mounted(&lower, Path::new("/repo"), Path::new("/build/source"));
+        fs.insert("build/source/app/rel.yaml", "generated");
+        // A file of the memory layer hides a link below.
+        assert_eq!(fs.read_link(Path::new("/build/source/app/rel.yaml")), None);
+        assert_eq!(text(&fs, "/build/source/app/rel.yaml"), "generated");
+        assert_eq!(
+            fs.read_link(Path::new("/build/source/app/abs.yaml")),
+            Some(PathBuf::from("/repo/app/cm.yaml"))
+        );
+        assert_eq!(fs.read_link(Path::new("/build/source")), None);
+        // The absolute target names the lower layer's paths, which the overlay does not have.
+        assert!(
+            fs.canonicalize(Path::new("/build/source/app/abs.yaml"))
+                .is_err()
+        );
+        assert_eq!(
+            fs.canonicalize(Path::new("/build/source/app/up/source/app/cm.yaml"))
+                .unwrap(),
+            PathBuf::from("/build/source/app/cm.yaml")
+        );
+        let confined = Confined::new(&fs, Path::new("/build"));
+        assert!(
+            confined
+                .read(Path::new("/build/source/app/abs.yaml"))
+                .is_err()
+        );
+        assert!(
+            confined
+                .read(Path::new("/build/source/app/out.yaml"))
+                .is_err()
+        );
+        assert!(!confined.exists(Path::new("/build/source/app/up/host/x.yaml")));
+        assert_eq!(
+            text(&confined, "/build/source/app/up/source/app/cm.yaml"),
+            "cm"
+        );
+    }
+
+    #[test]
+    fn a_build_reads_an_overlay_in_memory_over_its_source() {
+        let mut lower = MemoryFs::new();
+        lower.insert(
+            "repo/app/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n",
+        );
+        lower.insert(
+            "secret.yaml",
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n",
+        );
+        let mut fs = OverlayFs::mounted(&lower, Path::new("/repo"), Path::new("/build/source"));
+        fs.insert(
+            "build/source/app/kustomization.yaml",
+            "resources: [cm.yaml]\n",
+        );
+        fs.insert(
+            "build/overlay/kustomization.yaml",
+            "resources: [../source/app]\nnamePrefix: p-\n",
+        );
+        let options = crate::BuildOptions {
+            boundary: Some("/build".into()),
+            ..crate::BuildOptions::default()
+        };
+        let objects = crate::build_with(&fs, Path::new("/build/overlay"), &options).unwrap();
+        assert_eq!(objects.len(), 1);
+        assert_eq!(objects[0]["metadata"]["name"], "p-cm");
+        fs.insert(
+            "build/overlay/kustomization.yaml",
+            "resources: [../source/app, ../../secret.yaml]\n",
+        );
+        let error = crate::build_with(&fs, Path::new("/build/overlay"), &options).unwrap_err();
+        assert!(
+            error.to_string().contains("outside the root of the source"),
+            "{error}"
+        );
     }
 
     #[test]

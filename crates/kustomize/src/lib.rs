@@ -58,7 +58,7 @@ use std::path::Path;
 
 pub use build::{BuildOptions, LoadRestrictor, MANAGED_BY_VERSION, build_with};
 pub use error::Error;
-pub use fs::{Boundary, Confined, DiskFs, FileSystem, MemoryFs};
+pub use fs::{Boundary, Confined, DiskFs, FileSystem, MemoryFs, OverlayFs};
 pub use types::Kustomization;
 pub use yaml::{YamlError, parse_documents, parse_documents_located, to_yaml, to_yaml_document};
 
