@@ -5,30 +5,13 @@
 //! extensions on the fields.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::CustomResourceExt;
 
 use crate::error::Error;
-use crate::helm::v2::HelmRelease;
-use crate::kustomize::v1::Kustomization;
-use crate::notification::v1::Receiver;
-use crate::notification::v1beta3::{Alert, Provider};
-use crate::source::v1::{Bucket, GitRepository, HelmChart, HelmRepository, OCIRepository};
 
-/// The CRDs of every served kind, in a stable order: sources, Kustomization, HelmRelease,
-/// notification kinds.
+/// The CRDs of every served kind, in a stable order ([`crate::kind::KINDS`]): sources,
+/// Kustomization, HelmRelease, notification kinds.
 pub fn crds() -> Vec<CustomResourceDefinition> {
-    vec![
-        GitRepository::crd(),
-        OCIRepository::crd(),
-        Bucket::crd(),
-        HelmRepository::crd(),
-        HelmChart::crd(),
-        Kustomization::crd(),
-        HelmRelease::crd(),
-        Provider::crd(),
-        Alert::crd(),
-        Receiver::crd(),
-    ]
+    crate::kind::kind_crds()
 }
 
 /// [`crds`] as one multi-document YAML stream (each document starts with `---`), ready for

@@ -23,6 +23,8 @@
 //! - [`revision`]: Flux revision strings ([`Revision`]).
 //! - [`crd`]: the CustomResourceDefinitions ([`crds`], [`crds_yaml`]); the rendered YAML is
 //!   committed as `crds/capstan-crds.yaml`.
+//! - [`kind`]: the facts of every kind and its status accessors ([`FluxKind`], [`KINDS`]), and
+//!   [`readiness`], the one reading of whether an object is Ready.
 //! - [`object`]: decoding untyped documents by `apiVersion`/`kind` ([`FluxObject`]).
 //!
 //! # Example
@@ -51,6 +53,7 @@ pub mod crd;
 pub mod duration;
 pub mod error;
 pub mod helm;
+pub mod kind;
 pub mod kustomize;
 pub mod meta;
 pub mod notification;
@@ -62,6 +65,7 @@ pub use crd::{crds, crds_yaml};
 pub use duration::{format_go_duration, parse_go_duration};
 pub use error::{DurationError, Error, RevisionError};
 pub use helm::v2::HelmRelease;
+pub use kind::{FluxKind, FluxStatus, KINDS, KindInfo, Readiness, Role, readiness};
 pub use kustomize::v1::Kustomization;
 pub use meta::FINALIZER;
 pub use notification::v1::Receiver;

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::error::Error;
 use crate::helm::v2::HelmRelease;
+use crate::kind::FluxKind;
 use crate::kustomize::v1::Kustomization;
 use crate::notification::v1::Receiver;
 use crate::notification::v1beta3::{Alert, Provider};
@@ -23,7 +24,7 @@ macro_rules! flux_objects {
 
         /// `(apiVersion, kind)` of every served kind, in CRD order.
         pub const SERVED_KINDS: &[(&str, &str)] = &[
-            $(($kind::API_VERSION, $kind::KIND),)*
+            $((<$kind as FluxKind>::INFO.api_version, <$kind as FluxKind>::INFO.kind),)*
         ];
 
         impl FluxObject {
@@ -35,10 +36,10 @@ macro_rules! flux_objects {
             pub fn from_value(value: Value) -> Result<Self, Error> {
                 let (api_version, kind) = type_of(&value)?;
                 $(
-                    if api_version == $kind::API_VERSION && kind == $kind::KIND {
+                    if api_version == <$kind as FluxKind>::INFO.api_version && kind == <$kind as FluxKind>::INFO.kind {
                         return serde_json::from_value::<$kind>(value)
                             .map(|o| Self::$kind(Box::new(o)))
-                            .map_err(|source| Error::InvalidObject { kind: $kind::KIND, source });
+                            .map_err(|source| Error::InvalidObject { kind: <$kind as FluxKind>::INFO.kind, source });
                     }
                 )*
                 Err(Error::UnsupportedKind { api_version: api_version.to_owned(), kind: kind.to_owned() })
@@ -54,7 +55,7 @@ macro_rules! flux_objects {
             /// The object's kind.
             pub fn kind(&self) -> &'static str {
                 match self {
-                    $(Self::$kind(_) => $kind::KIND,)*
+                    $(Self::$kind(_) => <$kind as FluxKind>::INFO.kind,)*
                 }
             }
 
@@ -68,46 +69,7 @@ macro_rules! flux_objects {
     };
 }
 
-/// Static `apiVersion`/`kind` of a served type.
-trait Served {
-    const API_VERSION: &'static str;
-    const KIND: &'static str;
-}
-
-macro_rules! served {
-    ($($kind:ident => $api_version:expr),* $(,)?) => {
-        $(impl Served for $kind {
-            const API_VERSION: &'static str = $api_version;
-            const KIND: &'static str = stringify!($kind);
-        })*
-    };
-}
-
-served! {
-    GitRepository => crate::source::v1::API_VERSION,
-    OCIRepository => crate::source::v1::API_VERSION,
-    Bucket => crate::source::v1::API_VERSION,
-    HelmRepository => crate::source::v1::API_VERSION,
-    HelmChart => crate::source::v1::API_VERSION,
-    Kustomization => crate::kustomize::v1::API_VERSION,
-    HelmRelease => crate::helm::v2::API_VERSION,
-    Provider => crate::notification::v1beta3::API_VERSION,
-    Alert => crate::notification::v1beta3::API_VERSION,
-    Receiver => crate::notification::v1::API_VERSION,
-}
-
-flux_objects!(
-    GitRepository,
-    OCIRepository,
-    Bucket,
-    HelmRepository,
-    HelmChart,
-    Kustomization,
-    HelmRelease,
-    Provider,
-    Alert,
-    Receiver,
-);
+crate::for_each_kind!(flux_objects);
 
 /// Whether `apiVersion`/`kind` names a kind served by this crate.
 pub fn is_served(api_version: &str, kind: &str) -> bool {

@@ -955,6 +955,16 @@ impl HelmRelease {
     }
 }
 
+crate::kind::flux_kind! {
+    HelmRelease: HelmReleaseStatus,
+    singular = "helmrelease",
+    plural = "helmreleases",
+    short_names = ["hr"],
+    display = "HelmRelease",
+    role = Applier,
+}
+crate::kind::flux_status!(HelmReleaseStatus, revision = last_attempted_revision);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,5 +4,4 @@ mod helm_release;
 
 pub use helm_release::*;
 
-/// The API version, `helm.toolkit.fluxcd.io/v2`.
-pub const API_VERSION: &str = "helm.toolkit.fluxcd.io/v2";
+crate::kind::group_version!("helm.toolkit.fluxcd.io", "v2");

@@ -380,6 +380,16 @@ impl Kustomization {
     }
 }
 
+crate::kind::flux_kind! {
+    Kustomization: KustomizationStatus,
+    singular = "kustomization",
+    plural = "kustomizations",
+    short_names = ["ks"],
+    display = "Kustomization",
+    role = Applier,
+}
+crate::kind::flux_status!(KustomizationStatus, revision = last_applied_revision);
+
 #[cfg(test)]
 mod tests {
     use super::*;

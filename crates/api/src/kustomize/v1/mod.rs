@@ -4,5 +4,4 @@ mod kustomization;
 
 pub use kustomization::*;
 
-/// The API version, `kustomize.toolkit.fluxcd.io/v1`.
-pub const API_VERSION: &str = "kustomize.toolkit.fluxcd.io/v1";
+crate::kind::group_version!("kustomize.toolkit.fluxcd.io", "v1");

@@ -4,5 +4,4 @@ mod receiver;
 
 pub use receiver::*;
 
-/// The API version, `notification.toolkit.fluxcd.io/v1`.
-pub const API_VERSION: &str = "notification.toolkit.fluxcd.io/v1";
+crate::kind::group_version!("notification.toolkit.fluxcd.io", "v1");

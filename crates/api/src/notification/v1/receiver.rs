@@ -190,6 +190,16 @@ impl Receiver {
     }
 }
 
+crate::kind::flux_kind! {
+    Receiver: ReceiverStatus,
+    singular = "receiver",
+    plural = "receivers",
+    short_names = [],
+    display = "Receiver",
+    role = Notification,
+}
+crate::kind::flux_status!(ReceiverStatus);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -93,6 +93,15 @@ impl Alert {
     }
 }
 
+crate::kind::flux_kind! {
+    Alert: NoStatus,
+    singular = "alert",
+    plural = "alerts",
+    short_names = [],
+    display = "Alert",
+    role = Notification,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

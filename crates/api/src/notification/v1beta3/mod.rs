@@ -9,5 +9,4 @@ mod provider;
 pub use alert::*;
 pub use provider::*;
 
-/// The API version, `notification.toolkit.fluxcd.io/v1beta3`.
-pub const API_VERSION: &str = "notification.toolkit.fluxcd.io/v1beta3";
+crate::kind::group_version!("notification.toolkit.fluxcd.io", "v1beta3");

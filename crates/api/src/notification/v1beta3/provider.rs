@@ -154,6 +154,15 @@ impl Provider {
     }
 }
 
+crate::kind::flux_kind! {
+    Provider: NoStatus,
+    singular = "provider",
+    plural = "providers",
+    short_names = [],
+    display = "Provider",
+    role = Notification,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -168,3 +168,13 @@ impl Bucket {
 }
 
 impl_source!(Bucket);
+
+crate::kind::flux_kind! {
+    Bucket: BucketStatus,
+    singular = "bucket",
+    plural = "buckets",
+    short_names = [],
+    display = "Bucket source",
+    role = Source,
+}
+crate::kind::flux_status!(BucketStatus, artifact);

@@ -265,3 +265,13 @@ impl GitRepositoryVerification {
 }
 
 impl_source!(GitRepository);
+
+crate::kind::flux_kind! {
+    GitRepository: GitRepositoryStatus,
+    singular = "gitrepository",
+    plural = "gitrepositories",
+    short_names = ["gitrepo"],
+    display = "GitRepository source",
+    role = Source,
+}
+crate::kind::flux_status!(GitRepositoryStatus, artifact);

@@ -158,3 +158,13 @@ impl HelmChart {
 }
 
 impl_source!(HelmChart);
+
+crate::kind::flux_kind! {
+    HelmChart: HelmChartStatus,
+    singular = "helmchart",
+    plural = "helmcharts",
+    short_names = ["hc"],
+    display = "HelmChart source",
+    role = Source,
+}
+crate::kind::flux_status!(HelmChartStatus, artifact);

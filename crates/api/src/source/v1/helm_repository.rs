@@ -158,3 +158,13 @@ impl HelmRepository {
 }
 
 impl_source!(HelmRepository);
+
+crate::kind::flux_kind! {
+    HelmRepository: HelmRepositoryStatus,
+    singular = "helmrepository",
+    plural = "helmrepositories",
+    short_names = ["helmrepo"],
+    display = "HelmRepository source",
+    role = Source,
+}
+crate::kind::flux_status!(HelmRepositoryStatus, artifact);

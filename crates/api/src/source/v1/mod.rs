@@ -20,8 +20,7 @@ pub use oci_repository::*;
 
 use crate::meta::{Artifact, Condition, LocalObjectReference};
 
-/// The API version, `source.toolkit.fluxcd.io/v1`.
-pub const API_VERSION: &str = "source.toolkit.fluxcd.io/v1";
+crate::kind::group_version!("source.toolkit.fluxcd.io", "v1");
 
 /// Default timeout of source operations (clone, pull, download) when `spec.timeout` is unset.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);

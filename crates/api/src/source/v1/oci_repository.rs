@@ -218,3 +218,13 @@ impl OCIRepository {
 }
 
 impl_source!(OCIRepository);
+
+crate::kind::flux_kind! {
+    OCIRepository: OCIRepositoryStatus,
+    singular = "ocirepository",
+    plural = "ocirepositories",
+    short_names = ["ocirepo"],
+    display = "OCIRepository source",
+    role = Source,
+}
+crate::kind::flux_status!(OCIRepositoryStatus, artifact);
