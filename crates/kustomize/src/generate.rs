@@ -113,6 +113,8 @@ fn strip_quotes(value: &str) -> &str {
     }
 }
 
+/// Generates one ConfigMap (or Secret, when `secret`) from its `args`, `global` options
+/// merged into its own.
 fn generate(
     builder: &Builder<'_>,
     target: &Target,
@@ -125,6 +127,42 @@ fn generate(
     } else {
         "configMapGenerator"
     };
+    let invalid = |message: String| Error::invalid(&target.file, field, message);
+    let pairs = read_pairs(builder, target, args, field)?;
+    let options = merged_options(args.options.as_ref(), global);
+    let object = generated_object(args, secret, &options, pairs);
+    let mut resource = Resource::new(object);
+    resource.needs_hash = !options.disable_name_suffix_hash;
+    resource.behavior = match args.behavior.as_str() {
+        "" | "create" => Behavior::Create,
+        "merge" => Behavior::Merge,
+        "replace" => Behavior::Replace,
+        other => {
+            return Err(invalid(format!(
+                "{}: unknown behavior {other:?}",
+                args.name
+            )));
+        }
+    };
+    if builder.track_origins() {
+        let kind = if secret {
+            "SecretGenerator"
+        } else {
+            "ConfigMapGenerator"
+        };
+        resource.origin = Some(builder.configured_origin(target, kind));
+    }
+    Ok(resource)
+}
+
+/// The key/value pairs of a generator in kustomize's order (env files, literals, files);
+/// a key given twice is an error.
+fn read_pairs(
+    builder: &Builder<'_>,
+    target: &Target,
+    args: &GeneratorArgs,
+    field: &str,
+) -> Result<Vec<(String, Vec<u8>)>, Error> {
     let invalid = |message: String| Error::invalid(&target.file, field, message);
     let mut pairs: Vec<(String, Vec<u8>)> = Vec::new();
     let mut add = |key: String, value: Vec<u8>| -> Result<(), Error> {
@@ -147,27 +185,9 @@ fn generate(
     }
     for env in &envs {
         let text = builder.read_field_text(target, env, field)?;
-        for (number, line) in text.lines().enumerate() {
-            let line = if number == 0 {
-                line.trim_start_matches('\u{feff}')
-            } else {
-                line
-            };
-            let line = line.trim_start();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
-            }
-            let (key, value) = match line.split_once('=') {
-                Some((key, value)) => (key, value.to_owned()),
-                None => (line, String::new()),
-            };
-            if key.is_empty() || key.contains(char::is_whitespace) {
-                return Err(invalid(format!(
-                    "{env}: line {}: invalid key {key:?}",
-                    number + 1
-                )));
-            }
-            add(key.to_owned(), value.into_bytes())?;
+        for pair in env_pairs(&text) {
+            let (key, value) = pair.map_err(|m| invalid(format!("{env}: {m}")))?;
+            add(key, value.into_bytes())?;
         }
     }
     for literal in &args.literals {
@@ -194,7 +214,41 @@ fn generate(
         let bytes = builder.read_field_file(target, path, field)?;
         add(key, bytes)?;
     }
-    let options = merged_options(args.options.as_ref(), global);
+    Ok(pairs)
+}
+
+/// The `KEY=value` lines of an env file, in order (a leading byte-order mark, blank lines and
+/// `#` comments skipped; a line without `=` is a key with an empty value).
+fn env_pairs(text: &str) -> impl Iterator<Item = Result<(String, String), String>> + '_ {
+    text.lines().enumerate().filter_map(|(number, line)| {
+        let line = if number == 0 {
+            line.trim_start_matches('\u{feff}')
+        } else {
+            line
+        };
+        let line = line.trim_start();
+        if line.is_empty() || line.starts_with('#') {
+            return None;
+        }
+        let (key, value) = match line.split_once('=') {
+            Some((key, value)) => (key, value.to_owned()),
+            None => (line, String::new()),
+        };
+        if key.is_empty() || key.contains(char::is_whitespace) {
+            return Some(Err(format!("line {}: invalid key {key:?}", number + 1)));
+        }
+        Some(Ok((key.to_owned(), value)))
+    })
+}
+
+/// The ConfigMap or Secret object: metadata from `args` and `options`, `pairs` as `data`
+/// (base64 for a Secret; a ConfigMap's non-UTF-8 values go to `binaryData`).
+fn generated_object(
+    args: &GeneratorArgs,
+    secret: bool,
+    options: &GeneratorOptions,
+    pairs: Vec<(String, Vec<u8>)>,
+) -> Value {
     let mut metadata = Map::new();
     metadata.insert("name".into(), Value::String(args.name.clone()));
     if !args.namespace.is_empty() {
@@ -251,28 +305,7 @@ fn generate(
     if options.immutable {
         object.insert("immutable".into(), Value::Bool(true));
     }
-    let mut resource = Resource::new(Value::Object(object));
-    resource.needs_hash = !options.disable_name_suffix_hash;
-    resource.behavior = match args.behavior.as_str() {
-        "" | "create" => Behavior::Create,
-        "merge" => Behavior::Merge,
-        "replace" => Behavior::Replace,
-        other => {
-            return Err(invalid(format!(
-                "{}: unknown behavior {other:?}",
-                args.name
-            )));
-        }
-    };
-    if builder.track_origins() {
-        let kind = if secret {
-            "SecretGenerator"
-        } else {
-            "ConfigMapGenerator"
-        };
-        resource.origin = Some(builder.configured_origin(target, kind));
-    }
-    Ok(resource)
+    Value::Object(object)
 }
 
 /// Base64 as kustomize writes secret data: lines of 70 characters, each ending in a newline,

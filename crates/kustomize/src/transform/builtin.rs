@@ -15,17 +15,42 @@ use crate::build::{Accumulator, Builder, Target};
 use crate::error::Error;
 use crate::types::{FieldSpec, Patch};
 
+/// One step of [`run_builtin_transformers`]: the transformers for one group of fields.
+type Step = fn(&Builder<'_>, &Target, &mut Accumulator) -> Result<(), Error>;
+
+/// The kustomization's fields in the order kustomize transforms them.
+const STEPS: &[Step] = &[
+    strategic_merge_patches,
+    patches,
+    namespace,
+    prefix_and_suffix,
+    labels_and_annotations,
+    json6902_patches,
+    replicas_and_images,
+    replacements,
+];
+
 /// Runs the kustomization's builtin transformers in kustomize's order.
 pub(crate) fn run_builtin_transformers(
     builder: &Builder<'_>,
     target: &Target,
     acc: &mut Accumulator,
 ) -> Result<(), Error> {
+    STEPS.iter().try_for_each(|step| step(builder, target, acc))
+}
+
+/// Records `kind` as the transformer that last touched every resource (`buildMetadata`).
+fn record(builder: &Builder<'_>, target: &Target, kind: &str, acc: &mut Accumulator) {
+    builder.record_transformer(target, kind, &mut acc.resources);
+}
+
+/// `patchesStrategicMerge`: file names or inline patches, recorded once for all.
+fn strategic_merge_patches(
+    builder: &Builder<'_>,
+    target: &Target,
+    acc: &mut Accumulator,
+) -> Result<(), Error> {
     let k = &target.kustomization;
-    let file = &target.file;
-    let record = |kind: &str, acc: &mut Accumulator| {
-        builder.record_transformer(target, kind, &mut acc.resources);
-    };
     for entry in &k.patches_strategic_merge {
         let text = load_patch_text(builder, target, entry, "patchesStrategicMerge")?;
         apply_patch(
@@ -35,12 +60,17 @@ pub(crate) fn run_builtin_transformers(
             None,
             &BTreeMap::new(),
         )
-        .map_err(|m| Error::invalid(file, "patchesStrategicMerge", m))?;
+        .map_err(|m| Error::invalid(&target.file, "patchesStrategicMerge", m))?;
     }
     if !k.patches_strategic_merge.is_empty() {
-        record("PatchStrategicMergeTransformer", acc);
+        record(builder, target, "PatchStrategicMergeTransformer", acc);
     }
-    for patch in &k.patches {
+    Ok(())
+}
+
+/// `patches`: strategic merge or JSON 6902, each with an optional target.
+fn patches(builder: &Builder<'_>, target: &Target, acc: &mut Accumulator) -> Result<(), Error> {
+    for patch in &target.kustomization.patches {
         let text = patch_body(builder, target, patch, "patches")?;
         apply_patch(
             &mut acc.resources,
@@ -49,9 +79,15 @@ pub(crate) fn run_builtin_transformers(
             patch.target.as_ref(),
             &patch.options,
         )
-        .map_err(|m| Error::invalid(file, "patches", m))?;
-        record("PatchTransformer", acc);
+        .map_err(|m| Error::invalid(&target.file, "patches", m))?;
+        record(builder, target, "PatchTransformer", acc);
     }
+    Ok(())
+}
+
+/// `namespace`.
+fn namespace(builder: &Builder<'_>, target: &Target, acc: &mut Accumulator) -> Result<(), Error> {
+    let k = &target.kustomization;
     if !k.namespace.is_empty() {
         set_namespace(
             &mut acc.resources,
@@ -60,8 +96,18 @@ pub(crate) fn run_builtin_transformers(
             false,
             "",
         );
-        record("NamespaceTransformer", acc);
+        record(builder, target, "NamespaceTransformer", acc);
     }
+    Ok(())
+}
+
+/// `namePrefix`, then `nameSuffix`.
+fn prefix_and_suffix(
+    builder: &Builder<'_>,
+    target: &Target,
+    acc: &mut Accumulator,
+) -> Result<(), Error> {
+    let k = &target.kustomization;
     if !k.name_prefix.is_empty() {
         add_prefix_suffix(
             &mut acc.resources,
@@ -69,7 +115,7 @@ pub(crate) fn run_builtin_transformers(
             "",
             &acc.config.name_prefix,
         );
-        record("PrefixTransformer", acc);
+        record(builder, target, "PrefixTransformer", acc);
     }
     if !k.name_suffix.is_empty() {
         add_prefix_suffix(
@@ -78,8 +124,18 @@ pub(crate) fn run_builtin_transformers(
             &k.name_suffix,
             &acc.config.name_suffix,
         );
-        record("SuffixTransformer", acc);
+        record(builder, target, "SuffixTransformer", acc);
     }
+    Ok(())
+}
+
+/// `labels` (each with its own reach), then `commonLabels` and `commonAnnotations`.
+fn labels_and_annotations(
+    builder: &Builder<'_>,
+    target: &Target,
+    acc: &mut Accumulator,
+) -> Result<(), Error> {
+    let k = &target.kustomization;
     for label in &k.labels {
         let mut specs = label.fields.clone();
         if label.include_selectors {
@@ -98,7 +154,7 @@ pub(crate) fn run_builtin_transformers(
             );
         }
         set_map_entries(&mut acc.resources, &label.pairs, &specs);
-        record("LabelTransformer", acc);
+        record(builder, target, "LabelTransformer", acc);
     }
     if !k.common_labels.is_empty() {
         set_map_entries(
@@ -106,7 +162,7 @@ pub(crate) fn run_builtin_transformers(
             &k.common_labels,
             &acc.config.common_labels,
         );
-        record("LabelTransformer", acc);
+        record(builder, target, "LabelTransformer", acc);
     }
     if !k.common_annotations.is_empty() {
         set_map_entries(
@@ -114,9 +170,19 @@ pub(crate) fn run_builtin_transformers(
             &k.common_annotations,
             &acc.config.common_annotations,
         );
-        record("AnnotationsTransformer", acc);
+        record(builder, target, "AnnotationsTransformer", acc);
     }
-    for patch in &k.patches_json6902 {
+    Ok(())
+}
+
+/// `patchesJson6902`: each needs a target.
+fn json6902_patches(
+    builder: &Builder<'_>,
+    target: &Target,
+    acc: &mut Accumulator,
+) -> Result<(), Error> {
+    let file = &target.file;
+    for patch in &target.kustomization.patches_json6902 {
         let text = patch_body(builder, target, patch, "patchesJson6902")?;
         if patch.target.is_none() {
             return Err(Error::invalid(
@@ -133,8 +199,18 @@ pub(crate) fn run_builtin_transformers(
             &patch.options,
         )
         .map_err(|m| Error::invalid(file, "patchesJson6902", m))?;
-        record("PatchJson6902Transformer", acc);
+        record(builder, target, "PatchJson6902Transformer", acc);
     }
+    Ok(())
+}
+
+/// `replicas`, then `images`.
+fn replicas_and_images(
+    builder: &Builder<'_>,
+    target: &Target,
+    acc: &mut Accumulator,
+) -> Result<(), Error> {
+    let k = &target.kustomization;
     for replica in &k.replicas {
         set_replicas(
             &mut acc.resources,
@@ -142,12 +218,22 @@ pub(crate) fn run_builtin_transformers(
             replica.count,
             &acc.config.replicas,
         );
-        record("ReplicaCountTransformer", acc);
+        record(builder, target, "ReplicaCountTransformer", acc);
     }
     for image in &k.images {
         set_images(&mut acc.resources, image, &acc.config.images);
-        record("ImageTagTransformer", acc);
+        record(builder, target, "ImageTagTransformer", acc);
     }
+    Ok(())
+}
+
+/// `replacements`: inline or read from files (a document or a list of them).
+fn replacements(
+    builder: &Builder<'_>,
+    target: &Target,
+    acc: &mut Accumulator,
+) -> Result<(), Error> {
+    let k = &target.kustomization;
     for entry in &k.replacements {
         let replacements = match entry {
             crate::types::ReplacementField::Path { path } => builder
@@ -162,11 +248,11 @@ pub(crate) fn run_builtin_transformers(
         };
         for replacement in &replacements {
             apply_replacement(&mut acc.resources, replacement)
-                .map_err(|m| Error::invalid(file, "replacements", m))?;
+                .map_err(|m| Error::invalid(&target.file, "replacements", m))?;
         }
     }
     if !k.replacements.is_empty() {
-        record("ReplacementTransformer", acc);
+        record(builder, target, "ReplacementTransformer", acc);
     }
     Ok(())
 }
