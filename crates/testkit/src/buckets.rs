@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
-use crate::{eventually, free_port, require};
+use crate::{require, spawn_listening};
 
 /// The bucket (S3) or container (Azure) every store is created with.
 pub const BUCKET: &str = "flux";
@@ -44,15 +43,6 @@ fn client(request: &serde_json::Value) -> serde_json::Value {
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout).expect("bucket_client.py answers JSON")
-}
-
-async fn wait_for_port(port: u16, what: &str) {
-    eventually(Duration::from_secs(30), what, || async move {
-        std::net::TcpStream::connect(("127.0.0.1", port))
-            .ok()
-            .map(|_| ())
-    })
-    .await;
 }
 
 fn objects_json(objects: &[(&str, &str)]) -> serde_json::Map<String, serde_json::Value> {
@@ -113,21 +103,19 @@ impl Moto {
 
     async fn spawn(with_auth: bool) -> Self {
         require("moto_server");
-        let port = free_port();
-        let mut command = Command::new("moto_server");
-        command.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
-        if with_auth {
-            // The first three requests (IAM user, access key, policy) need no signature; all
-            // later ones are checked against moto's IAM.
-            command.env("INITIAL_NO_AUTH_ACTION_COUNT", "3");
-        }
-        let child = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start moto_server");
+        let (child, port) = spawn_listening("moto_server", |port| {
+            let mut command = Command::new("moto_server");
+            command.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
+            if with_auth {
+                // The first three requests (IAM user, access key, policy) need no signature;
+                // all later ones are checked against moto's IAM.
+                command.env("INITIAL_NO_AUTH_ACTION_COUNT", "3");
+            }
+            command.stdout(Stdio::null()).stderr(Stdio::null());
+            command
+        })
+        .await;
         let endpoint = format!("http://127.0.0.1:{port}");
-        wait_for_port(port, "moto_server to listen").await;
         let keys = client(&serde_json::json!({
             "op": "s3-setup", "endpoint": endpoint, "bucket": BUCKET,
         }));
@@ -191,22 +179,23 @@ impl Azurite {
     pub async fn start() -> Self {
         let binary = azurite_binary();
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let port = free_port();
-        let child = Command::new(binary)
-            .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
-            .arg("--location")
-            .arg(dir.path())
-            .args(["--skipApiVersionCheck", "--loose", "--silent"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start azurite-blob");
+        let (child, port) = spawn_listening("azurite-blob", |port| {
+            let mut command = Command::new(&binary);
+            command
+                .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
+                .arg("--location")
+                .arg(dir.path())
+                .args(["--skipApiVersionCheck", "--loose", "--silent"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            command
+        })
+        .await;
         let azurite = Self {
             child,
             endpoint: format!("http://127.0.0.1:{port}"),
             _dir: dir,
         };
-        wait_for_port(port, "azurite-blob to listen").await;
         client(&serde_json::json!({
             "op": "azure-create", "endpoint": azurite.endpoint, "account": AZURE_ACCOUNT,
             "key": AZURE_KEY, "container": BUCKET,

@@ -43,7 +43,96 @@ pub fn require(tool: &str) {
     );
 }
 
-/// A free TCP port on 127.0.0.1.
+/// Starts a server process told its port by `command(port)` on a free port of 127.0.0.1, and
+/// waits until that very process (or one of its descendants) listens there; returns it with the
+/// port. A port picked free is not necessarily free when the child binds it (another test may
+/// take it meanwhile): a child that exits (its bind failed) is retried on another port, and a
+/// port someone else listens on is never mistaken for the child's.
+///
+/// # Panics
+/// When the child cannot be started, or does not listen within 30 s, or five ports in a row fail.
+pub async fn spawn_listening(what: &str, mut command: impl FnMut(u16) -> Command) -> (Child, u16) {
+    for _ in 0..5 {
+        let port = free_port();
+        let mut child = command(port)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {what}: {e}"));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                break; // it could not bind: another port
+            }
+            if listens_on(child.id(), port) {
+                return (child, port);
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{what} did not listen on 127.0.0.1:{port} within 30 s");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    panic!("{what} exited at start on five ports in a row");
+}
+
+/// Whether process `pid` or one of its descendants holds a socket listening on TCP `port`
+/// (Linux: the socket inodes of `/proc/net/tcp{,6}` matched against `/proc/<pid>/fd`).
+fn listens_on(pid: u32, port: u16) -> bool {
+    let wanted = format!(":{port:04X}");
+    let mut inodes = std::collections::HashSet::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.len() > 9 && fields[1].ends_with(&wanted) && fields[3] == "0A" {
+                inodes.insert(format!("socket:[{}]", fields[9]));
+            }
+        }
+    }
+    !inodes.is_empty()
+        && process_tree(pid)
+            .into_iter()
+            .any(|pid| holds_any(pid, &inodes))
+}
+
+fn holds_any(pid: u32, inodes: &std::collections::HashSet<String>) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path())
+            .is_ok_and(|target| inodes.contains(target.to_string_lossy().as_ref()))
+    })
+}
+
+/// `pid` and its descendants, as `/proc/<pid>/task/*/children` lists them.
+fn process_tree(pid: u32) -> Vec<u32> {
+    let mut all = vec![pid];
+    let mut next = 0;
+    while next < all.len() {
+        let current = all[next];
+        next += 1;
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{current}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            if let Ok(children) = std::fs::read_to_string(task.path().join("children")) {
+                all.extend(
+                    children
+                        .split_whitespace()
+                        .filter_map(|c| c.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    all
+}
+
+/// A free TCP port on 127.0.0.1 at the time of the call. To hand a port to another process,
+/// use [`spawn_listening`], which survives the port being taken meanwhile.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -241,11 +330,10 @@ impl Registry {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let storage = dir.path().join("storage");
         std::fs::create_dir(&storage).expect("the registry storage");
-        let address = format!("127.0.0.1:{}", free_port());
         let mut config = format!(
             "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\n\
              storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
-             http:\n  addr: {address}\n  secret: capstan-test-secret\n",
+             http:\n  addr: 127.0.0.1:{{port}}\n  secret: capstan-test-secret\n",
             storage.display()
         );
         match mode {
@@ -284,15 +372,21 @@ impl Registry {
         }
         let tls = matches!(mode, Mode::Tls(_));
         let config_path = dir.path().join("config.yml");
-        std::fs::write(&config_path, config).expect("write the registry config");
-        let log = std::fs::File::create(dir.path().join("registry.log")).expect("registry log");
-        let child = Command::new("docker-registry")
-            .arg("serve")
-            .arg(&config_path)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start docker-registry");
+        let log_path = dir.path().join("registry.log");
+        let (child, port) = spawn_listening("docker-registry", |port| {
+            let config = config.replace("{port}", &port.to_string());
+            std::fs::write(&config_path, config).expect("write the registry config");
+            let log = std::fs::File::create(&log_path).expect("registry log");
+            let mut command = Command::new("docker-registry");
+            command
+                .arg("serve")
+                .arg(&config_path)
+                .stdout(Stdio::null())
+                .stderr(log);
+            command
+        })
+        .await;
+        let address = format!("127.0.0.1:{port}");
         let registry = Self {
             child,
             address,

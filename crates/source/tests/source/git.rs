@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use capstan_source::git::{self, FetchOptions, GitAuth, GitReference};
 use capstan_testkit::{CertifiedKey, GitServer, git};
 
-use crate::support::{TestCa, eventually, free_port, require, tree};
+use crate::support::{TestCa, eventually, require, tree};
 
 /// Tags HEAD of `upstream`'s work tree (annotated when `annotated`) and pushes the tag.
 fn tag(upstream: &GitServer, name: &str, annotated: bool) {
@@ -174,27 +174,18 @@ impl HttpServer {
             }
         }
         let bare = upstream.bare();
-        let port = free_port();
-        let child = Command::new("python3")
-            .arg("-c")
-            .arg(BRIDGE)
-            .arg(bare.parent().unwrap())
-            .arg(port.to_string())
-            .arg(authorization.unwrap_or(""))
-            .args(&tls_args)
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        eventually(
-            Duration::from_secs(20),
-            "the git http bridge to listen",
-            || async move {
-                tokio::net::TcpStream::connect(("127.0.0.1", port))
-                    .await
-                    .ok()
-                    .map(|_| ())
-            },
-        )
+        let (child, port) = capstan_testkit::spawn_listening("the git http bridge", |port| {
+            let mut command = Command::new("python3");
+            command
+                .arg("-c")
+                .arg(BRIDGE)
+                .arg(bare.parent().unwrap())
+                .arg(port.to_string())
+                .arg(authorization.unwrap_or(""))
+                .args(&tls_args)
+                .stdout(Stdio::null());
+            command
+        })
         .await;
         Self {
             child,
@@ -485,30 +476,27 @@ impl SshServer {
         keygen(&dir.path().join("host_key"));
         let client_public = keygen(&dir.path().join("client_key"));
         std::fs::write(dir.path().join("authorized_keys"), client_public).unwrap();
-        let port = free_port();
-        let config = format!(
-            "Port {port}\nListenAddress 127.0.0.1\nHostKey {root}/host_key\n\
-             AuthorizedKeysFile {root}/authorized_keys\nStrictModes no\nUsePAM no\n\
-             PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-             PermitRootLogin prohibit-password\nAcceptEnv GIT_PROTOCOL\nPidFile {root}/sshd.pid\n",
-            root = dir.path().display()
-        );
-        std::fs::write(dir.path().join("sshd_config"), config).unwrap();
-        let log = std::fs::File::create(dir.path().join("sshd.log")).unwrap();
-        let child = Command::new(sshd)
-            .arg("-D")
-            .arg("-e")
-            .arg("-f")
-            .arg(dir.path().join("sshd_config"))
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        eventually(Duration::from_secs(20), "sshd to listen", || async move {
-            tokio::net::TcpStream::connect(("127.0.0.1", port))
-                .await
-                .ok()
-                .map(|_| ())
+        let config_path = dir.path().join("sshd_config");
+        let log_path = dir.path().join("sshd.log");
+        let (child, port) = capstan_testkit::spawn_listening("sshd", |port| {
+            let config = format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {root}/host_key\n\
+                 AuthorizedKeysFile {root}/authorized_keys\nStrictModes no\nUsePAM no\n\
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
+                 PermitRootLogin prohibit-password\nAcceptEnv GIT_PROTOCOL\nPidFile {root}/sshd.pid\n",
+                root = dir.path().display()
+            );
+            std::fs::write(&config_path, config).unwrap();
+            let log = std::fs::File::create(&log_path).unwrap();
+            let mut command = Command::new(sshd);
+            command
+                .arg("-D")
+                .arg("-e")
+                .arg("-f")
+                .arg(&config_path)
+                .stdout(Stdio::null())
+                .stderr(log);
+            command
         })
         .await;
         Self { child, port, dir }

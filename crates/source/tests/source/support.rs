@@ -7,7 +7,7 @@ use std::process::Command;
 
 pub use capstan_testkit::{
     REGISTRY_PASSWORD as PASSWORD, REGISTRY_USER as USER, Registry, TestCa, download, eventually,
-    free_port, http_client, require,
+    http_client, require,
 };
 
 /// Runs `skopeo` with `args` against the plain-HTTP test registry and returns stdout.
