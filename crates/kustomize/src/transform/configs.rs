@@ -103,118 +103,11 @@ fn apply_transformer_config(
                 &specs_of(config, "fieldSpecs")?,
             );
         }
-        "NamespaceTransformer" => {
-            let namespace = config
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let unset_only = config
-                .get("unsetOnly")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
-            let subjects = config
-                .get("setRoleBindingSubjects")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let subjects = match subjects {
-                "allServiceAccounts" => "allServiceAccounts",
-                "none" => "none",
-                _ => "",
-            };
-            set_namespace(
-                &mut acc.resources,
-                namespace,
-                &specs_of(config, "fieldSpecs")?,
-                unset_only,
-                subjects,
-            );
-        }
-        "ImageTagTransformer" => {
-            let image: Image =
-                serde_json::from_value(config.get("imageTag").cloned().unwrap_or_default())
-                    .map_err(|e| format!("imageTag: {e}"))?;
-            let mut specs = specs_of(config, "fieldSpecs")?;
-            if specs.is_empty() {
-                specs.clone_from(&acc.config.images);
-            }
-            set_images(&mut acc.resources, &image, &specs);
-        }
-        "ReplicaCountTransformer" => {
-            let name = config
-                .pointer("/replica/name")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let count = config
-                .pointer("/replica/count")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            set_replicas(
-                &mut acc.resources,
-                name,
-                count,
-                &specs_of(config, "fieldSpecs")?,
-            );
-        }
-        "PatchTransformer" | "PatchJson6902Transformer" => {
-            let selector: Option<Selector> = match config.get("target") {
-                Some(t) => {
-                    Some(serde_json::from_value(t.clone()).map_err(|e| format!("target: {e}"))?)
-                }
-                None => None,
-            };
-            let options: BTreeMap<String, bool> = config
-                .get("options")
-                .and_then(|o| serde_json::from_value(o.clone()).ok())
-                .unwrap_or_default();
-            let text = if let Some(path) = config.get("path").and_then(Value::as_str) {
-                builder
-                    .read_field_text(target, path, "transformers")
-                    .map_err(|e| e.to_string())?
-            } else {
-                config
-                    .get("patch")
-                    .or_else(|| config.get("jsonOp"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned()
-            };
-            apply_patch(
-                &mut acc.resources,
-                &builder.schemas,
-                &text,
-                selector.as_ref(),
-                &options,
-            )?;
-        }
-        "PatchStrategicMergeTransformer" => {
-            for entry in config
-                .get("paths")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let path = entry.as_str().unwrap_or("");
-                let text = builder
-                    .read_field_text(target, path, "transformers")
-                    .map_err(|e| e.to_string())?;
-                apply_patch(
-                    &mut acc.resources,
-                    &builder.schemas,
-                    &text,
-                    None,
-                    &BTreeMap::new(),
-                )?;
-            }
-            if let Some(patches) = config.get("patches").and_then(Value::as_str) {
-                apply_patch(
-                    &mut acc.resources,
-                    &builder.schemas,
-                    patches,
-                    None,
-                    &BTreeMap::new(),
-                )?;
-            }
-        }
+        "NamespaceTransformer" => namespace(acc, config)?,
+        "ImageTagTransformer" => images(acc, config)?,
+        "ReplicaCountTransformer" => replicas(acc, config)?,
+        "PatchTransformer" | "PatchJson6902Transformer" => patch(builder, target, acc, config)?,
+        "PatchStrategicMergeTransformer" => strategic_merge_patches(builder, target, acc, config)?,
         "ReplacementTransformer" => {
             for replacement in config
                 .get("replacements")
@@ -229,6 +122,140 @@ fn apply_transformer_config(
         "SortOrderTransformer" => {}
         "HelmChartInflationGenerator" => return Err("helmCharts: not supported yet".into()),
         other => return Err(format!("builtin transformer {other:?} is not supported")),
+    }
+    Ok(())
+}
+
+/// `NamespaceTransformer`: `metadata.namespace`, `unsetOnly`, `setRoleBindingSubjects`.
+fn namespace(acc: &mut Accumulator, config: &Value) -> Result<(), String> {
+    let namespace = config
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let unset_only = config
+        .get("unsetOnly")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let subjects = config
+        .get("setRoleBindingSubjects")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let subjects = match subjects {
+        "allServiceAccounts" => "allServiceAccounts",
+        "none" => "none",
+        _ => "",
+    };
+    set_namespace(
+        &mut acc.resources,
+        namespace,
+        &specs_of(config, "fieldSpecs")?,
+        unset_only,
+        subjects,
+    );
+    Ok(())
+}
+
+/// `ImageTagTransformer`: `imageTag`, on the builtin image fields unless `fieldSpecs` name others.
+fn images(acc: &mut Accumulator, config: &Value) -> Result<(), String> {
+    let image: Image = serde_json::from_value(config.get("imageTag").cloned().unwrap_or_default())
+        .map_err(|e| format!("imageTag: {e}"))?;
+    let mut specs = specs_of(config, "fieldSpecs")?;
+    if specs.is_empty() {
+        specs.clone_from(&acc.config.images);
+    }
+    set_images(&mut acc.resources, &image, &specs);
+    Ok(())
+}
+
+/// `ReplicaCountTransformer`: `replica.name` and `replica.count`.
+fn replicas(acc: &mut Accumulator, config: &Value) -> Result<(), String> {
+    let name = config
+        .pointer("/replica/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let count = config
+        .pointer("/replica/count")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    set_replicas(
+        &mut acc.resources,
+        name,
+        count,
+        &specs_of(config, "fieldSpecs")?,
+    );
+    Ok(())
+}
+
+/// `PatchTransformer` and `PatchJson6902Transformer`: `patch`/`jsonOp` inline or `path`,
+/// with an optional `target`.
+fn patch(
+    builder: &Builder<'_>,
+    target: &Target,
+    acc: &mut Accumulator,
+    config: &Value,
+) -> Result<(), String> {
+    let selector: Option<Selector> = match config.get("target") {
+        Some(t) => Some(serde_json::from_value(t.clone()).map_err(|e| format!("target: {e}"))?),
+        None => None,
+    };
+    let options: BTreeMap<String, bool> = config
+        .get("options")
+        .and_then(|o| serde_json::from_value(o.clone()).ok())
+        .unwrap_or_default();
+    let text = if let Some(path) = config.get("path").and_then(Value::as_str) {
+        builder
+            .read_field_text(target, path, "transformers")
+            .map_err(|e| e.to_string())?
+    } else {
+        config
+            .get("patch")
+            .or_else(|| config.get("jsonOp"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    apply_patch(
+        &mut acc.resources,
+        &builder.schemas,
+        &text,
+        selector.as_ref(),
+        &options,
+    )
+}
+
+/// `PatchStrategicMergeTransformer`: the files under `paths`, then inline `patches`.
+fn strategic_merge_patches(
+    builder: &Builder<'_>,
+    target: &Target,
+    acc: &mut Accumulator,
+    config: &Value,
+) -> Result<(), String> {
+    for entry in config
+        .get("paths")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let path = entry.as_str().unwrap_or("");
+        let text = builder
+            .read_field_text(target, path, "transformers")
+            .map_err(|e| e.to_string())?;
+        apply_patch(
+            &mut acc.resources,
+            &builder.schemas,
+            &text,
+            None,
+            &BTreeMap::new(),
+        )?;
+    }
+    if let Some(patches) = config.get("patches").and_then(Value::as_str) {
+        apply_patch(
+            &mut acc.resources,
+            &builder.schemas,
+            patches,
+            None,
+            &BTreeMap::new(),
+        )?;
     }
     Ok(())
 }

@@ -42,6 +42,21 @@ pub(crate) fn apply_replacement(
     let source = replacement
         .get("source")
         .ok_or("replacement has no source")?;
+    let value = source_value(resources, source)?;
+    for target in replacement
+        .get("targets")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        replace_in_target(resources, target, &value)?;
+    }
+    Ok(())
+}
+
+/// The value a replacement's `source` selects: one resource, its `fieldPath` (by default
+/// `metadata.name`), optionally one part of it split on `options.delimiter`.
+fn source_value(resources: &[Resource], source: &Value) -> Result<Value, String> {
     let selector = selector_from(Some(source))?;
     let mut matches = Vec::new();
     for (index, resource) in resources.iter().enumerate() {
@@ -84,89 +99,92 @@ pub(crate) fn apply_replacement(
             .ok_or_else(|| format!("options.index {index} is out of bounds for value {text}"))?;
         value = Value::String((*part).to_owned());
     }
-    for target in replacement
-        .get("targets")
+    Ok(value)
+}
+
+/// Writes `value` at the `fieldPaths` of every resource a replacement target selects and
+/// does not reject.
+fn replace_in_target(
+    resources: &mut [Resource],
+    target: &Value,
+    value: &Value,
+) -> Result<(), String> {
+    let select = selector_from(target.get("select"))?;
+    if target.get("select").is_none() {
+        return Err("target must specify resources to select".into());
+    }
+    let regex = SelectorRegex::new(&select)?;
+    let rejects: Vec<(Selector, SelectorRegex)> = target
+        .get("reject")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-    {
-        let select = selector_from(target.get("select"))?;
-        if target.get("select").is_none() {
-            return Err("target must specify resources to select".into());
+        .map(|r| {
+            let s = selector_from(Some(r))?;
+            let re = SelectorRegex::new(&s)?;
+            Ok((s, re))
+        })
+        .collect::<Result<_, String>>()?;
+    let paths: Vec<String> = target
+        .get("fieldPaths")
+        .and_then(Value::as_array)
+        .map_or_else(
+            || vec!["metadata.name".to_owned()],
+            |a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            },
+        );
+    let options = target.get("options");
+    let create = options
+        .and_then(|o| o.get("create"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    for resource in resources.iter_mut() {
+        let (labels, annotations) = (resource.labels(), resource.annotations());
+        if !matches_label_selector(&labels, &select.label_selector)?
+            || !matches_label_selector(&annotations, &select.annotation_selector)?
+        {
+            continue;
         }
-        let regex = SelectorRegex::new(&select)?;
-        let rejects: Vec<(Selector, SelectorRegex)> = target
-            .get("reject")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .map(|r| {
-                let s = selector_from(Some(r))?;
-                let re = SelectorRegex::new(&s)?;
-                Ok((s, re))
-            })
-            .collect::<Result<_, String>>()?;
-        let paths: Vec<String> = target
-            .get("fieldPaths")
-            .and_then(Value::as_array)
-            .map_or_else(
-                || vec!["metadata.name".to_owned()],
-                |a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str().map(str::to_owned))
-                        .collect()
+        let ids = all_ids(resource);
+        let mut rejected = false;
+        for (reject, re) in &rejects {
+            let by_meta = !(reject.label_selector.is_empty()
+                && reject.annotation_selector.is_empty())
+                && matches_label_selector(&labels, &reject.label_selector)?
+                && matches_label_selector(&annotations, &reject.annotation_selector)?;
+            let id_fields_set = !(reject.kind.is_empty()
+                && reject.name.is_empty()
+                && reject.namespace.is_empty()
+                && reject.group.is_empty()
+                && reject.version.is_empty());
+            if by_meta || (id_fields_set && ids.iter().any(|id| re.selects(id))) {
+                rejected = true;
+            }
+        }
+        if rejected || !ids.iter().any(|id| regex.selects(id)) {
+            continue;
+        }
+        for path in &paths {
+            let parts = split_field_path(path);
+            let mut found = 0;
+            visit_path(
+                &mut resource.object,
+                &parts,
+                create,
+                &mut found,
+                &mut |slot| {
+                    set_replacement_value(slot, value, options);
+                    Ok(())
                 },
-            );
-        let options = target.get("options");
-        let create = options
-            .and_then(|o| o.get("create"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        for resource in resources.iter_mut() {
-            let (labels, annotations) = (resource.labels(), resource.annotations());
-            if !matches_label_selector(&labels, &select.label_selector)?
-                || !matches_label_selector(&annotations, &select.annotation_selector)?
-            {
-                continue;
-            }
-            let ids = all_ids(resource);
-            let mut rejected = false;
-            for (reject, re) in &rejects {
-                let by_meta = !(reject.label_selector.is_empty()
-                    && reject.annotation_selector.is_empty())
-                    && matches_label_selector(&labels, &reject.label_selector)?
-                    && matches_label_selector(&annotations, &reject.annotation_selector)?;
-                let id_fields_set = !(reject.kind.is_empty()
-                    && reject.name.is_empty()
-                    && reject.namespace.is_empty()
-                    && reject.group.is_empty()
-                    && reject.version.is_empty());
-                if by_meta || (id_fields_set && ids.iter().any(|id| re.selects(id))) {
-                    rejected = true;
-                }
-            }
-            if rejected || !ids.iter().any(|id| regex.selects(id)) {
-                continue;
-            }
-            for path in &paths {
-                let parts = split_field_path(path);
-                let mut found = 0;
-                visit_path(
-                    &mut resource.object,
-                    &parts,
-                    create,
-                    &mut found,
-                    &mut |slot| {
-                        set_replacement_value(slot, &value, options);
-                        Ok(())
-                    },
-                )?;
-                if found == 0 {
-                    return Err(format!(
-                        "unable to find field \"{path}\" in replacement target {}",
-                        resource.current_id()
-                    ));
-                }
+            )?;
+            if found == 0 {
+                return Err(format!(
+                    "unable to find field \"{path}\" in replacement target {}",
+                    resource.current_id()
+                ));
             }
         }
     }
