@@ -58,9 +58,8 @@
 //! plugins or files. Fields not implemented (`decryption`, `kubeConfig.configMapRef`,
 //! `healthCheckExprs`) are refused with `Stalled=True`, reason `FeatureGateDisabled`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::str::FromStr;
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use capstan_api::Kustomization;
@@ -80,6 +79,7 @@ use kube::runtime::reflector;
 use kube::{Api, Client, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
 
+pub mod cache;
 pub mod drift;
 pub mod history;
 pub mod render;
@@ -112,7 +112,6 @@ pub const DEPENDENCY_RETRY: Duration = Duration::from_secs(30);
 
 const DEFAULT_SOURCE_API_VERSION: &str = "source.toolkit.fluxcd.io/v1";
 const OVERLAY_DIR: &str = "overlay";
-const HEALTH_POLL: Duration = Duration::from_millis(500);
 
 impl FluxResource for Kustomization {
     type Status = KustomizationStatus;
@@ -153,7 +152,7 @@ pub struct KustomizationReconciler {
     manager: ResourceManager,
     limits: Limits,
     /// The last build of each Kustomization (`namespace/name`), keyed by [`build_key`].
-    builds: Mutex<HashMap<String, (String, Vec<DynamicObject>)>>,
+    builds: cache::BuildCache,
     steps: [Step<Self>; 6],
 }
 
@@ -163,7 +162,7 @@ impl KustomizationReconciler {
         Self {
             manager: ResourceManager::new(client, FIELD_MANAGER),
             limits: Limits::default(),
-            builds: Mutex::default(),
+            builds: cache::BuildCache::default(),
             steps: [
                 Step {
                     name: "check_source",
@@ -205,26 +204,23 @@ impl KustomizationReconciler {
         &self.manager
     }
 
+    /// Sets how much of the last builds is kept ([`cache::CacheLimits`]).
+    #[must_use]
+    pub fn with_build_cache(mut self, limits: cache::CacheLimits) -> Self {
+        self.builds = cache::BuildCache::new(limits);
+        self
+    }
+
     fn cached_build(&self, object: &str, key: &str) -> Option<Vec<DynamicObject>> {
-        let builds = self.builds.lock().unwrap_or_else(PoisonError::into_inner);
-        builds
-            .get(object)
-            .filter(|(cached, _)| cached == key)
-            .map(|(_, objects)| objects.clone())
+        self.builds.get(object, key)
     }
 
     fn store_build(&self, object: String, key: String, objects: Vec<DynamicObject>) {
-        self.builds
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(object, (key, objects));
+        self.builds.insert(object, key, objects);
     }
 
     fn forget_build(&self, object: &str) {
-        self.builds
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(object);
+        self.builds.remove(object);
     }
 }
 
@@ -273,6 +269,8 @@ pub struct KustomizationState {
     digest: Option<String>,
     /// The artifact revision and origin revision, for the history.
     revisions: BTreeMap<String, String>,
+    /// The health wait this pass resumes (the objects are applied).
+    awaiting: Option<runtime::Wait>,
 }
 
 impl KustomizationState {
@@ -371,30 +369,37 @@ impl Reconciler for KustomizationReconciler {
             .cloned()
             .collect();
         let timeout = health_timeout(object)?;
-        let deadline = std::time::Instant::now() + timeout;
-        loop {
-            let manager = manager.clone();
-            let objects = deleted.clone();
-            let results = manager.check_health(&objects).await;
-            let remaining: Vec<String> = results
-                .into_iter()
-                .filter(|r| r.status != capstan_apply::Status::NotFound)
-                .map(|r| r.object.to_string())
-                .collect();
-            if remaining.is_empty() {
-                return Ok(());
-            }
-            if std::time::Instant::now() >= deadline {
-                return Err(ReconcileError::transient(
-                    reason::PRUNE_FAILED,
-                    format!(
-                        "timed out after {timeout:?} waiting for termination of: {}",
-                        remaining.join(", ")
-                    ),
-                ));
-            }
-            tokio::time::sleep(HEALTH_POLL).await;
+        // One look per pass; the runtime looks again after the `Waiting` delay, so the wait
+        // holds no worker. The deadline counts from the deletion request.
+        let results = manager.check_health(&deleted).await;
+        let remaining: Vec<String> = results
+            .into_iter()
+            .filter(|r| r.status != capstan_apply::Status::NotFound)
+            .map(|r| r.object.to_string())
+            .collect();
+        if remaining.is_empty() {
+            return Ok(());
         }
+        let waited = object
+            .meta()
+            .deletion_timestamp
+            .as_ref()
+            .and_then(|requested| jiff::Timestamp::now().duration_since(requested.0).try_into().ok())
+            .unwrap_or_default();
+        if waited >= timeout {
+            return Err(ReconcileError::transient(
+                reason::PRUNE_FAILED,
+                format!(
+                    "timed out after {timeout:?} waiting for termination of: {}",
+                    remaining.join(", ")
+                ),
+            ));
+        }
+        Err(ReconcileError::waiting(
+            termination_poll(waited, timeout),
+            reason::PRUNE_FAILED,
+            format!("waiting for termination of: {}", remaining.join(", ")),
+        ))
     }
 }
 
@@ -433,15 +438,60 @@ async fn delete_objects(
     manager.delete_all(&objects, &options).await
 }
 
-async fn wait_healthy(
-    manager: ResourceManager,
-    objects: Vec<ObjectRef>,
-    timeout: Duration,
-) -> Result<(), capstan_apply::Error> {
-    manager
-        .wait_for(&objects, timeout, HEALTH_POLL)
-        .await
-        .map(|_| ())
+/// The delay before the next look at objects terminating, `waited` into `timeout`: a quarter
+/// of the time waited, between [`runtime::wait::FIRST_POLL`] and [`runtime::wait::MAX_POLL`],
+/// and never past the timeout.
+fn termination_poll(waited: Duration, timeout: Duration) -> Duration {
+    (waited / 4)
+        .clamp(runtime::wait::FIRST_POLL, runtime::wait::MAX_POLL)
+        .min(timeout.saturating_sub(waited))
+}
+
+/// What one look at the awaited objects says, as [`ResourceManager::wait_for`] would: any
+/// Failed fails at once, all Current passes, otherwise the wait goes on until it expires.
+fn health_verdict(
+    results: Vec<capstan_apply::HealthResult>,
+    wait: &runtime::Wait,
+    now: std::time::Instant,
+) -> Result<bool, capstan_apply::Error> {
+    let failed: Vec<_> = results
+        .iter()
+        .filter(|r| r.status == capstan_apply::Status::Failed)
+        .cloned()
+        .collect();
+    if !failed.is_empty() {
+        return Err(capstan_apply::Error::HealthFailed { failed });
+    }
+    if results
+        .iter()
+        .all(|r| r.status == capstan_apply::Status::Current)
+    {
+        return Ok(true);
+    }
+    if wait.expired(now) {
+        let pending = results
+            .into_iter()
+            .filter(|r| r.status != capstan_apply::Status::Current)
+            .collect();
+        return Err(capstan_apply::Error::HealthTimeout {
+            timeout: wait.timeout(),
+            pending,
+        });
+    }
+    Ok(false)
+}
+
+/// The key of the health wait of what this reconcile applied: generation, revision and the
+/// digest of the objects.
+fn health_wait_key(cx: &StepContext<KustomizationReconciler>, digest: &str) -> String {
+    format!(
+        "{}|{}|{digest}",
+        cx.object.metadata.generation.unwrap_or_default(),
+        cx.state
+            .revisions
+            .get(history::REVISION_KEY)
+            .map_or("", String::as_str),
+    )
 }
 
 fn owner_of(object: &Kustomization) -> Owner {
@@ -824,6 +874,14 @@ fn apply_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
         cx.remove_condition(drift::DRIFTED_CONDITION);
         let digest = history::digest(&objects);
         cx.state.digest = Some(digest.clone());
+        if let Some(wait) = cx.wait_in_flight(&health_wait_key(cx, &digest)) {
+            // A pass of this reconcile applied these very objects and waits for their health:
+            // look again without applying again.
+            tracing::debug!(looks = wait.looks, "waiting for health, apply done");
+            cx.state.started = Some(wait.started);
+            cx.state.awaiting = Some(wait);
+            return Ok(StepOutcome::next());
+        }
         record_apply_in_progress(cx, &manager, &previous, &objects, &options, &digest).await?;
         match apply_objects(manager, objects.clone(), options).await {
             Ok(changeset) => {
@@ -1098,62 +1156,84 @@ fn record_applied(status: &mut KustomizationStatus, artifact: Artifact) -> Strin
     message
 }
 
-/// Waits for health (`spec.wait` or `spec.healthChecks`) and records the applied revision.
+/// Checks health (`spec.wait` or `spec.healthChecks`) and records the applied revision.
+///
+/// One look per pass: while the objects are progressing, the step is pending and the runtime
+/// looks again after a short delay (the worker is free meanwhile), until they are healthy, one
+/// fails, or `spec.timeout` (from the first look, right after the apply) passes.
+/// Sets `Healthy` (`True`, or `False` with `HealthCheckFailed` naming each unhealthy object).
 fn check_health_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
     Box::pin(async move {
-        let Some(inventory) = cx.state.inventory.as_ref() else {
+        let Some(digest) = cx.state.digest.clone() else {
             return Ok(StepOutcome::next());
         };
-        let mut objects = if cx.object.spec.wait == Some(true) {
-            inventory.objects().to_vec()
-        } else {
-            Vec::new()
-        };
-        let checks = health_check_objects(
-            &cx.object.spec.health_checks,
-            Some(inventory),
-            &cx.namespace(),
-        )
-        .map_err(|message| ReconcileError::stalled(reason::HEALTH_CHECK_FAILED, message))?;
-        for check in checks {
-            if !objects.contains(&check) {
-                objects.push(check);
-            }
-        }
-        if objects.is_empty() {
-            cx.remove_condition(condition::HEALTHY);
-        } else {
-            let timeout = health_timeout(&cx.object)?;
-            let started = std::time::Instant::now();
-            let manager = cx.state.manager(&cx.reconciler).clone();
-            match wait_healthy(manager, objects, timeout).await {
-                Ok(()) => {
-                    let message = format!(
-                        "Health check passed in {:?}",
-                        Duration::from_millis(
-                            u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX)
-                        )
-                    );
-                    cx.set_condition(
-                        condition::HEALTHY,
-                        ConditionStatus::True,
-                        reason::SUCCEEDED,
-                        &message,
-                    );
+        let wait = match cx.state.awaiting.take() {
+            Some(wait) => Some(wait),
+            None => {
+                let Some(inventory) = cx.state.inventory.as_ref() else {
+                    return Ok(StepOutcome::next());
+                };
+                let mut objects = if cx.object.spec.wait == Some(true) {
+                    inventory.objects().to_vec()
+                } else {
+                    Vec::new()
+                };
+                let checks = health_check_objects(
+                    &cx.object.spec.health_checks,
+                    Some(inventory),
+                    &cx.namespace(),
+                )
+                .map_err(|message| ReconcileError::stalled(reason::HEALTH_CHECK_FAILED, message))?;
+                for check in checks {
+                    if !objects.contains(&check) {
+                        objects.push(check);
+                    }
                 }
-                Err(error) => {
-                    let message = error.to_string();
-                    cx.set_condition(
-                        condition::HEALTHY,
-                        ConditionStatus::False,
-                        reason::HEALTH_CHECK_FAILED,
-                        &message,
-                    );
-                    record_history(cx, reason::HEALTH_CHECK_FAILED);
-                    return Err(
-                        ReconcileError::transient(reason::HEALTH_CHECK_FAILED, message)
-                            .with_source(error),
-                    );
+                if objects.is_empty() {
+                    None
+                } else {
+                    let timeout = health_timeout(&cx.object)?;
+                    Some(cx.look(&health_wait_key(cx, &digest), timeout, || objects))
+                }
+            }
+        };
+        match wait {
+            None => cx.remove_condition(condition::HEALTHY),
+            Some(wait) => {
+                let manager = cx.state.manager(&cx.reconciler).clone();
+                let results = manager.check_health(&wait.objects).await;
+                let now = std::time::Instant::now();
+                match health_verdict(results, &wait, now) {
+                    Ok(true) => {
+                        let elapsed = now.saturating_duration_since(wait.started);
+                        let message = format!(
+                            "Health check passed in {:?}",
+                            Duration::from_millis(
+                                u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+                            )
+                        );
+                        cx.set_condition(
+                            condition::HEALTHY,
+                            ConditionStatus::True,
+                            reason::SUCCEEDED,
+                            &message,
+                        );
+                    }
+                    Ok(false) => return Ok(StepOutcome::pending(wait.next_poll(now))),
+                    Err(error) => {
+                        let message = error.to_string();
+                        cx.set_condition(
+                            condition::HEALTHY,
+                            ConditionStatus::False,
+                            reason::HEALTH_CHECK_FAILED,
+                            &message,
+                        );
+                        record_history(cx, reason::HEALTH_CHECK_FAILED);
+                        return Err(
+                            ReconcileError::transient(reason::HEALTH_CHECK_FAILED, message)
+                                .with_source(error),
+                        );
+                    }
                 }
             }
         }

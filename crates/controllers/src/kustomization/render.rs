@@ -4,14 +4,21 @@
 //! `postBuild` substitutions and `commonMetadata`.
 //!
 //! Used by the reconciler (on an extracted artifact) and by `capstan build kustomization`
-//! (on a local directory, through [`render_local`]).
+//! (on a local directory, in place, through [`render_local`]).
+//!
+//! # Expected flow
+//!
+//! The source is only read. The engine builds through an [`OverlayFs`]: the source directory
+//! mounted at `/build/source`, below, and in memory above it the generated kustomization
+//! (when `spec.path` has none) and the overlay kustomization at `/build/overlay`.
 //!
 //! # Guarantees
 //!
-//! * Nothing outside the source is read: `spec.path`, `spec.components` and every path the
-//!   kustomizations name (links resolved) must stay inside it; the kustomize engine is
-//!   confined to the build's own directory (the source and the generated overlay), and a
-//!   refusal reads the same whether or not the path exists outside.
+//! * Nothing is written into the source, and nothing outside it is read: `spec.path`,
+//!   `spec.components` and every path the kustomizations name (links resolved) must stay
+//!   inside it; the kustomize engine is confined to `/build` (the source and the overlay),
+//!   and a refusal reads the same whether or not the path exists outside. The engine never
+//!   sees where the source lies on the machine, so its messages cannot show it.
 //! * A file that cannot be read never becomes "no objects": a `.yaml`/`.yml` file of a path
 //!   without a kustomization that does not decode as Kubernetes objects fails the build,
 //!   naming the file, as Flux's generator does.
@@ -23,7 +30,7 @@ use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
 
 use capstan_api::Kustomization;
-use capstan_kustomize::{Boundary, DiskFs};
+use capstan_kustomize::{Boundary, DiskFs, FileSystem, OverlayFs};
 use kube::api::DynamicObject;
 use serde_json::Value;
 
@@ -31,9 +38,15 @@ use super::{OVERLAY_DIR, SUBSTITUTE_ANNOTATION};
 
 const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
-/// Renders `object` from a source tree at `root`, which it may write into (a generated
-/// kustomization); the overlay carrying the overrides is written beside `root`. Errors name
-/// the file or object at fault.
+/// Where the engine sees the build: the source mounted at `/build/source`, the overlay (in
+/// memory) at `/build/overlay`. Only these paths reach the engine, so its messages never show
+/// where the source lies on the machine.
+const BUILD_ROOT: &str = "/build";
+const SOURCE_DIR: &str = "source";
+
+/// Renders `object` from a source tree at `root` (an extracted artifact), which is only read:
+/// a generated kustomization and the overlay carrying the overrides are kept in memory.
+/// Errors name the file or object at fault.
 pub fn render(
     root: &Path,
     object: &Kustomization,
@@ -43,41 +56,62 @@ pub fn render(
     finish_objects(objects, object, variables)
 }
 
-/// Renders `object` from a local source directory without writing into it: the directory
-/// (without `.git`) is copied into a temporary one first.
+/// Renders `object` from a local source directory, read in place and never written to;
+/// `.git` directories are left out, as from an artifact.
 pub fn render_local(
     source: &Path,
     object: &Kustomization,
     variables: Option<&BTreeMap<String, String>>,
 ) -> Result<Vec<DynamicObject>, String> {
-    let work =
-        tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-    let root = work.path().join("source");
-    copy_tree(source, &root).map_err(|e| format!("cannot copy '{}': {e}", source.display()))?;
-    render(&root, object, variables)
+    let root = std::path::absolute(source)
+        .map_err(|e| format!("cannot resolve '{}': {e}", source.display()))?;
+    let objects = build_in(&WithoutGit { root: &root }, &root, object)?;
+    finish_objects(objects, object, variables)
 }
 
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let name = entry.file_name();
-        if name == ".git" {
-            continue;
+/// The disk without anything under a `.git` of `root` (at any depth), and without what is
+/// neither a file nor a directory (a FIFO would block a read): what an artifact packed from
+/// `root` would hold.
+struct WithoutGit<'a> {
+    root: &'a Path,
+}
+
+impl WithoutGit<'_> {
+    fn visible(&self, path: &Path) -> bool {
+        path.strip_prefix(self.root).map_or(true, |rest| {
+            !rest.components().any(|c| c.as_os_str() == ".git")
+        })
+    }
+}
+
+impl FileSystem for WithoutGit<'_> {
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        let regular =
+            self.visible(path) && std::fs::metadata(path).is_ok_and(|m| m.is_file() || m.is_dir());
+        if !regular {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such file or directory",
+            ));
         }
-        let kind = entry.file_type()?;
-        let target = to.join(&name);
-        if kind.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else if kind.is_file() {
-            std::fs::copy(entry.path(), &target)?;
-        } else if kind.is_symlink() {
-            // Kept as links: the kustomize engine refuses links leaving the root.
-            #[cfg(unix)]
-            std::os::unix::fs::symlink(std::fs::read_link(entry.path())?, &target)?;
+        DiskFs.read(path)
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        self.visible(path) && DiskFs.is_dir(path)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.visible(path) && DiskFs.exists(path)
+    }
+    fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
+        DiskFs.canonicalize(path)
+    }
+    fn read_link(&self, path: &Path) -> Option<PathBuf> {
+        if self.visible(path) {
+            DiskFs.read_link(path)
+        } else {
+            None
         }
     }
-    Ok(())
 }
 
 /// `path` joined to `root`, refusing absolute paths and `..` components.
@@ -97,16 +131,21 @@ pub(super) fn resolve_path(root: &Path, path: &str) -> Result<PathBuf, String> {
 
 /// Whether `dir` (inside `source`) holds a kustomization file. A kustomization file that is
 /// a link out of the source is refused rather than looked through.
-fn find_kustomization(dir: &Path, source: &Boundary, relative: &str) -> Result<bool, String> {
+fn find_kustomization(
+    disk: &dyn FileSystem,
+    dir: &Path,
+    source: &Boundary,
+    relative: &str,
+) -> Result<bool, String> {
     for name in KUSTOMIZATION_FILES {
         let path = dir.join(name);
         if std::fs::symlink_metadata(&path).is_err() {
             continue;
         }
-        let Some(real) = source.resolve(&DiskFs, &path) else {
+        let Some(real) = source.resolve(disk, &path) else {
             return Err(outside_source(&join_relative(relative, name)));
         };
-        if real.is_file() {
+        if disk.exists(&real) && !disk.is_dir(&real) {
             return Ok(true);
         }
     }
@@ -127,13 +166,15 @@ fn join_relative(dir: &str, name: &str) -> String {
 
 /// Checks that every document of a manifest file is a Kubernetes object, as Flux's generator
 /// decodes each file it lists; `relative` names it in errors.
-fn check_manifest(real: &Path, relative: &str) -> Result<(), String> {
+fn check_manifest(disk: &dyn FileSystem, real: &Path, relative: &str) -> Result<(), String> {
     let failed = |why: String| {
         format!(
             "failed to decode Kubernetes YAML from '{relative}': {why}; hint: list the resources in a kustomization.yaml, or exclude the file with .sourceignore"
         )
     };
-    let bytes = std::fs::read(real).map_err(|e| failed(format!("cannot read the file: {e}")))?;
+    let bytes = disk
+        .read(real)
+        .map_err(|e| failed(format!("cannot read the file: {e}")))?;
     let text = String::from_utf8(bytes).map_err(|_| failed("the file is not UTF-8".into()))?;
     let documents = capstan_kustomize::parse_documents(&text).map_err(failed)?;
     for (index, document) in documents.iter().enumerate() {
@@ -163,6 +204,7 @@ fn check_manifest(real: &Path, relative: &str) -> Result<(), String> {
 /// (refused when they lead out) and, as in Flux's walk, links to directories are not
 /// descended into.
 pub(super) fn manifest_resources(
+    disk: &dyn FileSystem,
     dir: &Path,
     base: &Path,
     source: &Boundary,
@@ -192,29 +234,29 @@ pub(super) fn manifest_resources(
             continue;
         }
         if kind.is_dir() {
-            if find_kustomization(&path, source, &relative)? {
+            if find_kustomization(disk, &path, source, &relative)? {
                 out.push(relative);
             } else {
-                manifest_resources(&path, base, source, out)?;
+                manifest_resources(disk, &path, base, source, out)?;
             }
             continue;
         }
         let manifest = path.extension().is_some_and(|e| e == "yaml" || e == "yml");
-        if !manifest {
+        if !manifest || !(kind.is_file() || kind.is_symlink()) {
             continue;
         }
         let real = if kind.is_symlink() {
             let real = source
-                .resolve(&DiskFs, &path)
+                .resolve(disk, &path)
                 .ok_or_else(|| outside_source(&relative))?;
-            if real.is_dir() {
+            if disk.is_dir(&real) {
                 continue;
             }
             real
         } else {
             path.clone()
         };
-        check_manifest(&real, &relative)?;
+        check_manifest(disk, &real, &relative)?;
         out.push(relative);
     }
     Ok(())
@@ -266,67 +308,75 @@ pub(super) fn overlay_kustomization(object: &Kustomization, resource: &str) -> O
     Some(Value::Object(overlay))
 }
 
-/// Builds `spec.path` inside the extracted artifact at `root` (which it may write into); the
-/// overlay carrying the overrides is written beside `root`, in `overlay/`. Nothing outside
-/// `root`'s parent (the build's own directory: the source and the overlay) is read.
+/// Builds `spec.path` of the extracted artifact at `root`, which is only read: the generated
+/// kustomization (when the path has none) and the overlay carrying the overrides are files in
+/// memory over it. Nothing outside `root` is read.
 pub(super) fn build_objects(root: &Path, object: &Kustomization) -> Result<Vec<Value>, String> {
-    // The overlay sits beside the source (inside it, building the root would be a cycle).
-    let (Some(parent), Some(root_name)) = (root.parent(), root.file_name()) else {
-        return Err("the source directory has no parent".to_owned());
-    };
-    let source = Boundary::new(&DiskFs, root);
+    build_in(&DiskFs, root, object)
+}
+
+/// [`build_objects`] on `disk`. The engine sees `root` mounted at `/build/source` and the
+/// overlay at `/build/overlay` (beside the source: inside it, building the root would be a
+/// cycle), confined to `/build`.
+fn build_in(
+    disk: &dyn FileSystem,
+    root: &Path,
+    object: &Kustomization,
+) -> Result<Vec<Value>, String> {
+    let source = Boundary::new(disk, root);
+    let root = source.root();
     let path = resolve_path(root, object.path())?;
     let path = source
-        .resolve(&DiskFs, &path)
+        .resolve(disk, &path)
         .ok_or_else(|| format!("spec.path '{}' must stay inside the source", object.path()))?;
-    if !path.is_dir() {
+    if !disk.is_dir(&path) {
         return Err(format!(
             "kustomization path not found: '{}' does not exist in the source",
             object.path()
         ));
     }
     check_components(root, &path, object)?;
-    if !find_kustomization(&path, &source, object.path())? {
+    let build_root = Path::new(BUILD_ROOT);
+    let mounted = build_root.join(SOURCE_DIR);
+    let relative = path.strip_prefix(root).unwrap_or(Path::new(""));
+    let build_path = mounted.join(relative);
+    let mut fs = OverlayFs::mounted(disk, root, &mounted);
+    if !find_kustomization(disk, &path, &source, object.path())? {
         let mut resources = Vec::new();
-        manifest_resources(&path, &path, &source, &mut resources)?;
+        manifest_resources(disk, &path, &path, &source, &mut resources)?;
         let generated = serde_json::json!({
             "apiVersion": "kustomize.config.k8s.io/v1beta1",
             "kind": "Kustomization",
             "resources": resources,
         });
-        let file = path.join("kustomization.yaml");
-        if std::fs::symlink_metadata(&file).is_ok() {
+        if std::fs::symlink_metadata(path.join("kustomization.yaml")).is_ok() {
             return Err(format!(
                 "cannot write the generated kustomization: '{}' exists and is not a regular file",
                 join_relative(object.path().trim_end_matches('/'), "kustomization.yaml")
             ));
         }
-        std::fs::write(file, generated.to_string())
-            .map_err(|e| format!("cannot write the generated kustomization: {e}"))?;
+        fs.insert(build_path.join("kustomization.yaml"), generated.to_string());
     }
-    let relative = path.strip_prefix(root).unwrap_or(&path);
-    let resource = Path::new("..").join(root_name).join(relative);
+    let resource = Path::new("..").join(SOURCE_DIR).join(relative);
     let resource = resource.to_string_lossy().trim_end_matches('/').to_owned();
     let build_dir = match overlay_kustomization(object, &resource) {
         Some(overlay) => {
-            let dir = parent.join(OVERLAY_DIR);
-            std::fs::create_dir_all(&dir)
-                .and_then(|()| std::fs::write(dir.join("kustomization.yaml"), overlay.to_string()))
-                .map_err(|e| format!("cannot write the overlay kustomization: {e}"))?;
+            let dir = build_root.join(OVERLAY_DIR);
+            fs.insert(dir.join("kustomization.yaml"), overlay.to_string());
             dir
         }
-        None => path,
+        None => build_path,
     };
     let options = capstan_kustomize::BuildOptions {
-        boundary: Some(parent.to_path_buf()),
+        boundary: Some(build_root.to_path_buf()),
         ..capstan_kustomize::BuildOptions::default()
     };
-    capstan_kustomize::build(&build_dir, &options).map_err(|e| {
+    capstan_kustomize::build_with(&fs, &build_dir, &options).map_err(|e| {
         // Paths are shown relative to the source (the overlay relative to the build).
         let message = e
             .to_string()
-            .replace(&format!("{}/", root.display()), "")
-            .replace(&format!("{}/", parent.display()), "");
+            .replace(&format!("{}/", mounted.display()), "")
+            .replace(&format!("{}/", build_root.display()), "");
         format!("kustomize build failed: {message}")
     })
 }
@@ -818,6 +868,95 @@ mod tests {
             }
             assert_eq!(messages[0], messages[1], "existence must not show");
         }
+    }
+
+    /// Every path under `dir` (links not followed), with the file contents.
+    fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut pending = vec![dir.to_path_buf()];
+        while let Some(current) = pending.pop() {
+            for entry in std::fs::read_dir(&current).unwrap() {
+                let entry = entry.unwrap();
+                let path = entry.path();
+                let kind = entry.file_type().unwrap();
+                let contents = if kind.is_file() {
+                    std::fs::read(&path).unwrap()
+                } else {
+                    Vec::new()
+                };
+                if kind.is_dir() {
+                    pending.push(path.clone());
+                }
+                out.push((path.strip_prefix(dir).unwrap().to_path_buf(), contents));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn the_build_writes_nothing_into_its_directory() {
+        let work = Work::new(&[
+            ("source/apps/cm.yaml", CM),
+            (
+                "source/apps/sub/other.yaml",
+                &CM.replace("name: cm", "name: other"),
+            ),
+            ("source/base/kustomization.yaml", "resources: [cm.yaml]\n"),
+            ("source/base/cm.yaml", &CM.replace("name: cm", "name: base")),
+        ]);
+        let build = work.0.path().join("build");
+        let before = tree(&build);
+        let objects = work
+            .build(&serde_json::json!({"path": "./apps", "targetNamespace": "prod", "namePrefix": "p-"}))
+            .unwrap();
+        assert_eq!(describe_value(&objects[0]), "ConfigMap/prod/p-cm");
+        assert_eq!(describe_value(&objects[1]), "ConfigMap/prod/p-other");
+        let objects = work.build(&serde_json::json!({"path": "./"})).unwrap();
+        let names: Vec<_> = objects.iter().map(describe_value).collect();
+        assert_eq!(
+            names,
+            [
+                "ConfigMap/apps/base",
+                "ConfigMap/apps/cm",
+                "ConfigMap/apps/other"
+            ]
+        );
+        assert_eq!(tree(&build), before, "the build wrote into its directory");
+    }
+
+    #[test]
+    fn a_local_render_reads_in_place_without_git() {
+        let work = Work::new(&[
+            ("source/apps/cm.yaml", CM),
+            ("source/.git/config", "[core]\n"),
+            (
+                "source/apps/.git/cm.yaml",
+                &CM.replace("name: cm", "name: git"),
+            ),
+        ]);
+        let root = work.root();
+        let before = tree(work.0.path());
+        let object = kustomization(&serde_json::json!({"path": "./apps", "nameSuffix": "-s"}));
+        let objects = render_local(&root, &object, None).unwrap();
+        let names: Vec<_> = objects.iter().map(|o| o.metadata.name.clone()).collect();
+        assert_eq!(names, [Some("cm-s".to_owned())]);
+        work.write(
+            "source/apps/kustomization.yaml",
+            "resources: [cm.yaml, .git/cm.yaml]\n",
+        );
+        let error = render_local(&root, &object, None).unwrap_err();
+        assert!(error.contains(".git/cm.yaml"), "{error}");
+        assert_no_host(&error, &work);
+        std::fs::remove_file(work.path("source/apps/kustomization.yaml")).unwrap();
+        let object = kustomization(&serde_json::json!({"path": "./.git"}));
+        let error = render_local(&root, &object, None).unwrap_err();
+        assert!(error.contains("not found"), "{error}");
+        assert_eq!(
+            tree(work.0.path()),
+            before,
+            "the render wrote into the source"
+        );
     }
 
     fn finish(value: &Value, variables: &[(&str, &str)]) -> Result<Vec<DynamicObject>, String> {
