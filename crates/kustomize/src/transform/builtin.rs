@@ -86,6 +86,7 @@ fn patches(builder: &Builder<'_>, target: &Target, acc: &mut Accumulator) -> Res
 }
 
 /// `namespace`.
+#[allow(clippy::unnecessary_wraps)] // every step of `STEPS` has the same signature
 fn namespace(builder: &Builder<'_>, target: &Target, acc: &mut Accumulator) -> Result<(), Error> {
     let k = &target.kustomization;
     if !k.namespace.is_empty() {
@@ -102,6 +103,7 @@ fn namespace(builder: &Builder<'_>, target: &Target, acc: &mut Accumulator) -> R
 }
 
 /// `namePrefix`, then `nameSuffix`.
+#[allow(clippy::unnecessary_wraps)] // every step of `STEPS` has the same signature
 fn prefix_and_suffix(
     builder: &Builder<'_>,
     target: &Target,
@@ -130,6 +132,7 @@ fn prefix_and_suffix(
 }
 
 /// `labels` (each with its own reach), then `commonLabels` and `commonAnnotations`.
+#[allow(clippy::unnecessary_wraps)] // every step of `STEPS` has the same signature
 fn labels_and_annotations(
     builder: &Builder<'_>,
     target: &Target,
@@ -205,6 +208,7 @@ fn json6902_patches(
 }
 
 /// `replicas`, then `images`.
+#[allow(clippy::unnecessary_wraps)] // every step of `STEPS` has the same signature
 fn replicas_and_images(
     builder: &Builder<'_>,
     target: &Target,
