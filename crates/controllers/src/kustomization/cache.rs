@@ -139,16 +139,18 @@ impl BuildCache {
             return;
         }
         state.bytes += bytes;
+        state.clock += 1;
+        let now = state.clock;
+        state.order.insert(now, object.clone());
         state.entries.insert(
-            object.clone(),
+            object,
             Entry {
                 key,
                 objects,
                 bytes,
-                used: 0,
+                used: now,
             },
         );
-        state.touch(&object);
         state.evict(self.limits);
     }
 
@@ -186,7 +188,7 @@ impl std::fmt::Debug for BuildCache {
             .field("limits", &self.limits)
             .field("entries", &state.entries.len())
             .field("bytes", &state.bytes)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
