@@ -890,11 +890,14 @@ async fn delete_waits_for_finalizers() {
     })
     .await;
     assert_eq!(cm["metadata"]["finalizers"][0], "example.com/hold");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(
-        deleting.try_wait().unwrap().is_none(),
-        "kubectl delete returned before the finalizer was removed"
-    );
+    // While the object is there (a bounded number of observations), kubectl keeps waiting.
+    for _ in 0..5 {
+        c.kubectl(&["get", "cm", "held"]).await.ok();
+        assert!(
+            deleting.try_wait().unwrap().is_none(),
+            "kubectl delete returned before the finalizer was removed"
+        );
+    }
     c.kubectl(&[
         "patch",
         "cm",
@@ -1057,9 +1060,30 @@ async fn garbage_collection_orphan() {
     })
     .await;
     assert_eq!(names(&deps), ["dep-1", "dep-2"]);
-    // They stay.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    c.kubectl(&["get", "cm", "dep-1"]).await.ok();
+    // They stay: a later collection (another owner deleted, its dependent collected) has run
+    // and left them alone.
+    c.kubectl(&["create", "configmap", "owner-2", "--from-literal=a=b"])
+        .await
+        .ok();
+    let uid = c
+        .kubectl(&["get", "cm", "owner-2", "-o", "jsonpath={.metadata.uid}"])
+        .await
+        .ok()
+        .stdout;
+    let yaml = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: dep-3\n  ownerReferences:\n  - {{apiVersion: v1, kind: ConfigMap, name: owner-2, uid: {uid}}}\n"
+    );
+    c.kubectl_stdin(&["apply", "-f", "-"], &yaml).await.ok();
+    c.kubectl(&["delete", "cm", "owner-2"]).await.ok();
+    eventually(LONG, "the later dependent collected", || async {
+        let run = c
+            .kubectl(&["get", "cm", "dep-3", "--ignore-not-found", "-o", "name"])
+            .await
+            .ok();
+        run.stdout.trim().is_empty().then_some(())
+    })
+    .await;
+    c.kubectl(&["get", "cm", "dep-1", "dep-2"]).await.ok();
 }
 
 #[tokio::test(flavor = "multi_thread")]
