@@ -41,6 +41,7 @@
 pub mod conditions;
 pub mod metrics;
 pub mod server;
+pub mod wait;
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -68,6 +69,7 @@ use tracing::Instrument;
 pub use conditions::ConditionStatus;
 pub use metrics::{Metrics, ReconcileTimer};
 pub use server::{Health, router};
+pub use wait::Wait;
 
 use crate::error::{Error, ErrorClass, ReconcileError};
 
@@ -154,6 +156,10 @@ pub struct StepOutcome {
     /// Reconcile again after this delay at the latest (the shortest of all steps and the
     /// interval wins).
     pub requeue_after: Option<Duration>,
+    /// The reconcile is not finished: a [`Wait`] is in flight. The steps after this one do
+    /// not run, the `Ready` condition is left as it is (no Event), the status built so far is
+    /// written and the object is reconciled again after `requeue_after`, freeing the worker.
+    pub pending: bool,
 }
 
 impl StepOutcome {
@@ -166,6 +172,16 @@ impl StepOutcome {
     pub fn requeue_after(delay: Duration) -> Self {
         Self {
             requeue_after: Some(delay),
+            pending: false,
+        }
+    }
+
+    /// Stop here without finishing the reconcile, and look again after `delay` (see
+    /// [`StepContext::look`]).
+    pub fn pending(delay: Duration) -> Self {
+        Self {
+            requeue_after: Some(delay),
+            pending: true,
         }
     }
 }
@@ -221,10 +237,13 @@ pub struct StepContext<R: Reconciler> {
     pub status: <R::Object as FluxResource>::Status,
     /// Data handed between steps.
     pub state: R::State,
+    /// Cancelled when the controller shuts down: a step that waits stops waiting.
+    pub cancel: CancellationToken,
     ready_message: Option<String>,
     /// The status as the API server holds it (after our last write).
     written: <R::Object as FluxResource>::Status,
     field_manager: String,
+    waits: Arc<wait::Waits<ObjectRef<R::Object>>>,
 }
 
 impl<R: Reconciler> Debug for StepContext<R> {
@@ -247,9 +266,44 @@ impl<R: Reconciler> StepContext<R> {
             written: status.clone(),
             status,
             state: R::State::default(),
+            cancel: CancellationToken::new(),
             ready_message: None,
             field_manager: FIELD_MANAGER.to_owned(),
+            waits: Arc::default(),
         }
+    }
+
+    /// Takes one look within the wait for `key` (e.g. the generation, revision and digest of
+    /// what was applied): resumes the wait in flight for that key, or begins one with
+    /// `timeout` from now, awaiting `objects` (only asked for when a wait begins). When the
+    /// awaited objects are not there yet and the wait has not [expired](Wait::expired), return
+    /// [`StepOutcome::pending`] with [`Wait::next_poll`]: the worker is freed and the next pass
+    /// resumes the wait with the same deadline. See [`wait`].
+    pub fn look(
+        &self,
+        key: &str,
+        timeout: Duration,
+        objects: impl FnOnce() -> Vec<capstan_apply::ObjectRef>,
+    ) -> Wait {
+        self.waits.look(
+            &ObjectRef::from_obj(self.object.as_ref()),
+            key,
+            timeout,
+            objects,
+            Instant::now(),
+        )
+    }
+
+    /// The wait in flight for `key`, if any: a step may skip what the pass that began it
+    /// already did (e.g. the apply).
+    pub fn wait_in_flight(&self, key: &str) -> Option<Wait> {
+        self.waits
+            .get(&ObjectRef::from_obj(self.object.as_ref()), key)
+    }
+
+    /// Waits until the controller shuts down.
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await;
     }
 
     /// Writes the status being built now, if it differs from what the API server holds: a
@@ -478,6 +532,8 @@ struct Shared<R: Reconciler> {
     config: RuntimeConfig,
     failures: Mutex<HashMap<ObjectRef<R::Object>, u32>>,
     limiter: RateLimiter<ObjectRef<R::Object>>,
+    waits: Arc<wait::Waits<ObjectRef<R::Object>>>,
+    shutdown: CancellationToken,
 }
 
 impl<R: Reconciler> Shared<R> {
@@ -535,6 +591,8 @@ pub async fn run<R: Reconciler>(
         config: config.clone(),
         failures: Mutex::default(),
         limiter: RateLimiter::new(config.rate_limit),
+        waits: Arc::default(),
+        shutdown: shutdown.clone(),
     });
     let controller_config =
         kube::runtime::controller::Config::default().concurrency(config.concurrency);
@@ -623,6 +681,8 @@ async fn reconcile<R: Reconciler>(
         let _timer = shared.metrics.start_reconcile(&kind, &namespace, &name);
         let api: Api<R::Object> = Api::namespaced(shared.client.clone(), &namespace);
         if object.meta().deletion_timestamp.is_some() {
+            // A deletion cancels a wait in flight.
+            shared.waits.end(&ObjectRef::from_obj(object.as_ref()));
             return finalize_deletion(&shared, &api, &object).await;
         }
         if !object
@@ -633,6 +693,10 @@ async fn reconcile<R: Reconciler>(
             add_finalizer(&shared, &api, &object).await?;
         }
         if object.suspended() {
+            // So does a suspension: resuming begins anew.
+            if shared.waits.end(&ObjectRef::from_obj(object.as_ref())) {
+                tracing::info!("suspended while waiting: the wait ends");
+            }
             tracing::info!("reconciliation is suspended");
             update_resource_info::<R>(&shared, &object, object.status());
             return Ok(Action::await_change());
@@ -670,6 +734,12 @@ async fn finalize_deletion<R: Reconciler>(
         return Ok(Action::await_change());
     }
     if let Err(error) = shared.reconciler.cleanup(object).await {
+        if let ErrorClass::Waiting(delay) = error.class {
+            // The cleanup waits for something (e.g. the deleted objects to terminate): look
+            // again later rather than hold a worker.
+            tracing::debug!(?delay, %error, "cleanup waiting");
+            return Ok(Action::requeue(delay));
+        }
         publish(
             shared,
             object,
@@ -766,6 +836,8 @@ async fn reconcile_steps<R: Reconciler>(
         .config
         .field_manager
         .clone_into(&mut cx.field_manager);
+    cx.waits = shared.waits.clone();
+    cx.cancel = shared.shutdown.child_token();
 
     // Phase boundary: announce a new generation before doing the work (a retry keeps its
     // `ProgressingWithRetry`).
@@ -800,6 +872,11 @@ async fn reconcile_steps<R: Reconciler>(
         for step in steps.steps() {
             tracing::debug!(step = step.name, "running step");
             match (step.run)(&mut cx).await {
+                Ok(outcome) if outcome.pending => {
+                    let delay = outcome.requeue_after.unwrap_or(wait::FIRST_POLL);
+                    tracing::debug!(step = step.name, ?delay, "step pending");
+                    return finish_pending(shared, cx, &object, delay).await;
+                }
                 Ok(outcome) => {
                     requeue = match (requeue, outcome.requeue_after) {
                         (Some(a), Some(b)) => Some(a.min(b)),
@@ -818,6 +895,8 @@ async fn reconcile_steps<R: Reconciler>(
         }
     }
 
+    // The reconcile is finished: whatever it waited for is over.
+    shared.waits.end(&ObjectRef::from_obj(object.as_ref()));
     let ready_message = cx
         .ready_message
         .take()
@@ -840,6 +919,19 @@ async fn reconcile_steps<R: Reconciler>(
     }
     update_resource_info::<R>(shared, &object, Some(&cx.status));
     Ok(action)
+}
+
+/// Ends a pass whose step is pending: writes the status built so far (the `Ready` condition
+/// as the steps left it, no Event) and looks again after `delay`.
+async fn finish_pending<R: Reconciler>(
+    shared: &Shared<R>,
+    mut cx: StepContext<R>,
+    object: &R::Object,
+    delay: Duration,
+) -> Result<Action, Error> {
+    write_status(&mut cx).await?;
+    update_resource_info::<R>(shared, object, Some(&cx.status));
+    Ok(Action::requeue(delay))
 }
 
 /// When to reconcile again, as decided by [`apply_result`].

@@ -4,6 +4,7 @@
 //! directory and servers.
 
 mod bucket;
+mod fleet;
 mod git_repository;
 mod kustomization;
 mod kustomization_acceptance;
