@@ -31,9 +31,12 @@
 //! - [`prune`](prune_step): with `spec.prune`, deletes objects of the previous inventory that
 //!   left the build (only those still labelled with this owner).
 //! - [`check_health`](check_health_step): with `spec.wait` (every applied object) or
-//!   `spec.healthChecks`, waits until the objects are healthy, bounded by `spec.timeout`;
-//!   sets `Healthy`, `lastAppliedRevision`, `lastAppliedOriginRevision` and the `Ready`
-//!   message `Applied revision: <revision>`.
+//!   `spec.healthChecks`, waits until the objects are healthy, bounded by `spec.timeout` from
+//!   the end of the apply — without holding a worker: one look per pass, then the reconcile is
+//!   pending and looks again after a short delay, skipping the apply of what it already
+//!   applied ([`runtime::wait`]); a new generation or revision, a suspension or a deletion
+//!   ends the wait; sets `Healthy`, `lastAppliedRevision`, `lastAppliedOriginRevision` and the
+//!   `Ready` message `Applied revision: <revision>`.
 //!
 //! Once objects are built, the outcome of apply, prune and health is recorded in
 //! `status.history` ([`history`]): one entry per digest of the applied objects and outcome.
@@ -45,7 +48,8 @@
 //!
 //! On deletion (the object read afresh, not from the watch cache), the inventory is deleted when `spec.deletionPolicy` asks for it (the default
 //! `MirrorPrune` follows `spec.prune`; `Orphan` keeps the objects; `WaitForTermination` also
-//! waits, up to `spec.timeout`, until the deleted objects are gone), through the same apply
+//! waits, up to `spec.timeout` from the deletion request, until the deleted objects are gone,
+//! looking once per pass like the health check), through the same apply
 //! engine (remote cluster, impersonation) as the apply.
 //!
 //! # Errors
@@ -384,7 +388,12 @@ impl Reconciler for KustomizationReconciler {
             .meta()
             .deletion_timestamp
             .as_ref()
-            .and_then(|requested| jiff::Timestamp::now().duration_since(requested.0).try_into().ok())
+            .and_then(|requested| {
+                jiff::Timestamp::now()
+                    .duration_since(requested.0)
+                    .try_into()
+                    .ok()
+            })
             .unwrap_or_default();
         if waited >= timeout {
             return Err(ReconcileError::transient(
@@ -1156,6 +1165,33 @@ fn record_applied(status: &mut KustomizationStatus, artifact: Artifact) -> Strin
     message
 }
 
+/// The objects whose health this reconcile awaits: every applied object with `spec.wait`, and
+/// those `spec.healthChecks` names; `None` when nothing was applied.
+fn awaited_objects(
+    cx: &StepContext<KustomizationReconciler>,
+) -> Result<Option<Vec<ObjectRef>>, ReconcileError> {
+    let Some(inventory) = cx.state.inventory.as_ref() else {
+        return Ok(None);
+    };
+    let mut objects = if cx.object.spec.wait == Some(true) {
+        inventory.objects().to_vec()
+    } else {
+        Vec::new()
+    };
+    let checks = health_check_objects(
+        &cx.object.spec.health_checks,
+        Some(inventory),
+        &cx.namespace(),
+    )
+    .map_err(|message| ReconcileError::stalled(reason::HEALTH_CHECK_FAILED, message))?;
+    for check in checks {
+        if !objects.contains(&check) {
+            objects.push(check);
+        }
+    }
+    Ok(Some(objects))
+}
+
 /// Checks health (`spec.wait` or `spec.healthChecks`) and records the applied revision.
 ///
 /// One look per pass: while the objects are progressing, the step is pending and the runtime
@@ -1167,34 +1203,17 @@ fn check_health_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
         let Some(digest) = cx.state.digest.clone() else {
             return Ok(StepOutcome::next());
         };
-        let wait = match cx.state.awaiting.take() {
-            Some(wait) => Some(wait),
-            None => {
-                let Some(inventory) = cx.state.inventory.as_ref() else {
-                    return Ok(StepOutcome::next());
-                };
-                let mut objects = if cx.object.spec.wait == Some(true) {
-                    inventory.objects().to_vec()
-                } else {
-                    Vec::new()
-                };
-                let checks = health_check_objects(
-                    &cx.object.spec.health_checks,
-                    Some(inventory),
-                    &cx.namespace(),
-                )
-                .map_err(|message| ReconcileError::stalled(reason::HEALTH_CHECK_FAILED, message))?;
-                for check in checks {
-                    if !objects.contains(&check) {
-                        objects.push(check);
-                    }
-                }
-                if objects.is_empty() {
-                    None
-                } else {
-                    let timeout = health_timeout(&cx.object)?;
-                    Some(cx.look(&health_wait_key(cx, &digest), timeout, || objects))
-                }
+        let wait = if let Some(wait) = cx.state.awaiting.take() {
+            Some(wait)
+        } else {
+            let Some(objects) = awaited_objects(cx)? else {
+                return Ok(StepOutcome::next());
+            };
+            if objects.is_empty() {
+                None
+            } else {
+                let timeout = health_timeout(&cx.object)?;
+                Some(cx.look(&health_wait_key(cx, &digest), timeout, || objects))
             }
         };
         match wait {
@@ -1229,10 +1248,11 @@ fn check_health_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
                             &message,
                         );
                         record_history(cx, reason::HEALTH_CHECK_FAILED);
-                        return Err(
-                            ReconcileError::transient(reason::HEALTH_CHECK_FAILED, message)
-                                .with_source(error),
-                        );
+                        return Err(ReconcileError::transient(
+                            reason::HEALTH_CHECK_FAILED,
+                            message,
+                        )
+                        .with_source(error));
                     }
                 }
             }
