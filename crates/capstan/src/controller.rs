@@ -103,7 +103,7 @@ pub struct ServeArgs {
     /// Host:port written into artifact URLs (defaults to the listen address).
     #[arg(long)]
     pub storage_adv_addr: Option<String>,
-    /// Reconciles of one kind running at once.
+    /// Reconciles of one kind running at once (Flux's `--concurrent`; 0: no limit).
     #[arg(long, default_value_t = 4)]
     pub concurrent: u16,
 }

@@ -37,6 +37,9 @@ pub struct DevArgs {
     /// Directory of the Git server's repositories (the example fleet is `fleet.git` in it).
     #[arg(long, default_value = ".capstan/git")]
     pub git_root: PathBuf,
+    /// Reconciles of one kind running at once (Flux's `--concurrent`; 0: no limit).
+    #[arg(long, default_value_t = 4)]
+    pub concurrent: u16,
 }
 
 pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
@@ -84,7 +87,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             storage_path: args.storage_path.clone(),
             storage_addr: args.storage_addr,
             storage_adv_addr: None,
-            concurrent: 4,
+            concurrent: args.concurrent,
         };
         Some((
             crate::controller::start(client.clone(), &serve, None).await?,

@@ -75,6 +75,9 @@ async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
             "127.0.0.1:0",
             "--git-listen",
             "127.0.0.1:0",
+            // Flux's flag; two workers per kind are enough for the fleet's health waits.
+            "--concurrent",
+            "2",
             "--kubeconfig",
         ])
         .arg(&kubeconfig)
