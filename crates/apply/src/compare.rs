@@ -2,6 +2,37 @@
 
 use serde_json::{Map, Value};
 
+use crate::manager::Drift;
+use crate::mask::mask_secret;
+
+/// One object compared with the cluster: its [`Drift`] and the objects it was computed from,
+/// normalised (`status` and server-owned metadata removed), so that a diff can be shown without
+/// asking the server again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// The drift.
+    pub drift: Drift,
+    /// The live object; `None` when it does not exist or was not read (skipped objects).
+    pub live: Option<Value>,
+    /// The server-side dry-run apply result; `None` when the object was not dry-run (it does not
+    /// exist, or it is skipped).
+    pub dry_run: Option<Value>,
+}
+
+impl Comparison {
+    /// The live object and the dry-run result as they may be shown: a Secret's values masked
+    /// (see [`mask_secret`]). `None` unless both exist.
+    pub fn shown(&self) -> Option<(Value, Value)> {
+        let mut before = self.live.clone()?;
+        let mut after = self.dry_run.clone()?;
+        let object = &self.drift.object;
+        if object.kind == "Secret" && object.group.is_empty() {
+            mask_secret(&mut before, &mut after);
+        }
+        Some((before, after))
+    }
+}
+
 /// Metadata fields the server sets or bumps and that say nothing about drift.
 const IGNORED_METADATA: &[&str] = &[
     "managedFields",
@@ -13,7 +44,7 @@ const IGNORED_METADATA: &[&str] = &[
 ];
 
 /// The object with server-owned fields removed: `status` and the metadata in `IGNORED_METADATA`.
-pub(crate) fn normalize(object: &Value) -> Value {
+pub fn normalize(object: &Value) -> Value {
     let mut object = object.clone();
     if let Some(map) = object.as_object_mut() {
         map.remove("status");

@@ -30,8 +30,9 @@
 //!    one and prune the stale objects with [`ResourceManager::delete_all`].
 //! 4. [`ResourceManager::wait_for`] the applied objects to be healthy (kstatus rules).
 //!
-//! [`ResourceManager::diff`] does step 2's comparison without writing, for `capstan diff` and
-//! report-only drift detection.
+//! [`ResourceManager::diff`] does step 2's comparison without writing, for report-only drift
+//! detection; [`ResourceManager::compare`] also returns the normalised live and dry-run objects
+//! of each comparison, for `capstan diff` ([`Comparison::shown`] masks Secret values).
 //!
 //! # Guarantees
 //! - Every write is a server-side apply under the manager's field manager, with `force`, so the
@@ -66,10 +67,11 @@ mod health;
 mod impersonate;
 mod inventory;
 mod manager;
+mod mask;
 mod object;
 
 pub use changeset::{Action, ChangeSet, ChangeSetEntry};
-pub use compare::changed_paths;
+pub use compare::{Comparison, changed_paths, normalize};
 pub use error::{Error, ObjectError};
 pub use health::{HealthResult, Status, compute as compute_health};
 pub use impersonate::{
@@ -77,6 +79,7 @@ pub use impersonate::{
 };
 pub use inventory::Inventory;
 pub use manager::{ApplyOptions, DeleteOptions, Drift, DriftKind, Owner, ResourceManager};
+pub use mask::{LAST_APPLIED, mask_secret};
 pub use object::{
     DISABLED, ENABLED, FORCE_ANNOTATION, OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL, ObjectRef,
     PRUNE_ANNOTATION, RECONCILE_ANNOTATION, SSA_ANNOTATION, SsaMode, set_owner_labels,

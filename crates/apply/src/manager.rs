@@ -12,7 +12,7 @@ use kube::discovery::{ApiCapabilities, Scope};
 use serde_json::Value;
 
 use crate::changeset::{Action, ChangeSet, ChangeSetEntry};
-use crate::compare::changed_paths;
+use crate::compare::{Comparison, changed_paths, normalize};
 use crate::error::{Error, ObjectError, api_message, is_immutable, is_not_found};
 use crate::health::{self, HealthResult, Status};
 use crate::object::{
@@ -512,41 +512,60 @@ impl ResourceManager {
         objects: &[DynamicObject],
         options: &ApplyOptions,
     ) -> Result<Vec<Drift>, Error> {
+        let comparisons = self.compare(objects, options).await?;
+        Ok(comparisons.into_iter().map(|c| c.drift).collect())
+    }
+
+    /// [`diff`](Self::diff), keeping with each drift the normalised live object and dry-run
+    /// result it was computed from. Each object costs at most one GET and one dry-run request
+    /// (its kind is resolved through the manager's discovery cache).
+    pub async fn compare(
+        &self,
+        objects: &[DynamicObject],
+        options: &ApplyOptions,
+    ) -> Result<Vec<Comparison>, Error> {
         let pending: Vec<_> = objects
             .iter()
-            .map(|object| self.diff_one(object, options))
+            .map(|object| self.compare_one(object, options))
             .collect();
-        let results: Vec<Result<Drift, ObjectError>> = stream::iter(pending)
+        let results: Vec<Result<Comparison, ObjectError>> = stream::iter(pending)
             .buffered(options.concurrency.max(1))
             .collect()
             .await;
-        let mut drifts = Vec::new();
+        let mut comparisons = Vec::new();
         let mut errors = Vec::new();
         for result in results {
             match result {
-                Ok(d) => drifts.push(d),
+                Ok(c) => comparisons.push(c),
                 Err(e) => errors.push(e),
             }
         }
         if errors.is_empty() {
-            Ok(drifts)
+            Ok(comparisons)
         } else {
+            let drifts = comparisons.into_iter().map(|c| c.drift).collect();
             Err(Error::Diff { drifts, errors })
         }
     }
 
-    async fn diff_one(
+    async fn compare_one(
         &self,
         object: &DynamicObject,
         options: &ApplyOptions,
-    ) -> Result<Drift, ObjectError> {
+    ) -> Result<Comparison, ObjectError> {
+        let only = |object: ObjectRef, kind: DriftKind, live: Option<Value>| Comparison {
+            drift: Drift { object, kind },
+            live,
+            dry_run: None,
+        };
         let annotations = object.metadata.annotations.as_ref();
         let mode = SsaMode::of(annotations);
         if mode == SsaMode::Ignore || annotation_is(annotations, RECONCILE_ANNOTATION, DISABLED) {
-            return Ok(Drift {
-                object: ObjectRef::from_object(object)?,
-                kind: DriftKind::Skipped,
-            });
+            return Ok(only(
+                ObjectRef::from_object(object)?,
+                DriftKind::Skipped,
+                None,
+            ));
         }
         let Prepared {
             reference,
@@ -559,16 +578,11 @@ impl ResourceManager {
             .await
             .map_err(|e| fail(api_message(&e)))?;
         let Some(live) = live else {
-            return Ok(Drift {
-                object: reference,
-                kind: DriftKind::Created,
-            });
+            return Ok(only(reference, DriftKind::Created, None));
         };
+        let live = normalize(&to_value(&live));
         if mode == SsaMode::IfNotPresent {
-            return Ok(Drift {
-                object: reference,
-                kind: DriftKind::Skipped,
-            });
+            return Ok(only(reference, DriftKind::Skipped, Some(live)));
         }
         let dry_run = api
             .patch(
@@ -578,14 +592,19 @@ impl ResourceManager {
             )
             .await
             .map_err(|e| fail(api_message(&e)))?;
-        let paths = changed_paths(&to_value(&dry_run), &to_value(&live));
-        Ok(Drift {
-            object: reference,
-            kind: if paths.is_empty() {
-                DriftKind::Unchanged
-            } else {
-                DriftKind::Changed(paths)
+        let dry_run = normalize(&to_value(&dry_run));
+        let paths = changed_paths(&dry_run, &live);
+        Ok(Comparison {
+            drift: Drift {
+                object: reference,
+                kind: if paths.is_empty() {
+                    DriftKind::Unchanged
+                } else {
+                    DriftKind::Changed(paths)
+                },
             },
+            live: Some(live),
+            dry_run: Some(dry_run),
         })
     }
 

@@ -276,6 +276,16 @@ async fn drift_by_another_manager_is_diffed_then_corrected() {
         DriftKind::Changed(vec!["data.key".to_owned()])
     );
     assert_eq!(drifts[1].kind, DriftKind::Created);
+    // The comparison keeps what the drift was computed from: the live object and the dry-run
+    // result, without the fields the server owns.
+    let comparisons = c.manager.compare(&objects, &options).await.unwrap();
+    let (live, dry_run) = comparisons[0].shown().unwrap();
+    assert_eq!(live["data"]["key"], "hand-edited");
+    assert_eq!(dry_run["data"]["key"], "git");
+    assert!(live["metadata"].get("managedFields").is_none());
+    assert!(dry_run["metadata"].get("resourceVersion").is_none());
+    assert_eq!(comparisons[1].drift.kind, DriftKind::Created);
+    assert!(comparisons[1].live.is_none() && comparisons[1].shown().is_none());
     // A diff writes nothing.
     let after_diff = c.get("v1", "ConfigMap", "default", "cfg").await.unwrap();
     assert_eq!(resource_version(&after_diff), rv);
