@@ -450,7 +450,8 @@ pub fn find_condition<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'
     conditions.iter().find(|c| c.type_ == type_)
 }
 
-/// Whether the list holds a `Ready` condition with status `True`.
+/// Whether the list holds a `Ready` condition with status `True`, whatever the generation it was
+/// written for; [`crate::readiness`] (and [`crate::FluxKind::is_ready`]) is the full reading.
 pub fn is_ready(conditions: &[Condition]) -> bool {
     find_condition(conditions, condition::READY).is_some_and(|c| c.status == "True")
 }
