@@ -14,6 +14,7 @@ use crate::error::{ApiError, ApiResult, Cause};
 use crate::registry::{Registry, ResourceType, StorageKey};
 use crate::secrets;
 use crate::store::{ObjectKey, Store, Stored, WriteError};
+use crate::strategy;
 
 /// Finalizer the garbage collector adds for `propagationPolicy: Foreground`.
 pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
@@ -572,7 +573,7 @@ impl Cluster {
     }
 
     fn has_generation(rt: &ResourceType) -> bool {
-        !rt.builtin || rt.status || rt.plural == "customresourcedefinitions"
+        strategy::of(rt).has_generation(rt)
     }
 
     /// Whether anything but metadata (and status, with a status subresource) changed.
@@ -692,8 +693,7 @@ impl Cluster {
         if applied.is_none() {
             meta_map.remove("managedFields");
         }
-        if rt.status
-            && rt.plural != "customresourcedefinitions"
+        if strategy::of(rt).status_is_subresource(rt)
             && let Some(o) = obj.as_object_mut()
         {
             o.remove("status");
@@ -734,7 +734,6 @@ impl Cluster {
 
     /// Commits `new` as the next state of `old`, applying update rules. `applied_managed` carries the
     /// managedFields computed by server-side apply; otherwise an `Update` operation is recorded.
-    #[allow(clippy::too_many_arguments)]
     fn commit_update(
         &self,
         rt: &ResourceType,
@@ -751,90 +750,15 @@ impl Cluster {
         new["apiVersion"] = Value::String(rt.api_version());
         new["kind"] = Value::String(rt.kind.clone());
         let old_meta = meta(&old).cloned().unwrap_or_default();
-        {
-            let m = meta_mut(&mut new);
-            for f in [
-                "name",
-                "namespace",
-                "uid",
-                "creationTimestamp",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-                "generation",
-                "managedFields",
-            ] {
-                match old_meta.get(f) {
-                    Some(v) => {
-                        m.insert(f.into(), v.clone());
-                    }
-                    None => {
-                        m.remove(f);
-                    }
-                }
-            }
-            m.remove("resourceVersion");
-            m.remove("selfLink");
-        }
-        match subresource {
-            Some("status") => {
-                // Only status changes through the status subresource.
-                let status = new.get("status").cloned();
-                let mut merged = old.clone();
-                match status {
-                    Some(s) => merged["status"] = s,
-                    None => {
-                        if let Some(o) = merged.as_object_mut() {
-                            o.remove("status");
-                        }
-                    }
-                }
-                merged["metadata"]["managedFields"] = old_meta
-                    .get("managedFields")
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                if merged["metadata"]["managedFields"].is_null() {
-                    meta_mut(&mut merged).remove("managedFields");
-                }
-                new = merged;
-            }
-            Some(other) => {
-                return Err(
-                    ApiError::not_found(&rt.group, &format!("{}/{other}", rt.plural), "").into(),
-                );
-            }
-            None => {
-                if rt.status && rt.plural != "customresourcedefinitions" {
-                    match old.get("status") {
-                        Some(s) => new["status"] = s.clone(),
-                        None => {
-                            if let Some(o) = new.as_object_mut() {
-                                o.remove("status");
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        if old_meta.contains_key("deletionTimestamp") {
-            let old_f = finalizers(&old);
-            if let Some(added) = finalizers(&new).into_iter().find(|f| !old_f.contains(f)) {
-                return Err(ApiError::invalid(
-                    &rt.group,
-                    &rt.kind,
-                    meta_str(&old, "name").unwrap_or(""),
-                    vec![Cause {
-                        reason: "FieldValueForbidden".into(),
-                        message: format!("Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers [{added}]"),
-                        field: "metadata.finalizers".into(),
-                    }],
-                )
-                .into());
-            }
-        }
+        keep_system_metadata(&mut new, &old_meta);
+        let mut new = prepare_for_update(rt, &old, new, subresource)?;
+        check_finalizers_of_terminating(rt, &old, &new)?;
         let warnings = Self::admit(rt, &mut new, opts.field_validation)?;
+        let strategy = strategy::of(rt);
         let ip = || self.allocate_service_ip();
-        defaults::apply_builtin(rt, &mut new, Some(&old), &ip);
-        let mut immutable = defaults::validate_builtin_update(rt, &old, &new);
+        strategy.default(&mut new, Some(&old), &ip);
+        let mut immutable = Vec::new();
+        strategy.validate_update(&old, &new, &mut immutable);
         if !immutable.is_empty() {
             secrets::redact_causes(rt, &mut immutable);
             let name = meta_str(&old, "name").unwrap_or("").to_owned();
@@ -859,16 +783,6 @@ impl Cluster {
                 warnings,
             });
         }
-        let name = meta_str(&old, "name").unwrap_or("").to_owned();
-        let namespace = meta_str(&old, "namespace").map(str::to_owned);
-        let finished = meta(&new).is_some_and(|m| m.contains_key("deletionTimestamp"))
-            && finalizers(&new).is_empty()
-            && !(rt.group.is_empty()
-                && rt.plural == "namespaces"
-                && new
-                    .pointer("/spec/finalizers")
-                    .and_then(Value::as_array)
-                    .is_some_and(|a| !a.is_empty()));
         if opts.dry_run {
             let mut shown = new;
             shown["metadata"]["resourceVersion"] = Value::String(old_stored.rv.to_string());
@@ -878,6 +792,24 @@ impl Cluster {
                 warnings,
             });
         }
+        self.store_update(rt, old_stored, &old, new, warnings)
+    }
+
+    /// Writes the next state of an object (or deletes it, when it was terminating and nothing
+    /// holds it any more), guarded by the old resourceVersion.
+    fn store_update(
+        &self,
+        rt: &ResourceType,
+        old_stored: &Arc<Stored>,
+        old: &Value,
+        new: Value,
+        warnings: Vec<String>,
+    ) -> Result<WriteOutcome, CommitError> {
+        let name = meta_str(old, "name").unwrap_or("").to_owned();
+        let namespace = meta_str(old, "namespace").map(str::to_owned);
+        let finished = meta(&new).is_some_and(|m| m.contains_key("deletionTimestamp"))
+            && finalizers(&new).is_empty()
+            && !strategy::of(rt).deletion_held(&new);
         let key = Self::object_key(rt, namespace.as_deref(), &name);
         let store = &self.inner.store;
         let written = if finished {
@@ -1145,7 +1077,7 @@ impl Cluster {
             }
         }
         match subresource {
-            None if rt.status && rt.plural != "customresourcedefinitions" => {
+            None if strategy::of(rt).status_is_subresource(rt) => {
                 if let Some(o) = config.as_object_mut() {
                     o.remove("status");
                 }
@@ -1268,8 +1200,7 @@ impl Cluster {
                 }
                 _ => {}
             }
-            let is_namespace = rt.group.is_empty() && rt.plural == "namespaces";
-            let pending = !fins.is_empty() || is_namespace;
+            let pending = !fins.is_empty() || strategy::of(rt).terminates_gracefully();
             if opts.dry_run {
                 if !pending {
                     return Ok(DeleteOutcome::Deleted(old));
@@ -1306,9 +1237,7 @@ impl Cluster {
                 if fins.is_empty() {
                     m.remove("finalizers");
                 }
-                if is_namespace {
-                    new["status"] = json!({"phase": "Terminating"});
-                }
+                strategy::of(rt).prepare_for_termination(&mut new);
                 match self.inner.store.write(
                     &rt.storage_key(),
                     key,
@@ -1386,6 +1315,108 @@ impl Cluster {
             "too many concurrent writes",
         ))
     }
+}
+
+/// Keeps what clients cannot change through an update: identity, timestamps, generation and
+/// managedFields come from the stored object; resourceVersion and selfLink are dropped.
+fn keep_system_metadata(new: &mut Value, old_meta: &Map<String, Value>) {
+    let m = meta_mut(new);
+    for f in [
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "managedFields",
+    ] {
+        match old_meta.get(f) {
+            Some(v) => {
+                m.insert(f.into(), v.clone());
+            }
+            None => {
+                m.remove(f);
+            }
+        }
+    }
+    m.remove("resourceVersion");
+    m.remove("selfLink");
+}
+
+/// What an update may change: through the status subresource only `status`; through the main
+/// resource everything but a status the kind keeps in its subresource.
+fn prepare_for_update(
+    rt: &ResourceType,
+    old: &Value,
+    mut new: Value,
+    subresource: Option<&str>,
+) -> Result<Value, CommitError> {
+    match subresource {
+        Some("status") => {
+            // Only status changes through the status subresource.
+            let status = new.get("status").cloned();
+            let mut merged = old.clone();
+            match status {
+                Some(s) => merged["status"] = s,
+                None => {
+                    if let Some(o) = merged.as_object_mut() {
+                        o.remove("status");
+                    }
+                }
+            }
+            merged["metadata"]["managedFields"] = meta(old)
+                .and_then(|m| m.get("managedFields"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            if merged["metadata"]["managedFields"].is_null() {
+                meta_mut(&mut merged).remove("managedFields");
+            }
+            Ok(merged)
+        }
+        Some(other) => {
+            Err(ApiError::not_found(&rt.group, &format!("{}/{other}", rt.plural), "").into())
+        }
+        None => {
+            if strategy::of(rt).status_is_subresource(rt) {
+                match old.get("status") {
+                    Some(s) => new["status"] = s.clone(),
+                    None => {
+                        if let Some(o) = new.as_object_mut() {
+                            o.remove("status");
+                        }
+                    }
+                }
+            }
+            Ok(new)
+        }
+    }
+}
+
+/// A terminating object takes no new finalizers.
+fn check_finalizers_of_terminating(
+    rt: &ResourceType,
+    old: &Value,
+    new: &Value,
+) -> Result<(), CommitError> {
+    if !meta(old).is_some_and(|m| m.contains_key("deletionTimestamp")) {
+        return Ok(());
+    }
+    let old_f = finalizers(old);
+    if let Some(added) = finalizers(new).into_iter().find(|f| !old_f.contains(f)) {
+        return Err(ApiError::invalid(
+            &rt.group,
+            &rt.kind,
+            meta_str(old, "name").unwrap_or(""),
+            vec![Cause {
+                reason: "FieldValueForbidden".into(),
+                message: format!("Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers [{added}]"),
+                field: "metadata.finalizers".into(),
+            }],
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// Sets `metadata.managedFields` of the next state: those server-side apply computed (`applied`), or

@@ -308,141 +308,10 @@ async fn route(state: &AppState, request: Request) -> ApiResult<Response> {
         let attrs = authz::RequestAttributes::from_request(&parts.method, parts.uri.path(), &q);
         authz::check(cluster, user, &attrs)?;
     }
-    let get_only = |m: &Method| -> ApiResult<()> {
-        if *m == Method::GET {
-            Ok(())
-        } else {
-            Err(ApiError::method_not_allowed(format!(
-                "the server does not allow this method ({m}) on the requested resource"
-            )))
-        }
-    };
+    if let Some(response) = non_resource(state, &parts.method, &parts.headers, &segments)? {
+        return Ok(response);
+    }
     match segments.as_slice() {
-        [] => {
-            get_only(&parts.method)?;
-            Ok(json_response(
-                StatusCode::OK,
-                &json!({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v3", "/readyz", "/version"]}),
-            ))
-        }
-        ["healthz" | "readyz" | "livez"] => {
-            let mut r = Response::new(Body::from("ok"));
-            r.headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
-            Ok(r)
-        }
-        ["version"] => {
-            get_only(&parts.method)?;
-            Ok(json_response(StatusCode::OK, &discovery::version()))
-        }
-        ["api"] => {
-            get_only(&parts.method)?;
-            let host = parts
-                .headers
-                .get(header::HOST)
-                .and_then(|h| h.to_str().ok())
-                .unwrap_or("127.0.0.1");
-            Ok(json_response(
-                StatusCode::OK,
-                &discovery::core_versions(host),
-            ))
-        }
-        ["apis"] => {
-            get_only(&parts.method)?;
-            Ok(json_response(
-                StatusCode::OK,
-                &discovery::group_list(&cluster.registry()),
-            ))
-        }
-        ["api", v] => {
-            get_only(&parts.method)?;
-            discovery::resource_list(&cluster.registry(), "", v)
-                .map(|d| json_response(StatusCode::OK, &d))
-                .ok_or_else(|| {
-                    ApiError::new(
-                        404,
-                        "NotFound",
-                        "the server could not find the requested resource",
-                    )
-                })
-        }
-        ["apis", g] => {
-            get_only(&parts.method)?;
-            discovery::group(&cluster.registry(), g)
-                .map(|d| json_response(StatusCode::OK, &d))
-                .ok_or_else(|| {
-                    ApiError::new(
-                        404,
-                        "NotFound",
-                        "the server could not find the requested resource",
-                    )
-                })
-        }
-        ["apis", g, v] => {
-            get_only(&parts.method)?;
-            discovery::resource_list(&cluster.registry(), g, v)
-                .map(|d| json_response(StatusCode::OK, &d))
-                .ok_or_else(|| {
-                    ApiError::new(
-                        404,
-                        "NotFound",
-                        "the server could not find the requested resource",
-                    )
-                })
-        }
-        ["openapi", "v3"] => {
-            get_only(&parts.method)?;
-            let registry = cluster.registry();
-            let mut cache = state
-                .openapi
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let mut paths = serde_json::Map::new();
-            for (p, g, v) in openapi::group_versions(&registry) {
-                if let Some((_, hash)) = cache.get(&registry, &p, &g, &v) {
-                    paths.insert(
-                        p.clone(),
-                        json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash}")}),
-                    );
-                }
-            }
-            Ok(json_response(StatusCode::OK, &json!({"paths": paths})))
-        }
-        ["openapi", "v3", rest @ ..] => {
-            get_only(&parts.method)?;
-            let doc_path = rest.join("/");
-            let (group, version) = match rest {
-                ["api", v] => (String::new(), (*v).to_owned()),
-                ["apis", g, v] => ((*g).to_owned(), (*v).to_owned()),
-                _ => {
-                    return Err(ApiError::new(
-                        404,
-                        "NotFound",
-                        "the server could not find the requested resource",
-                    ));
-                }
-            };
-            let registry = cluster.registry();
-            let mut cache = state
-                .openapi
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let (bytes, _) = cache
-                .get(&registry, &doc_path, &group, &version)
-                .ok_or_else(|| {
-                    ApiError::new(
-                        404,
-                        "NotFound",
-                        "the server could not find the requested resource",
-                    )
-                })?;
-            let mut response = bytes_response(StatusCode::OK, Bytes::from(bytes.as_ref().clone()));
-            response.headers_mut().insert(
-                header::CACHE_CONTROL,
-                HeaderValue::from_static("public, immutable"),
-            );
-            Ok(response)
-        }
         [
             "apis",
             group @ ("authorization.k8s.io" | "authentication.k8s.io"),
@@ -468,13 +337,7 @@ async fn route(state: &AppState, request: Request) -> ApiResult<Response> {
             "OpenAPI v2 is not served; use /openapi/v3",
         )),
         _ => {
-            let path = parse_resource_path(&segments).ok_or_else(|| {
-                ApiError::new(
-                    404,
-                    "NotFound",
-                    "the server could not find the requested resource",
-                )
-            })?;
+            let path = parse_resource_path(&segments).ok_or_else(not_found)?;
             resource_request(
                 state,
                 user.as_ref(),
@@ -486,6 +349,137 @@ async fn route(state: &AppState, request: Request) -> ApiResult<Response> {
             )
         }
     }
+}
+
+/// kube-apiserver's 404 for a path it does not serve.
+fn not_found() -> ApiError {
+    ApiError::new(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
+}
+
+/// Refuses every method but GET (non-resource paths are read-only).
+fn get_only(method: &Method) -> ApiResult<()> {
+    if *method == Method::GET {
+        Ok(())
+    } else {
+        Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method ({method}) on the requested resource"
+        )))
+    }
+}
+
+/// The read-only paths that are not resources: the root, health, version, discovery and
+/// OpenAPI v3; `None` for every other path.
+fn non_resource(
+    state: &AppState,
+    method: &Method,
+    headers: &HeaderMap,
+    segments: &[&str],
+) -> ApiResult<Option<Response>> {
+    let registry = || state.cluster.registry();
+    let document = |d: Option<Value>| {
+        d.map(|d| json_response(StatusCode::OK, &d))
+            .ok_or_else(not_found)
+    };
+    let response = match segments {
+        [] => {
+            get_only(method)?;
+            json_response(
+                StatusCode::OK,
+                &json!({"paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/openapi/v3", "/readyz", "/version"]}),
+            )
+        }
+        ["healthz" | "readyz" | "livez"] => {
+            let mut r = Response::new(Body::from("ok"));
+            r.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+            r
+        }
+        ["version"] => {
+            get_only(method)?;
+            json_response(StatusCode::OK, &discovery::version())
+        }
+        ["api"] => {
+            get_only(method)?;
+            let host = headers
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .unwrap_or("127.0.0.1");
+            json_response(StatusCode::OK, &discovery::core_versions(host))
+        }
+        ["apis"] => {
+            get_only(method)?;
+            json_response(StatusCode::OK, &discovery::group_list(&registry()))
+        }
+        ["api", v] => {
+            get_only(method)?;
+            document(discovery::resource_list(&registry(), "", v))?
+        }
+        ["apis", g] => {
+            get_only(method)?;
+            document(discovery::group(&registry(), g))?
+        }
+        ["apis", g, v] => {
+            get_only(method)?;
+            document(discovery::resource_list(&registry(), g, v))?
+        }
+        ["openapi", "v3"] => {
+            get_only(method)?;
+            openapi_index(state)
+        }
+        ["openapi", "v3", rest @ ..] => {
+            get_only(method)?;
+            openapi_document(state, rest)?
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(response))
+}
+
+/// `/openapi/v3`: every group version's document path with its content hash.
+fn openapi_index(state: &AppState) -> Response {
+    let registry = state.cluster.registry();
+    let mut cache = state
+        .openapi
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut paths = serde_json::Map::new();
+    for (p, g, v) in openapi::group_versions(&registry) {
+        if let Some((_, hash)) = cache.get(&registry, &p, &g, &v) {
+            paths.insert(
+                p.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash={hash}")}),
+            );
+        }
+    }
+    json_response(StatusCode::OK, &json!({"paths": paths}))
+}
+
+/// `/openapi/v3/api/<v>` and `/openapi/v3/apis/<g>/<v>`: one group version's document.
+fn openapi_document(state: &AppState, rest: &[&str]) -> ApiResult<Response> {
+    let doc_path = rest.join("/");
+    let (group, version) = match rest {
+        ["api", v] => (String::new(), (*v).to_owned()),
+        ["apis", g, v] => ((*g).to_owned(), (*v).to_owned()),
+        _ => return Err(not_found()),
+    };
+    let registry = state.cluster.registry();
+    let mut cache = state
+        .openapi
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (bytes, _) = cache
+        .get(&registry, &doc_path, &group, &version)
+        .ok_or_else(not_found)?;
+    let mut response = bytes_response(StatusCode::OK, Bytes::from(bytes.as_ref().clone()));
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, immutable"),
+    );
+    Ok(response)
 }
 
 fn present_object(rt: &ResourceType, obj: Value, repr: Representation, rv: &str) -> Value {
@@ -599,40 +593,20 @@ fn resource_request(
             let outcome = cluster.update(&rt, ns, name, subresource, &body, &opts)?;
             Ok(write_response(&rt, outcome, repr, StatusCode::CREATED))
         }
-        (Method::PATCH, Some(name)) => {
-            let ct = headers
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            let patch_type = PatchType::from_content_type(ct).ok_or_else(|| {
-                ApiError::unsupported_media_type(format!(
-                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml{}",
-                    if rt.builtin { ", application/strategic-merge-patch+json" } else { "" }
-                ))
-            })?;
-            let opts = write_options(q, headers, patch_type != PatchType::Apply)?;
-            let patch = parse_body(headers, body)?;
-            // Applying an object that does not exist creates it: Kubernetes then also checks `create`.
-            if let Some(user) = user
-                && patch_type == PatchType::Apply
-                && cluster.get_stored(&rt, ns, name).is_err()
-            {
-                let attrs = authz::RequestAttributes {
-                    verb: "create".to_owned(),
-                    resource_request: true,
-                    group: rt.group.clone(),
-                    version: rt.version.clone(),
-                    resource: rt.plural.clone(),
-                    subresource: path.subresource.clone().unwrap_or_default(),
-                    namespace: ns.unwrap_or("").to_owned(),
-                    name: name.to_owned(),
-                    path: String::new(),
-                };
-                authz::check_create_on_apply(cluster, user, &attrs)?;
-            }
-            let outcome = cluster.patch(&rt, ns, name, subresource, patch_type, &patch, &opts)?;
-            Ok(write_response(&rt, outcome, repr, StatusCode::CREATED))
-        }
+        (Method::PATCH, Some(name)) => patch_request(
+            cluster,
+            user,
+            &rt,
+            &Target {
+                ns,
+                name,
+                subresource: path.subresource.as_deref(),
+            },
+            headers,
+            q,
+            body,
+        )
+        .map(|outcome| write_response(&rt, outcome, repr, StatusCode::CREATED)),
         (Method::DELETE, Some(name)) => {
             let opts = delete_options(q, headers, body)?;
             match cluster.delete(&rt, ns, name, &opts)? {
@@ -647,34 +621,99 @@ fn resource_request(
                 }
             }
         }
-        (Method::DELETE, None) => {
-            let opts = delete_options(q, headers, body)?;
-            let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))?;
-            let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))?;
-            let (items, _) = cluster.list(&rt, ns);
-            let mut deleted = Vec::new();
-            for item in items {
-                if !labels.matches(item.value.pointer("/metadata/labels"))
-                    || !fields.matches(&item.value)
-                {
-                    continue;
-                }
-                let item_ns = item.namespace().to_owned();
-                match cluster.delete(&rt, Some(&item_ns), item.name(), &opts) {
-                    Ok(DeleteOutcome::Deleted(o) | DeleteOutcome::Pending(o)) => deleted.push(o),
-                    Err(e) if e.code == 404 => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            Ok(json_response(
-                StatusCode::OK,
-                &json!({"kind": rt.list_kind(), "apiVersion": rt.api_version(), "metadata": {"resourceVersion": cluster.store().current_rv().to_string()}, "items": deleted}),
-            ))
-        }
+        (Method::DELETE, None) => delete_collection(cluster, &rt, ns, headers, q, body),
         (m, _) => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method ({m}) on the requested resource"
         ))),
     }
+}
+
+/// The object a PATCH names: namespace, name and subresource as the path gave them.
+struct Target<'a> {
+    ns: Option<&'a str>,
+    name: &'a str,
+    subresource: Option<&'a str>,
+}
+
+/// PATCH of one object in any of the patch types; an apply that creates also needs `create`.
+fn patch_request(
+    cluster: &Cluster,
+    user: Option<&authz::UserInfo>,
+    rt: &ResourceType,
+    target: &Target<'_>,
+    headers: &HeaderMap,
+    q: &Query,
+    body: &[u8],
+) -> ApiResult<WriteOutcome> {
+    let Target {
+        ns,
+        name,
+        subresource,
+    } = *target;
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let patch_type = PatchType::from_content_type(ct).ok_or_else(|| {
+        ApiError::unsupported_media_type(format!(
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml{}",
+            if rt.builtin { ", application/strategic-merge-patch+json" } else { "" }
+        ))
+    })?;
+    let opts = write_options(q, headers, patch_type != PatchType::Apply)?;
+    let patch = parse_body(headers, body)?;
+    // Applying an object that does not exist creates it: Kubernetes then also checks `create`.
+    if let Some(user) = user
+        && patch_type == PatchType::Apply
+        && cluster.get_stored(rt, ns, name).is_err()
+    {
+        let attrs = authz::RequestAttributes {
+            verb: "create".to_owned(),
+            resource_request: true,
+            group: rt.group.clone(),
+            version: rt.version.clone(),
+            resource: rt.plural.clone(),
+            subresource: subresource.unwrap_or_default().to_owned(),
+            namespace: ns.unwrap_or("").to_owned(),
+            name: name.to_owned(),
+            path: String::new(),
+        };
+        authz::check_create_on_apply(cluster, user, &attrs)?;
+    }
+    // `finalize` writes the namespace's spec.finalizers: treat it as an update of the main resource.
+    let subresource = subresource.filter(|s| *s != "finalize");
+    cluster.patch(rt, ns, name, subresource, patch_type, &patch, &opts)
+}
+
+/// DELETE of a collection: every object the label and field selectors match.
+fn delete_collection(
+    cluster: &Cluster,
+    rt: &ResourceType,
+    ns: Option<&str>,
+    headers: &HeaderMap,
+    q: &Query,
+    body: &[u8],
+) -> ApiResult<Response> {
+    let opts = delete_options(q, headers, body)?;
+    let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))?;
+    let fields = FieldSelector::parse(q.get("fieldSelector").map_or("", String::as_str))?;
+    let (items, _) = cluster.list(rt, ns);
+    let mut deleted = Vec::new();
+    for item in items {
+        if !labels.matches(item.value.pointer("/metadata/labels")) || !fields.matches(&item.value) {
+            continue;
+        }
+        let item_ns = item.namespace().to_owned();
+        match cluster.delete(rt, Some(&item_ns), item.name(), &opts) {
+            Ok(DeleteOutcome::Deleted(o) | DeleteOutcome::Pending(o)) => deleted.push(o),
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({"kind": rt.list_kind(), "apiVersion": rt.api_version(), "metadata": {"resourceVersion": cluster.store().current_rv().to_string()}, "items": deleted}),
+    ))
 }
 
 fn delete_options(q: &Query, headers: &HeaderMap, body: &[u8]) -> ApiResult<DeleteOptions> {

@@ -48,6 +48,7 @@ pub mod registry;
 pub mod secrets;
 pub mod selectors;
 pub mod store;
+mod strategy;
 pub mod table;
 
 use std::net::SocketAddr;
