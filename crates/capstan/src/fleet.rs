@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, bail};
-use capstan_api::{GitRepository, Kustomization};
+use capstan_api::{FluxKind, GitRepository, Kustomization};
 use capstan_source::git::server::{self, ServerOptions};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
@@ -225,13 +225,13 @@ pub async fn report_progress(client: Client) {
         let mut current = Vec::new();
         if let Ok(list) = repositories.list(&params).await {
             for object in list {
-                let ready = object.status.as_ref().and_then(|s| ready_of(&s.conditions));
+                let ready = ready_of(&object);
                 current.push((format!("GitRepository/{}", object.name_any()), ready));
             }
         }
         if let Ok(list) = kustomizations.list(&params).await {
             for object in list {
-                let ready = object.status.as_ref().and_then(|s| ready_of(&s.conditions));
+                let ready = ready_of(&object);
                 current.push((format!("Kustomization/{}", object.name_any()), ready));
             }
         }
@@ -250,10 +250,10 @@ pub async fn report_progress(client: Client) {
     }
 }
 
-fn ready_of(conditions: &[capstan_api::meta::Condition]) -> Option<(String, String)> {
-    conditions
-        .iter()
-        .find(|c| c.type_ == "Ready")
+/// The `Ready` condition's status and message, as the API type reads them.
+fn ready_of(object: &impl FluxKind) -> Option<(String, String)> {
+    object
+        .ready_condition()
         .map(|c| (c.status.clone(), c.message.clone()))
 }
 

@@ -1,18 +1,16 @@
 //! `capstan build kustomization` (render a local directory as kustomize-controller would) and
 //! `capstan diff kustomization` (compare that render with the cluster by server-side dry-run).
 
-use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use capstan_api::Kustomization;
 use capstan_apply::{ApplyOptions, DriftKind, Inventory, ObjectRef, ResourceManager};
 use clap::{Args, Subcommand};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
-use kube::discovery::Scope;
+use kube::api::DynamicObject;
 use serde_json::Value;
 
 use super::{ClusterArgs, KUSTOMIZATION};
@@ -87,51 +85,6 @@ fn kustomization_from_file(path: &PathBuf, name: &str) -> anyhow::Result<Kustomi
         .with_context(|| format!("{}: invalid Kustomization '{name}'", path.display()))
 }
 
-/// The `postBuild` variables: `substituteFrom` (read from the cluster when a client is given),
-/// then `substitute`, which wins.
-async fn variables(
-    object: &Kustomization,
-    namespace: &str,
-    client: Option<&Client>,
-) -> anyhow::Result<Option<BTreeMap<String, String>>> {
-    let Some(post_build) = &object.spec.post_build else {
-        return Ok(None);
-    };
-    let mut variables = BTreeMap::new();
-    if let Some(client) = client {
-        for reference in &post_build.substitute_from {
-            let optional = reference.optional.unwrap_or(false);
-            let kind = serde_json::to_value(reference.kind)?;
-            let data = if kind == "Secret" {
-                let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
-                api.get_opt(&reference.name).await?.map(|s| {
-                    s.data
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
-                        .collect::<BTreeMap<_, _>>()
-                })
-            } else {
-                let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
-                api.get_opt(&reference.name)
-                    .await?
-                    .map(|m| m.data.unwrap_or_default())
-            };
-            match data {
-                Some(data) => variables.extend(data),
-                None if optional => {}
-                None => bail!(
-                    "substitute from '{}/{}' failed: not found",
-                    kind.as_str().unwrap_or_default(),
-                    reference.name
-                ),
-            }
-        }
-    }
-    variables.extend(post_build.substitute.clone());
-    Ok(Some(variables))
-}
-
 /// The Kustomization (from the file or the cluster) and its render of `--path`, labelled with
 /// the owner labels as kustomize-controller applies them.
 async fn render(
@@ -156,7 +109,12 @@ async fn render(
     if !args.path.is_dir() {
         bail!("invalid --path '{}': not a directory", args.path.display());
     }
-    let variables = variables(&object, &namespace, client).await?;
+    let variables = capstan_controllers::kustomization::variables::collect(
+        object.spec.post_build.as_ref(),
+        client,
+        &namespace,
+    )
+    .await?;
     let (root, path) = source_root(&args.path)?;
     let mut local = object.clone();
     local.spec.path = Some(path);
@@ -213,16 +171,13 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
         force: object.spec.force.unwrap_or(false),
         ..ApplyOptions::default()
     };
-    let drifts = manager
-        .diff(&objects, &options)
+    let comparisons = manager
+        .compare(&objects, &options)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let by_ref: HashMap<ObjectRef, &DynamicObject> = objects
-        .iter()
-        .filter_map(|o| ObjectRef::from_object(o).ok().map(|r| (r, o)))
-        .collect();
     let mut changed = false;
-    for drift in &drifts {
+    for comparison in &comparisons {
+        let drift = &comparison.drift;
         match &drift.kind {
             DriftKind::Created => {
                 changed = true;
@@ -231,9 +186,14 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
             DriftKind::Changed(_) => {
                 changed = true;
                 println!("► {} drifted", drift.object);
-                if let Some(manifest) = by_ref.get(&drift.object) {
-                    let text = object_diff(&client, &drift.object, manifest).await?;
-                    print!("{text}");
+                if let Some((before, after)) = comparison.shown() {
+                    print!(
+                        "{}",
+                        unified_diff(
+                            &capstan_kustomize::to_yaml_document(&before),
+                            &capstan_kustomize::to_yaml_document(&after),
+                        )
+                    );
                 }
             }
             DriftKind::Unchanged | DriftKind::Skipped => {}
@@ -243,7 +203,11 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
         && let Some(status) = object.status.as_ref().and_then(|s| s.inventory.as_ref())
     {
         let old = Inventory::from_status(status).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let new = Inventory::new(by_ref.keys().cloned());
+        let new = Inventory::new(
+            objects
+                .iter()
+                .filter_map(|o| ObjectRef::from_object(o).ok()),
+        );
         for stale in old.diff(&new) {
             changed = true;
             println!("► {stale} deleted");
@@ -256,254 +220,36 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The unified diff between the live object and its server-side dry-run apply.
-async fn object_diff(
-    client: &Client,
-    reference: &ObjectRef,
-    manifest: &DynamicObject,
-) -> anyhow::Result<String> {
-    let (resource, capabilities): (ApiResource, _) =
-        kube::discovery::pinned_kind(client, &reference.gvk())
-            .await
-            .with_context(|| format!("resolving the kind of {reference}"))?;
-    let api: Api<DynamicObject> = if capabilities.scope == Scope::Namespaced {
-        Api::namespaced_with(client.clone(), &reference.namespace, &resource)
-    } else {
-        Api::all_with(client.clone(), &resource)
-    };
-    let live = api
-        .get(&reference.name)
-        .await
-        .with_context(|| format!("reading {reference}"))?;
-    let params = PatchParams::apply(capstan_controllers::kustomization::FIELD_MANAGER)
-        .force()
-        .dry_run();
-    let applied = api
-        .patch(&reference.name, &params, &Patch::Apply(manifest))
-        .await
-        .with_context(|| format!("dry-run applying {reference}"))?;
-    let mut before = comparable(serde_json::to_value(live)?);
-    let mut after = comparable(serde_json::to_value(applied)?);
-    if reference.kind == "Secret" && reference.group.is_empty() {
-        mask_secret(&mut before, &mut after);
-    }
-    Ok(unified_diff(
-        &capstan_kustomize::to_yaml_document(&before),
-        &capstan_kustomize::to_yaml_document(&after),
-    ))
-}
-
-/// The object without the fields the server owns.
-fn comparable(mut object: Value) -> Value {
-    if let Some(map) = object.as_object_mut() {
-        map.remove("status");
-    }
-    if let Some(metadata) = object["metadata"].as_object_mut() {
-        for field in [
-            "managedFields",
-            "resourceVersion",
-            "generation",
-            "uid",
-            "creationTimestamp",
-        ] {
-            metadata.remove(field);
-        }
-    }
-    object
-}
-
-/// The annotation `kubectl apply` stores the whole applied manifest in (Secret values included).
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// Replaces Secret values with `***`, marking changed ones `*** (before)` / `*** (after)`:
-/// `data`, `stringData` and the `kubectl apply` annotation, which holds a copy of them.
-/// (`managedFields`, which can name the keys, is already gone: see [`comparable`].)
-fn mask_secret(before: &mut Value, after: &mut Value) {
-    let mask_map = |before: &mut Value, after: &mut Value| {
-        let old = before.as_object().cloned().unwrap_or_default();
-        let new = after.as_object().cloned().unwrap_or_default();
-        let mask = |map: &mut Value, other: &serde_json::Map<String, Value>, suffix: &str| {
-            if let Some(values) = map.as_object_mut() {
-                for (key, value) in values.iter_mut() {
-                    let same = other.get(key) == Some(value);
-                    *value = Value::from(if same {
-                        "***".to_owned()
-                    } else {
-                        format!("*** ({suffix})")
-                    });
-                }
-            }
-        };
-        mask(before, &new, "before");
-        mask(after, &old, "after");
-    };
-    for field in ["data", "stringData"] {
-        let (mut old, mut new) = (before[field].take(), after[field].take());
-        mask_map(&mut old, &mut new);
-        for (object, value) in [(&mut *before, old), (&mut *after, new)] {
-            if !value.is_null()
-                && let Some(map) = object.as_object_mut()
-            {
-                map.insert(field.to_owned(), value);
-            }
-        }
-    }
-    let annotations = |object: &mut Value| {
-        let mut only = serde_json::Map::new();
-        if let Some(value) = object["metadata"]["annotations"]
-            .as_object_mut()
-            .and_then(|a| a.remove(LAST_APPLIED))
-        {
-            only.insert(LAST_APPLIED.to_owned(), value);
-        }
-        Value::Object(only)
-    };
-    let (mut old, mut new) = (annotations(before), annotations(after));
-    mask_map(&mut old, &mut new);
-    for (object, value) in [(before, old), (after, new)] {
-        if let Some(masked) = value.get(LAST_APPLIED)
-            && let Some(map) = object["metadata"]["annotations"].as_object_mut()
-        {
-            map.insert(LAST_APPLIED.to_owned(), masked.clone());
-        }
-    }
-}
-
 /// Lines of context around each change in a diff.
 const CONTEXT: usize = 3;
 
-/// The most edits one search of the line diff explores before it gives up on finding common
-/// lines in a region and reports the region as removed then added: bounds the time of huge
-/// rewrites to `O((n + m) * MAX_EDITS)`.
-const MAX_EDITS: isize = 4096;
+/// How long one line diff may search for the smallest edit script; past it `similar` returns a
+/// correct but possibly longer one, so a huge rewrite costs bounded time.
+const DIFF_DEADLINE: Duration = Duration::from_secs(1);
 
-/// Line `i` of `lines` (the caller keeps `i` in bounds).
-fn at<'a>(lines: &[&'a str], i: isize) -> &'a str {
-    lines[usize::try_from(i).unwrap_or_default()]
-}
-
-/// Myers' middle snake: a point `(x, y)` on an optimal edit path of `a` into `b`, found in
-/// linear space by searching forward from the start and backward from the end until the two
-/// searches overlap. `None` when no overlap is found within [`MAX_EDITS`].
-fn middle_snake(old: &[&str], new: &[&str]) -> Option<(usize, usize)> {
-    let (old_len, new_len) = (old.len().cast_signed(), new.len().cast_signed());
-    let max_edits = ((old_len + new_len + 1) / 2).min(MAX_EDITS);
-    let offset = max_edits + 1;
-    let width = usize::try_from(2 * offset + 1).ok()?;
-    // Furthest x reached on each diagonal (x - y), from the start and from the end.
-    let mut forward = vec![-1isize; width];
-    let mut backward = vec![-1isize; width];
-    let slot = |diagonal: isize| usize::try_from(offset + diagonal).ok();
-    forward[slot(1)?] = 0;
-    backward[slot(1)?] = 0;
-    let delta = old_len - new_len;
-    let odd = delta % 2 != 0;
-    let inside = |x: isize, y: isize| y >= 0 && x <= old_len && y <= new_len;
-    for edits in 0..max_edits {
-        for diagonal in (-edits..=edits).step_by(2) {
-            let here = slot(diagonal)?;
-            let mut x = if diagonal == -edits
-                || (diagonal != edits && forward[here - 1] < forward[here + 1])
-            {
-                forward[here + 1]
-            } else {
-                forward[here - 1] + 1
+/// The edit script turning `old` into `new`: each line with ' ' (kept), '-' or '+'.
+fn edit_script<'a>(old: &[&'a str], new: &[&'a str]) -> Vec<(char, &'a str)> {
+    let deadline = Instant::now() + DIFF_DEADLINE;
+    let ops =
+        similar::capture_diff_slices_deadline(similar::Algorithm::Myers, old, new, Some(deadline));
+    ops.iter()
+        .flat_map(|op| op.iter_changes(old, new))
+        .map(|change| {
+            let marker = match change.tag() {
+                similar::ChangeTag::Equal => ' ',
+                similar::ChangeTag::Delete => '-',
+                similar::ChangeTag::Insert => '+',
             };
-            let mut y = x - diagonal;
-            while x < old_len && y >= 0 && y < new_len && at(old, x) == at(new, y) {
-                x += 1;
-                y += 1;
-            }
-            forward[here] = x;
-            // The backward search on this diagonal has run `edits - 1` steps.
-            if odd
-                && (delta - diagonal).abs() < edits
-                && inside(x, y)
-                && let Some(there) = slot(delta - diagonal)
-                && backward[there] >= 0
-                && x >= old_len - backward[there]
-            {
-                return Some((usize::try_from(x).ok()?, usize::try_from(y).ok()?));
-            }
-        }
-        for diagonal in (-edits..=edits).step_by(2) {
-            let here = slot(diagonal)?;
-            let mut x = if diagonal == -edits
-                || (diagonal != edits && backward[here - 1] < backward[here + 1])
-            {
-                backward[here + 1]
-            } else {
-                backward[here - 1] + 1
-            };
-            let mut y = x - diagonal;
-            while x < old_len
-                && y >= 0
-                && y < new_len
-                && at(old, old_len - x - 1) == at(new, new_len - y - 1)
-            {
-                x += 1;
-                y += 1;
-            }
-            backward[here] = x;
-            if !odd
-                && (delta - diagonal).abs() <= edits
-                && inside(x, y)
-                && let Some(there) = slot(delta - diagonal)
-                && forward[there] >= 0
-                && forward[there] >= old_len - x
-            {
-                let split_x = forward[there];
-                let split_y = split_x - (delta - diagonal);
-                if split_y >= 0 && split_x <= old_len && split_y <= new_len {
-                    return Some((
-                        usize::try_from(split_x).ok()?,
-                        usize::try_from(split_y).ok()?,
-                    ));
-                }
-            }
-        }
-    }
-    None
-}
-
-/// Appends the edit script turning `a` into `b`: common prefix and suffix first, then Myers'
-/// divide and conquer on what is left (linear space).
-fn diff_lines<'a>(a: &[&'a str], b: &[&'a str], out: &mut Vec<(char, &'a str)>) {
-    let prefix = a.iter().zip(b).take_while(|(x, y)| x == y).count();
-    let (a_rest, b_rest) = (&a[prefix..], &b[prefix..]);
-    let suffix = a_rest
-        .iter()
-        .rev()
-        .zip(b_rest.iter().rev())
-        .take_while(|(x, y)| x == y)
-        .count();
-    let middle_a = &a_rest[..a_rest.len() - suffix];
-    let middle_b = &b_rest[..b_rest.len() - suffix];
-    out.extend(a[..prefix].iter().map(|l| (' ', *l)));
-    if middle_a.is_empty() || middle_b.is_empty() {
-        out.extend(middle_a.iter().map(|l| ('-', *l)));
-        out.extend(middle_b.iter().map(|l| ('+', *l)));
-    } else {
-        match middle_snake(middle_a, middle_b) {
-            Some((x, y)) if (x, y) != (0, 0) && (x, y) != (middle_a.len(), middle_b.len()) => {
-                diff_lines(&middle_a[..x], &middle_b[..y], out);
-                diff_lines(&middle_a[x..], &middle_b[y..], out);
-            }
-            _ => {
-                out.extend(middle_a.iter().map(|l| ('-', *l)));
-                out.extend(middle_b.iter().map(|l| ('+', *l)));
-            }
-        }
-    }
-    out.extend(a_rest[a_rest.len() - suffix..].iter().map(|l| (' ', *l)));
+            (marker, change.value())
+        })
+        .collect()
 }
 
 /// A unified-style line diff of two texts, with three lines of context around each change.
 pub fn unified_diff(before: &str, after: &str) -> String {
     let a: Vec<&str> = before.lines().collect();
     let b: Vec<&str> = after.lines().collect();
-    let mut lines: Vec<(char, &str)> = Vec::with_capacity(a.len().max(b.len()));
-    diff_lines(&a, &b, &mut lines);
+    let lines = edit_script(&a, &b);
     let changed: Vec<usize> = (0..lines.len()).filter(|&k| lines[k].0 != ' ').collect();
     let mut out = String::new();
     let mut shown_until = 0usize;
@@ -541,53 +287,6 @@ mod tests {
         assert_eq!(unified_diff(before, before), "");
     }
 
-    #[test]
-    fn secrets_are_masked() {
-        let mut before = serde_json::json!({"data": {"a": "eA==", "b": "eQ=="}});
-        let mut after = serde_json::json!({"data": {"a": "eA==", "b": "eg=="}});
-        mask_secret(&mut before, &mut after);
-        assert_eq!(before["data"]["a"], "***");
-        assert_eq!(before["data"]["b"], "*** (before)");
-        assert_eq!(after["data"]["b"], "*** (after)");
-    }
-
-    #[test]
-    fn secret_values_in_the_kubectl_annotation_are_masked() {
-        let applied = |value: &str| {
-            serde_json::json!({
-                "apiVersion": "v1", "kind": "Secret",
-                "metadata": {"name": "s", "annotations": {
-                    LAST_APPLIED: format!("{{\"stringData\":{{\"password\":\"{value}\"}}}}"),
-                    "team": "a"
-                }},
-                "data": {"password": "c2VjcmV0"},
-                "stringData": {"token": value}
-            })
-        };
-        let mut before = applied("old-value");
-        let mut after = applied("new-value");
-        mask_secret(&mut before, &mut after);
-        let text = unified_diff(
-            &capstan_kustomize::to_yaml_document(&before),
-            &capstan_kustomize::to_yaml_document(&after),
-        );
-        assert!(
-            !text.contains("old-value") && !text.contains("new-value"),
-            "{text}"
-        );
-        assert_eq!(
-            before["metadata"]["annotations"][LAST_APPLIED],
-            "*** (before)"
-        );
-        assert_eq!(
-            after["metadata"]["annotations"][LAST_APPLIED],
-            "*** (after)"
-        );
-        assert_eq!(after["metadata"]["annotations"]["team"], "a");
-        assert_eq!(after["stringData"]["token"], "*** (after)");
-        assert_eq!(after["data"]["password"], "***");
-    }
-
     /// The length of the longest common subsequence, by the quadratic table (small inputs).
     fn lcs_length(a: &[&str], b: &[&str]) -> usize {
         let mut table = vec![vec![0usize; b.len() + 1]; a.len() + 1];
@@ -622,8 +321,7 @@ mod tests {
             };
             let a = side();
             let b = side();
-            let mut script = Vec::new();
-            diff_lines(&a, &b, &mut script);
+            let script = edit_script(&a, &b);
             let old: Vec<&str> = script.iter().filter(|l| l.0 != '+').map(|l| l.1).collect();
             let new: Vec<&str> = script.iter().filter(|l| l.0 != '-').map(|l| l.1).collect();
             assert_eq!((old, new), (a.clone(), b.clone()));

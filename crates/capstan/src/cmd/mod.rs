@@ -1,9 +1,9 @@
 //! The Flux-like verbs of the `capstan` binary (`create`, `get`, `reconcile`, `suspend`,
 //! `resume`, `delete`, `export`, `build`, `diff`, `tree`, `trace`, `events`).
 //!
-//! Every verb works on the same small table of kinds ([`Kind`]): GitRepository, OCIRepository,
-//! Bucket and Kustomization, reached as [`DynamicObject`]s through their [`ApiResource`], so one
-//! implementation serves all kinds. Progress goes to stderr with Flux's markers (`►`, `◎`, `✔`,
+//! Every verb works on the same small table of kinds ([`Kind`], built from the [`FluxKind`] facts
+//! on each API type): GitRepository, OCIRepository, Bucket and Kustomization, reached as
+//! [`DynamicObject`]s through their [`ApiResource`], so one implementation serves all kinds. Progress goes to stderr with Flux's markers (`►`, `◎`, `✔`,
 //! `✗`, `✚`); tables and documents go to stdout.
 
 pub mod build;
@@ -17,7 +17,9 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use capstan_api::meta::{annotation, condition, reason};
+use capstan_api::kind::ConditionView;
+use capstan_api::meta::{annotation, condition};
+use capstan_api::{Bucket, FluxKind, GitRepository, Kustomization, OCIRepository};
 use clap::{Args, Subcommand, ValueEnum};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Client};
@@ -77,48 +79,16 @@ pub struct Kind {
 }
 
 /// GitRepository.
-pub const GIT: Kind = Kind {
-    type_name: "GitRepository",
-    group: "source.toolkit.fluxcd.io",
-    version: "v1",
-    plural: "gitrepositories",
-    display: "GitRepository source",
-    short: "gitrepository",
-    is_source: true,
-};
+pub const GIT: Kind = Kind::of::<GitRepository>();
 
 /// OCIRepository.
-pub const OCI: Kind = Kind {
-    type_name: "OCIRepository",
-    group: "source.toolkit.fluxcd.io",
-    version: "v1",
-    plural: "ocirepositories",
-    display: "OCIRepository source",
-    short: "ocirepository",
-    is_source: true,
-};
+pub const OCI: Kind = Kind::of::<OCIRepository>();
 
 /// Bucket.
-pub const BUCKET: Kind = Kind {
-    type_name: "Bucket",
-    group: "source.toolkit.fluxcd.io",
-    version: "v1",
-    plural: "buckets",
-    display: "Bucket source",
-    short: "bucket",
-    is_source: true,
-};
+pub const BUCKET: Kind = Kind::of::<Bucket>();
 
 /// Kustomization.
-pub const KUSTOMIZATION: Kind = Kind {
-    type_name: "Kustomization",
-    group: "kustomize.toolkit.fluxcd.io",
-    version: "v1",
-    plural: "kustomizations",
-    display: "Kustomization",
-    short: "kustomization",
-    is_source: false,
-};
+pub const KUSTOMIZATION: Kind = Kind::of::<Kustomization>();
 
 /// The sources, in `get sources all` order.
 pub const SOURCES: [&Kind; 3] = [&GIT, &OCI, &BUCKET];
@@ -127,6 +97,20 @@ pub const SOURCES: [&Kind; 3] = [&GIT, &OCI, &BUCKET];
 pub const ALL: [&Kind; 4] = [&GIT, &OCI, &BUCKET, &KUSTOMIZATION];
 
 impl Kind {
+    /// The row of a kind, from the facts on its API type.
+    pub const fn of<T: FluxKind>() -> Kind {
+        let info = T::INFO;
+        Kind {
+            type_name: info.kind,
+            group: info.group,
+            version: info.version,
+            plural: info.plural,
+            display: info.display,
+            short: info.singular,
+            is_source: info.is_source(),
+        }
+    }
+
     /// The kind of a source reference (`GitRepository`, `OCIRepository`, `Bucket`).
     pub fn by_name(kind: &str) -> Option<&'static Kind> {
         ALL.into_iter()
@@ -245,53 +229,28 @@ pub fn suspended(object: &Value) -> bool {
 }
 
 /// Where an object stands while waiting for it.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Readiness {
-    /// Ready for its current generation.
-    Ready,
-    /// Failed for its current generation; the message says why.
-    Failed(String),
-    /// Not reconciled yet (or still progressing).
-    Pending(String),
-}
+pub use capstan_api::Readiness;
 
-/// The readiness of an object, as Flux's `kstatus` reading of the conditions: ready when
-/// `Ready=True` for the current generation; failed when `Stalled=True`, or `Ready=False` while
-/// not reconciling (or retrying after a failure).
+/// The readiness of an object, as [`capstan_api::readiness`] reads its status.
 pub fn readiness(object: &Value) -> Readiness {
-    let generation = object["metadata"]["generation"].as_i64();
-    // A failure that is retried does not move `status.observedGeneration`; the conditions carry
-    // the generation they were written for.
-    let observed = condition_of(object, condition::READY)
-        .and_then(|c| c["observedGeneration"].as_i64())
-        .or_else(|| object["status"]["observedGeneration"].as_i64());
-    if generation.is_some() && observed != generation {
-        return Readiness::Pending("waiting for the object to be reconciled".into());
-    }
-    let message = |c: &Value| c["message"].as_str().unwrap_or_default().to_owned();
-    if let Some(stalled) = condition_of(object, condition::STALLED)
-        && stalled["status"] == "True"
-    {
-        return Readiness::Failed(message(stalled));
-    }
-    let Some(ready) = condition_of(object, condition::READY) else {
-        return Readiness::Pending("waiting to be reconciled".into());
-    };
-    match ready["status"].as_str() {
-        Some("True") => Readiness::Ready,
-        Some("False") => {
-            let reconciling = condition_of(object, condition::RECONCILING)
-                .filter(|c| c["status"] == "True")
-                .map(|c| c["reason"].as_str().unwrap_or_default());
-            match reconciling {
-                Some(r) if r != reason::PROGRESSING_WITH_RETRY => {
-                    Readiness::Pending(message(ready))
-                }
-                _ => Readiness::Failed(message(ready)),
-            }
+    fn view(c: &Value) -> ConditionView<'_> {
+        ConditionView {
+            type_: c["type"].as_str().unwrap_or_default(),
+            status: c["status"].as_str().unwrap_or_default(),
+            reason: c["reason"].as_str().unwrap_or_default(),
+            message: c["message"].as_str().unwrap_or_default(),
+            observed_generation: c["observedGeneration"].as_i64(),
         }
-        _ => Readiness::Pending(message(ready)),
     }
+    let conditions = object["status"]["conditions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    capstan_api::readiness(
+        object["metadata"]["generation"].as_i64(),
+        object["status"]["observedGeneration"].as_i64(),
+        conditions.iter().map(view),
+    )
 }
 
 /// Polls the object until it is ready (and, when `requested` is given, has handled that

@@ -137,10 +137,15 @@ impl Env {
 
     /// Runs `capstan <args> --kubeconfig <this cluster>` with stdin closed.
     async fn capstan(&self, args: &[&str]) -> Run {
+        self.capstan_with(&self.kubeconfig, args).await
+    }
+
+    /// Runs `capstan <args> --kubeconfig <kubeconfig>` with stdin closed.
+    async fn capstan_with(&self, kubeconfig: &Path, args: &[&str]) -> Run {
         let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
             .args(args)
             .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
+            .arg(kubeconfig)
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .output();
@@ -214,6 +219,98 @@ impl Env {
             "{}",
             run.stderr
         );
+    }
+}
+
+/// A TCP proxy in front of the control plane of a kubeconfig, recording the request lines
+/// clients send through it (plain HTTP/1).
+struct RecordingProxy {
+    /// A kubeconfig whose server is the proxy.
+    kubeconfig: PathBuf,
+    sent: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    _dir: tempfile::TempDir,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RecordingProxy {
+    async fn start(kubeconfig: &Path) -> Self {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let config = std::fs::read_to_string(kubeconfig).unwrap();
+        let server = config
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("server: "))
+            .expect("a server in the kubeconfig")
+            .to_owned();
+        let upstream = server
+            .strip_prefix("http://")
+            .expect("a plain-HTTP control plane")
+            .trim_end_matches('/')
+            .to_owned();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let proxied = format!("http://{}", listener.local_addr().unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubeconfig");
+        std::fs::write(&path, config.replace(&server, &proxied)).unwrap();
+        let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = sent.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((inbound, _)) = listener.accept().await {
+                let upstream = upstream.clone();
+                let record = record.clone();
+                tokio::spawn(async move {
+                    let Ok(outbound) = tokio::net::TcpStream::connect(&upstream).await else {
+                        return;
+                    };
+                    let (mut in_read, mut in_write) = inbound.into_split();
+                    let (mut out_read, mut out_write) = outbound.into_split();
+                    let upload = async move {
+                        let mut buffer = vec![0u8; 16 * 1024];
+                        while let Ok(n) = in_read.read(&mut buffer).await {
+                            if n == 0 {
+                                break;
+                            }
+                            record.lock().unwrap().extend_from_slice(&buffer[..n]);
+                            if out_write.write_all(&buffer[..n]).await.is_err() {
+                                break;
+                            }
+                        }
+                        let _ = out_write.shutdown().await;
+                    };
+                    let download = async move {
+                        let _ = tokio::io::copy(&mut out_read, &mut in_write).await;
+                        let _ = in_write.shutdown().await;
+                    };
+                    tokio::join!(upload, download);
+                });
+            }
+        });
+        Self {
+            kubeconfig: path,
+            sent,
+            _dir: dir,
+            task,
+        }
+    }
+
+    /// The path of every dry-run write sent so far, one entry per request.
+    fn dry_runs(&self) -> Vec<String> {
+        let sent = String::from_utf8_lossy(&self.sent.lock().unwrap()).into_owned();
+        sent.split("\r\n")
+            .filter_map(|line| {
+                let (method, rest) = line.split_once(' ')?;
+                let target = rest.strip_suffix(" HTTP/1.1")?;
+                let (path, query) = target.split_once('?')?;
+                (matches!(method, "PATCH" | "PUT" | "POST")
+                    && query.split('&').any(|p| p == "dryRun=All"))
+                .then(|| path.to_owned())
+            })
+            .collect()
+    }
+}
+
+impl Drop for RecordingProxy {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }
 
@@ -926,6 +1023,34 @@ stringData:
     }
     // The dry run changed nothing.
     assert_eq!(env.config_map("demo").await.unwrap()["revision"], "changed");
+    // Through a recording proxy: the same output, and one dry-run apply per existing object
+    // (the comparison the apply engine made is what is shown; nothing is asked twice).
+    let proxy = RecordingProxy::start(&env.kubeconfig).await;
+    let proxied = env
+        .capstan_with(&proxy.kubeconfig, &["diff", "ks", "apps", "--path", local])
+        .await;
+    assert_eq!(proxied.status, 1, "{}", proxied.stderr);
+    assert_eq!(proxied.stdout, run.stdout);
+    let dry_runs = proxy.dry_runs();
+    let mut objects: Vec<&str> = dry_runs.iter().map(String::as_str).collect();
+    objects.sort_unstable();
+    objects.dedup();
+    assert_eq!(objects.len(), dry_runs.len(), "{dry_runs:#?}");
+    for object in [
+        "/api/v1/namespaces/default/configmaps/demo",
+        "/api/v1/namespaces/default/secrets/creds",
+        "/api/v1/namespaces/default/secrets/applied",
+    ] {
+        assert!(
+            objects.contains(&object),
+            "{object} not dry-run: {dry_runs:#?}"
+        );
+    }
+    // `fresh` does not exist yet: nothing to dry-run.
+    assert!(
+        !objects.iter().any(|o| o.ends_with("/configmaps/fresh")),
+        "{dry_runs:#?}"
+    );
     let run = env
         .capstan(&["diff", "ks", "nothing", "--path", local])
         .await;

@@ -89,6 +89,7 @@ pub mod history;
 pub mod render;
 pub mod target;
 pub mod triggers;
+pub mod variables;
 
 pub use render::{render, render_local, substitute};
 
