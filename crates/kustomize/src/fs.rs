@@ -288,9 +288,10 @@ impl FileSystem for MemoryFs {
 /// The lower layer is seen whole at its own paths ([`OverlayFs::new`]), or only one of its
 /// directories, at another path ([`OverlayFs::mounted`]: the rest of it is absent, so a build
 /// neither reads nor names it). A file of the memory layer hides whatever the lower layer has
-/// at its path; the memory layer has no links. Links of the lower layer are reported as they
-/// are written: their targets are read in the overlay's paths, so an absolute target naming
-/// the lower layer's own paths does not lead back into a mounted directory.
+/// at its path; the memory layer has no links. Links of the lower layer keep their targets,
+/// read in the overlay's paths, except that an absolute target inside a mounted directory
+/// (written with its path in the lower layer, as given or with links resolved) is moved to
+/// where that directory is seen, so it names the same file.
 ///
 /// ```
 /// use std::path::Path;
@@ -308,9 +309,19 @@ impl FileSystem for MemoryFs {
 #[derive(Clone, Debug)]
 pub struct OverlayFs<F> {
     lower: F,
-    /// Where the lower layer's directory `.1` is seen (`.0`); `None` when seen whole.
-    mount: Option<(PathBuf, PathBuf)>,
+    /// Which directory of the lower layer is seen, and where; `None` when seen whole.
+    mount: Option<Mount>,
     upper: MemoryFs,
+}
+
+#[derive(Clone, Debug)]
+struct Mount {
+    /// Where the directory is seen.
+    at: PathBuf,
+    /// The directory in the lower layer.
+    dir: PathBuf,
+    /// `dir` with its links resolved, when that differs.
+    canonical: Option<PathBuf>,
 }
 
 impl<F: FileSystem> OverlayFs<F> {
@@ -326,9 +337,15 @@ impl<F: FileSystem> OverlayFs<F> {
     /// Only the directory `dir` of `lower`, seen at `at` (both made absolute and normalised),
     /// with an empty memory layer above. Nothing else of `lower` exists in the overlay.
     pub fn mounted(lower: F, dir: &Path, at: &Path) -> Self {
+        let dir = absolute(dir);
+        let canonical = lower.canonicalize(&dir).ok().filter(|c| *c != dir);
         OverlayFs {
             lower,
-            mount: Some((absolute(at), absolute(dir))),
+            mount: Some(Mount {
+                at: absolute(at),
+                dir,
+                canonical,
+            }),
             upper: MemoryFs::new(),
         }
     }
@@ -353,12 +370,12 @@ impl<F: FileSystem> OverlayFs<F> {
     fn below(&self, path: &Path) -> Option<PathBuf> {
         match &self.mount {
             None => Some(path.to_path_buf()),
-            Some((at, dir)) => {
-                let rest = path.strip_prefix(at).ok()?;
+            Some(mount) => {
+                let rest = path.strip_prefix(&mount.at).ok()?;
                 Some(if rest.as_os_str().is_empty() {
-                    dir.clone()
+                    mount.dir.clone()
                 } else {
-                    dir.join(rest)
+                    mount.dir.join(rest)
                 })
             }
         }
@@ -373,12 +390,12 @@ impl<F: FileSystem> OverlayFs<F> {
     fn above_mount(&self, path: &Path) -> bool {
         self.mount
             .as_ref()
-            .is_some_and(|(at, _)| at != path && at.starts_with(path))
+            .is_some_and(|mount| mount.at != path && mount.at.starts_with(path))
     }
 
     /// Whether `path` is the mount point, which is the mounted directory itself (never a link).
     fn is_mount_point(&self, path: &Path) -> bool {
-        self.mount.as_ref().is_some_and(|(at, _)| at == path)
+        self.mount.as_ref().is_some_and(|mount| mount.at == path)
     }
 }
 
@@ -434,7 +451,18 @@ impl<F: FileSystem> FileSystem for OverlayFs<F> {
         if self.in_upper(path) || self.above_mount(path) || self.is_mount_point(path) {
             return None;
         }
-        self.lower.read_link(&self.below(path)?)
+        let target = self.lower.read_link(&self.below(path)?)?;
+        let Some(mount) = self.mount.as_ref().filter(|_| target.is_absolute()) else {
+            return Some(target);
+        };
+        let normal = normalize(&target);
+        let inside = normal.strip_prefix(&mount.dir).ok().or_else(|| {
+            mount
+                .canonical
+                .as_ref()
+                .and_then(|canonical| normal.strip_prefix(canonical).ok())
+        });
+        Some(inside.map_or(target, |rest| mount.at.join(rest)))
     }
 }
 
@@ -556,6 +584,7 @@ mod tests {
         for (link, target) in [
             ("/repo/app/rel.yaml", "cm.yaml"),
             ("/repo/app/abs.yaml", "/repo/app/cm.yaml"),
+            ("/repo/app/host.yaml", "/host/x.yaml"),
             ("/repo/app/out.yaml", "../../host/x.yaml"),
             ("/repo/app/up", "../.."),
         ] {
@@ -566,14 +595,24 @@ mod tests {
         // A file of the memory layer hides a link below.
         assert_eq!(fs.read_link(Path::new("/build/source/app/rel.yaml")), None);
         assert_eq!(text(&fs, "/build/source/app/rel.yaml"), "generated");
+        // An absolute target inside the mounted directory names the same file in the overlay;
+        // one outside keeps its path, which the overlay does not have.
         assert_eq!(
             fs.read_link(Path::new("/build/source/app/abs.yaml")),
-            Some(PathBuf::from("/repo/app/cm.yaml"))
+            Some(PathBuf::from("/build/source/app/cm.yaml"))
+        );
+        assert_eq!(
+            fs.read_link(Path::new("/build/source/app/host.yaml")),
+            Some(PathBuf::from("/host/x.yaml"))
         );
         assert_eq!(fs.read_link(Path::new("/build/source")), None);
-        // The absolute target names the lower layer's paths, which the overlay does not have.
-        assert!(
+        assert_eq!(
             fs.canonicalize(Path::new("/build/source/app/abs.yaml"))
+                .unwrap(),
+            PathBuf::from("/build/source/app/cm.yaml")
+        );
+        assert!(
+            fs.canonicalize(Path::new("/build/source/app/host.yaml"))
                 .is_err()
         );
         assert_eq!(
@@ -582,9 +621,10 @@ mod tests {
             PathBuf::from("/build/source/app/cm.yaml")
         );
         let confined = Confined::new(&fs, Path::new("/build"));
+        assert_eq!(text(&confined, "/build/source/app/abs.yaml"), "cm");
         assert!(
             confined
-                .read(Path::new("/build/source/app/abs.yaml"))
+                .read(Path::new("/build/source/app/host.yaml"))
                 .is_err()
         );
         assert!(

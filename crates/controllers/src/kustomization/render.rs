@@ -959,6 +959,19 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_local_render_follows_absolute_links_inside_the_source() {
+        let work = Work::new(&[("source/apps/files/cm.txt", CM)]);
+        let root = work.root();
+        work.link(&root.join("apps/files/cm.txt"), "source/apps/cm.yaml");
+        let object = kustomization(&serde_json::json!({"path": "./apps"}));
+        let objects = render_local(&root, &object, None).unwrap();
+        assert_eq!(objects.len(), 1);
+        work.write("source/apps/kustomization.yaml", "resources: [cm.yaml]\n");
+        let objects = render_local(&root, &object, None).unwrap();
+        assert_eq!(objects[0].metadata.name.as_deref(), Some("cm"));
+    }
+
     fn finish(value: &Value, variables: &[(&str, &str)]) -> Result<Vec<DynamicObject>, String> {
         let object = kustomization(&serde_json::json!({}));
         let variables: BTreeMap<String, String> = variables
