@@ -76,7 +76,6 @@ use capstan_apply::{
 };
 use capstan_source::artifact::Limits;
 use futures::stream::BoxStream;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector;
@@ -790,69 +789,18 @@ fn build_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
     })
 }
 
-/// The variables of `postBuild`: `substituteFrom` in order, then `substitute` (which wins);
-/// `None` when there is no `postBuild`.
+/// The variables of `postBuild` ([`variables::collect`], as the CLI reads them), read with the
+/// controller's client in the object's namespace.
 async fn substitution_variables(
     cx: &StepContext<KustomizationReconciler>,
 ) -> Result<Option<BTreeMap<String, String>>, ReconcileError> {
-    let Some(post_build) = cx.object.spec.post_build.as_ref() else {
-        return Ok(None);
-    };
-    let mut variables = BTreeMap::new();
-    for reference in &post_build.substitute_from {
-        let optional = reference.optional.unwrap_or(false);
-        let kind = serde_json::to_value(reference.kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        let missing = || {
-            ReconcileError::transient(
-                reason::BUILD_FAILED,
-                format!(
-                    "substitute from '{kind}/{}' failed: not found",
-                    reference.name
-                ),
-            )
-        };
-        let data: BTreeMap<String, String> = if kind == "Secret" {
-            match cx.api::<Secret>().get_opt(&reference.name).await {
-                Ok(Some(secret)) => secret
-                    .data
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (k, String::from_utf8_lossy(&v.0).into_owned()))
-                    .collect(),
-                Ok(None) if optional => continue,
-                Ok(None) => return Err(missing()),
-                Err(e) => {
-                    return Err(ReconcileError::transient(
-                        reason::BUILD_FAILED,
-                        format!("substitute from 'Secret/{}' failed: {e}", reference.name),
-                    ));
-                }
-            }
-        } else {
-            match cx.api::<ConfigMap>().get_opt(&reference.name).await {
-                Ok(Some(map)) => map.data.unwrap_or_default(),
-                Ok(None) if optional => continue,
-                Ok(None) => return Err(missing()),
-                Err(e) => {
-                    return Err(ReconcileError::transient(
-                        reason::BUILD_FAILED,
-                        format!("substitute from 'ConfigMap/{}' failed: {e}", reference.name),
-                    ));
-                }
-            }
-        };
-        variables.extend(data);
-    }
-    variables.extend(
-        post_build
-            .substitute
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone())),
-    );
-    Ok(Some(variables))
+    variables::collect(
+        cx.object.spec.post_build.as_ref(),
+        Some(&cx.client),
+        &cx.namespace(),
+    )
+    .await
+    .map_err(|e| ReconcileError::transient(reason::BUILD_FAILED, e.to_string()))
 }
 
 /// Applies the objects in stages and records the inventory.
