@@ -37,8 +37,18 @@
 //!   one, else with exponential backoff.
 //! - [`Reconciler::triggers`] adds reconcile triggers of the kind's own (e.g. a source's new
 //!   artifact), fed to kube-runtime's `Controller::reconcile_on`.
+//! - No wait holds a worker: a step waiting for something outside (health after an apply)
+//!   looks once and returns [`StepOutcome::pending`]; the runtime writes the status so far,
+//!   leaves `Ready` as it is and looks again after [`Wait::next_poll`], keeping the deadline
+//!   ([`wait`]). Finishing, suspending or deleting the object ends its wait. A cleanup
+//!   returning an [`ErrorClass::Waiting`] error is looked at again after its delay.
+//! - Every Event (the `Ready` transitions, a step's [`StepContext::publish_event`]) goes
+//!   through one [`Events`] per controller: one Kubernetes Event recorder, and the
+//!   [`RuntimeConfig::event_sink`] with Flux's metadata ([`events`]).
+//! - Steps see a [`CancellationToken`] ([`StepContext::cancel`]) cancelled at shutdown.
 
 pub mod conditions;
+pub mod events;
 pub mod metrics;
 pub mod server;
 pub mod wait;
@@ -57,7 +67,7 @@ use futures::stream::BoxStream;
 use kube::api::{Patch, PatchParams};
 use kube::core::NamespaceResourceScope;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{PredicateConfig, WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
@@ -67,6 +77,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 pub use conditions::ConditionStatus;
+pub use events::{EventSink, Events, PublishedEvent};
 pub use metrics::{Metrics, ReconcileTimer};
 pub use server::{Health, router};
 pub use wait::Wait;
@@ -239,6 +250,11 @@ pub struct StepContext<R: Reconciler> {
     pub state: R::State,
     /// Cancelled when the controller shuts down: a step that waits stops waiting.
     pub cancel: CancellationToken,
+    /// Flux's metadata of every Event this reconcile publishes ([`events::REVISION_KEY`],
+    /// [`events::ORIGIN_REVISION_KEY`], [`events::TOKEN_KEY`]); the revision defaults to
+    /// [`FluxResource::revision`] of the status.
+    pub event_metadata: std::collections::BTreeMap<String, String>,
+    events: Events,
     ready_message: Option<String>,
     /// The status as the API server holds it (after our last write).
     written: <R::Object as FluxResource>::Status,
@@ -259,9 +275,12 @@ impl<R: Reconciler> StepContext<R> {
     /// A context for `object` with its current status.
     pub fn new(reconciler: Arc<R>, client: Client, object: Arc<R::Object>) -> Self {
         let status = object.status().cloned().unwrap_or_default();
+        let events = Events::new(client.clone(), R::CONTROLLER_NAME, None);
         Self {
             reconciler,
             client,
+            events,
+            event_metadata: std::collections::BTreeMap::new(),
             object,
             written: status.clone(),
             status,
@@ -304,6 +323,38 @@ impl<R: Reconciler> StepContext<R> {
     /// Waits until the controller shuts down.
     pub async fn cancelled(&self) {
         self.cancel.cancelled().await;
+    }
+
+    /// Publishes an Event about the object (to the API server and the controller's
+    /// [`EventSink`]) with [`StepContext::event_metadata`]; `action` says what was done
+    /// (e.g. `DriftDetection`). A failure is logged only.
+    pub fn publish_event(
+        &self,
+        type_: EventType,
+        reason: &str,
+        message: &str,
+        action: &str,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let events = self.events.clone();
+        let object = self.object.object_ref(&());
+        let metadata = self.metadata();
+        let (reason, message, action) = (reason.to_owned(), message.to_owned(), action.to_owned());
+        async move {
+            events
+                .publish(&object, type_, &reason, &message, &action, &metadata)
+                .await;
+        }
+    }
+
+    /// [`StepContext::event_metadata`], the revision defaulted from the status.
+    fn metadata(&self) -> std::collections::BTreeMap<String, String> {
+        let mut metadata = self.event_metadata.clone();
+        if let Some(revision) = R::Object::revision(&self.status) {
+            metadata
+                .entry(events::REVISION_KEY.to_owned())
+                .or_insert_with(|| revision.to_owned());
+        }
+        metadata
     }
 
     /// Writes the status being built now, if it differs from what the API server holds: a
@@ -408,6 +459,8 @@ pub struct RuntimeConfig {
     pub jitter: f64,
     /// The most reconciles one object may get, whatever triggers them.
     pub rate_limit: RateLimit,
+    /// Where every published Event goes besides the API server (none by default).
+    pub event_sink: Option<Arc<dyn EventSink>>,
 }
 
 impl Default for RuntimeConfig {
@@ -419,6 +472,7 @@ impl Default for RuntimeConfig {
             backoff_max: Duration::from_secs(300),
             jitter: 0.05,
             rate_limit: RateLimit::default(),
+            event_sink: None,
         }
     }
 }
@@ -527,7 +581,7 @@ pub fn jittered(interval: Duration, fraction: f64) -> Duration {
 struct Shared<R: Reconciler> {
     reconciler: Arc<R>,
     client: Client,
-    recorder: Recorder,
+    events: Events,
     metrics: Metrics,
     config: RuntimeConfig,
     failures: Mutex<HashMap<ObjectRef<R::Object>, u32>>,
@@ -576,17 +630,15 @@ pub async fn run<R: Reconciler>(
         .reflect(writer)
         .applied_objects()
         .predicate_filter(trigger_hash::<R::Object>, PredicateConfig::default());
-    let recorder = Recorder::new(
+    let events = Events::new(
         client.clone(),
-        Reporter {
-            controller: R::CONTROLLER_NAME.to_owned(),
-            instance: None,
-        },
+        R::CONTROLLER_NAME,
+        config.event_sink.clone(),
     );
     let shared = Arc::new(Shared {
         reconciler: Arc::new(reconciler),
         client,
-        recorder,
+        events,
         metrics,
         config: config.clone(),
         failures: Mutex::default(),
@@ -837,6 +889,7 @@ async fn reconcile_steps<R: Reconciler>(
         .field_manager
         .clone_into(&mut cx.field_manager);
     cx.waits = shared.waits.clone();
+    cx.events = shared.events.clone();
     cx.cancel = shared.shutdown.child_token();
 
     // Phase boundary: announce a new generation before doing the work (a retry keeps its
@@ -908,12 +961,11 @@ async fn reconcile_steps<R: Reconciler>(
     if let Some(new_ready) = new_ready
         && ready_changed(old_ready.as_ref(), new_ready)
     {
-        publish(
-            shared,
-            &object,
+        cx.publish_event(
             event_type,
             &new_ready.reason,
             &new_ready.message,
+            "Reconcile",
         )
         .await;
     }
@@ -1115,20 +1167,21 @@ async fn publish<R: Reconciler>(
     reason: &str,
     message: &str,
 ) {
-    let event = Event {
-        type_,
-        reason: reason.to_owned(),
-        note: Some(message.chars().take(1024).collect()),
-        action: "Reconcile".to_owned(),
-        secondary: None,
-    };
-    if let Err(error) = shared
-        .recorder
-        .publish(&event, &object.object_ref(&()))
-        .await
-    {
-        tracing::warn!(%error, "cannot publish event");
+    let mut metadata = std::collections::BTreeMap::new();
+    if let Some(revision) = object.status().and_then(R::Object::revision) {
+        metadata.insert(events::REVISION_KEY.to_owned(), revision.to_owned());
     }
+    shared
+        .events
+        .publish(
+            &object.object_ref(&()),
+            type_,
+            reason,
+            message,
+            "Reconcile",
+            &metadata,
+        )
+        .await;
 }
 
 fn update_resource_info<R: Reconciler>(

@@ -4,6 +4,7 @@
 //! directory and servers.
 
 mod bucket;
+mod events;
 mod fleet;
 mod git_repository;
 mod kustomization;

@@ -1,0 +1,205 @@
+//! Events: one Kubernetes Event [`Recorder`] per controller, and a pluggable [`EventSink`]
+//! that receives every published Event with Flux's metadata (the notification kinds hang
+//! their Alerts on it).
+//!
+//! # Guarantees
+//! - Every Event a controller publishes (the runtime's `Ready` transitions, a step's own
+//!   through [`StepContext::publish_event`](super::StepContext::publish_event), a failed
+//!   cleanup) goes through the same [`Events`]: to the API server as a Kubernetes Event, and to
+//!   the sink of [`RuntimeConfig::event_sink`](super::RuntimeConfig::event_sink) if any.
+//! - Messages are cut at 1,024 characters and credentials in URLs are redacted; the metadata
+//!   holds only [`REVISION_KEY`], [`ORIGIN_REVISION_KEY`] and [`TOKEN_KEY`], never a secret.
+//! - A failure to record an Event is logged, never fails the reconcile; a sink must not block.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+
+/// The metadata key of the revision the Event is about (e.g. `main@sha1:…`).
+pub const REVISION_KEY: &str = "revision";
+
+/// The metadata key of the origin revision (`org.opencontainers.image.revision`).
+pub const ORIGIN_REVISION_KEY: &str = "originRevision";
+
+/// The metadata key of the token identifying what the Event is about, so that a sink can tell
+/// repeats (e.g. the digest of the applied objects).
+pub const TOKEN_KEY: &str = "token";
+
+/// The longest message published, in characters.
+pub const MAX_MESSAGE: usize = 1024;
+
+/// An Event as published to the sink.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PublishedEvent {
+    /// The controller that published it (`kustomize-controller`).
+    pub controller: String,
+    /// The object it is about.
+    pub object: ObjectReference,
+    /// `Normal` or `Warning`.
+    pub type_: EventType,
+    /// The reason (`ReconciliationSucceeded`, `HealthCheckFailed`, …).
+    pub reason: String,
+    /// The message, cut and redacted.
+    pub message: String,
+    /// What was done (`Reconcile`, `DriftDetection`, …).
+    pub action: String,
+    /// Flux's metadata: [`REVISION_KEY`], [`ORIGIN_REVISION_KEY`], [`TOKEN_KEY`] when known.
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// Where published Events go besides the API server. Called on the reconcile's task: an
+/// implementation queues and returns at once.
+pub trait EventSink: Send + Sync + Debug {
+    /// Receives one published Event.
+    fn publish(&self, event: &PublishedEvent);
+}
+
+/// A controller's Event publisher: one [`Recorder`] and the optional sink.
+#[derive(Clone)]
+pub struct Events {
+    controller: String,
+    recorder: Recorder,
+    sink: Option<Arc<dyn EventSink>>,
+}
+
+impl Debug for Events {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Events")
+            .field("controller", &self.controller)
+            .field("sink", &self.sink)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Events {
+    /// The publisher of `controller` (the Event reporter), sending to `sink` too.
+    pub fn new(client: Client, controller: &str, sink: Option<Arc<dyn EventSink>>) -> Self {
+        let recorder = Recorder::new(
+            client,
+            Reporter {
+                controller: controller.to_owned(),
+                instance: None,
+            },
+        );
+        Self {
+            controller: controller.to_owned(),
+            recorder,
+            sink,
+        }
+    }
+
+    /// Publishes an Event about `object`; `metadata` entries other than Flux's keys are dropped.
+    pub async fn publish(
+        &self,
+        object: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        message: &str,
+        action: &str,
+        metadata: &BTreeMap<String, String>,
+    ) {
+        let event = published(
+            &self.controller,
+            object,
+            type_,
+            reason,
+            message,
+            action,
+            metadata,
+        );
+        if let Some(sink) = &self.sink {
+            sink.publish(&event);
+        }
+        let record = Event {
+            type_,
+            reason: event.reason,
+            note: Some(event.message),
+            action: event.action,
+            secondary: None,
+        };
+        if let Err(error) = self.recorder.publish(&record, object).await {
+            tracing::warn!(%error, "cannot publish event");
+        }
+    }
+}
+
+/// The Event as the sink gets it: message cut and redacted, only Flux's metadata keys.
+fn published(
+    controller: &str,
+    object: &ObjectReference,
+    type_: EventType,
+    reason: &str,
+    message: &str,
+    action: &str,
+    metadata: &BTreeMap<String, String>,
+) -> PublishedEvent {
+    let message: String = capstan_source::redact::urls(message)
+        .chars()
+        .take(MAX_MESSAGE)
+        .collect();
+    let metadata = metadata
+        .iter()
+        .filter(|(key, value)| {
+            [REVISION_KEY, ORIGIN_REVISION_KEY, TOKEN_KEY].contains(&key.as_str())
+                && !value.is_empty()
+        })
+        .map(|(key, value)| (key.clone(), capstan_source::redact::urls(value)))
+        .collect();
+    PublishedEvent {
+        controller: controller.to_owned(),
+        object: object.clone(),
+        type_,
+        reason: reason.to_owned(),
+        message,
+        action: action.to_owned(),
+        metadata,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_keep_flux_metadata_only_and_cut_and_redact_messages() {
+        let object = ObjectReference {
+            kind: Some("Kustomization".into()),
+            name: Some("apps".into()),
+            ..ObjectReference::default()
+        };
+        let metadata: BTreeMap<String, String> = [
+            (REVISION_KEY, "main@sha1:abc"),
+            (ORIGIN_REVISION_KEY, ""),
+            (TOKEN_KEY, "sha256:objects"),
+            ("password", "hunter2"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        let message = format!(
+            "cannot fetch https://user:hunter2@example.com/repo.git {}",
+            "x".repeat(2000)
+        );
+        let event = published(
+            "kustomize-controller",
+            &object,
+            EventType::Warning,
+            "ArtifactFailed",
+            &message,
+            "Reconcile",
+            &metadata,
+        );
+        assert_eq!(
+            event.metadata.keys().collect::<Vec<_>>(),
+            [REVISION_KEY, TOKEN_KEY],
+            "empty values and foreign keys are dropped"
+        );
+        assert!(!event.message.contains("hunter2"), "{}", event.message);
+        assert_eq!(event.message.chars().count(), MAX_MESSAGE);
+        assert_eq!(event.object, object);
+    }
+}

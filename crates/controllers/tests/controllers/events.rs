@@ -1,0 +1,97 @@
+//! Events: every Event a controller publishes also reaches the runtime's event sink, with
+//! Flux's metadata.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use capstan_controllers::runtime::events::{ORIGIN_REVISION_KEY, REVISION_KEY, TOKEN_KEY};
+use capstan_controllers::runtime::{EventSink, Health, Metrics, PublishedEvent, RuntimeConfig};
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams};
+use tokio_util::sync::CancellationToken;
+
+use crate::kustomize_support::{NAMESPACE, config_map, create_kustomization, wait_ready};
+use crate::support::{Env, GitServer, eventually};
+
+/// A sink keeping what it gets.
+#[derive(Debug, Default)]
+pub(crate) struct CapturingSink(Mutex<Vec<PublishedEvent>>);
+
+impl EventSink for CapturingSink {
+    fn publish(&self, event: &PublishedEvent) {
+        self.0.lock().unwrap().push(event.clone());
+    }
+}
+
+impl CapturingSink {
+    pub(crate) fn events(&self) -> Vec<PublishedEvent> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+#[tokio::test]
+async fn published_events_reach_the_sink_with_flux_metadata() {
+    let env = Env::start().await;
+    env.namespace(NAMESPACE).await;
+    let upstream = GitServer::start().await;
+    let commit = upstream.commit(&[("app/config.yaml", &config_map())], "first");
+    env.create_git_repository(
+        NAMESPACE,
+        "repo",
+        serde_json::json!({"url": upstream.url(), "interval": "10m", "ref": {"branch": "main"}}),
+    )
+    .await;
+    let sink = Arc::new(CapturingSink::default());
+    let shutdown = CancellationToken::new();
+    let _stop = shutdown.clone().drop_guard();
+    tokio::spawn(capstan_controllers::kustomization::run(
+        env.client.clone(),
+        Metrics::new(),
+        RuntimeConfig {
+            event_sink: Some(sink.clone()),
+            ..RuntimeConfig::default()
+        },
+        Health::default(),
+        shutdown,
+    ));
+    create_kustomization(&env, "app", serde_json::json!({"path": "app"})).await;
+    wait_ready(&env, "app", "Ready=True", |status, _, _| status == "True").await;
+
+    let revision = format!("main@sha1:{commit}");
+    let events = sink.events();
+    let ready = events
+        .iter()
+        .find(|e| e.reason == "ReconciliationSucceeded")
+        .unwrap_or_else(|| panic!("no ReconciliationSucceeded event in {events:#?}"));
+    assert_eq!(ready.controller, "kustomize-controller");
+    assert_eq!(ready.object.name.as_deref(), Some("app"));
+    assert_eq!(ready.message, format!("Applied revision: {revision}"));
+    assert_eq!(ready.metadata.get(REVISION_KEY), Some(&revision));
+    assert!(
+        ready
+            .metadata
+            .get(TOKEN_KEY)
+            .is_some_and(|token| token.starts_with("sha256:")),
+        "{:?}",
+        ready.metadata
+    );
+    assert!(
+        !ready.metadata.contains_key(ORIGIN_REVISION_KEY),
+        "a Git source has none"
+    );
+
+    // The same Event is recorded in the cluster.
+    let api: Api<Event> = Api::namespaced(env.client.clone(), NAMESPACE);
+    eventually(Duration::from_secs(10), "the Kubernetes Event", || {
+        let api = api.clone();
+        async move {
+            api.list(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some("ReconciliationSucceeded"))
+        }
+    })
+    .await;
+}
