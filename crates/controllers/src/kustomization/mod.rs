@@ -77,7 +77,7 @@ use capstan_apply::{
 use capstan_source::artifact::Limits;
 use futures::stream::BoxStream;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector;
 use kube::{Api, Client, Resource, ResourceExt};
 use tokio_util::sync::CancellationToken;
@@ -697,6 +697,17 @@ fn check_source_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
                 .revisions
                 .insert(history::ORIGIN_REVISION_KEY.to_owned(), origin.clone());
         }
+        cx.event_metadata.extend(
+            [
+                (runtime::events::REVISION_KEY, Some(&artifact.revision)),
+                (
+                    runtime::events::ORIGIN_REVISION_KEY,
+                    artifact.metadata.get(ORIGIN_REVISION_KEY),
+                ),
+            ]
+            .into_iter()
+            .filter_map(|(key, value)| Some((key.to_owned(), value?.clone()))),
+        );
         cx.state.artifact = Some(artifact);
         Ok(StepOutcome::next())
     })
@@ -832,6 +843,8 @@ fn apply_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
         cx.remove_condition(drift::DRIFTED_CONDITION);
         let digest = history::digest(&objects);
         cx.state.digest = Some(digest.clone());
+        cx.event_metadata
+            .insert(runtime::events::TOKEN_KEY.to_owned(), digest.clone());
         if let Some(wait) = cx.wait_in_flight(&health_wait_key(cx, &digest)) {
             // A pass of this reconcile applied these very objects and waits for their health:
             // look again without applying again.
@@ -989,7 +1002,13 @@ async fn report_drift(
         );
         if previous.as_deref() != Some(message.as_str()) {
             tracing::info!(%message, "drift detected");
-            publish_event(cx, EventType::Warning, drift::DRIFT_DETECTED, &message).await;
+            cx.publish_event(
+                EventType::Warning,
+                drift::DRIFT_DETECTED,
+                &message,
+                "DriftDetection",
+            )
+            .await;
         }
     } else {
         cx.set_condition(
@@ -1005,32 +1024,6 @@ async fn report_drift(
         report.missing.len()
     ));
     Ok(StepOutcome::next())
-}
-
-/// Publishes an Event about the Kustomization (failures are logged only).
-async fn publish_event(
-    cx: &StepContext<KustomizationReconciler>,
-    type_: EventType,
-    reason: &str,
-    message: &str,
-) {
-    let recorder = Recorder::new(
-        cx.client.clone(),
-        Reporter {
-            controller: <KustomizationReconciler as Reconciler>::CONTROLLER_NAME.to_owned(),
-            instance: None,
-        },
-    );
-    let event = Event {
-        type_,
-        reason: reason.to_owned(),
-        note: Some(message.chars().take(1024).collect()),
-        action: "DriftDetection".to_owned(),
-        secondary: None,
-    };
-    if let Err(error) = recorder.publish(&event, &cx.object.object_ref(&())).await {
-        tracing::warn!(%error, "cannot publish event");
-    }
 }
 
 /// Deletes objects that left the build, when `spec.prune` is set.
