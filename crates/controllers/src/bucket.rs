@@ -30,12 +30,13 @@ use capstan_api::Bucket;
 use capstan_api::meta::Artifact;
 use capstan_api::source::v1::{BucketSpec, BucketStatus, CloudProvider, condition, reason};
 use capstan_source::bucket::{self, Credentials, FetchOptions};
+use capstan_source::redact::error_chain;
 use capstan_source::storage::{Storage, revision_file_name};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{ErrorClass, ReconcileError};
+use crate::error::{ErrorClass, ReconcileError, SecretError};
 use crate::runtime::{
     self, ConditionStatus, Health, Metrics, Reconciler, RuntimeConfig, Step, StepContext,
     StepFuture, StepOutcome,
@@ -165,20 +166,18 @@ fn fetch_failed(
     ReconcileError::new(class, reason, message)
 }
 
-async fn read_credentials(cx: &StepContext<BucketReconciler>) -> Result<Credentials, String> {
+async fn read_credentials(cx: &StepContext<BucketReconciler>) -> Result<Credentials, SecretError> {
     let Some(secret_ref) = cx.object.spec.secret_ref.as_ref() else {
         return Ok(Credentials::Anonymous);
     };
+    let name = format!("{}/{}", cx.namespace(), secret_ref.name);
     let secret = cx
         .api::<Secret>()
         .get(&secret_ref.name)
         .await
-        .map_err(|e| {
-            format!(
-                "failed to get secret '{}/{}': {e}",
-                cx.namespace(),
-                secret_ref.name
-            )
+        .map_err(|source| SecretError::Get {
+            secret: name.clone(),
+            source,
         })?;
     let data: BTreeMap<String, Vec<u8>> = secret
         .data
@@ -186,12 +185,9 @@ async fn read_credentials(cx: &StepContext<BucketReconciler>) -> Result<Credenti
         .into_iter()
         .map(|(key, value)| (key, value.0))
         .collect();
-    Credentials::from_secret(cx.object.provider(), &data).map_err(|e| {
-        format!(
-            "invalid secret '{}/{}': {e}",
-            cx.namespace(),
-            secret_ref.name
-        )
+    Credentials::from_secret(cx.object.provider(), &data).map_err(|source| SecretError::Invalid {
+        secret: name,
+        source: Box::new(source),
     })
 }
 
@@ -213,19 +209,21 @@ fn fetch_step(cx: &mut StepContext<BucketReconciler>) -> StepFuture<'_> {
         }
         let credentials = match read_credentials(cx).await {
             Ok(credentials) => credentials,
-            Err(message) => {
+            Err(error) => {
+                let message = error_chain(&error);
                 return Err(fetch_failed(
                     cx,
                     ErrorClass::Transient,
                     reason::AUTHENTICATION_FAILED,
                     message,
-                ));
+                )
+                .with_source(error));
             }
         };
         let timeout = cx
             .object
             .timeout()
-            .map_err(|e| ReconcileError::stalled("InvalidTimeout", e.to_string()).with_source(e))?;
+            .map_err(|e| ReconcileError::from_error(ErrorClass::Stalled, "InvalidTimeout", e))?;
         // Bounded by the limits the artifact will be packed with.
         let options = FetchOptions {
             timeout: Some(timeout),
@@ -242,8 +240,9 @@ fn fetch_step(cx: &mut StepContext<BucketReconciler>) -> StepFuture<'_> {
                     class,
                     reason::BUCKET_OPERATION_FAILED,
                     format!(
-                        "failed to list objects of bucket '{}': {error}",
-                        spec.bucket_name
+                        "failed to list objects of bucket '{}': {}",
+                        spec.bucket_name,
+                        error_chain(&error)
                     ),
                 )
                 .with_source(error));
@@ -264,7 +263,7 @@ fn fetch_step(cx: &mut StepContext<BucketReconciler>) -> StepFuture<'_> {
         let dir = capstan_source::temp::dir("bucket").map_err(|e| {
             ReconcileError::transient(
                 reason::DIR_CREATION_FAILED,
-                format!("cannot create a temporary directory: {e}"),
+                format!("cannot create a temporary directory: {}", error_chain(&e)),
             )
             .with_source(e)
         })?;
@@ -278,8 +277,9 @@ fn fetch_step(cx: &mut StepContext<BucketReconciler>) -> StepFuture<'_> {
                     class,
                     reason::BUCKET_OPERATION_FAILED,
                     format!(
-                        "failed to download objects of bucket '{}': {error}",
-                        spec.bucket_name
+                        "failed to download objects of bucket '{}': {}",
+                        spec.bucket_name,
+                        error_chain(&error)
                     ),
                 )
                 .with_source(error));
@@ -308,7 +308,7 @@ fn fetch_step(cx: &mut StepContext<BucketReconciler>) -> StepFuture<'_> {
                 Ok(StepOutcome::next())
             }
             Ok(Err(error)) => {
-                let message = format!("failed to package artifact: {error}");
+                let message = format!("failed to package artifact: {}", error_chain(&error));
                 cx.set_condition(
                     condition::STORAGE_OPERATION_FAILED,
                     ConditionStatus::True,

@@ -77,6 +77,80 @@ impl ReconcileError {
     }
 }
 
+/// A Secret named in a spec (`secretRef`, `certSecretRef`, `verify.secretRef`) could not be
+/// read or used. Condition messages render it with its causes
+/// ([`capstan_source::redact::error_chain`]): "invalid secret 'ns/name': <why>".
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    /// The Secret could not be read.
+    #[error("failed to get secret '{secret}'")]
+    Get {
+        /// `<namespace>/<name>`.
+        secret: String,
+        /// The underlying error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The Secret lacks a key the spec needs.
+    #[error("secret '{secret}' has no {key} key")]
+    MissingKey {
+        /// `<namespace>/<name>`.
+        secret: String,
+        /// The key.
+        key: &'static str,
+    },
+    /// A value of the Secret cannot be used.
+    #[error("invalid secret '{secret}'")]
+    Invalid {
+        /// `<namespace>/<name>`.
+        secret: String,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A key of the Secret cannot be used (its error names the key).
+    #[error("secret '{secret}'")]
+    Key {
+        /// `<namespace>/<name>`.
+        secret: String,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The Secret holds something this controller cannot use, or not what it needs.
+    #[error("secret '{secret}' {problem}")]
+    Unusable {
+        /// `<namespace>/<name>`.
+        secret: String,
+        /// What is wrong, and what to do when that helps.
+        problem: String,
+    },
+}
+
+impl ReconcileError {
+    /// A failure of `class` with `reason` whose message is `error` with its causes (URLs
+    /// without credentials), keeping `error` as the source.
+    pub fn from_error(
+        class: ErrorClass,
+        reason: impl Into<String>,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::new(class, reason, capstan_source::redact::error_chain(&error)).with_source(error)
+    }
+
+    /// A failure of `class` with `reason` whose message is `context: ` followed by `error`
+    /// with its causes, keeping `error` as the source.
+    pub fn with_context(
+        class: ErrorClass,
+        reason: impl Into<String>,
+        context: impl std::fmt::Display,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        let message = format!("{context}: {}", capstan_source::redact::error_chain(&error));
+        Self::new(class, reason, message).with_source(error)
+    }
+}
+
 /// Failures of the runtime itself (talking to the API server), outside the steps.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

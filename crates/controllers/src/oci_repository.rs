@@ -45,8 +45,9 @@
 //! URL (`URLInvalid`), digest, semver constraint or `semverFilter` needs a spec change
 //! (stalled).
 //!
-//! Tag listing for `semver` is done here with `oci-client` (`capstan_source::oci` has no tag
-//! listing), page by page with the `n` and `last` parameters.
+//! Messages carry the whole cause chain (URLs without credentials). Tags for `semver` are
+//! listed by [`capstan_source::oci::list_tags`], with the same registry client configuration
+//! as the pull.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -62,16 +63,15 @@ use capstan_source::artifact::IgnoreFilter;
 use capstan_source::oci::{
     self, Credentials, LayerOperation, LayerSelector, PublicKey, PullOptions, RegistryOptions,
 };
+use capstan_source::redact::error_chain;
 use capstan_source::semver_constraint::{Constraint, parse_version};
 use capstan_source::storage::{Storage, revision_file_name};
 use k8s_openapi::api::core::v1::Secret;
 use kube::Client;
 use oci_client::Reference;
-use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
-use oci_client::secrets::RegistryAuth;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{ErrorClass, ReconcileError};
+use crate::error::{ErrorClass, ReconcileError, SecretError};
 use crate::runtime::{
     self, ConditionStatus, Health, Metrics, Reconciler, RuntimeConfig, Step, StepContext,
     StepFuture, StepOutcome,
@@ -88,9 +88,6 @@ pub const CA_KEY: &str = "ca.crt";
 
 /// The suffix of the keys of `spec.verify.secretRef` holding cosign public keys.
 pub const PUBLIC_KEY_SUFFIX: &str = ".pub";
-
-/// Tags asked for per page when listing tags.
-const TAGS_PAGE_SIZE: usize = 1000;
 
 crate::sources::source_resource!(OCIRepository, OCIRepositoryStatus);
 
@@ -198,18 +195,58 @@ fn unsupported_fields(spec: &OCIRepositorySpec) -> Vec<&'static str> {
     fields
 }
 
+/// Why the spec or the registry did not give a revision to pull.
+#[derive(Debug, thiserror::Error)]
+enum ResolveError {
+    /// `spec.url` is not an OCI repository URL.
+    #[error("URL {url:?} must {requirement}")]
+    Url {
+        url: String,
+        requirement: &'static str,
+    },
+    /// `spec.url` does not parse as a reference.
+    #[error(transparent)]
+    Reference(capstan_source::Error),
+    /// A `spec.ref` field does not parse.
+    #[error("invalid spec.ref.{field}")]
+    Ref {
+        field: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Listing the tags failed.
+    #[error(transparent)]
+    ListTags(capstan_source::Error),
+    /// No tag satisfies `spec.ref.semver`.
+    #[error("no tag of {repository} matches semver '{constraint}'")]
+    NoMatchingTag {
+        repository: String,
+        constraint: String,
+    },
+    /// The manifest digest of the tag could not be read.
+    #[error("failed to determine artifact digest")]
+    Digest(#[source] capstan_source::Error),
+    /// The registry did not answer within `spec.timeout`.
+    #[error("failed to determine artifact digest: timed out after {0:?}")]
+    Timeout(std::time::Duration),
+}
+
 /// `spec.url` as a repository reference: `oci://` and no tag or digest.
-fn repository_of(url: &str) -> Result<Reference, String> {
+fn repository_of(url: &str) -> Result<Reference, ResolveError> {
+    let invalid = |requirement| ResolveError::Url {
+        url: url.to_owned(),
+        requirement,
+    };
     let Some(bare) = url.strip_prefix(oci::URL_SCHEME) else {
-        return Err(format!("URL {url:?} must start with {}", oci::URL_SCHEME));
+        return Err(invalid("start with oci://"));
     };
     let last_segment = bare.rsplit('/').next().unwrap_or(bare);
     if !bare.contains('/') || last_segment.contains(':') || last_segment.contains('@') {
-        return Err(format!(
-            "URL {url:?} must name a repository without tag or digest; use spec.ref"
+        return Err(invalid(
+            "name a repository without tag or digest; use spec.ref",
         ));
     }
-    oci::parse_reference(url).map_err(|e| e.to_string())
+    oci::parse_reference(url).map_err(ResolveError::Reference)
 }
 
 /// `oci://<registry>/<repository>` followed by `suffix` (`:tag` or `@digest`).
@@ -237,68 +274,6 @@ fn select_semver_tag<'a>(
         .map(|(_, tag)| tag.as_str())
 }
 
-/// Every tag of `repository`, following `n`/`last` pagination.
-async fn list_tags(
-    repository: &Reference,
-    registry: &RegistryOptions,
-) -> Result<Vec<String>, String> {
-    capstan_source::tls::install_default_provider();
-    let config = ClientConfig {
-        protocol: if registry.insecure {
-            ClientProtocol::Http
-        } else {
-            ClientProtocol::Https
-        },
-        extra_root_certificates: registry
-            .ca_certificates
-            .iter()
-            .map(|pem| Certificate {
-                encoding: CertificateEncoding::Pem,
-                data: pem.clone(),
-            })
-            .collect(),
-        user_agent: concat!("capstan/", env!("CARGO_PKG_VERSION")),
-        ..ClientConfig::default()
-    };
-    let client = oci_client::Client::try_from(config)
-        .map_err(|e| format!("cannot create the registry client: {e}"))?;
-    let auth = match &registry.credentials {
-        Some(c) => RegistryAuth::Basic(c.username.clone(), c.password.clone()),
-        None => RegistryAuth::Anonymous,
-    };
-    let whole = repository.whole();
-    client
-        .auth(repository, &auth, oci_client::RegistryOperation::Pull)
-        .await
-        .map_err(|e| format!("cannot log in to {whole}: {e}"))?;
-    let mut tags: Vec<String> = Vec::new();
-    loop {
-        let page = client
-            .list_tags(
-                repository,
-                &auth,
-                Some(TAGS_PAGE_SIZE),
-                tags.last().map(String::as_str),
-            )
-            .await
-            .map_err(|e| format!("cannot list the tags of {whole}: {e}"))?;
-        let count = page.tags.len();
-        let before = tags.len();
-        tags.extend(page.tags);
-        tags.dedup();
-        // A short page ends the list; a page adding nothing guards against a looping registry.
-        if count < TAGS_PAGE_SIZE || tags.len() == before {
-            return Ok(tags);
-        }
-    }
-}
-
-/// An error and its causes, `outer: inner: …`, URLs without credentials, for condition
-/// messages.
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    capstan_source::redact::error_chain(error)
-}
-
 /// A registry failure: `FetchFailed=True` with `reason`, and an error of `class` for `Ready`.
 fn fetch_failed(
     cx: &mut StepContext<OCIRepositoryReconciler>,
@@ -318,12 +293,15 @@ fn fetch_failed(
 async fn secret_data(
     cx: &StepContext<OCIRepositoryReconciler>,
     name: &str,
-) -> Result<BTreeMap<String, Vec<u8>>, String> {
+) -> Result<BTreeMap<String, Vec<u8>>, SecretError> {
     let secret = cx
         .api::<Secret>()
         .get(name)
         .await
-        .map_err(|e| format!("failed to get secret '{}/{name}': {e}", cx.namespace()))?;
+        .map_err(|source| SecretError::Get {
+            secret: format!("{}/{name}", cx.namespace()),
+            source,
+        })?;
     Ok(secret
         .data
         .unwrap_or_default()
@@ -336,7 +314,7 @@ async fn secret_data(
 async fn registry_options(
     cx: &StepContext<OCIRepositoryReconciler>,
     repository: &Reference,
-) -> Result<RegistryOptions, String> {
+) -> Result<RegistryOptions, SecretError> {
     let spec = &cx.object.spec;
     let mut options = RegistryOptions {
         insecure: spec.insecure.unwrap_or(false),
@@ -344,39 +322,35 @@ async fn registry_options(
     };
     if let Some(secret_ref) = &spec.secret_ref {
         let data = secret_data(cx, &secret_ref.name).await?;
-        let config = data.get(DOCKER_CONFIG_KEY).ok_or_else(|| {
-            format!(
-                "secret '{}/{}' has no {DOCKER_CONFIG_KEY} key",
-                cx.namespace(),
-                secret_ref.name
-            )
-        })?;
+        let secret = format!("{}/{}", cx.namespace(), secret_ref.name);
+        let config = data
+            .get(DOCKER_CONFIG_KEY)
+            .ok_or_else(|| SecretError::MissingKey {
+                secret: secret.clone(),
+                key: DOCKER_CONFIG_KEY,
+            })?;
         options.credentials = Credentials::from_docker_config(config, repository.registry())
-            .map_err(|e| {
-                format!(
-                    "invalid secret '{}/{}': {e}",
-                    cx.namespace(),
-                    secret_ref.name
-                )
+            .map_err(|source| SecretError::Invalid {
+                secret,
+                source: Box::new(source),
             })?;
     }
     if let Some(cert_ref) = &spec.cert_secret_ref {
         let data = secret_data(cx, &cert_ref.name).await?;
+        let secret = format!("{}/{}", cx.namespace(), cert_ref.name);
         // oci-client cannot present a client certificate: refuse rather than connect without it.
         if data.contains_key("tls.crt") || data.contains_key("tls.key") {
-            return Err(format!(
-                "secret '{}/{}' holds a client certificate (tls.crt/tls.key): mutual TLS to OCI \
-                 registries is not supported yet; remove those keys to use only {CA_KEY}",
-                cx.namespace(),
-                cert_ref.name
-            ));
+            return Err(SecretError::Unusable {
+                secret,
+                problem: format!(
+                    "holds a client certificate (tls.crt/tls.key): mutual TLS to OCI registries \
+                     is not supported yet; remove those keys to use only {CA_KEY}"
+                ),
+            });
         }
-        let ca = data.get(CA_KEY).ok_or_else(|| {
-            format!(
-                "secret '{}/{}' has no {CA_KEY} key",
-                cx.namespace(),
-                cert_ref.name
-            )
+        let ca = data.get(CA_KEY).ok_or_else(|| SecretError::MissingKey {
+            secret,
+            key: CA_KEY,
         })?;
         options.ca_certificates.push(ca.clone());
     }
@@ -395,22 +369,25 @@ enum Resolution {
 }
 
 /// Validates `spec.ref` (digest > semver > tag); errors need a spec change.
-fn resolution_of(reference: OCIRepositoryRef) -> Result<Resolution, String> {
+fn resolution_of(reference: OCIRepositoryRef) -> Result<Resolution, ResolveError> {
+    let invalid = |field, source: Box<dyn std::error::Error + Send + Sync>| ResolveError::Ref {
+        field,
+        source,
+    };
     if let Some(digest) = reference.digest.filter(|d| !d.is_empty()) {
         return digest
             .parse::<Digest>()
             .map(Resolution::Digest)
-            .map_err(|e| format!("invalid spec.ref.digest: {e}"));
+            .map_err(|e| invalid("digest", e.into()));
     }
     if let Some(semver) = reference.semver.filter(|s| !s.is_empty()) {
-        let constraint =
-            Constraint::parse(&semver).map_err(|e| format!("invalid spec.ref.semver: {e}"))?;
+        let constraint = Constraint::parse(&semver).map_err(|e| invalid("semver", e.into()))?;
         let filter = reference
             .semver_filter
             .filter(|f| !f.is_empty())
             .map(|f| regex::Regex::new(&f))
             .transpose()
-            .map_err(|e| format!("invalid spec.ref.semverFilter: {e}"))?;
+            .map_err(|e| invalid("semverFilter", e.into()))?;
         return Ok(Resolution::Semver { constraint, filter });
     }
     Ok(Resolution::Tag(
@@ -426,18 +403,18 @@ async fn resolve_revision(
     repository: &Reference,
     resolution: &Resolution,
     registry: &RegistryOptions,
-) -> Result<(String, Digest), String> {
+) -> Result<(String, Digest), ResolveError> {
     let tag = match resolution {
         Resolution::Digest(digest) => return Ok((digest.to_string(), *digest)),
         Resolution::Tag(tag) => tag.clone(),
         Resolution::Semver { constraint, filter } => {
-            let tags = list_tags(repository, registry).await?;
+            let tags = oci::list_tags(&reference_url(repository, ""), registry)
+                .await
+                .map_err(ResolveError::ListTags)?;
             select_semver_tag(&tags, constraint, filter.as_ref())
-                .ok_or_else(|| {
-                    format!(
-                        "no tag of {} matches semver '{constraint}'",
-                        repository.whole()
-                    )
+                .ok_or_else(|| ResolveError::NoMatchingTag {
+                    repository: repository.whole(),
+                    constraint: constraint.to_string(),
                 })?
                 .to_owned()
         }
@@ -445,7 +422,7 @@ async fn resolve_revision(
     let url = reference_url(repository, &format!(":{tag}"));
     let digest = oci::resolve_digest(&url, registry)
         .await
-        .map_err(|e| format!("failed to determine artifact digest: {}", chain(&e)))?;
+        .map_err(ResolveError::Digest)?;
     Ok((oci::revision(Some(&tag), &digest), digest))
 }
 
@@ -472,20 +449,24 @@ fn needs_verification(
 async fn public_keys(
     cx: &StepContext<OCIRepositoryReconciler>,
     secret_name: &str,
-) -> Result<Vec<PublicKey>, String> {
+) -> Result<Vec<PublicKey>, SecretError> {
     let data = secret_data(cx, secret_name).await?;
     let secret = format!("{}/{secret_name}", cx.namespace());
     let keys = data
         .iter()
         .filter(|(name, _)| name.ends_with(PUBLIC_KEY_SUFFIX))
         .map(|(name, pem)| {
-            PublicKey::from_pem(name, pem).map_err(|e| format!("secret '{secret}': {e}"))
+            PublicKey::from_pem(name, pem).map_err(|source| SecretError::Key {
+                secret: secret.clone(),
+                source: Box::new(source),
+            })
         })
         .collect::<Result<Vec<_>, _>>()?;
     if keys.is_empty() {
-        return Err(format!(
-            "secret '{secret}' has no cosign public keys (keys named *{PUBLIC_KEY_SUFFIX})"
-        ));
+        return Err(SecretError::Unusable {
+            secret,
+            problem: format!("has no cosign public keys (keys named *{PUBLIC_KEY_SUFFIX})"),
+        });
     }
     Ok(keys)
 }
@@ -521,10 +502,10 @@ async fn verify_signature(
     };
     let outcome = match public_keys(cx, &secret_ref.name).await {
         Ok(keys) => match tokio::time::timeout(timeout, oci::verify(url, &keys, registry)).await {
-            Ok(result) => result.map_err(|e| chain(&e)),
+            Ok(result) => result.map_err(|e| error_chain(&e)),
             Err(_) => Err(format!("timed out after {timeout:?}")),
         },
-        Err(message) => Err(message),
+        Err(error) => Err(error_chain(&error)),
     };
     match outcome {
         Ok(verified) => {
@@ -579,31 +560,35 @@ fn resolve_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_>
             return Err(refuse_keyless(cx));
         }
         let repository = repository_of(&cx.object.spec.url)
-            .map_err(|message| ReconcileError::stalled(reason::URL_INVALID, message))?;
+            .map_err(|e| ReconcileError::from_error(ErrorClass::Stalled, reason::URL_INVALID, e))?;
         let resolution = match resolution_of(cx.object.reference()) {
             Ok(resolution) => resolution,
-            Err(message) => {
+            Err(error) => {
+                let message = error_chain(&error);
                 return Err(fetch_failed(
                     cx,
                     ErrorClass::Stalled,
                     reason::OCI_PULL_FAILED,
                     message,
-                ));
+                )
+                .with_source(error));
             }
         };
         let timeout = cx
             .object
             .timeout()
-            .map_err(|e| ReconcileError::stalled("InvalidTimeout", e.to_string()).with_source(e))?;
+            .map_err(|e| ReconcileError::from_error(ErrorClass::Stalled, "InvalidTimeout", e))?;
         let registry = match registry_options(cx, &repository).await {
             Ok(registry) => registry,
-            Err(message) => {
+            Err(error) => {
+                let message = error_chain(&error);
                 return Err(fetch_failed(
                     cx,
                     ErrorClass::Transient,
                     reason::AUTHENTICATION_FAILED,
                     message,
-                ));
+                )
+                .with_source(error));
             }
         };
         let resolved = tokio::time::timeout(
@@ -611,20 +596,18 @@ fn resolve_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_>
             resolve_revision(&repository, &resolution, &registry),
         )
         .await
-        .unwrap_or_else(|_| {
-            Err(format!(
-                "failed to determine artifact digest: timed out after {timeout:?}"
-            ))
-        });
+        .unwrap_or(Err(ResolveError::Timeout(timeout)));
         let (revision, digest) = match resolved {
             Ok(resolved) => resolved,
-            Err(message) => {
+            Err(error) => {
+                let message = error_chain(&error);
                 return Err(fetch_failed(
                     cx,
                     ErrorClass::Transient,
                     reason::OCI_PULL_FAILED,
                     message,
-                ));
+                )
+                .with_source(error));
             }
         };
         match cx.object.spec.verify.clone() {
@@ -723,7 +706,7 @@ fn fetch_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_> {
         let dir = capstan_source::temp::dir("ocirepository").map_err(|e| {
             ReconcileError::transient(
                 reason::DIR_CREATION_FAILED,
-                format!("cannot create a temporary directory: {e}"),
+                format!("cannot create a temporary directory: {}", error_chain(&e)),
             )
             .with_source(e)
         })?;
@@ -737,7 +720,7 @@ fn fetch_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_> {
         let timeout = cx
             .object
             .timeout()
-            .map_err(|e| ReconcileError::stalled("InvalidTimeout", e.to_string()).with_source(e))?;
+            .map_err(|e| ReconcileError::from_error(ErrorClass::Stalled, "InvalidTimeout", e))?;
         let pulled = tokio::time::timeout(
             timeout,
             oci::pull(&pull, &target, &options, &cx.state.registry),
@@ -753,7 +736,10 @@ fn fetch_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_> {
                     }
                     _ => reason::OCI_PULL_FAILED,
                 };
-                let message = format!("failed to pull artifact from '{pull}': {}", chain(&error));
+                let message = format!(
+                    "failed to pull artifact from '{pull}': {}",
+                    error_chain(&error)
+                );
                 return Err(
                     fetch_failed(cx, ErrorClass::Transient, reason, message).with_source(error)
                 );
@@ -798,7 +784,7 @@ fn fetch_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_> {
                 Ok(StepOutcome::next())
             }
             Ok(Err((class, error))) => {
-                let message = format!("failed to store artifact: {}", chain(&error));
+                let message = format!("failed to store artifact: {}", error_chain(&error));
                 cx.set_condition(
                     condition::STORAGE_OPERATION_FAILED,
                     ConditionStatus::True,
@@ -990,16 +976,20 @@ mod tests {
             semver_filter: Some("(".into()),
             ..OCIRepositoryRef::default()
         };
+        let error = resolution_of(bad_filter).unwrap_err();
         assert!(
-            resolution_of(bad_filter)
-                .unwrap_err()
-                .contains("semverFilter")
+            error_chain(&error).starts_with("invalid spec.ref.semverFilter: regex parse error"),
+            "{error}"
         );
         let bad_digest = OCIRepositoryRef {
             digest: Some("sha256:nothex".into()),
             ..OCIRepositoryRef::default()
         };
-        assert!(resolution_of(bad_digest).unwrap_err().contains("digest"));
+        let error = resolution_of(bad_digest).unwrap_err();
+        assert!(
+            error_chain(&error).starts_with("invalid spec.ref.digest: invalid digest"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -1022,7 +1012,7 @@ mod tests {
     fn chains_error_causes_once() {
         let inner = std::io::Error::other("manifest unknown");
         let outer = read_error(Path::new("/x"), inner);
-        let message = chain(&outer);
+        let message = error_chain(&outer);
         assert!(message.starts_with("cannot read /x"), "{message}");
         assert_eq!(message.matches("manifest unknown").count(), 1, "{message}");
     }

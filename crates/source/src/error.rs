@@ -236,6 +236,43 @@ pub enum Error {
         reason: String,
     },
 
+    /// A GitRepository include path leaves the artifact (`..`, absolute).
+    #[error("{field} {path:?} must be a relative path without '..'")]
+    IllegalIncludePath {
+        /// `fromPath` or `toPath`.
+        field: &'static str,
+        /// The path as written.
+        path: String,
+    },
+
+    /// Copying an included artifact into a checkout failed.
+    #[error("failed to copy '{name}' include from {from} to {to}")]
+    IncludeCopy {
+        /// The included GitRepository.
+        name: String,
+        /// `fromPath` (`.` for the artifact's root).
+        from: String,
+        /// `toPath`.
+        to: String,
+        /// What failed.
+        #[source]
+        source: Box<Error>,
+    },
+
+    /// The `fromPath` of an include is not in the included artifact.
+    #[error("{} does not exist in the artifact", path.display())]
+    IncludeNotInArtifact {
+        /// The path inside the artifact.
+        path: PathBuf,
+    },
+
+    /// An include would be written through a symbolic link of the checkout.
+    #[error("{} is a symbolic link in the checkout", path.display())]
+    IncludeThroughLink {
+        /// The link, relative to the checkout (or the path reached).
+        path: PathBuf,
+    },
+
     /// A semver constraint could not be parsed.
     #[error(transparent)]
     Constraint(#[from] crate::semver_constraint::ConstraintError),

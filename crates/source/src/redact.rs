@@ -62,16 +62,17 @@ pub fn urls(text: &str) -> String {
 /// under a generic message (connection refused, a TLS or certificate error, an HTTP status,
 /// a DNS failure, an ssh host key) is named.
 pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut message = error.to_string();
+    let mut message = urls(&error.to_string());
     let mut source = error.source();
     while let Some(cause) = source {
-        let text = cause.to_string();
+        // Compared once redacted: a message may already show its cause without credentials.
+        let text = urls(&cause.to_string());
         if !text.is_empty() && !message.contains(&text) {
             let _ = write!(message, ": {text}");
         }
         source = cause.source();
     }
-    urls(&message)
+    message
 }
 
 #[cfg(test)]
@@ -129,6 +130,18 @@ mod tests {
         assert_eq!(
             error_chain(&error),
             "handshake failed: connect https://h/: connection refused"
+        );
+    }
+
+    #[test]
+    fn a_cause_already_shown_redacted_is_not_repeated() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("cannot list bucket b: {}", urls(&.0.to_string()))]
+        struct Outer(#[source] std::io::Error);
+        let error = Outer(std::io::Error::other("GET https://key:secret@s3/b failed"));
+        assert_eq!(
+            error_chain(&error),
+            "cannot list bucket b: GET https://s3/b failed"
         );
     }
 }

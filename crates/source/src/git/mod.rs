@@ -4,7 +4,8 @@
 //! A reconciler calls [`remote_revision`] to resolve `spec.ref` to a Flux revision (one
 //! reference listing, no objects downloaded); when it differs from the stored artifact's
 //! revision, it calls [`fetch`], which checks the commit's tree out into a directory (no `.git`),
-//! then packs that directory with [`crate::storage::Storage::archive`].
+//! copies the artifacts of `spec.include` into it ([`copy_includes`]), then packs that directory
+//! with [`crate::storage::Storage::archive`].
 //!
 //! ```no_run
 //! # async fn example() -> capstan_source::Result<()> {
@@ -43,6 +44,7 @@
 
 mod budget;
 mod checkout;
+pub mod include;
 mod reference;
 pub mod server;
 
@@ -57,6 +59,7 @@ use base64::Engine as _;
 use gix::protocol::transport::client::blocking_io::http;
 use gix::remote::Direction;
 
+pub use include::{Include, copy_includes, include_path};
 pub use reference::{DEFAULT_BRANCH, GitReference};
 use reference::{RemoteRef, Resolved, Selector};
 

@@ -6,7 +6,9 @@
 //! [`Credentials::from_docker_config`], `insecure` for plain HTTP, CA certificates), then
 //! [`push`] a directory under a tag, or [`pull`] a tag or digest into a directory (or, with
 //! [`LayerOperation::Copy`], the raw layer into a file). [`resolve_digest`] asks for the
-//! current manifest digest of a tag without downloading anything. [`sign`] adds a cosign
+//! current manifest digest of a tag without downloading anything, and [`list_tags`] every tag
+//! of a repository (for semver references); all of them build their registry client from the
+//! same [`RegistryOptions`]. [`sign`] adds a cosign
 //! signature made with a [`SigningKey`] to a pushed artifact, and [`verify`] checks one against
 //! trusted [`PublicKey`]s before anything is pulled (see [`cosign`]).
 //!
@@ -32,6 +34,7 @@ mod auth;
 pub mod cosign;
 mod pull;
 mod push;
+mod tags;
 
 use std::collections::BTreeMap;
 
@@ -46,6 +49,7 @@ pub use pull::{
     LayerOperation, LayerSelector, MAX_MANIFEST_BYTES, PullOptions, Pulled, pull, resolve_digest,
 };
 pub use push::{Created, PushOptions, Pushed, config_blob, push};
+pub use tags::list_tags;
 
 /// Media type of the OCI image manifest Flux artifacts use.
 pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";

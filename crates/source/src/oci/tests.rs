@@ -134,3 +134,89 @@ fn bad_ca_certificates_are_refused() {
         Err(Error::InvalidCertificate { .. })
     ));
 }
+
+#[test]
+fn tag_pages_end_short_or_when_nothing_is_new() {
+    let page = |names: &[&str]| names.iter().map(|&n| n.to_owned()).collect::<Vec<_>>();
+    let mut tags = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    assert!(!tags::append_page(
+        &mut tags,
+        &mut seen,
+        page(&["a", "b"]),
+        2
+    ));
+    assert!(tags::append_page(&mut tags, &mut seen, page(&["c"]), 2));
+    assert_eq!(tags, ["a", "b", "c"]);
+    // A registry ignoring `last` sends the first page again: the listing ends.
+    let mut tags = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    assert!(!tags::append_page(
+        &mut tags,
+        &mut seen,
+        page(&["a", "b"]),
+        2
+    ));
+    assert!(tags::append_page(
+        &mut tags,
+        &mut seen,
+        page(&["a", "b"]),
+        2
+    ));
+    assert_eq!(tags, ["a", "b"]);
+}
+
+#[tokio::test]
+async fn lists_every_tag_page_by_page() {
+    let registry = capstan_testkit::Registry::start().await;
+    let options = RegistryOptions {
+        insecure: true,
+        ..RegistryOptions::default()
+    };
+    let source = tempfile::tempdir().unwrap();
+    std::fs::write(source.path().join("app.yaml"), "kind: ConfigMap\n").unwrap();
+    let repository = format!("oci://{}/fleet/app", registry.address);
+    let push_options = PushOptions {
+        source: "https://example.invalid/fleet".to_owned(),
+        revision: "main@sha1:0123456789abcdef0123456789abcdef01234567".to_owned(),
+        created: Created::Reproducible,
+        ..PushOptions::default()
+    };
+    let pushed = ["v1.0.0", "v1.1.0", "v2.0.0", "latest", "v0.9.0"];
+    for tag in pushed {
+        push(
+            source.path(),
+            &format!("{repository}:{tag}"),
+            &push_options,
+            &options,
+        )
+        .await
+        .unwrap();
+    }
+    let mut expected = pushed.map(str::to_owned).to_vec();
+    expected.sort();
+    for page_size in [2, 5, 1000] {
+        let mut listed = tags::list_tags_in_pages(&repository, &options, page_size)
+            .await
+            .unwrap();
+        listed.sort();
+        assert_eq!(listed, expected, "page size {page_size}");
+    }
+    let mut listed = list_tags(&format!("{repository}:v1.0.0"), &options)
+        .await
+        .unwrap();
+    listed.sort();
+    assert_eq!(listed, expected, "a tag in the reference is ignored");
+
+    let missing = list_tags(&format!("oci://{}/fleet/none", registry.address), &options)
+        .await
+        .unwrap_err();
+    let message = crate::redact::error_chain(&missing);
+    assert!(
+        message.starts_with(&format!(
+            "cannot list the tags of {}/fleet/none",
+            registry.address
+        )),
+        "{message}"
+    );
+}

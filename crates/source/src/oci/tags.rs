@@ -1,0 +1,68 @@
+//! Listing the tags of a repository (OCIRepository `spec.ref.semver`).
+
+use std::collections::HashSet;
+
+use oci_client::RegistryOperation;
+
+use super::{RegistryOptions, parse_reference, registry_error};
+use crate::error::Result;
+
+/// Tags asked for per page.
+const PAGE_SIZE: usize = 1000;
+
+/// Every tag of the repository of `reference` (`oci://host/repository`; a tag or digest in it
+/// is ignored), in the registry's order, following the `n`/`last` pagination of the
+/// distribution API, with the same client configuration as [`super::pull`] and
+/// [`super::push`].
+pub async fn list_tags(reference: &str, registry: &RegistryOptions) -> Result<Vec<String>> {
+    list_tags_in_pages(reference, registry, PAGE_SIZE).await
+}
+
+pub(super) async fn list_tags_in_pages(
+    reference: &str,
+    registry: &RegistryOptions,
+    page_size: usize,
+) -> Result<Vec<String>> {
+    let image = parse_reference(reference)?;
+    let client = registry.client()?;
+    let auth = registry.auth();
+    client
+        .auth(&image, &auth, RegistryOperation::Pull)
+        .await
+        .map_err(|e| registry_error("log in to", &image, e))?;
+    let mut tags: Vec<String> = Vec::new();
+    let mut seen = HashSet::new();
+    loop {
+        let page = client
+            .list_tags(
+                &image,
+                &auth,
+                Some(page_size),
+                tags.last().map(String::as_str),
+            )
+            .await
+            .map_err(|e| registry_error("list the tags of", &image, e))?;
+        if append_page(&mut tags, &mut seen, page.tags, page_size) {
+            return Ok(tags);
+        }
+    }
+}
+
+/// Appends the tags of one page not seen yet to `tags`; whether the listing is complete: a
+/// short page ends it, and so does a page adding nothing new (a registry ignoring `last` would
+/// otherwise be asked forever).
+pub(super) fn append_page(
+    tags: &mut Vec<String>,
+    seen: &mut HashSet<String>,
+    page: Vec<String>,
+    page_size: usize,
+) -> bool {
+    let count = page.len();
+    let before = tags.len();
+    for tag in page {
+        if seen.insert(tag.clone()) {
+            tags.push(tag);
+        }
+    }
+    count < page_size || tags.len() == before
+}
