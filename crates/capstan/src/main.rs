@@ -29,7 +29,8 @@ fn main() -> ExitCode {
     match runtime.block_on(cli::run(cli)) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // The whole cause chain, each cause once, URLs without credentials.
+            eprintln!("error: {}", capstan_source::redact::error_chain(e.as_ref()));
             ExitCode::FAILURE
         }
     }
