@@ -243,21 +243,9 @@ pub async fn client(
     kubeconfig: Option<&PathBuf>,
     context: Option<&str>,
 ) -> anyhow::Result<kube::Client> {
-    /// The error and its causes on one line, each cause once (kube's errors often repeat
-    /// their source in their own message).
-    fn causes(error: &dyn std::error::Error) -> String {
-        let mut text = error.to_string();
-        let mut source = error.source();
-        while let Some(cause) = source {
-            let cause_text = cause.to_string();
-            if !text.contains(&cause_text) {
-                text.push_str(": ");
-                text.push_str(&cause_text);
-            }
-            source = cause.source();
-        }
-        text
-    }
+    // The error and its causes on one line, each cause once (kube's errors often repeat
+    // their source in their own message).
+    use capstan_source::redact::error_chain as causes;
     const HINT: &str =
         "hint: pass --kubeconfig, or export KUBECONFIG=.capstan/kubeconfig for capstan dev";
     let options = kube::config::KubeConfigOptions {
