@@ -126,166 +126,43 @@ fn hash(v: &Value) -> String {
     format!("{:x}", h & 0xff_ffff_ffff)
 }
 
+/// What every workload's status is computed from.
+struct Facts<'a> {
+    generation: Value,
+    name: &'a str,
+    replicas: i64,
+    /// The conditions reported so far (their transition times carry over).
+    prev: Option<&'a Value>,
+    outcome: Outcome,
+    template_hash: String,
+}
+
 /// The status the workload's controller would report.
 fn desired_status(plural: &str, obj: &Value) -> (Value, Option<u64>) {
-    let generation = obj
-        .pointer("/metadata/generation")
-        .cloned()
-        .unwrap_or(json!(1));
-    let name = obj
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let replicas = obj
-        .pointer("/spec/replicas")
-        .and_then(Value::as_i64)
-        .unwrap_or(1);
-    let prev = obj.pointer("/status/conditions");
     let (outcome, requeue) = outcome(obj);
-    let template_hash = hash(obj.pointer("/spec/template").unwrap_or(&Value::Null));
+    let facts = Facts {
+        generation: obj
+            .pointer("/metadata/generation")
+            .cloned()
+            .unwrap_or(json!(1)),
+        name: obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+        replicas: obj
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(1),
+        prev: obj.pointer("/status/conditions"),
+        outcome,
+        template_hash: hash(obj.pointer("/spec/template").unwrap_or(&Value::Null)),
+    };
     let mut status = match plural {
-        "deployments" => {
-            let rs = format!("{name}-{template_hash}");
-            let (ready, conditions) = match outcome {
-                Outcome::Complete => (
-                    replicas,
-                    vec![
-                        condition(
-                            prev,
-                            "Available",
-                            "True",
-                            "MinimumReplicasAvailable",
-                            "Deployment has minimum availability.",
-                            true,
-                        ),
-                        condition(
-                            prev,
-                            "Progressing",
-                            "True",
-                            "NewReplicaSetAvailable",
-                            &format!("ReplicaSet \"{rs}\" has successfully progressed."),
-                            true,
-                        ),
-                    ],
-                ),
-                Outcome::Progressing => (
-                    0,
-                    vec![
-                        condition(
-                            prev,
-                            "Available",
-                            "False",
-                            "MinimumReplicasUnavailable",
-                            "Deployment does not have minimum availability.",
-                            true,
-                        ),
-                        condition(
-                            prev,
-                            "Progressing",
-                            "True",
-                            "ReplicaSetUpdated",
-                            &format!("ReplicaSet \"{rs}\" is progressing."),
-                            true,
-                        ),
-                    ],
-                ),
-                Outcome::Failed => (
-                    0,
-                    vec![
-                        condition(
-                            prev,
-                            "Available",
-                            "False",
-                            "MinimumReplicasUnavailable",
-                            "Deployment does not have minimum availability.",
-                            true,
-                        ),
-                        condition(
-                            prev,
-                            "Progressing",
-                            "False",
-                            "ProgressDeadlineExceeded",
-                            &format!("ReplicaSet \"{rs}\" has timed out progressing."),
-                            true,
-                        ),
-                    ],
-                ),
-            };
-            let mut s = json!({"observedGeneration": generation, "replicas": replicas, "updatedReplicas": replicas, "conditions": conditions});
-            if ready > 0 {
-                s["readyReplicas"] = json!(ready);
-                s["availableReplicas"] = json!(ready);
-            }
-            if replicas - ready > 0 {
-                s["unavailableReplicas"] = json!(replicas - ready);
-            }
-            s
-        }
-        "statefulsets" => {
-            let revision = format!("{name}-{template_hash}");
-            let ready = if outcome == Outcome::Complete {
-                replicas
-            } else {
-                0
-            };
-            let mut s = json!({"observedGeneration": generation, "replicas": replicas, "currentReplicas": replicas, "updatedReplicas": replicas, "currentRevision": revision, "updateRevision": revision, "collisionCount": 0, "availableReplicas": ready});
-            if ready > 0 {
-                s["readyReplicas"] = json!(ready);
-            }
-            s
-        }
-        "daemonsets" => {
-            let ready = i64::from(outcome == Outcome::Complete);
-            json!({"observedGeneration": generation, "desiredNumberScheduled": 1, "currentNumberScheduled": 1, "updatedNumberScheduled": 1, "numberMisscheduled": 0, "numberReady": ready, "numberAvailable": ready, "numberUnavailable": 1 - ready})
-        }
-        "replicasets" => {
-            let ready = if outcome == Outcome::Complete {
-                replicas
-            } else {
-                0
-            };
-            let mut s = json!({"observedGeneration": generation, "replicas": replicas, "fullyLabeledReplicas": replicas});
-            if ready > 0 {
-                s["readyReplicas"] = json!(ready);
-                s["availableReplicas"] = json!(ready);
-            }
-            s
-        }
-        "jobs" => {
-            let completions = obj
-                .pointer("/spec/completions")
-                .and_then(Value::as_i64)
-                .unwrap_or(1);
-            let start = obj
-                .pointer("/status/startTime")
-                .cloned()
-                .unwrap_or_else(|| json!(now()));
-            match outcome {
-                Outcome::Complete => {
-                    let done = obj
-                        .pointer("/status/completionTime")
-                        .cloned()
-                        .unwrap_or_else(|| json!(now()));
-                    json!({"startTime": start, "completionTime": done, "succeeded": completions, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}, "conditions": [
-                        condition(prev, "SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of succeeded pods", false),
-                        condition(prev, "Complete", "True", "CompletionsReached", "Reached expected number of succeeded pods", false),
-                    ]})
-                }
-                Outcome::Progressing => {
-                    json!({"startTime": start, "active": 1, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}})
-                }
-                Outcome::Failed => {
-                    let backoff = obj
-                        .pointer("/spec/backoffLimit")
-                        .and_then(Value::as_i64)
-                        .unwrap_or(6);
-                    json!({"startTime": start, "failed": backoff + 1, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}, "conditions": [
-                        condition(prev, "FailureTarget", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit", false),
-                        condition(prev, "Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit", false),
-                    ]})
-                }
-            }
-        }
+        "deployments" => deployment_status(&facts),
+        "statefulsets" => stateful_set_status(&facts),
+        "daemonsets" => daemon_set_status(&facts),
+        "replicasets" => replica_set_status(&facts),
+        "jobs" => job_status(&facts, obj),
         _ => Value::Null,
     };
     if status
@@ -295,6 +172,191 @@ fn desired_status(plural: &str, obj: &Value) -> (Value, Option<u64>) {
         status.as_object_mut().map(|o| o.remove("conditions"));
     }
     (status, requeue)
+}
+
+/// A Deployment's status: availability and progress of its current ReplicaSet.
+fn deployment_status(facts: &Facts<'_>) -> Value {
+    let Facts {
+        generation,
+        name,
+        replicas,
+        prev,
+        outcome,
+        template_hash,
+    } = facts;
+    let (replicas, prev, outcome) = (*replicas, *prev, *outcome);
+    let rs = format!("{name}-{template_hash}");
+    let (ready, conditions) = match outcome {
+        Outcome::Complete => (
+            replicas,
+            vec![
+                condition(
+                    prev,
+                    "Available",
+                    "True",
+                    "MinimumReplicasAvailable",
+                    "Deployment has minimum availability.",
+                    true,
+                ),
+                condition(
+                    prev,
+                    "Progressing",
+                    "True",
+                    "NewReplicaSetAvailable",
+                    &format!("ReplicaSet \"{rs}\" has successfully progressed."),
+                    true,
+                ),
+            ],
+        ),
+        Outcome::Progressing => (
+            0,
+            vec![
+                condition(
+                    prev,
+                    "Available",
+                    "False",
+                    "MinimumReplicasUnavailable",
+                    "Deployment does not have minimum availability.",
+                    true,
+                ),
+                condition(
+                    prev,
+                    "Progressing",
+                    "True",
+                    "ReplicaSetUpdated",
+                    &format!("ReplicaSet \"{rs}\" is progressing."),
+                    true,
+                ),
+            ],
+        ),
+        Outcome::Failed => (
+            0,
+            vec![
+                condition(
+                    prev,
+                    "Available",
+                    "False",
+                    "MinimumReplicasUnavailable",
+                    "Deployment does not have minimum availability.",
+                    true,
+                ),
+                condition(
+                    prev,
+                    "Progressing",
+                    "False",
+                    "ProgressDeadlineExceeded",
+                    &format!("ReplicaSet \"{rs}\" has timed out progressing."),
+                    true,
+                ),
+            ],
+        ),
+    };
+    let mut s = json!({"observedGeneration": generation, "replicas": replicas, "updatedReplicas": replicas, "conditions": conditions});
+    if ready > 0 {
+        s["readyReplicas"] = json!(ready);
+        s["availableReplicas"] = json!(ready);
+    }
+    if replicas - ready > 0 {
+        s["unavailableReplicas"] = json!(replicas - ready);
+    }
+    s
+}
+
+/// A StatefulSet's status: one revision, every replica ready once complete.
+fn stateful_set_status(facts: &Facts<'_>) -> Value {
+    let Facts {
+        generation,
+        name,
+        replicas,
+        outcome,
+        template_hash,
+        ..
+    } = facts;
+    let (replicas, outcome) = (*replicas, *outcome);
+    let revision = format!("{name}-{template_hash}");
+    let ready = if outcome == Outcome::Complete {
+        replicas
+    } else {
+        0
+    };
+    let mut s = json!({"observedGeneration": generation, "replicas": replicas, "currentReplicas": replicas, "updatedReplicas": replicas, "currentRevision": revision, "updateRevision": revision, "collisionCount": 0, "availableReplicas": ready});
+    if ready > 0 {
+        s["readyReplicas"] = json!(ready);
+    }
+    s
+}
+
+/// A DaemonSet's status, as if on a one-node cluster.
+fn daemon_set_status(facts: &Facts<'_>) -> Value {
+    let Facts {
+        generation,
+        outcome,
+        ..
+    } = facts;
+    let ready = i64::from(*outcome == Outcome::Complete);
+    json!({"observedGeneration": generation, "desiredNumberScheduled": 1, "currentNumberScheduled": 1, "updatedNumberScheduled": 1, "numberMisscheduled": 0, "numberReady": ready, "numberAvailable": ready, "numberUnavailable": 1 - ready})
+}
+
+/// A ReplicaSet's status.
+fn replica_set_status(facts: &Facts<'_>) -> Value {
+    let Facts {
+        generation,
+        replicas,
+        outcome,
+        ..
+    } = facts;
+    let (replicas, outcome) = (*replicas, *outcome);
+    let ready = if outcome == Outcome::Complete {
+        replicas
+    } else {
+        0
+    };
+    let mut s = json!({"observedGeneration": generation, "replicas": replicas, "fullyLabeledReplicas": replicas});
+    if ready > 0 {
+        s["readyReplicas"] = json!(ready);
+        s["availableReplicas"] = json!(ready);
+    }
+    s
+}
+
+/// A Job's status: active, complete (every completion succeeded) or failed (past its backoff
+/// limit); the start and completion times once set are kept.
+fn job_status(facts: &Facts<'_>, obj: &Value) -> Value {
+    let Facts { prev, outcome, .. } = facts;
+    let (prev, outcome) = (*prev, *outcome);
+    let completions = obj
+        .pointer("/spec/completions")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let start = obj
+        .pointer("/status/startTime")
+        .cloned()
+        .unwrap_or_else(|| json!(now()));
+    match outcome {
+        Outcome::Complete => {
+            let done = obj
+                .pointer("/status/completionTime")
+                .cloned()
+                .unwrap_or_else(|| json!(now()));
+            json!({"startTime": start, "completionTime": done, "succeeded": completions, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}, "conditions": [
+                condition(prev, "SuccessCriteriaMet", "True", "CompletionsReached", "Reached expected number of succeeded pods", false),
+                condition(prev, "Complete", "True", "CompletionsReached", "Reached expected number of succeeded pods", false),
+            ]})
+        }
+        Outcome::Progressing => {
+            json!({"startTime": start, "active": 1, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}})
+        }
+        Outcome::Failed => {
+            let backoff = obj
+                .pointer("/spec/backoffLimit")
+                .and_then(Value::as_i64)
+                .unwrap_or(6);
+            json!({"startTime": start, "failed": backoff + 1, "ready": 0, "terminating": 0, "uncountedTerminatedPods": {}, "conditions": [
+                condition(prev, "FailureTarget", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit", false),
+                condition(prev, "Failed", "True", "BackoffLimitExceeded", "Job has reached the specified backoff limit", false),
+            ]})
+        }
+    }
 }
 
 /// Brings one workload's status up to date. Returns seconds after which to look again.
