@@ -603,6 +603,7 @@ impl Cluster {
         self.create_inner(rt, namespace, body, opts, None)
     }
 
+    #[allow(clippy::too_many_lines)] // TODO(issue 10): split
     fn create_inner(
         &self,
         rt: &ResourceType,
@@ -1000,6 +1001,7 @@ impl Cluster {
         ))
     }
 
+    #[allow(clippy::too_many_lines)] // TODO(issue 10): split
     fn apply(
         &self,
         rt: &ResourceType,
@@ -1150,6 +1152,7 @@ impl Cluster {
     }
 
     /// Deletes an object, honouring finalizers and the propagation policy.
+    #[allow(clippy::too_many_lines)] // TODO(issue 10): split
     pub fn delete(
         &self,
         rt: &ResourceType,

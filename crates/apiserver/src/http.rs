@@ -569,18 +569,7 @@ fn resource_request(
             Ok(watch_response(state, rt, ns, &q, repr)?)
         }
         (Method::GET, None) => list_response(cluster, &rt, ns, q, repr),
-        (Method::GET, Some(name)) => {
-            let obj = cluster.get(&rt, ns, name)?;
-            let rv = obj
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
-            Ok(json_response(
-                StatusCode::OK,
-                &present_object(&rt, obj, repr, &rv),
-            ))
-        }
+        (Method::GET, Some(name)) => get_one(cluster, &rt, ns, name, repr),
         (Method::POST, None) => {
             let opts = write_options(q, headers, true)?;
             let body = parse_body(headers, body)?;
@@ -626,6 +615,26 @@ fn resource_request(
             "the server does not allow this method ({m}) on the requested resource"
         ))),
     }
+}
+
+/// GET of one object, in the representation asked for.
+fn get_one(
+    cluster: &Cluster,
+    rt: &ResourceType,
+    ns: Option<&str>,
+    name: &str,
+    repr: Representation,
+) -> ApiResult<Response> {
+    let obj = cluster.get(rt, ns, name)?;
+    let rv = obj
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    Ok(json_response(
+        StatusCode::OK,
+        &present_object(rt, obj, repr, &rv),
+    ))
 }
 
 /// The object a PATCH names: namespace, name and subresource as the path gave them.
@@ -1080,6 +1089,7 @@ fn gone_line(requested: u64) -> Bytes {
     Bytes::from(line)
 }
 
+#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 fn watch_response(
     state: &AppState,
     rt: Arc<ResourceType>,

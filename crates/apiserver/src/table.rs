@@ -106,6 +106,7 @@ fn count(v: Option<&Value>) -> usize {
 /// A cell value of a column for one object.
 /// The cell of `column` for `obj`. `human_dates`: `date` columns print as an age (`26s`, `3d`),
 /// as kube-apiserver prints the columns of custom resources; built-in printers print the timestamp.
+#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 fn cell(obj: &Value, column: &PrinterColumn, human_dates: bool) -> Value {
     let path = column.json_path.as_str();
     if let Some(paths) = path.strip_prefix("@count:") {

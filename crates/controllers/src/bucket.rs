@@ -195,6 +195,7 @@ async fn read_credentials(cx: &StepContext<BucketReconciler>) -> Result<Credenti
 ///
 /// Sets `FetchFailed=True` for provider failures and `StorageOperationFailed=True` for
 /// storage failures, and removes them on success.
+#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 fn fetch_step(cx: &mut StepContext<BucketReconciler>) -> StepFuture<'_> {
     Box::pin(async move {
         let unsupported = unsupported_fields(&cx.object.spec);

@@ -380,6 +380,7 @@ async fn with_timeout<T>(
 /// Resolves the remote revision and checks it out when the stored artifact is outdated.
 ///
 /// Sets `FetchFailed=True` on failure and removes it on success.
+#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 fn fetch_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_> {
     Box::pin(async move {
         let unsupported = unsupported_fields(&cx.object.spec);

@@ -697,6 +697,7 @@ fn store_layer(
 ///
 /// Sets `FetchFailed=True` for pull failures and `StorageOperationFailed=True` for storage
 /// failures, and removes them on success.
+#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 fn fetch_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_> {
     Box::pin(async move {
         let (Some(pull), Some(revision)) = (cx.state.pull.clone(), cx.state.revision.clone())

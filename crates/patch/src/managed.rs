@@ -107,6 +107,7 @@ pub struct WriteContext<'a> {
 /// object equal to `live` (same `managedFields` bytes and times), so the caller can skip the
 /// write by comparing. `metadata.managedFields` in `config` is rejected unless empty, as the
 /// API server does.
+#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 pub fn apply(
     live: Option<&Value>,
     config: &Value,

@@ -133,6 +133,7 @@ fn merge_value(
     }
 }
 
+#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 fn merge_map(
     mut original: Map<String, Value>,
     patch: &Map<String, Value>,
@@ -407,6 +408,7 @@ fn normalize_order(
     result
 }
 
+#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 fn merge_list(
     original: Vec<Value>,
     patch: &[Value],

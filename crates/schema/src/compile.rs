@@ -479,6 +479,7 @@ impl<'a> Compiler<'a> {
     }
 
     /// Reads the keywords of one schema object (ignoring its `$ref`, if any).
+    #[allow(clippy::too_many_lines)] // TODO(issue 10): split
     fn node_from(
         &mut self,
         object: &'a Map<String, Value>,

@@ -46,6 +46,7 @@ fn object_schema(version: &Value) -> Value {
 }
 
 /// Resource types a CRD defines (one per served version).
+#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 pub fn resource_types(crd: &Value) -> ApiResult<Vec<ResourceType>> {
     let name = crd
         .pointer("/metadata/name")

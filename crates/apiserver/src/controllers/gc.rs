@@ -62,6 +62,7 @@ fn deleting(obj: &Value) -> bool {
 }
 
 /// One pass over every object. Returns whether it changed anything.
+#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 pub fn sweep(cluster: &Cluster) -> bool {
     let mut entries = Vec::new();
     let types = cluster.registry().storage_types();

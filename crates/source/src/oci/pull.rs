@@ -85,6 +85,7 @@ pub async fn resolve_digest(reference: &str, registry: &RegistryOptions) -> Resu
 /// Pulls `reference` (`oci://host/repository:tag` or `…@sha256:<digest>`) and extracts the
 /// selected layer into the directory `target` (must not exist or be empty), or with
 /// [`LayerOperation::Copy`] writes the layer to the file `target`.
+#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 pub async fn pull(
     reference: &str,
     target: &Path,
