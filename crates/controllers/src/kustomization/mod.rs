@@ -605,35 +605,6 @@ async fn source_artifact(
         })
 }
 
-/// Whether a Kustomization is Ready for its current generation.
-fn is_ready(object: &Kustomization) -> bool {
-    let Some(status) = object.status.as_ref() else {
-        return false;
-    };
-    status.observed_generation == object.metadata.generation
-        && status
-            .conditions
-            .iter()
-            .any(|c| c.type_ == condition::READY && c.status == "True")
-}
-
-/// Whether two Kustomizations reference the same source (namespaces defaulted to their own).
-fn same_source(a: &Kustomization, b: &Kustomization) -> bool {
-    let key = |k: &Kustomization| {
-        let source = &k.spec.source_ref;
-        (
-            source.kind,
-            source.name.clone(),
-            source
-                .namespace
-                .clone()
-                .or_else(|| k.namespace())
-                .unwrap_or_default(),
-        )
-    };
-    key(a) == key(b)
-}
-
 /// Resolves the source artifact and checks `spec.dependsOn`.
 fn check_source_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
     Box::pin(async move {
@@ -650,43 +621,13 @@ fn check_source_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
         check_retry_interval(&cx.object)?;
         cx.state.started = Some(std::time::Instant::now());
         let artifact = source_artifact(&cx.client, &cx.object).await?;
-        for dependency in &cx.object.spec.depends_on {
-            let namespace = dependency
-                .namespace
-                .clone()
-                .unwrap_or_else(|| cx.namespace());
-            let api: Api<Kustomization> = Api::namespaced(cx.client.clone(), &namespace);
-            let found = api.get_opt(&dependency.name).await.map_err(|e| {
-                ReconcileError::transient(
-                    reason::DEPENDENCY_NOT_READY,
-                    format!(
-                        "unable to get '{namespace}/{}' dependency: {e}",
-                        dependency.name
-                    ),
-                )
-            })?;
-            let not_ready = |what: &str| {
-                ReconcileError::waiting(
-                    DEPENDENCY_RETRY,
-                    reason::DEPENDENCY_NOT_READY,
-                    format!("dependency '{namespace}/{}' {what}", dependency.name),
-                )
-            };
-            let Some(found) = found.filter(is_ready) else {
-                return Err(not_ready("is not ready"));
-            };
-            // As Flux: a dependency built from the same source must have applied this very
-            // revision, or a new commit would reach the dependent before what it depends on.
-            if same_source(&found, &cx.object)
-                && found
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.last_applied_revision.as_deref())
-                    != Some(artifact.revision.as_str())
-            {
-                return Err(not_ready("revision is not up to date"));
-            }
-        }
+        runtime::depends::check::<Kustomization, _>(
+            &cx.client,
+            cx.object.as_ref(),
+            Some(&artifact.revision),
+            DEPENDENCY_RETRY,
+        )
+        .await?;
         cx.state.manager = target::manager_for(&cx.client, &cx.object).await?;
         cx.status.last_attempted_revision = Some(artifact.revision.clone());
         cx.state
@@ -1571,29 +1512,5 @@ mod tests {
             !already_applied(&object, &status, "main@sha1:a", "sha256:objects"),
             "the last attempt failed"
         );
-    }
-
-    #[test]
-    fn dependencies_must_be_ready_for_their_generation() {
-        let mut object = kustomization(&serde_json::json!({}));
-        assert!(!is_ready(&object));
-        object.metadata.generation = Some(2);
-        let mut status = KustomizationStatus {
-            observed_generation: Some(1),
-            ..KustomizationStatus::default()
-        };
-        crate::runtime::conditions::set_condition(
-            &mut status.conditions,
-            condition::READY,
-            ConditionStatus::True,
-            reason::SUCCEEDED,
-            "",
-            Some(1),
-        );
-        object.status = Some(status.clone());
-        assert!(!is_ready(&object), "an old generation is not ready");
-        status.observed_generation = Some(2);
-        object.status = Some(status);
-        assert!(is_ready(&object));
     }
 }

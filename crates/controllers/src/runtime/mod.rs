@@ -46,11 +46,17 @@
 //!   through one [`Events`] per controller: one Kubernetes Event recorder, and the
 //!   [`RuntimeConfig::event_sink`] with Flux's metadata ([`events`]).
 //! - Steps see a [`CancellationToken`] ([`StepContext::cancel`]) cancelled at shutdown.
+//! - `spec.dependsOn` is one service ([`depends::check`]): each dependency Ready for its
+//!   generation and, built from the same source, at the same revision; what a kind refers to
+//!   ([`depends::References`]) also feeds the [`triggers`] from other kinds (sources,
+//!   dependencies, ConfigMaps and Secrets).
 
 pub mod conditions;
+pub mod depends;
 pub mod events;
 pub mod metrics;
 pub mod server;
+pub mod triggers;
 pub mod wait;
 
 use std::collections::HashMap;

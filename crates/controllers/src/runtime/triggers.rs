@@ -1,0 +1,328 @@
+//! Reconcile triggers from other kinds, generic over the watched kind and the triggered kind `K`
+//! (which says what it refers to through [`References`]):
+//!
+//! - [`sources`]: a source's new artifact (revision or digest) reconciles its consumers;
+//! - [`dependencies`]: a dependency becoming Ready (or Ready for a new generation or revision)
+//!   reconciles its dependents;
+//! - [`configs`]: a changed ConfigMap or Secret (its data) reconciles the objects that read it.
+//!
+//! Each watch keeps one key per existing watched object (a revision, a hash of the data: never
+//! the data itself), forgets deleted ones (a re-created object triggers again), and yields the
+//! objects of `K` in the controller's store that refer to what changed. A kind that is not
+//! installed (e.g. ExternalArtifact on a cluster without its CRD) is retried with backoff,
+//! logged at debug level only.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use capstan_api::{FluxKind, KindInfo};
+use futures::stream::{self, BoxStream, StreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource, ResourceExt};
+
+use super::depends::{ObjectKey, References};
+
+/// A kind watched through the dynamic API (its CRD may be absent).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WatchedKind {
+    /// `source.toolkit.fluxcd.io`.
+    pub group: &'static str,
+    /// `v1`.
+    pub version: &'static str,
+    /// `GitRepository`.
+    pub kind: &'static str,
+}
+
+impl WatchedKind {
+    /// The kind of a served Flux type.
+    pub const fn of(info: &KindInfo) -> Self {
+        Self {
+            group: info.group,
+            version: info.version,
+            kind: info.kind,
+        }
+    }
+}
+
+/// Flux's ExternalArtifact (`source.toolkit.fluxcd.io/v1`): an artifact produced outside the
+/// source controller; not served by Capstan, watched when installed.
+pub const EXTERNAL_ARTIFACT: WatchedKind = WatchedKind {
+    group: "source.toolkit.fluxcd.io",
+    version: "v1",
+    kind: "ExternalArtifact",
+};
+
+/// The object types a trigger can reconcile: those of a controller's store.
+pub trait Triggered:
+    References + Resource<DynamicType = ()> + Clone + Send + Sync + 'static
+{
+}
+
+impl<K: References + Resource<DynamicType = ()> + Clone + Send + Sync + 'static> Triggered for K {}
+
+/// One trigger per source kind in `kinds`: an object of `K` whose [`References::source`] is a
+/// source that gets a new artifact revision or digest is reconciled.
+pub fn sources<K: Triggered>(
+    client: &Client,
+    store: &Store<K>,
+    kinds: &[WatchedKind],
+) -> Vec<BoxStream<'static, ObjectRef<K>>> {
+    kinds
+        .iter()
+        .map(|watched| {
+            let gvk = GroupVersionKind::gvk(watched.group, watched.version, watched.kind);
+            let api: Api<DynamicObject> =
+                Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk));
+            let store = store.clone();
+            let kind = watched.kind;
+            on_change(api, kind, artifact_key, move |changed| {
+                tracing::debug!(kind, namespace = %changed.namespace, name = %changed.name, "source artifact changed");
+                referring(&store, |object| object.source().as_ref() == Some(changed))
+            })
+        })
+        .collect()
+}
+
+/// Objects of `K` listing an object of `D` in [`References::depends_on`] are reconciled when it
+/// becomes Ready for its current generation, or Ready again at a new generation or revision.
+pub fn dependencies<D, K>(client: &Client, store: &Store<K>) -> BoxStream<'static, ObjectRef<K>>
+where
+    D: FluxKind + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+    K: Triggered,
+{
+    let api: Api<D> = Api::all(client.clone());
+    let store = store.clone();
+    on_change(api, D::INFO.kind, ready_key::<D>, move |changed| {
+        referring(&store, |object| object.depends_on().contains(changed))
+    })
+}
+
+/// One trigger for ConfigMaps and one for Secrets: an object of `K` listing a changed one (its
+/// `data`, `binaryData`) in [`References::config_refs`] is reconciled.
+pub fn configs<K: Triggered>(
+    client: &Client,
+    store: &Store<K>,
+) -> Vec<BoxStream<'static, ObjectRef<K>>> {
+    let config_maps: Api<ConfigMap> = Api::all(client.clone());
+    let secrets: Api<Secret> = Api::all(client.clone());
+    let referring_to = |store: Store<K>| {
+        move |changed: &ObjectKey| {
+            referring(&store, |object| object.config_refs().contains(changed))
+        }
+    };
+    vec![
+        on_change(
+            config_maps,
+            "ConfigMap",
+            |c: &ConfigMap| Some(config_map_key(c)),
+            referring_to(store.clone()),
+        ),
+        on_change(
+            secrets,
+            "Secret",
+            |s: &Secret| Some(secret_key(s)),
+            referring_to(store.clone()),
+        ),
+    ]
+}
+
+/// The objects in `store` for which `refers` holds.
+fn referring<K: Triggered>(store: &Store<K>, refers: impl Fn(&K) -> bool) -> Vec<ObjectRef<K>> {
+    store
+        .state()
+        .iter()
+        .filter(|object| refers(object))
+        .map(|object| ObjectRef::from_obj(object.as_ref()))
+        .collect()
+}
+
+/// `revision|digest` of a source's `status.artifact`.
+fn artifact_key(source: &DynamicObject) -> Option<String> {
+    let artifact = source.data.get("status")?.get("artifact")?;
+    let field = |name: &str| {
+        artifact
+            .get(name)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+    };
+    Some(format!("{}|{}", field("revision"), field("digest")))
+}
+
+/// `generation|revision` of an object Ready for its generation.
+fn ready_key<D: FluxKind>(object: &D) -> Option<String> {
+    object.is_ready().then(|| {
+        format!(
+            "{}|{}",
+            object.meta().generation.unwrap_or_default(),
+            object.revision().unwrap_or_default()
+        )
+    })
+}
+
+/// A hash of a ConfigMap's `data` and `binaryData`.
+fn config_map_key(config: &ConfigMap) -> String {
+    let text = config.data.iter().flatten().map(|(k, v)| (k, v.as_bytes()));
+    let binary = config
+        .binary_data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k, v.0.as_slice()));
+    data_hash(&[text.collect::<Vec<_>>(), binary.collect()])
+}
+
+/// A hash of a Secret's `data` and `stringData`, so that no secret value is kept.
+fn secret_key(secret: &Secret) -> String {
+    let binary = secret
+        .data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k, v.0.as_slice()));
+    let text = secret
+        .string_data
+        .iter()
+        .flatten()
+        .map(|(k, v)| (k, v.as_bytes()));
+    data_hash(&[binary.collect::<Vec<_>>(), text.collect()])
+}
+
+/// A hash of key-value maps.
+fn data_hash<const N: usize>(maps: &[Vec<(&String, &[u8])>; N]) -> String {
+    let mut hasher = std::hash::DefaultHasher::new();
+    maps.hash(&mut hasher);
+    format!("{:016x}", hasher.finish())
+}
+
+/// Remembers the last value seen per object; true when `value` is new for `key`.
+fn changed(seen: &mut HashMap<ObjectKey, String>, key: ObjectKey, value: Option<String>) -> bool {
+    if let Some(value) = value {
+        seen.insert(key, value.clone()).as_ref() != Some(&value)
+    } else {
+        seen.remove(&key);
+        false
+    }
+}
+
+/// Watches `api` and, whenever the `key` of an object takes a new value, yields the objects
+/// `targets` names for it. Deleted objects are forgotten, so the memory held is one key per
+/// existing object, and a re-created object triggers again.
+fn on_change<W, K, F>(
+    api: Api<W>,
+    kind: &'static str,
+    key: fn(&W) -> Option<String>,
+    targets: F,
+) -> BoxStream<'static, ObjectRef<K>>
+where
+    W: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K: Triggered,
+    F: Fn(&ObjectKey) -> Vec<ObjectRef<K>> + Send + 'static,
+{
+    let mut seen = HashMap::new();
+    let id = move |object: &W| {
+        ObjectKey::new(
+            kind,
+            &object.namespace().unwrap_or_default(),
+            &object.name_any(),
+        )
+    };
+    watcher(api, watcher::Config::default())
+        .default_backoff()
+        .filter_map(move |event| {
+            let found = match event {
+                Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
+                    let id = id(&object);
+                    if changed(&mut seen, id.clone(), key(&object)) {
+                        targets(&id)
+                    } else {
+                        Vec::new()
+                    }
+                }
+                Ok(watcher::Event::Delete(object)) => {
+                    seen.remove(&id(&object));
+                    Vec::new()
+                }
+                Ok(watcher::Event::Init | watcher::Event::InitDone) => Vec::new(),
+                Err(error) if not_installed(&error) => {
+                    tracing::debug!(kind, %error, "kind not installed; watching again later");
+                    Vec::new()
+                }
+                Err(error) => {
+                    tracing::warn!(kind, %error, "trigger watch failed; retrying with backoff");
+                    Vec::new()
+                }
+            };
+            std::future::ready(Some(stream::iter(found)))
+        })
+        .flatten()
+        .boxed()
+}
+
+/// Whether a watch failed because the kind is not served (404).
+fn not_installed(error: &watcher::Error) -> bool {
+    matches!(
+        error,
+        watcher::Error::InitialListFailed(kube::Error::Api(response))
+            | watcher::Error::WatchStartFailed(kube::Error::Api(response))
+            if response.code == 404
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_new_values_count_as_changes() {
+        let mut seen = HashMap::new();
+        let key = || ObjectKey::new("GitRepository", "apps", "repo");
+        assert!(!changed(&mut seen, key(), None));
+        assert!(changed(&mut seen, key(), Some("a".into())));
+        assert!(!changed(&mut seen, key(), Some("a".into())));
+        assert!(changed(&mut seen, key(), Some("b".into())));
+        assert!(!changed(&mut seen, key(), None));
+        assert!(
+            changed(&mut seen, key(), Some("b".into())),
+            "back after a gap"
+        );
+    }
+
+    #[test]
+    fn config_keys_follow_the_data_only() {
+        let mut config = ConfigMap {
+            data: Some([("a".to_owned(), "1".to_owned())].into()),
+            ..ConfigMap::default()
+        };
+        let before = config_map_key(&config);
+        config.metadata.labels = Some([("x".to_owned(), "y".to_owned())].into());
+        assert_eq!(before, config_map_key(&config));
+        config.data = Some([("a".to_owned(), "2".to_owned())].into());
+        assert_ne!(before, config_map_key(&config));
+        let mut secret = Secret {
+            string_data: Some([("a".to_owned(), "2".to_owned())].into()),
+            ..Secret::default()
+        };
+        let text = secret_key(&secret);
+        secret.string_data = None;
+        secret.data = Some([("a".to_owned(), k8s_openapi::ByteString(b"2".to_vec()))].into());
+        assert_ne!(text, secret_key(&secret), "data and stringData apart");
+    }
+
+    #[test]
+    fn artifact_keys_read_revision_and_digest() {
+        let source: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "ExternalArtifact",
+            "metadata": {"name": "a", "namespace": "apps"},
+            "status": {"artifact": {"revision": "v1", "digest": "sha256:x"}},
+        }))
+        .unwrap();
+        assert_eq!(artifact_key(&source).as_deref(), Some("v1|sha256:x"));
+        let empty: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "X", "metadata": {"name": "b"},
+        }))
+        .unwrap();
+        assert_eq!(artifact_key(&empty), None);
+    }
+}
