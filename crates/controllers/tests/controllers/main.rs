@@ -14,3 +14,4 @@ mod kustomize_support;
 mod leader;
 mod oci_repository;
 mod support;
+mod triggers;
