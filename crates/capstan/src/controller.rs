@@ -225,10 +225,15 @@ pub async fn start(
                 stop.clone(),
             ),
             capstan_controllers::kustomization::run(client, metrics, config, health, stop.clone()),
+            // The Lease is given up as soon as shutdown starts, not after the reconciles in
+            // flight end: the replacement replica takes over at once.
+            async {
+                stop.cancelled().await;
+                if let Some(leadership) = leadership {
+                    leadership.release().await;
+                }
+            },
         );
-        if let Some(leadership) = leadership {
-            leadership.release().await;
-        }
     });
     tracing::info!(%address, advertised, "artifact server and controllers started");
     Ok(Running {

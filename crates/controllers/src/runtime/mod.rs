@@ -618,7 +618,8 @@ impl<R: Reconciler> Shared<R> {
 }
 
 /// Runs the controller of `reconciler` until `shutdown` is cancelled, then lets running
-/// reconciles finish. `health` is marked ready once the controller is set up.
+/// reconciles finish. `health` marks the controller (by kind) ready once it is set up, and not
+/// ready when it stops.
 pub async fn run<R: Reconciler>(
     client: Client,
     reconciler: R,
@@ -659,7 +660,8 @@ pub async fn run<R: Reconciler>(
     for extra in triggers {
         controller = controller.reconcile_on(extra);
     }
-    health.set_ready(true);
+    let name = R::Object::kind(&()).into_owned();
+    health.set_controller_ready(&name, true);
     let stop = shutdown.clone();
     controller
         .graceful_shutdown_on(async move { stop.cancelled().await })
@@ -670,7 +672,7 @@ pub async fn run<R: Reconciler>(
             }
         })
         .await;
-    health.set_ready(false);
+    health.set_controller_ready(&name, false);
 }
 
 // A kube-rs predicate returns `Option`; ours always has a value.
