@@ -176,71 +176,90 @@ pub async fn start(
         // this, a rolling update could never make its new pod Ready while the old one leads.
         health.set_ready(true);
     }
-    let stop = shutdown.clone();
-    let controllers = tokio::spawn(async move {
-        let leadership = match election {
-            Some(election) => {
-                let elector = LeaderElector::new(client.clone(), election);
-                match elector.acquire(&stop).await {
-                    Some(leadership) => Some(leadership),
-                    None => return,
-                }
-            }
-            None => None,
-        };
-        if let Some(leadership) = &leadership {
-            let on_loss = leadership.lost();
-            tokio::spawn(async move {
-                on_loss.cancelled().await;
-                // Another replica leads now: stop at once, without finishing the reconciles in
-                // flight (they could apply and prune for minutes beside the new leader), as
-                // Kubernetes controllers do. The replacement pod competes again.
-                eprintln!("capstan controller: leadership lost, exiting");
-                std::process::exit(1);
-            });
-        }
-        tokio::join!(
-            capstan_controllers::git_repository::run(
-                client.clone(),
-                storage.clone(),
-                metrics.clone(),
-                config.clone(),
-                health.clone(),
-                stop.clone(),
-            ),
-            capstan_controllers::oci_repository::run(
-                client.clone(),
-                storage.clone(),
-                metrics.clone(),
-                config.clone(),
-                health.clone(),
-                stop.clone(),
-            ),
-            capstan_controllers::bucket::run(
-                client.clone(),
-                storage,
-                metrics.clone(),
-                config.clone(),
-                health.clone(),
-                stop.clone(),
-            ),
-            capstan_controllers::kustomization::run(client, metrics, config, health, stop.clone()),
-            // The Lease is given up as soon as shutdown starts, not after the reconciles in
-            // flight end: the replacement replica takes over at once.
-            async {
-                stop.cancelled().await;
-                if let Some(leadership) = leadership {
-                    leadership.release().await;
-                }
-            },
-        );
-    });
+    let controllers = tokio::spawn(lead_and_run(
+        client,
+        storage,
+        metrics,
+        config,
+        health,
+        shutdown.clone(),
+        election,
+    ));
     tracing::info!(%address, advertised, "artifact server and controllers started");
     Ok(Running {
         artifacts_url: format!("http://{advertised}"),
         shutdown,
         tasks: vec![server, controllers],
     })
+}
+
+/// Waits for the Lease (at once without `election`), then runs every controller until `stop`;
+/// the Lease is given up as soon as `stop` is cancelled.
+async fn lead_and_run(
+    client: kube::Client,
+    storage: Storage,
+    metrics: Metrics,
+    config: RuntimeConfig,
+    health: Health,
+    stop: CancellationToken,
+    election: Option<LeaderElectionConfig>,
+) {
+    let leadership = match election {
+        Some(election) => {
+            let elector = LeaderElector::new(client.clone(), election);
+            match elector.acquire(&stop).await {
+                Some(leadership) => Some(leadership),
+                None => return,
+            }
+        }
+        None => None,
+    };
+    if let Some(leadership) = &leadership {
+        let on_loss = leadership.lost();
+        tokio::spawn(async move {
+            on_loss.cancelled().await;
+            // Another replica leads now: stop at once, without finishing the reconciles in
+            // flight (they could apply and prune for minutes beside the new leader), as
+            // Kubernetes controllers do. The replacement pod competes again.
+            eprintln!("capstan controller: leadership lost, exiting");
+            std::process::exit(1);
+        });
+    }
+    tokio::join!(
+        capstan_controllers::git_repository::run(
+            client.clone(),
+            storage.clone(),
+            metrics.clone(),
+            config.clone(),
+            health.clone(),
+            stop.clone(),
+        ),
+        capstan_controllers::oci_repository::run(
+            client.clone(),
+            storage.clone(),
+            metrics.clone(),
+            config.clone(),
+            health.clone(),
+            stop.clone(),
+        ),
+        capstan_controllers::bucket::run(
+            client.clone(),
+            storage,
+            metrics.clone(),
+            config.clone(),
+            health.clone(),
+            stop.clone(),
+        ),
+        capstan_controllers::kustomization::run(client, metrics, config, health, stop.clone()),
+        // The Lease is given up as soon as shutdown starts, not after the reconciles in
+        // flight end: the replacement replica takes over at once.
+        async {
+            stop.cancelled().await;
+            if let Some(leadership) = leadership {
+                leadership.release().await;
+            }
+        },
+    );
 }
 
 /// A kube client from a kubeconfig path and context, or the default configuration.

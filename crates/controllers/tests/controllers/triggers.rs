@@ -7,7 +7,7 @@ use capstan_api::GitRepository;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
 };
 
 use crate::kustomize_support::{
@@ -44,7 +44,7 @@ async fn install_external_artifact(env: &Env) -> Api<DynamicObject> {
         Api::namespaced_with(env.client.clone(), NAMESPACE, &ApiResource::from_gvk(&gvk));
     eventually(Duration::from_secs(10), "the ExternalArtifact API", || {
         let api = api.clone();
-        async move { api.list(&Default::default()).await.ok().map(|_| ()) }
+        async move { api.list(&ListParams::default()).await.ok().map(|_| ()) }
     })
     .await;
     api
