@@ -156,7 +156,8 @@ pub enum Error {
         /// The reference pulled.
         reference: String,
         /// Why it cannot be used.
-        reason: String,
+        #[source]
+        reason: crate::oci::UnusableManifest,
     },
 
     /// No layer of the artifact matches the layer selector.

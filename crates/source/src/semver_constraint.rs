@@ -26,7 +26,48 @@ pub struct ConstraintError {
     /// The whole constraint string.
     pub constraint: String,
     /// What is wrong with it.
-    pub reason: String,
+    #[source]
+    pub reason: ConstraintReason,
+}
+
+/// What is wrong with a constraint (the reason of a [`ConstraintError`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConstraintReason {
+    /// An alternative between `||` holds no comparator.
+    #[error("empty alternative")]
+    EmptyAlternative,
+    /// Two operators in a row (`>= <1`).
+    #[error("operator {0:?} follows another operator")]
+    OperatorFollowsOperator(String),
+    /// An operator ends the alternative.
+    #[error("operator {0:?} without a version")]
+    OperatorWithoutVersion(String),
+    /// `a -` with nothing after.
+    #[error("range {0:?} - has no upper bound")]
+    RangeWithoutUpperBound(String),
+    /// `- b` with nothing before.
+    #[error("range without a lower bound")]
+    RangeWithoutLowerBound,
+    /// `>=a - b`: a range's bounds are versions.
+    #[error("range {low:?} - {high:?} cannot have operators")]
+    RangeWithOperators {
+        /// The lower bound as written.
+        low: String,
+        /// The upper bound as written.
+        high: String,
+    },
+    /// An operator Masterminds does not know.
+    #[error("unknown operator {0:?}")]
+    UnknownOperator(String),
+    /// A comparator's version does not read as one.
+    #[error("invalid version {version:?}")]
+    InvalidVersion {
+        /// The version as written.
+        version: String,
+        /// The number that does not fit, when that is why.
+        #[source]
+        source: Option<std::num::ParseIntError>,
+    },
 }
 
 /// A parsed version constraint; see the [module docs](self) for the syntax.
@@ -83,7 +124,7 @@ impl std::str::FromStr for Constraint {
 impl Constraint {
     /// Parses a constraint such as `>=1.2.0 <2.0.0 || ^3`.
     pub fn parse(text: &str) -> Result<Self, ConstraintError> {
-        let error = |reason: String| ConstraintError {
+        let error = |reason: ConstraintReason| ConstraintError {
             constraint: text.to_owned(),
             reason,
         };
@@ -153,13 +194,13 @@ fn compare(a: &Version, b: &Version) -> Ordering {
         .then_with(|| a.pre.cmp(&b.pre))
 }
 
-fn parse_alternative(text: &str) -> Result<Vec<Comparator>, String> {
+fn parse_alternative(text: &str) -> Result<Vec<Comparator>, ConstraintReason> {
     let words: Vec<&str> = text
         .split(|c: char| c.is_whitespace() || c == ',')
         .filter(|w| !w.is_empty())
         .collect();
     if words.is_empty() {
-        return Err("empty alternative".to_owned());
+        return Err(ConstraintReason::EmptyAlternative);
     }
     // Join operators written apart from their version (`>= 1.2`).
     let mut terms: Vec<String> = Vec::new();
@@ -167,7 +208,7 @@ fn parse_alternative(text: &str) -> Result<Vec<Comparator>, String> {
     for word in words {
         if word != "-" && word.chars().all(|c| "=!<>~^".contains(c)) {
             if pending_op.is_some() {
-                return Err(format!("operator {word:?} follows another operator"));
+                return Err(ConstraintReason::OperatorFollowsOperator(word.to_owned()));
             }
             pending_op = Some(word);
         } else {
@@ -175,7 +216,7 @@ fn parse_alternative(text: &str) -> Result<Vec<Comparator>, String> {
         }
     }
     if let Some(op) = pending_op {
-        return Err(format!("operator {op:?} without a version"));
+        return Err(ConstraintReason::OperatorWithoutVersion(op.to_owned()));
     }
     let mut comparators = Vec::new();
     let mut index = 0;
@@ -184,15 +225,18 @@ fn parse_alternative(text: &str) -> Result<Vec<Comparator>, String> {
             let low = &terms[index];
             let high = terms
                 .get(index + 2)
-                .ok_or_else(|| format!("range {low:?} - has no upper bound"))?;
+                .ok_or_else(|| ConstraintReason::RangeWithoutUpperBound(low.clone()))?;
             if has_operator(low) || has_operator(high) {
-                return Err(format!("range {low:?} - {high:?} cannot have operators"));
+                return Err(ConstraintReason::RangeWithOperators {
+                    low: low.clone(),
+                    high: high.clone(),
+                });
             }
             comparators.push(parse_comparator(&format!(">={low}"))?);
             comparators.push(parse_comparator(&format!("<={high}"))?);
             index += 3;
         } else if terms[index] == "-" {
-            return Err("range without a lower bound".to_owned());
+            return Err(ConstraintReason::RangeWithoutLowerBound);
         } else {
             comparators.push(parse_comparator(&terms[index])?);
             index += 1;
@@ -205,7 +249,7 @@ fn has_operator(term: &str) -> bool {
     term.starts_with(|c: char| "=!<>~^".contains(c))
 }
 
-fn parse_comparator(term: &str) -> Result<Comparator, String> {
+fn parse_comparator(term: &str) -> Result<Comparator, ConstraintReason> {
     let split = term
         .find(|c: char| !"=!<>~^".contains(c))
         .unwrap_or(term.len());
@@ -219,9 +263,12 @@ fn parse_comparator(term: &str) -> Result<Comparator, String> {
         "<=" | "=<" => Op::LessEqual,
         "~" | "~>" => Op::Tilde,
         "^" => Op::Caret,
-        other => return Err(format!("unknown operator {other:?}")),
+        other => return Err(ConstraintReason::UnknownOperator(other.to_owned())),
     };
-    let invalid = || format!("invalid version {version_text:?}");
+    let invalid = || ConstraintReason::InvalidVersion {
+        version: version_text.to_owned(),
+        source: None,
+    };
     let body = version_text.strip_prefix('v').unwrap_or(version_text);
     let core_end = body.find(['-', '+']).unwrap_or(body.len());
     let (core, suffix) = body.split_at(core_end);
@@ -238,7 +285,12 @@ fn parse_comparator(term: &str) -> Result<Comparator, String> {
         } else if first_wild.is_some() {
             // `1.x.3`: Masterminds ignores what follows a wildcard; so do we.
         } else if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) {
-            numbers[position] = part.parse().map_err(|_| invalid())?;
+            numbers[position] =
+                part.parse()
+                    .map_err(|source| ConstraintReason::InvalidVersion {
+                        version: version_text.to_owned(),
+                        source: Some(source),
+                    })?;
         } else {
             return Err(invalid());
         }
@@ -503,6 +555,11 @@ mod tests {
                 "{error}"
             );
         }
+        let overflow = Constraint::parse(">=1.99999999999999999999").unwrap_err();
+        assert_eq!(
+            crate::redact::error_chain(&overflow),
+            "invalid semver constraint \">=1.99999999999999999999\": invalid version \"1.99999999999999999999\": number too large to fit in target type"
+        );
     }
 
     #[test]

@@ -30,10 +30,11 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     DOCKER_MANIFEST_MEDIA_TYPE, Descriptor, MANIFEST_MEDIA_TYPE, Manifest, RegistryOptions,
-    config_blob, parse_reference, registry_error,
+    UnusableManifest, config_blob, parse_reference, registry_error,
 };
 use crate::digest::Digest;
 use crate::error::Error;
+use crate::redact::error_chain;
 
 /// Media type of cosign's signature payload layers.
 pub const SIMPLE_SIGNING_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
@@ -87,7 +88,8 @@ pub enum CosignError {
         /// The signature tag.
         tag: String,
         /// What is wrong with it.
-        reason: String,
+        #[source]
+        reason: UnusableManifest,
     },
     /// A signature verified, but its payload names another manifest digest: the signature
     /// of another artifact was copied onto this one.
@@ -321,8 +323,8 @@ impl Payload {
     }
 
     /// Parses payload bytes.
-    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
-        serde_json::from_slice(bytes).map_err(|e| format!("invalid signature payload: {e}"))
+    pub fn parse(bytes: &[u8]) -> Result<Self, PayloadError> {
+        serde_json::from_slice(bytes).map_err(PayloadError::Invalid)
     }
 
     /// The payload bytes that get signed.
@@ -422,6 +424,41 @@ async fn signature_manifest(
     Ok((reference, Some(manifest)))
 }
 
+/// Why a signature payload was not used (listed in [`CosignError::NoMatchingSignatures`]).
+#[derive(Debug, thiserror::Error)]
+pub enum PayloadError {
+    /// The payload is not a simple-signing payload.
+    #[error("invalid signature payload: {0}")]
+    Invalid(#[source] serde_json::Error),
+    /// The descriptor's size is negative or over [`MAX_PAYLOAD_BYTES`].
+    #[error("payload {digest} has size {size} (limit {MAX_PAYLOAD_BYTES})")]
+    Size {
+        /// The payload's digest.
+        digest: String,
+        /// The size its descriptor gives.
+        size: i64,
+    },
+    /// The registry did not give the payload.
+    #[error("cannot pull payload {digest}: {source}")]
+    Pull {
+        /// The payload's digest.
+        digest: String,
+        /// The registry's error.
+        #[source]
+        source: Box<OciDistributionError>,
+    },
+    /// The payload's length is not its descriptor's size.
+    #[error("payload {digest} has {length} bytes, descriptor says {size}")]
+    Length {
+        /// The payload's digest.
+        digest: String,
+        /// The bytes received.
+        length: usize,
+        /// The size its descriptor gives.
+        size: i64,
+    },
+}
+
 /// `<registry>/<repository>@<digest>`, as messages name the artifact.
 fn artifact_name(image: &oci_client::Reference, digest: &Digest) -> String {
     format!("{}/{}@{digest}", image.registry(), image.repository())
@@ -432,12 +469,12 @@ async fn pull_small_blob(
     client: &oci_client::Client,
     reference: &oci_client::Reference,
     layer: &Descriptor,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, PayloadError> {
     if !(0..=MAX_PAYLOAD_BYTES).contains(&layer.size) {
-        return Err(format!(
-            "payload {} has size {} (limit {MAX_PAYLOAD_BYTES})",
-            layer.digest, layer.size
-        ));
+        return Err(PayloadError::Size {
+            digest: layer.digest.clone(),
+            size: layer.size,
+        });
     }
     let descriptor = OciDescriptor {
         media_type: layer.media_type.clone(),
@@ -449,14 +486,16 @@ async fn pull_small_blob(
     client
         .pull_blob(reference, &descriptor, &mut bytes)
         .await
-        .map_err(|e| format!("cannot pull payload {}: {e}", layer.digest))?;
+        .map_err(|source| PayloadError::Pull {
+            digest: layer.digest.clone(),
+            source: Box::new(source),
+        })?;
     if i64::try_from(bytes.len()).ok() != Some(layer.size) {
-        return Err(format!(
-            "payload {} has {} bytes, descriptor says {}",
-            layer.digest,
-            bytes.len(),
-            layer.size
-        ));
+        return Err(PayloadError::Length {
+            digest: layer.digest.clone(),
+            length: bytes.len(),
+            size: layer.size,
+        });
     }
     Ok(bytes)
 }
@@ -495,10 +534,10 @@ pub async fn verify(
         return Err(CosignError::InvalidSignatureManifest {
             reference: name,
             tag,
-            reason: format!(
-                "{} layers (limit {MAX_SIGNATURE_LAYERS})",
-                manifest.layers.len()
-            ),
+            reason: UnusableManifest::TooManyLayers {
+                count: manifest.layers.len(),
+                limit: MAX_SIGNATURE_LAYERS,
+            },
         });
     }
     let mut tried = 0usize;
@@ -515,7 +554,7 @@ pub async fn verify(
         let payload = match pull_small_blob(&client, &signature_ref, layer).await {
             Ok(payload) => payload,
             Err(problem) => {
-                problems.push(problem);
+                problems.push(error_chain(&problem));
                 continue;
             }
         };
@@ -537,7 +576,11 @@ pub async fn verify(
                     expected: digest.to_string(),
                 });
             }
-            Err(problem) => problems.push(format!("payload {}: {problem}", layer.digest)),
+            Err(problem) => problems.push(format!(
+                "payload {}: {}",
+                layer.digest,
+                error_chain(&problem)
+            )),
         }
     }
     if let Some(mismatch) = mismatch {
@@ -675,7 +718,10 @@ mod tests {
             format!("sha256-{}.sig", "ab".repeat(32))
         );
         let error = Payload::parse(b"{\"critical\":{}}").unwrap_err();
-        assert!(error.starts_with("invalid signature payload"), "{error}");
+        assert!(
+            error.to_string().starts_with("invalid signature payload"),
+            "{error}"
+        );
     }
 
     #[test]

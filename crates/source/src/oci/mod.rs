@@ -44,7 +44,9 @@ use crate::digest::Digest;
 use crate::error::{Error, Result};
 
 pub use auth::{Credentials, RegistryOptions};
-pub use cosign::{CosignError, PublicKey, Signed, SigningKey, Verified, sign, verify};
+pub use cosign::{
+    CosignError, PayloadError, PublicKey, Signed, SigningKey, Verified, sign, verify,
+};
 pub use pull::{
     LayerOperation, LayerSelector, MAX_MANIFEST_BYTES, PullOptions, Pulled, pull, resolve_digest,
 };
@@ -107,20 +109,58 @@ pub struct Manifest {
 impl Manifest {
     /// Parses and checks an image manifest: JSON with schema version 2 and, when given, the
     /// OCI or Docker schema 2 manifest media type. The error says what is wrong.
-    pub fn parse(bytes: &[u8]) -> std::result::Result<Self, String> {
-        let manifest: Self =
-            serde_json::from_slice(bytes).map_err(|e| format!("not an image manifest: {e}"))?;
+    pub fn parse(bytes: &[u8]) -> std::result::Result<Self, UnusableManifest> {
+        let manifest: Self = serde_json::from_slice(bytes).map_err(UnusableManifest::NotJson)?;
         if manifest.schema_version != 2 {
-            return Err(format!("schema version {}", manifest.schema_version));
+            return Err(UnusableManifest::SchemaVersion(manifest.schema_version));
         }
         if let Some(media_type) = manifest.media_type.as_deref()
             && media_type != MANIFEST_MEDIA_TYPE
             && media_type != DOCKER_MANIFEST_MEDIA_TYPE
         {
-            return Err(format!("media type {media_type}"));
+            return Err(UnusableManifest::MediaType(media_type.to_owned()));
         }
         Ok(manifest)
     }
+}
+
+/// Why a manifest cannot be used (the reason of [`Error::UnsupportedManifest`] and
+/// [`CosignError::InvalidSignatureManifest`]).
+#[derive(Debug, thiserror::Error)]
+pub enum UnusableManifest {
+    /// The bytes are not a manifest's JSON.
+    #[error("not an image manifest: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// A schema version other than 2.
+    #[error("schema version {0}")]
+    SchemaVersion(u32),
+    /// A media type other than the OCI or Docker schema 2 manifest's.
+    #[error("media type {0}")]
+    MediaType(String),
+    /// The manifest lists no layers.
+    #[error("the artifact has no layers")]
+    NoLayers,
+    /// A layer's size is negative.
+    #[error("layer size {0}")]
+    LayerSize(i64),
+    /// The selected layer is to be extracted but is not a gzip-compressed tarball.
+    #[error(
+        "layer {digest} ({media_type}) is not a gzip-compressed tarball; use the copy operation"
+    )]
+    NotGzip {
+        /// The layer's digest.
+        digest: String,
+        /// The layer's media type.
+        media_type: String,
+    },
+    /// More layers than a signature manifest may have.
+    #[error("{count} layers (limit {limit})")]
+    TooManyLayers {
+        /// The layers listed.
+        count: usize,
+        /// The limit.
+        limit: usize,
+    },
 }
 
 /// Parses `oci://host[:port]/repository[:tag][@sha256:…]` (the scheme is optional).

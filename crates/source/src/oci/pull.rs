@@ -11,7 +11,7 @@ use oci_client::manifest::OciDescriptor;
 
 use super::{
     DOCKER_MANIFEST_MEDIA_TYPE, Descriptor, MANIFEST_MEDIA_TYPE, Manifest, RegistryOptions,
-    parse_reference, registry_error, revision,
+    UnusableManifest, parse_reference, registry_error, revision,
 };
 use crate::artifact::{Extracted, Limits};
 use crate::digest::Digest;
@@ -120,7 +120,7 @@ pub async fn pull(
             actual: digest.to_string(),
         });
     }
-    let unsupported = |reason: String| Error::UnsupportedManifest {
+    let unsupported = |reason: UnusableManifest| Error::UnsupportedManifest {
         reference: image.whole(),
         reason,
     };
@@ -131,12 +131,12 @@ pub async fn pull(
                 reference: image.whole(),
                 media_type: media_type.clone(),
             },
-            None => unsupported("the artifact has no layers".to_owned()),
+            None => unsupported(UnusableManifest::NoLayers),
         })?
         .clone();
     let layer_digest: Digest = layer.digest.parse()?;
-    let layer_size =
-        u64::try_from(layer.size).map_err(|_| unsupported(format!("layer size {}", layer.size)))?;
+    let layer_size = u64::try_from(layer.size)
+        .map_err(|_| unsupported(UnusableManifest::LayerSize(layer.size)))?;
     if layer_size > options.limits.max_archive_bytes {
         return Err(Error::LimitExceeded {
             entry: String::new(),
@@ -219,10 +219,10 @@ pub async fn pull(
             let mut magic = [0u8; 2];
             let is_gzip = temp.as_file().read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b];
             if !is_gzip {
-                return Err(unsupported(format!(
-                    "layer {} ({}) is not a gzip-compressed tarball; use the copy operation",
-                    layer.digest, layer.media_type
-                )));
+                return Err(unsupported(UnusableManifest::NotGzip {
+                    digest: layer.digest.clone(),
+                    media_type: layer.media_type.clone(),
+                }));
             }
             let target = target.to_owned();
             let limits = options.limits;
