@@ -156,6 +156,70 @@ where
     }
 }
 
+/// The outcome of one run of a command-line tool (`kubectl`, the `capstan` binary).
+#[derive(Debug)]
+pub struct Run {
+    /// The exit code, or -1 when a signal ended the process.
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+// `run.ok();` alone is an assertion, so the returned `Self` may be dropped.
+#[allow(clippy::return_self_not_must_use)]
+impl Run {
+    /// Panics with the output unless the command succeeded.
+    #[track_caller]
+    pub fn ok(self) -> Self {
+        assert_eq!(
+            self.status, 0,
+            "the command failed:\nstdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Panics unless the command failed; returns it for inspecting stderr.
+    #[track_caller]
+    pub fn fails(self) -> Self {
+        assert_ne!(
+            self.status, 0,
+            "the command unexpectedly succeeded:\nstdout: {}\nstderr: {}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Stdout parsed as JSON; panics with the output when it is not.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("the output is not JSON ({e}): {}", self.stdout))
+    }
+}
+
+impl From<std::process::Output> for Run {
+    fn from(output: std::process::Output) -> Self {
+        Self {
+            status: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+/// The kubectl binary: `$KUBECTL` or `kubectl` on PATH. A missing kubectl fails the test
+/// (`./scripts/setup` installs it); it is never skipped.
+pub fn kubectl_binary() -> PathBuf {
+    if let Some(kubectl) = std::env::var_os("KUBECTL") {
+        return PathBuf::from(kubectl);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("kubectl"))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| panic!("kubectl not found on PATH; hint: run ./scripts/setup"))
+}
+
 /// An HTTP client without proxies, on the process's rustls provider.
 pub fn http_client() -> reqwest::Client {
     capstan_source::tls::install_default_provider();

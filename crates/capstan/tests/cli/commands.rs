@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::harness::{Run, eventually, kubectl_binary};
+use capstan_testkit::{Run, eventually, kubectl_binary};
 
 /// `capstan dev` in a temp dir, plus a Git server serving `fleet.git` and a work tree pushing
 /// to it.

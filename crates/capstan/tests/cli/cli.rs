@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-use crate::harness::{Run, corpus, kubectl_binary};
+use capstan_testkit::{Run, corpus, kubectl_binary};
 
 /// GET over plain HTTP/1.0, returning (status line, body).
 async fn http_get(url: &str) -> (String, String) {

@@ -1,9 +1,9 @@
-//! Test harness: one control plane per test, a `kubectl` runner and an `eventually` helper.
+//! Test harness: one control plane per test and a `kubectl` runner against it.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
@@ -13,69 +13,6 @@ pub struct TestCluster {
     pub server: capstan_apiserver::ApiServer,
     pub dir: tempfile::TempDir,
     pub kubeconfig: PathBuf,
-}
-
-/// The result of one kubectl run.
-#[derive(Debug)]
-pub struct Run {
-    pub status: i32,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-impl Run {
-    /// Panics with the output unless the command succeeded.
-    #[track_caller]
-    pub fn ok(self) -> Self {
-        assert_eq!(
-            self.status, 0,
-            "kubectl failed:\nstdout: {}\nstderr: {}",
-            self.stdout, self.stderr
-        );
-        self
-    }
-
-    /// Panics unless the command failed; returns it for inspecting stderr.
-    #[track_caller]
-    pub fn fails(self) -> Self {
-        assert_ne!(
-            self.status, 0,
-            "kubectl unexpectedly succeeded:\nstdout: {}\nstderr: {}",
-            self.stdout, self.stderr
-        );
-        self
-    }
-
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("kubectl output is not JSON ({e}): {}", self.stdout))
-    }
-}
-
-impl From<Output> for Run {
-    fn from(o: Output) -> Self {
-        Self {
-            status: o.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-        }
-    }
-}
-
-/// The kubectl binary: `$KUBECTL` or `kubectl` on PATH. A missing kubectl fails the test
-/// (the test command installs it); it is never skipped.
-pub fn kubectl_binary() -> PathBuf {
-    if let Some(k) = std::env::var_os("KUBECTL") {
-        return PathBuf::from(k);
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    for dir in std::env::split_paths(&path) {
-        let candidate = dir.join("kubectl");
-        if candidate.is_file() {
-            return candidate;
-        }
-    }
-    panic!("kubectl not found on PATH: run ./scripts/test, which installs it");
 }
 
 impl TestCluster {
@@ -179,4 +116,4 @@ impl TestCluster {
     }
 }
 
-pub use capstan_testkit::{corpus, eventually};
+pub use capstan_testkit::{Run, corpus, eventually, kubectl_binary};

@@ -1,0 +1,7 @@
+//! Integration tests of the `capstan` binary as a user runs it (`CARGO_BIN_EXE_capstan`): `dev`,
+//! `install --export`, `kustomize build` and the Flux-like verbs, beside the real `kubectl`. They
+//! stay in this crate because they need the binary; the control plane's own kubectl and kube-rs
+//! tests live with it, in `crates/apiserver/tests/apiserver`.
+
+mod cli;
+mod commands;
