@@ -78,7 +78,7 @@ pub fn sources<K: Triggered>(
                 Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk));
             let store = store.clone();
             let kind = watched.kind;
-            on_change(api, kind, artifact_key, move |changed| {
+            on_change(api, watcher::Config::default(), kind, artifact_key, move |changed| {
                 tracing::debug!(kind, namespace = %changed.namespace, name = %changed.name, "source artifact changed");
                 referring(&store, |object| object.source().as_ref() == Some(changed))
             })
@@ -95,19 +95,29 @@ where
 {
     let api: Api<D> = Api::all(client.clone());
     let store = store.clone();
-    on_change(api, D::INFO.kind, ready_key::<D>, move |changed| {
-        referring(&store, |object| object.depends_on().contains(changed))
-    })
+    on_change(
+        api,
+        watcher::Config::default(),
+        D::INFO.kind,
+        ready_key::<D>,
+        move |changed| referring(&store, |object| object.depends_on().contains(changed)),
+    )
 }
 
-/// One trigger for ConfigMaps and one for Secrets: an object of `K` listing a changed one (its
-/// `data`, `binaryData`) in [`References::config_refs`] is reconciled.
+/// The label that opts a ConfigMap or Secret in to triggering the objects that reference it,
+/// as in Flux (`reconcile.fluxcd.io/watch: Enabled`); only those are watched.
+pub const WATCH_LABEL: &str = "reconcile.fluxcd.io/watch";
+
+/// One trigger for ConfigMaps and one for Secrets labelled [`WATCH_LABEL`]`: Enabled`: an object
+/// of `K` listing a changed one (its `data`, `binaryData`) in [`References::config_refs`] is
+/// reconciled. Unlabelled ones are read at the next reconcile, as in Flux.
 pub fn configs<K: Triggered>(
     client: &Client,
     store: &Store<K>,
 ) -> Vec<BoxStream<'static, ObjectRef<K>>> {
     let config_maps: Api<ConfigMap> = Api::all(client.clone());
     let secrets: Api<Secret> = Api::all(client.clone());
+    let watched = watcher::Config::default().labels(&format!("{WATCH_LABEL}=Enabled"));
     let referring_to = |store: Store<K>| {
         move |changed: &ObjectKey| {
             referring(&store, |object| object.config_refs().contains(changed))
@@ -116,12 +126,14 @@ pub fn configs<K: Triggered>(
     vec![
         on_change(
             config_maps,
+            watched.clone(),
             "ConfigMap",
             |c: &ConfigMap| Some(config_map_key(c)),
             referring_to(store.clone()),
         ),
         on_change(
             secrets,
+            watched,
             "Secret",
             |s: &Secret| Some(secret_key(s)),
             referring_to(store.clone()),
@@ -210,6 +222,7 @@ fn changed(seen: &mut HashMap<ObjectKey, String>, key: ObjectKey, value: Option<
 /// existing object, and a re-created object triggers again.
 fn on_change<W, K, F>(
     api: Api<W>,
+    config: watcher::Config,
     kind: &'static str,
     key: fn(&W) -> Option<String>,
     targets: F,
@@ -227,7 +240,7 @@ where
             &object.name_any(),
         )
     };
-    watcher(api, watcher::Config::default())
+    watcher(api, config)
         .default_backoff()
         .filter_map(move |event| {
             let found = match event {

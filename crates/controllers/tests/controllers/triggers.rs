@@ -130,7 +130,11 @@ async fn a_changed_substitute_from_config_map_reconciles_at_once() {
     let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
     let vars = |value: &str| -> ConfigMap {
         serde_json::from_value(serde_json::json!({
-            "metadata": {"name": "vars", "namespace": NAMESPACE},
+            "metadata": {
+                "name": "vars", "namespace": NAMESPACE,
+                // Flux's opt-in: only labelled ConfigMaps and Secrets trigger at once.
+                "labels": {"reconcile.fluxcd.io/watch": "Enabled"},
+            },
             "data": {"env": value},
         }))
         .unwrap()
