@@ -3,6 +3,8 @@
 //! server over smart HTTP ([`GitServer`], `git http-backend` behind
 //! [`capstan_source::git::server`]), plus a test certificate authority ([`TestCa`]) for TLS
 //! servers and clients, and object stores ([`buckets`]: moto for S3, azurite for Azure Blob).
+//! Tests wait with [`eventually`] (any condition) or [`wait_for`] (an object of a kind), never
+//! with a fixed sleep.
 //! Tools are never optional: a missing one fails with a hint to run
 //! `./scripts/setup`.
 
@@ -154,6 +156,28 @@ where
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Polls the object `name` through `api` until `check` holds for it, and returns it; panics
+/// naming `what` after 30 s. Errors and a missing object count as "not yet".
+pub async fn wait_for<K>(
+    api: &kube::Api<K>,
+    name: &str,
+    what: &str,
+    check: impl Fn(&K) -> bool,
+) -> K
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let check = &check;
+    eventually(Duration::from_secs(30), what, || async move {
+        api.get_opt(name)
+            .await
+            .ok()
+            .flatten()
+            .filter(|object| check(object))
+    })
+    .await
 }
 
 /// The outcome of one run of a command-line tool (`kubectl`, the `capstan` binary).

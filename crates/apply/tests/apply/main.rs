@@ -1,12 +1,12 @@
 //! The apply engine against the embedded control plane, reached only through a kube client.
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use capstan_apply::{
     Action, ApplyOptions, DeleteOptions, DriftKind, Error, Inventory, ObjectRef, Owner,
     ResourceManager, Status, set_owner_labels,
 };
+use capstan_testkit::eventually;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use serde_json::{Value, json};
 
@@ -129,22 +129,6 @@ fn refs(objects: &[DynamicObject]) -> Vec<ObjectRef> {
         .iter()
         .map(|o| ObjectRef::from_object(o).unwrap())
         .collect()
-}
-
-/// Polls `check` until it returns `Some`, failing the test after `timeout`.
-async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let start = Instant::now();
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test]
