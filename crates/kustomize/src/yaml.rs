@@ -37,6 +37,8 @@ impl std::fmt::Display for YamlError {
     }
 }
 
+impl std::error::Error for YamlError {}
+
 /// [`parse_documents`], keeping the error's location apart from its message.
 pub fn parse_documents_located(text: &str) -> Result<Vec<Value>, YamlError> {
     let options = serde_saphyr::options! {

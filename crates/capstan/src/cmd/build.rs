@@ -119,8 +119,7 @@ async fn render(
     let mut local = object.clone();
     local.spec.path = Some(path);
     let mut objects =
-        capstan_controllers::kustomization::render_local(&root, &local, variables.as_ref())
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        capstan_controllers::kustomization::render_local(&root, &local, variables.as_ref())?;
     capstan_apply::set_owner_labels(&mut objects, &args.name, &namespace);
     object.metadata.namespace = Some(namespace);
     Ok((object, objects))

@@ -90,7 +90,9 @@ pub mod target;
 pub mod triggers;
 pub mod variables;
 
-pub use render::{render, render_local, substitute};
+pub use render::{
+    ManifestError, PostBuildError, RenderError, SubstituteError, render, render_local, substitute,
+};
 
 use crate::error::ReconcileError;
 use crate::runtime::{
@@ -736,7 +738,11 @@ fn build_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
                 cx.state.dir = None;
                 Ok(StepOutcome::next())
             }
-            Err(message) => Err(ReconcileError::transient(reason::BUILD_FAILED, message)),
+            Err(error) => Err(ReconcileError::from_error(
+                crate::error::ErrorClass::Transient,
+                reason::BUILD_FAILED,
+                error,
+            )),
         }
     })
 }
@@ -752,7 +758,9 @@ async fn substitution_variables(
         &cx.namespace(),
     )
     .await
-    .map_err(|e| ReconcileError::transient(reason::BUILD_FAILED, e.to_string()))
+    .map_err(|e| {
+        ReconcileError::from_error(crate::error::ErrorClass::Transient, reason::BUILD_FAILED, e)
+    })
 }
 
 /// Applies the objects in stages and records the inventory.
@@ -1197,11 +1205,13 @@ mod tests {
         assert!(
             substitute("a: ${env", &variables)
                 .unwrap_err()
+                .to_string()
                 .contains("unterminated")
         );
         assert!(
             substitute("a: ${bad-name}", &variables)
                 .unwrap_err()
+                .to_string()
                 .contains("bad-name")
         );
     }
@@ -1217,6 +1227,7 @@ mod tests {
         assert!(
             resolve_path(root, "../etc")
                 .unwrap_err()
+                .to_string()
                 .contains("spec.path")
         );
     }
@@ -1337,14 +1348,18 @@ mod tests {
     fn build_errors_name_the_file() {
         let dir = source(&[("apps/kustomization.yaml", "resources: [missing.yaml]\n")]);
         let object = kustomization(&serde_json::json!({"path": "apps"}));
-        let error = build_objects(&dir.path().join("source"), &object).unwrap_err();
+        let error = build_objects(&dir.path().join("source"), &object)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("missing.yaml"), "{error}");
         assert!(
             !error.contains(&dir.path().display().to_string()),
             "{error}"
         );
         let object = kustomization(&serde_json::json!({"path": "nowhere"}));
-        let error = build_objects(&dir.path().join("source"), &object).unwrap_err();
+        let error = build_objects(&dir.path().join("source"), &object)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("'nowhere'"), "{error}");
     }
 

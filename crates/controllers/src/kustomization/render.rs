@@ -38,6 +38,135 @@ use super::{OVERLAY_DIR, SUBSTITUTE_ANNOTATION};
 
 const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
+/// Why [`render`] or [`render_local`] failed. Messages name the file or object at fault,
+/// with paths relative to the source; rendered with their causes
+/// ([`capstan_source::redact::error_chain`]) they are the Kustomization's condition message.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RenderError {
+    /// The local source directory has no absolute path.
+    #[error("cannot resolve '{}': {source}", path.display())]
+    Resolve {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `spec.path` leaves the source (lexically or through a link).
+    #[error("spec.path '{0}' must stay inside the source")]
+    PathOutside(String),
+    /// `spec.path` is not a directory of the source.
+    #[error("kustomization path not found: '{0}' does not exist in the source")]
+    PathNotFound(String),
+    /// A `spec.components` entry leaves the source.
+    #[error("spec.components: '{0}' is outside the root of the source: refused")]
+    ComponentOutside(String),
+    /// A link of the source (relative path given) leads outside it.
+    #[error("'{0}' is a link leading outside the source: refused")]
+    LinkOutside(String),
+    /// A directory of a path without a kustomization cannot be listed.
+    #[error("cannot list the directory '{dir}': {source}")]
+    List {
+        /// The directory, relative to `spec.path`.
+        dir: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A manifest of a path without a kustomization is not Kubernetes YAML.
+    #[error(
+        "failed to decode Kubernetes YAML from '{file}': {reason}; hint: list the resources in a kustomization.yaml, or exclude the file with .sourceignore"
+    )]
+    Manifest {
+        /// The file, relative to `spec.path`.
+        file: String,
+        /// Why.
+        #[source]
+        reason: ManifestError,
+    },
+    /// The generated kustomization's place is taken by something that is not a file.
+    #[error("cannot write the generated kustomization: '{0}' exists and is not a regular file")]
+    GeneratedKustomization(String),
+    /// The kustomize engine failed. `message` is its error with every cause, paths shown
+    /// relative to the source (the overlay relative to the build); the engine's error is kept
+    /// in `error` but not offered as a source, as its paths are the engine's view.
+    #[error("kustomize build failed: {message}")]
+    Build {
+        /// The engine's message with its causes, paths relative to the source.
+        message: String,
+        /// The engine's error.
+        error: Box<capstan_kustomize::Error>,
+    },
+    /// Substituting the `postBuild` variables into an object failed.
+    #[error("post build failed for {object}: {source}")]
+    PostBuild {
+        /// `<kind>/[<namespace>/]<name>`.
+        object: String,
+        /// Why.
+        #[source]
+        source: PostBuildError,
+    },
+    /// A built object does not decode as a Kubernetes object. `reason` is the decoder's
+    /// message, its quoted text redacted when variables were substituted into the object.
+    #[error("{object}: not a Kubernetes object: {reason}")]
+    NotAnObject {
+        /// `<kind>/[<namespace>/]<name>`.
+        object: String,
+        /// The decoder's message.
+        reason: String,
+    },
+}
+
+/// Why a manifest file of a path without a kustomization cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// The file cannot be read.
+    #[error("cannot read the file: {0}")]
+    Read(#[source] std::io::Error),
+    /// The file is not UTF-8.
+    #[error("the file is not UTF-8")]
+    NotUtf8,
+    /// The file is not YAML.
+    #[error(transparent)]
+    Yaml(capstan_kustomize::YamlError),
+    /// A document lacks `apiVersion` or `kind` (1-based index).
+    #[error("document {0} is not a Kubernetes object (it needs apiVersion and kind)")]
+    NotAnObject(usize),
+}
+
+/// Why substituting variables into an object failed. Never shows the object's text, which
+/// may hold secret values.
+#[derive(Debug, thiserror::Error)]
+pub enum PostBuildError {
+    /// A variable expression is malformed.
+    #[error(transparent)]
+    Substitute(#[from] SubstituteError),
+    /// The object is no longer YAML: where, and which variables were substituted near there
+    /// (the parser's message, which quotes the text, is withheld).
+    #[error("{0}")]
+    InvalidYaml(String),
+    /// The object became several documents (or none).
+    #[error("substitution changed the number of documents")]
+    DocumentCount,
+}
+
+/// A malformed variable expression ([`substitute`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SubstituteError {
+    /// `${` without `}`; the text after it (20 characters at most).
+    #[error("unterminated variable expression '${{{0}'")]
+    Unterminated(String),
+    /// A name that is not a shell variable name.
+    #[error("invalid variable name '{name}' in '${{{body}}}'")]
+    InvalidName {
+        /// The name.
+        name: String,
+        /// The whole expression between the braces.
+        body: String,
+    },
+}
+
 /// Where the engine sees the build: the source mounted at `/build/source`, the overlay (in
 /// memory) at `/build/overlay`. Only these paths reach the engine, so its messages never show
 /// where the source lies on the machine.
@@ -51,7 +180,7 @@ pub fn render(
     root: &Path,
     object: &Kustomization,
     variables: Option<&BTreeMap<String, String>>,
-) -> Result<Vec<DynamicObject>, String> {
+) -> Result<Vec<DynamicObject>, RenderError> {
     let objects = build_objects(root, object)?;
     finish_objects(objects, object, variables)
 }
@@ -62,9 +191,11 @@ pub fn render_local(
     source: &Path,
     object: &Kustomization,
     variables: Option<&BTreeMap<String, String>>,
-) -> Result<Vec<DynamicObject>, String> {
-    let root = std::path::absolute(source)
-        .map_err(|e| format!("cannot resolve '{}': {e}", source.display()))?;
+) -> Result<Vec<DynamicObject>, RenderError> {
+    let root = std::path::absolute(source).map_err(|source_error| RenderError::Resolve {
+        path: source.to_path_buf(),
+        source: source_error,
+    })?;
     let objects = build_in(&WithoutGit { root: &root }, &root, object)?;
     finish_objects(objects, object, variables)
 }
@@ -115,14 +246,14 @@ impl FileSystem for WithoutGit<'_> {
 }
 
 /// `path` joined to `root`, refusing absolute paths and `..` components.
-pub(super) fn resolve_path(root: &Path, path: &str) -> Result<PathBuf, String> {
+pub(super) fn resolve_path(root: &Path, path: &str) -> Result<PathBuf, RenderError> {
     let mut resolved = root.to_path_buf();
     for component in Path::new(path).components() {
         match component {
             Component::Normal(part) => resolved.push(part),
             Component::CurDir | Component::RootDir => {}
             Component::ParentDir | Component::Prefix(_) => {
-                return Err(format!("spec.path '{path}' must stay inside the source"));
+                return Err(RenderError::PathOutside(path.to_owned()));
             }
         }
     }
@@ -136,24 +267,20 @@ fn find_kustomization(
     dir: &Path,
     source: &Boundary,
     relative: &str,
-) -> Result<bool, String> {
+) -> Result<bool, RenderError> {
     for name in KUSTOMIZATION_FILES {
         let path = dir.join(name);
         if std::fs::symlink_metadata(&path).is_err() {
             continue;
         }
         let Some(real) = source.resolve(disk, &path) else {
-            return Err(outside_source(&join_relative(relative, name)));
+            return Err(RenderError::LinkOutside(join_relative(relative, name)));
         };
         if disk.exists(&real) && !disk.is_dir(&real) {
             return Ok(true);
         }
     }
     Ok(false)
-}
-
-fn outside_source(relative: &str) -> String {
-    format!("'{relative}' is a link leading outside the source: refused")
 }
 
 fn join_relative(dir: &str, name: &str) -> String {
@@ -166,17 +293,17 @@ fn join_relative(dir: &str, name: &str) -> String {
 
 /// Checks that every document of a manifest file is a Kubernetes object, as Flux's generator
 /// decodes each file it lists; `relative` names it in errors.
-fn check_manifest(disk: &dyn FileSystem, real: &Path, relative: &str) -> Result<(), String> {
-    let failed = |why: String| {
-        format!(
-            "failed to decode Kubernetes YAML from '{relative}': {why}; hint: list the resources in a kustomization.yaml, or exclude the file with .sourceignore"
-        )
+fn check_manifest(disk: &dyn FileSystem, real: &Path, relative: &str) -> Result<(), RenderError> {
+    let failed = |reason: ManifestError| RenderError::Manifest {
+        file: relative.to_owned(),
+        reason,
     };
     let bytes = disk
         .read(real)
-        .map_err(|e| failed(format!("cannot read the file: {e}")))?;
-    let text = String::from_utf8(bytes).map_err(|_| failed("the file is not UTF-8".into()))?;
-    let documents = capstan_kustomize::parse_documents(&text).map_err(failed)?;
+        .map_err(|e| failed(ManifestError::Read(e)))?;
+    let text = String::from_utf8(bytes).map_err(|_| failed(ManifestError::NotUtf8))?;
+    let documents = capstan_kustomize::parse_documents_located(&text)
+        .map_err(|e| failed(ManifestError::Yaml(e)))?;
     for (index, document) in documents.iter().enumerate() {
         let is_object = document
             .get("apiVersion")
@@ -187,10 +314,7 @@ fn check_manifest(disk: &dyn FileSystem, real: &Path, relative: &str) -> Result<
                 .and_then(Value::as_str)
                 .is_some_and(|k| !k.is_empty());
         if !is_object {
-            return Err(failed(format!(
-                "document {} is not a Kubernetes object (it needs apiVersion and kind)",
-                index + 1
-            )));
+            return Err(failed(ManifestError::NotAnObject(index + 1)));
         }
     }
     Ok(())
@@ -209,15 +333,17 @@ pub(super) fn manifest_resources(
     base: &Path,
     source: &Boundary,
     out: &mut Vec<String>,
-) -> Result<(), String> {
+) -> Result<(), RenderError> {
     let relative_of = |path: &Path| {
         path.strip_prefix(base)
             .unwrap_or(path)
             .to_string_lossy()
             .into_owned()
     };
-    let listing_failed =
-        |e: std::io::Error| format!("cannot list the directory '{}': {e}", relative_of(dir));
+    let listing_failed = |source: std::io::Error| RenderError::List {
+        dir: relative_of(dir),
+        source,
+    };
     let mut entries = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(listing_failed)? {
         let entry = entry.map_err(listing_failed)?;
@@ -248,7 +374,7 @@ pub(super) fn manifest_resources(
         let real = if kind.is_symlink() {
             let real = source
                 .resolve(disk, &path)
-                .ok_or_else(|| outside_source(&relative))?;
+                .ok_or_else(|| RenderError::LinkOutside(relative.clone()))?;
             if disk.is_dir(&real) {
                 continue;
             }
@@ -311,7 +437,10 @@ pub(super) fn overlay_kustomization(object: &Kustomization, resource: &str) -> O
 /// Builds `spec.path` of the extracted artifact at `root`, which is only read: the generated
 /// kustomization (when the path has none) and the overlay carrying the overrides are files in
 /// memory over it. Nothing outside `root` is read.
-pub(super) fn build_objects(root: &Path, object: &Kustomization) -> Result<Vec<Value>, String> {
+pub(super) fn build_objects(
+    root: &Path,
+    object: &Kustomization,
+) -> Result<Vec<Value>, RenderError> {
     build_in(&DiskFs, root, object)
 }
 
@@ -322,18 +451,15 @@ fn build_in(
     disk: &dyn FileSystem,
     root: &Path,
     object: &Kustomization,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, RenderError> {
     let source = Boundary::new(disk, root);
     let root = source.root();
     let path = resolve_path(root, object.path())?;
     let path = source
         .resolve(disk, &path)
-        .ok_or_else(|| format!("spec.path '{}' must stay inside the source", object.path()))?;
+        .ok_or_else(|| RenderError::PathOutside(object.path().to_owned()))?;
     if !disk.is_dir(&path) {
-        return Err(format!(
-            "kustomization path not found: '{}' does not exist in the source",
-            object.path()
-        ));
+        return Err(RenderError::PathNotFound(object.path().to_owned()));
     }
     check_components(root, &path, object)?;
     let build_root = Path::new(BUILD_ROOT);
@@ -350,10 +476,10 @@ fn build_in(
             "resources": resources,
         });
         if std::fs::symlink_metadata(path.join("kustomization.yaml")).is_ok() {
-            return Err(format!(
-                "cannot write the generated kustomization: '{}' exists and is not a regular file",
-                join_relative(object.path().trim_end_matches('/'), "kustomization.yaml")
-            ));
+            return Err(RenderError::GeneratedKustomization(join_relative(
+                object.path().trim_end_matches('/'),
+                "kustomization.yaml",
+            )));
         }
         fs.insert(build_path.join("kustomization.yaml"), generated.to_string());
     }
@@ -371,18 +497,20 @@ fn build_in(
         boundary: Some(build_root.to_path_buf()),
         ..capstan_kustomize::BuildOptions::default()
     };
-    capstan_kustomize::build_with(&fs, &build_dir, &options).map_err(|e| {
+    capstan_kustomize::build_with(&fs, &build_dir, &options).map_err(|error| {
         // Paths are shown relative to the source (the overlay relative to the build).
-        let message = e
-            .to_string()
+        let message = capstan_source::redact::error_chain(&error)
             .replace(&format!("{}/", mounted.display()), "")
             .replace(&format!("{}/", build_root.display()), "");
-        format!("kustomize build failed: {message}")
+        RenderError::Build {
+            message,
+            error: Box::new(error),
+        }
     })
 }
 
 /// Refuses `spec.components` entries leaving the source (they are relative to `spec.path`).
-fn check_components(root: &Path, path: &Path, object: &Kustomization) -> Result<(), String> {
+fn check_components(root: &Path, path: &Path, object: &Kustomization) -> Result<(), RenderError> {
     for component in &object.spec.components {
         let mut resolved = path.to_path_buf();
         let mut inside = !Path::new(component).is_absolute();
@@ -396,9 +524,7 @@ fn check_components(root: &Path, path: &Path, object: &Kustomization) -> Result<
             }
         }
         if !inside || !resolved.starts_with(root) {
-            return Err(format!(
-                "spec.components: '{component}' is outside the root of the source: refused"
-            ));
+            return Err(RenderError::ComponentOutside(component.clone()));
         }
     }
     Ok(())
@@ -419,7 +545,10 @@ pub(super) fn substitution_disabled(object: &Value) -> bool {
 /// `variables`; `$${...}` yields a literal `${...}`; undefined variables without a default
 /// become empty, as Flux's non-strict substitution does. Errors name an unterminated or
 /// malformed expression.
-pub fn substitute(text: &str, variables: &BTreeMap<String, String>) -> Result<String, String> {
+pub fn substitute(
+    text: &str,
+    variables: &BTreeMap<String, String>,
+) -> Result<String, SubstituteError> {
     substitute_tracked(text, variables).map(|(out, _)| out)
 }
 
@@ -430,7 +559,7 @@ type Placed = (Range<usize>, String);
 fn substitute_tracked(
     text: &str,
     variables: &BTreeMap<String, String>,
-) -> Result<(String, Vec<Placed>), String> {
+) -> Result<(String, Vec<Placed>), SubstituteError> {
     let mut placed = Vec::new();
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -448,9 +577,8 @@ fn substitute_tracked(
             continue;
         };
         let Some(end) = body_start.find('}') else {
-            return Err(format!(
-                "unterminated variable expression '${{{}'",
-                body_start.chars().take(20).collect::<String>()
+            return Err(SubstituteError::Unterminated(
+                body_start.chars().take(20).collect(),
             ));
         };
         let body = &body_start[..end];
@@ -462,7 +590,10 @@ fn substitute_tracked(
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
             && !name.starts_with(|c: char| c.is_ascii_digit());
         if !valid {
-            return Err(format!("invalid variable name '{name}' in '${{{body}}}'"));
+            return Err(SubstituteError::InvalidName {
+                name: name.to_owned(),
+                body: body.to_owned(),
+            });
         }
         match (variables.get(name), default) {
             (Some(value), _) => {
@@ -607,7 +738,7 @@ pub(super) fn finish_objects(
     objects: Vec<Value>,
     object: &Kustomization,
     variables: Option<&BTreeMap<String, String>>,
-) -> Result<Vec<DynamicObject>, String> {
+) -> Result<Vec<DynamicObject>, RenderError> {
     let common = object.spec.common_metadata.as_ref();
     let mut finished = Vec::with_capacity(objects.len());
     for mut value in objects {
@@ -622,22 +753,21 @@ pub(super) fn finish_objects(
             && !substitution_disabled(&value)
         {
             let text = capstan_kustomize::to_yaml_document(&value);
-            let (replaced, placed) = substitute_tracked(&text, variables)
-                .map_err(|e| format!("post build failed for {}: {e}", describe_value(&value)))?;
+            let failed = |source: PostBuildError| RenderError::PostBuild {
+                object: describe_value(&value),
+                source,
+            };
+            let (replaced, placed) =
+                substitute_tracked(&text, variables).map_err(|e| failed(e.into()))?;
             substituted = !placed.is_empty();
             let mut documents =
                 capstan_kustomize::parse_documents_located(&replaced).map_err(|e| {
-                    format!(
-                        "post build failed for {}: {}",
-                        describe_value(&value),
-                        redacted_parse_error(&replaced, &placed, &e)
-                    )
+                    failed(PostBuildError::InvalidYaml(redacted_parse_error(
+                        &replaced, &placed, &e,
+                    )))
                 })?;
             if documents.len() != 1 {
-                return Err(format!(
-                    "post build failed for {}: substitution changed the number of documents",
-                    describe_value(&value)
-                ));
+                return Err(failed(PostBuildError::DocumentCount));
             }
             value = documents.remove(0);
         }
@@ -649,7 +779,10 @@ pub(super) fn finish_objects(
             } else {
                 why
             };
-            format!("{description}: not a Kubernetes object: {why}")
+            RenderError::NotAnObject {
+                object: description,
+                reason: why,
+            }
         })?;
         finished.push(dynamic);
     }
@@ -658,6 +791,8 @@ pub(super) fn finish_objects(
 
 #[cfg(test)]
 mod tests {
+    use capstan_source::redact::error_chain;
+
     use super::*;
 
     const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: apps\ndata:\n  a: b\n";
@@ -713,7 +848,7 @@ mod tests {
             std::os::unix::fs::symlink(target, self.path(link)).unwrap();
         }
         fn build(&self, spec: &Value) -> Result<Vec<Value>, String> {
-            build_objects(&self.root(), &kustomization(spec))
+            build_objects(&self.root(), &kustomization(spec)).map_err(|e| error_chain(&e))
         }
     }
 
@@ -945,12 +1080,12 @@ mod tests {
             "source/apps/kustomization.yaml",
             "resources: [cm.yaml, .git/cm.yaml]\n",
         );
-        let error = render_local(&root, &object, None).unwrap_err();
+        let error = error_chain(&render_local(&root, &object, None).unwrap_err());
         assert!(error.contains(".git/cm.yaml"), "{error}");
         assert_no_host(&error, &work);
         std::fs::remove_file(work.path("source/apps/kustomization.yaml")).unwrap();
         let object = kustomization(&serde_json::json!({"path": "./.git"}));
-        let error = render_local(&root, &object, None).unwrap_err();
+        let error = error_chain(&render_local(&root, &object, None).unwrap_err());
         assert!(error.contains("not found"), "{error}");
         assert_eq!(
             tree(work.0.path()),
@@ -978,7 +1113,7 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        finish_objects(vec![value.clone()], &object, Some(&variables))
+        finish_objects(vec![value.clone()], &object, Some(&variables)).map_err(|e| error_chain(&e))
     }
 
     #[test]

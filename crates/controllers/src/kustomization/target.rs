@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client, ResourceExt};
 
-use crate::error::ReconcileError;
+use crate::error::{ErrorClass, ReconcileError};
 
 use super::FIELD_MANAGER;
 
@@ -41,9 +41,11 @@ pub async fn manager_for(
             return Ok(None);
         };
         let client = impersonating_client(client.clone(), &user, &[]).map_err(|e| {
-            ReconcileError::stalled(
+            ReconcileError::with_context(
+                ErrorClass::Stalled,
                 capstan_api::meta::reason::RECONCILIATION_FAILED,
-                format!("spec.serviceAccountName: invalid name: {e}"),
+                "spec.serviceAccountName: invalid name",
+                e,
             )
         })?;
         return Ok(Some(ResourceManager::new(client, FIELD_MANAGER)));
@@ -56,9 +58,11 @@ pub async fn manager_for(
         .get_opt(&secret_ref.name)
         .await
         .map_err(|e| {
-            ReconcileError::transient(
+            ReconcileError::with_context(
+                ErrorClass::Transient,
                 capstan_api::meta::reason::RECONCILIATION_FAILED,
-                format!("{field}: cannot get {display}: {e}"),
+                format!("{field}: cannot get {display}"),
+                e,
             )
         })?
         .ok_or_else(|| {
@@ -89,11 +93,11 @@ pub async fn manager_for(
             format!("{field}: the kubeconfig in {display} key '{key}' is not a valid kubeconfig"),
         )
     })?;
-    check_no_plugins(&kubeconfig).map_err(|path| {
+    check_no_plugins(&kubeconfig).map_err(|found| {
         ReconcileError::stalled(
             INVALID_KUBECONFIG,
             format!(
-                "{field}: the kubeconfig in {display} key '{key}' uses {path}, which is not allowed"
+                "{field}: the kubeconfig in {display} key '{key}' uses {found}, which is not allowed"
             ),
         )
     })?;
@@ -107,15 +111,19 @@ pub async fn manager_for(
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .map_err(|e| {
-            ReconcileError::stalled(
+            ReconcileError::with_context(
+                ErrorClass::Stalled,
                 INVALID_KUBECONFIG,
-                format!("{field}: the kubeconfig in {display} key '{key}' is unusable: {e}"),
+                format!("{field}: the kubeconfig in {display} key '{key}' is unusable"),
+                e,
             )
         })?;
     let remote = Client::try_from(config).map_err(|e| {
-        ReconcileError::stalled(
+        ReconcileError::with_context(
+            ErrorClass::Stalled,
             INVALID_KUBECONFIG,
-            format!("{field}: cannot build a client from {display} key '{key}': {e}"),
+            format!("{field}: cannot build a client from {display} key '{key}'"),
+            e,
         )
     })?;
     Ok(Some(ResourceManager::new(remote, FIELD_MANAGER)))
@@ -125,17 +133,17 @@ pub async fn manager_for(
 /// the kubeconfig's author: credential plugins (`exec`, `auth-provider`) and file references
 /// (`tokenFile`, `client-certificate`, `client-key`, `certificate-authority`; the `-data`
 /// forms are fine). Returns what was found, with its path (`users[<name>].user.exec`).
-fn check_no_plugins(kubeconfig: &Kubeconfig) -> Result<(), String> {
+fn check_no_plugins(kubeconfig: &Kubeconfig) -> Result<(), Forbidden> {
     for named in &kubeconfig.auth_infos {
         let Some(auth) = named.auth_info.as_ref() else {
             continue;
         };
         let user = format!("users[{}].user", named.name);
         if auth.exec.is_some() {
-            return Err(format!("an exec credential plugin ({user}.exec)"));
+            return Err(Forbidden::Exec(user));
         }
         if auth.auth_provider.is_some() {
-            return Err(format!("an auth provider ({user}.auth-provider)"));
+            return Err(Forbidden::AuthProvider(user));
         }
         let files = [
             ("tokenFile", &auth.token_file),
@@ -143,7 +151,7 @@ fn check_no_plugins(kubeconfig: &Kubeconfig) -> Result<(), String> {
             ("client-key", &auth.client_key),
         ];
         if let Some((field, _)) = files.iter().find(|(_, value)| value.is_some()) {
-            return Err(format!("a file of the controller ({user}.{field})"));
+            return Err(Forbidden::ControllerFile(format!("{user}.{field}")));
         }
     }
     for named in &kubeconfig.clusters {
@@ -152,13 +160,27 @@ fn check_no_plugins(kubeconfig: &Kubeconfig) -> Result<(), String> {
             .as_ref()
             .is_some_and(|c| c.certificate_authority.is_some())
         {
-            return Err(format!(
-                "a file of the controller (clusters[{}].cluster.certificate-authority)",
+            return Err(Forbidden::ControllerFile(format!(
+                "clusters[{}].cluster.certificate-authority",
                 named.name
-            ));
+            )));
         }
     }
     Ok(())
+}
+
+/// What a kubeconfig uses that it may not ([`check_no_plugins`]), with its path.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum Forbidden {
+    /// `users[<name>].user`, which has an `exec` plugin.
+    #[error("an exec credential plugin ({0}.exec)")]
+    Exec(String),
+    /// `users[<name>].user`, which has an `auth-provider`.
+    #[error("an auth provider ({0}.auth-provider)")]
+    AuthProvider(String),
+    /// The field naming a file of the controller.
+    #[error("a file of the controller ({0})")]
+    ControllerFile(String),
 }
 
 #[cfg(test)]
@@ -175,7 +197,7 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(
-            check_no_plugins(&exec).unwrap_err(),
+            check_no_plugins(&exec).unwrap_err().to_string(),
             "an exec credential plugin (users[u].user.exec)"
         );
         let provider = Kubeconfig::from_yaml(&format!(
@@ -185,6 +207,7 @@ mod tests {
         assert!(
             check_no_plugins(&provider)
                 .unwrap_err()
+                .to_string()
                 .contains("auth-provider")
         );
         let token_file = Kubeconfig::from_yaml(&format!(
@@ -192,7 +215,7 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(
-            check_no_plugins(&token_file).unwrap_err(),
+            check_no_plugins(&token_file).unwrap_err().to_string(),
             "a file of the controller (users[u].user.tokenFile)"
         );
         let ca_file = Kubeconfig::from_yaml(&format!("{base}    token: abc\n").replace(
@@ -203,6 +226,7 @@ mod tests {
         assert!(
             check_no_plugins(&ca_file)
                 .unwrap_err()
+                .to_string()
                 .contains("clusters[c].cluster.certificate-authority")
         );
     }

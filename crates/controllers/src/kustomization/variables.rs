@@ -18,16 +18,17 @@ pub enum VariablesError {
         /// Its name.
         name: String,
     },
-    /// Reading a `substituteFrom` object failed. The cause is part of the message (as Flux
-    /// words it), so it is not repeated as a `source`.
-    #[error("substitute from '{kind}/{name}' failed: {cause}")]
+    /// Reading a `substituteFrom` object failed. The message shows the cause (as Flux words
+    /// it); it is also the `source`, so a cause chain adds only the causes below it.
+    #[error("substitute from '{kind}/{name}' failed: {source}")]
     Read {
         /// `ConfigMap` or `Secret`.
         kind: &'static str,
         /// Its name.
         name: String,
         /// What the API server answered.
-        cause: kube::Error,
+        #[source]
+        source: kube::Error,
     },
 }
 
@@ -75,7 +76,7 @@ pub async fn collect(
                 Ok(Some(data)) => variables.extend(data),
                 Ok(None) if reference.optional.unwrap_or(false) => {}
                 Ok(None) => return Err(VariablesError::NotFound { kind, name }),
-                Err(cause) => return Err(VariablesError::Read { kind, name, cause }),
+                Err(source) => return Err(VariablesError::Read { kind, name, source }),
             }
         }
     }

@@ -251,7 +251,10 @@ fn links_out_of_a_local_source_are_refused_by_the_cli_render() {
                  "sourceRef": {"kind": "GitRepository", "name": "repo"}},
     }))
     .unwrap();
-    let render = || capstan_controllers::kustomization::render_local(source.path(), &object, None);
+    let render = || {
+        capstan_controllers::kustomization::render_local(source.path(), &object, None)
+            .map_err(|e| capstan_source::redact::error_chain(&e))
+    };
     let link = |target: PathBuf, name: &str| {
         let path = apps.join(name);
         let _ = std::fs::remove_file(&path);
