@@ -10,7 +10,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 
 use capstan_testkit::buckets::{BUCKET, Moto};
 
-use crate::support::{Env, download, eventually, tar_entries};
+use crate::support::{Env, download, eventually, tar_entries, wait_for};
 
 fn condition(object: &Bucket, type_: &str) -> Option<(String, String, String)> {
     object
@@ -37,26 +37,6 @@ fn handled(object: &Bucket) -> Option<&str> {
         .reconcile_request
         .last_handled_reconcile_at
         .as_deref()
-}
-
-async fn wait_for(
-    api: &Api<Bucket>,
-    name: &str,
-    what: &str,
-    check: impl Fn(&Bucket) -> bool,
-) -> Bucket {
-    let check = &check;
-    eventually(Duration::from_secs(30), what, || {
-        let api = api.clone();
-        async move {
-            api.get_opt(name)
-                .await
-                .ok()
-                .flatten()
-                .filter(|object| check(object))
-        }
-    })
-    .await
 }
 
 async fn create_secret(env: &Env, namespace: &str, name: &str, data: &BTreeMap<&str, &str>) {

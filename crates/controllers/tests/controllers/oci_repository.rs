@@ -11,7 +11,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 
 use crate::support::{
     Env, REGISTRY_PASSWORD as PASSWORD, REGISTRY_USER as USER, Registry, TestCa, download,
-    eventually, tar_entries,
+    eventually, tar_entries, wait_for,
 };
 
 const SOURCE: &str = "https://github.com/example/fleet";
@@ -82,28 +82,6 @@ async fn create(env: &Env, namespace: &str, name: &str, spec: serde_json::Value)
         .unwrap();
 }
 
-async fn wait_for(
-    env: &Env,
-    namespace: &str,
-    name: &str,
-    what: &str,
-    check: impl Fn(&OCIRepository) -> bool,
-) -> OCIRepository {
-    let api = api(env, namespace);
-    let check = &check;
-    eventually(Duration::from_secs(30), what, || {
-        let api = api.clone();
-        async move {
-            api.get_opt(name)
-                .await
-                .ok()
-                .flatten()
-                .filter(|object| check(object))
-        }
-    })
-    .await
-}
-
 fn handled(object: &OCIRepository) -> Option<&str> {
     object
         .status
@@ -149,7 +127,10 @@ async fn latest_tag_is_stored_with_annotations_and_follows_requested_reconciles(
     .await;
 
     let expected = format!("latest@{}", first.digest);
-    let object = wait_for(&env, &ns, "apps", "Ready=True", |o| ready_is(o, "True")).await;
+    let object = wait_for(&api(&env, &ns), "apps", "Ready=True", |o| {
+        ready_is(o, "True")
+    })
+    .await;
     assert_eq!(revision(&object), Some(expected.as_str()));
     let (_, reason, message) = condition(&object, "Ready").unwrap();
     assert_eq!(reason, "Succeeded");
@@ -202,7 +183,7 @@ async fn latest_tag_is_stored_with_annotations_and_follows_requested_reconciles(
     let file = env.storage_path(&artifact.path);
     let modified = std::fs::metadata(&file).unwrap().modified().unwrap();
     request_reconcile(&env, &ns, "apps", "now-0").await;
-    let object = wait_for(&env, &ns, "apps", "the request handled", |o| {
+    let object = wait_for(&api(&env, &ns), "apps", "the request handled", |o| {
         handled(o) == Some("now-0")
     })
     .await;
@@ -223,7 +204,7 @@ async fn latest_tag_is_stored_with_annotations_and_follows_requested_reconciles(
     assert_ne!(first.digest, second.digest);
     request_reconcile(&env, &ns, "apps", "now-1").await;
     let expected = format!("latest@{}", second.digest);
-    let object = wait_for(&env, &ns, "apps", "the new digest", |o| {
+    let object = wait_for(&api(&env, &ns), "apps", "the new digest", |o| {
         revision(o) == Some(expected.as_str())
     })
     .await;
@@ -291,7 +272,10 @@ async fn semver_picks_the_newest_matching_tag_and_digests_pin() {
     )
     .await;
 
-    let object = wait_for(&env, &ns, "ranged", "Ready=True", |o| ready_is(o, "True")).await;
+    let object = wait_for(&api(&env, &ns), "ranged", "Ready=True", |o| {
+        ready_is(o, "True")
+    })
+    .await;
     let expected = format!("v1.1.0@{}", pushed[1].digest);
     assert_eq!(revision(&object), Some(expected.as_str()));
     let artifact = object.status.as_ref().unwrap().artifact.as_ref().unwrap();
@@ -310,7 +294,10 @@ async fn semver_picks_the_newest_matching_tag_and_digests_pin() {
         });
     assert_eq!(content.as_deref(), Some("v1.1.0"));
 
-    let object = wait_for(&env, &ns, "pinned", "Ready=True", |o| ready_is(o, "True")).await;
+    let object = wait_for(&api(&env, &ns), "pinned", "Ready=True", |o| {
+        ready_is(o, "True")
+    })
+    .await;
     let expected = pushed[0].digest.to_string();
     assert_eq!(revision(&object), Some(expected.as_str()));
     env.stop().await;
@@ -340,7 +327,7 @@ async fn missing_tags_fail_the_fetch_and_keyless_verify_is_refused() {
     )
     .await;
 
-    let object = wait_for(&env, &ns, "missing", "Ready=False", |o| {
+    let object = wait_for(&api(&env, &ns), "missing", "Ready=False", |o| {
         ready_is(o, "False")
     })
     .await;
@@ -354,7 +341,7 @@ async fn missing_tags_fail_the_fetch_and_keyless_verify_is_refused() {
     );
     assert!(revision(&object).is_none());
 
-    let object = wait_for(&env, &ns, "verified", "Stalled=True", |o| {
+    let object = wait_for(&api(&env, &ns), "verified", "Stalled=True", |o| {
         condition(o, "Stalled").is_some_and(|(s, ..)| s == "True")
     })
     .await;
@@ -413,14 +400,14 @@ async fn docker_config_secrets_authenticate_pulls() {
     create(&env, &ns, "with-secret", spec(true)).await;
     create(&env, &ns, "anonymous", spec(false)).await;
 
-    let object = wait_for(&env, &ns, "with-secret", "Ready=True", |o| {
+    let object = wait_for(&api(&env, &ns), "with-secret", "Ready=True", |o| {
         ready_is(o, "True")
     })
     .await;
     let expected = format!("v1@{}", pushed.digest);
     assert_eq!(revision(&object), Some(expected.as_str()));
 
-    let object = wait_for(&env, &ns, "anonymous", "Ready=False", |o| {
+    let object = wait_for(&api(&env, &ns), "anonymous", "Ready=False", |o| {
         ready_is(o, "False")
     })
     .await;
@@ -521,7 +508,10 @@ async fn cosign_signatures_gate_what_is_stored() {
         .await;
     }
 
-    let object = wait_for(&env, &ns, "signed", "Ready=True", |o| ready_is(o, "True")).await;
+    let object = wait_for(&api(&env, &ns), "signed", "Ready=True", |o| {
+        ready_is(o, "True")
+    })
+    .await;
     let expected = format!("signed@{}", signed.digest);
     assert_eq!(revision(&object), Some(expected.as_str()));
     assert_eq!(
@@ -540,7 +530,7 @@ async fn cosign_signatures_gate_what_is_stored() {
         ("replayed", "signature payload for '"),
     ];
     for (name, cause) in failures {
-        let object = wait_for(&env, &ns, name, "SourceVerified=False", |o| {
+        let object = wait_for(&api(&env, &ns), name, "SourceVerified=False", |o| {
             verification_failure(o).is_some()
         })
         .await;
@@ -579,7 +569,7 @@ async fn cosign_signatures_gate_what_is_stored() {
     let stranger_key = stranger.public_key("stranger.pub").to_pem();
     create_secret(&env, &ns, "cosign-keys", &[("stranger.pub", &stranger_key)]).await;
     request_reconcile(&env, &ns, "signed", "rotated").await;
-    let object = wait_for(&env, &ns, "signed", "the request handled", |o| {
+    let object = wait_for(&api(&env, &ns), "signed", "the request handled", |o| {
         handled(o) == Some("rotated")
     })
     .await;
@@ -596,7 +586,7 @@ async fn cosign_signatures_gate_what_is_stored() {
         .await
         .unwrap();
     request_reconcile(&env, &ns, "signed", "new-digest").await;
-    let object = wait_for(&env, &ns, "signed", "the new digest refused", |o| {
+    let object = wait_for(&api(&env, &ns), "signed", "the new digest refused", |o| {
         handled(o) == Some("new-digest") && verification_failure(o).is_some()
     })
     .await;
@@ -615,7 +605,7 @@ async fn cosign_signatures_gate_what_is_stored() {
     create_secret(&env, &ns, "cosign-keys", &[("team.pub", &team_key)]).await;
     request_reconcile(&env, &ns, "signed", "team-again").await;
     let expected = format!("signed@{}", second.digest);
-    let object = wait_for(&env, &ns, "signed", "the new digest stored", |o| {
+    let object = wait_for(&api(&env, &ns), "signed", "the new digest stored", |o| {
         revision(o) == Some(expected.as_str()) && ready_is(o, "True")
     })
     .await;
@@ -633,7 +623,7 @@ async fn cosign_signatures_gate_what_is_stored() {
         )
         .await
         .unwrap();
-    wait_for(&env, &ns, "signed", "SourceVerified removed", |o| {
+    wait_for(&api(&env, &ns), "signed", "SourceVerified removed", |o| {
         condition(o, "SourceVerified").is_none() && ready_is(o, "True")
     })
     .await;
@@ -679,7 +669,10 @@ async fn cert_secret_ref_ca_trusts_a_private_registry() {
     create(&env, &ns, "with-ca", spec(true)).await;
     create(&env, &ns, "without-ca", spec(false)).await;
 
-    let object = wait_for(&env, &ns, "with-ca", "Ready=True", |o| ready_is(o, "True")).await;
+    let object = wait_for(&api(&env, &ns), "with-ca", "Ready=True", |o| {
+        ready_is(o, "True")
+    })
+    .await;
     let expected = format!("v1@{}", pushed.digest);
     assert_eq!(revision(&object), Some(expected.as_str()));
     assert_eq!(
@@ -687,7 +680,7 @@ async fn cert_secret_ref_ca_trusts_a_private_registry() {
         Some("True".to_owned())
     );
 
-    let object = wait_for(&env, &ns, "without-ca", "Ready=False", |o| {
+    let object = wait_for(&api(&env, &ns), "without-ca", "Ready=False", |o| {
         ready_is(o, "False") && condition(o, "FetchFailed").is_some()
     })
     .await;
@@ -715,7 +708,7 @@ async fn cert_secret_ref_ca_trusts_a_private_registry() {
     let mut mtls = spec(true);
     mtls["certSecretRef"] = serde_json::json!({"name": "registry-mtls"});
     create(&env, &ns, "with-client-cert", mtls).await;
-    let object = wait_for(&env, &ns, "with-client-cert", "Ready=False", |o| {
+    let object = wait_for(&api(&env, &ns), "with-client-cert", "Ready=False", |o| {
         ready_is(o, "False")
     })
     .await;

@@ -12,7 +12,7 @@ use capstan_controllers::runtime::{self, Health, Metrics, RuntimeConfig};
 use capstan_source::storage::Storage;
 pub use capstan_testkit::{
     GitServer, REGISTRY_PASSWORD, REGISTRY_USER, Registry, TestCa, download, eventually,
-    http_client,
+    http_client, wait_for,
 };
 use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -151,19 +151,7 @@ impl Env {
         what: &str,
         check: impl Fn(&GitRepository) -> bool,
     ) -> GitRepository {
-        let api = self.git_repositories(namespace);
-        let check = &check;
-        eventually(Duration::from_secs(30), what, || {
-            let api = api.clone();
-            async move {
-                api.get_opt(name)
-                    .await
-                    .ok()
-                    .flatten()
-                    .filter(|object| check(object))
-            }
-        })
-        .await
+        wait_for(&self.git_repositories(namespace), name, what, check).await
     }
 
     /// Stops the controller (graceful shutdown) and waits for it.
