@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
-use capstan_testkit::{Run, corpus, kubectl_binary};
+use capstan_testkit::{Run, corpus, eventually, kubectl_binary};
 
 /// GET over plain HTTP/1.0, returning (status line, body).
 async fn http_get(url: &str) -> (String, String) {
@@ -254,19 +254,12 @@ async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
     .unwrap();
     git(&clone, &["commit", "-q", "-am", "Change the dev greeting"]);
     git(&clone, &["push", "-q", "origin", "main"]);
-    let landed = tokio::time::timeout(Duration::from_secs(60), async {
-        loop {
-            if greeting("hello-dev").await == "hello from a pushed commit" {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    })
+    eventually(
+        Duration::from_secs(60),
+        "the pushed change to land (the old ConfigMap is pruned too)",
+        || async { (greeting("hello-dev").await == "hello from a pushed commit").then_some(()) },
+    )
     .await;
-    assert!(
-        landed.is_ok(),
-        "the pushed change did not land within 60 s (the old ConfigMap is pruned too)"
-    );
     let printed = log.lock().unwrap().clone();
     assert!(
         printed.contains("✔ Kustomization/apps-prod: Applied revision: main@sha1:"),
