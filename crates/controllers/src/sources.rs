@@ -1,80 +1,24 @@
-//! What the source reconcilers (GitRepository, OCIRepository, Bucket) share: their `FluxResource`
-//! shape and the removal of stored artifacts on deletion.
+//! What the source reconcilers (GitRepository, OCIRepository, Bucket) share: their runtime
+//! [`Kind`](crate::runtime::Kind) and the removal of stored artifacts on deletion.
 
-use std::fmt::Debug;
-use std::time::Duration;
-
-use capstan_api::meta::{Artifact, Condition, ReconcileRequestStatus};
+use capstan_api::meta::Artifact;
 use capstan_api::source::v1::condition;
-use capstan_api::{FluxKind, FluxStatus};
 use capstan_source::storage::{DEFAULT_RETENTION, Storage};
-use k8s_openapi::NamespaceResourceScope;
-use kube::{Resource, ResourceExt};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use kube::ResourceExt;
 
 use crate::error::ReconcileError;
-use crate::runtime::{ConditionStatus, FluxResource, Reconciler, StepContext};
+use crate::runtime::{ConditionStatus, Reconciler, StepContext};
 use capstan_api::source::v1::reason;
 
-/// A source kind the runtime reconciles. Its [`FluxKind`] facts and status accessors (from the API
-/// type) are the whole [`FluxResource`] shape; only `spec.interval` is asked here, since not
-/// every kind has one.
-pub(crate) trait SourceKind:
-    FluxKind<Status: Clone + Debug + Default + PartialEq + Serialize + Send + Sync + 'static>
-    + Resource<Scope = NamespaceResourceScope>
-    + Clone
-    + Debug
-    + DeserializeOwned
-    + Serialize
-    + Send
-    + Sync
-    + 'static
-{
-    /// `spec.interval`.
-    fn interval(&self) -> Result<Duration, capstan_api::Error>;
-}
-
-impl<T: SourceKind> FluxResource for T {
-    type Status = <T as FluxKind>::Status;
-
-    fn status(&self) -> Option<&Self::Status> {
-        FluxKind::status(self)
-    }
-    fn suspended(&self) -> bool {
-        FluxKind::suspended(self)
-    }
-    fn interval(&self) -> Result<Duration, capstan_api::Error> {
-        SourceKind::interval(self)
-    }
-    fn conditions(status: &Self::Status) -> &[Condition] {
-        status.conditions()
-    }
-    fn conditions_mut(status: &mut Self::Status) -> &mut Vec<Condition> {
-        status.conditions_mut()
-    }
-    fn observed_generation(status: &Self::Status) -> Option<i64> {
-        status.observed_generation()
-    }
-    fn set_observed_generation(status: &mut Self::Status, generation: Option<i64>) {
-        status.set_observed_generation(generation);
-    }
-    fn reconcile_request_mut(status: &mut Self::Status) -> &mut ReconcileRequestStatus {
-        status.reconcile_request_mut()
-    }
-    fn revision(status: &Self::Status) -> Option<&str> {
-        FluxStatus::revision(status)
-    }
-}
-
-/// Makes a source kind a [`SourceKind`] (and so a [`FluxResource`]) through its `interval()`
-/// accessor; the status type is named for readers and checked to be the kind's.
+/// Makes a source kind a runtime [`Kind`](crate::runtime::Kind) (and so a
+/// [`FluxResource`](crate::runtime::FluxResource)) through its `interval()` accessor; the status
+/// type is named for readers and checked to be the kind's.
 macro_rules! source_resource {
     ($kind:ty, $status:ty) => {
-        impl $crate::sources::SourceKind for $kind {
-            fn interval(&self) -> Result<std::time::Duration, capstan_api::Error> {
+        impl $crate::runtime::Kind for $kind {
+            fn interval(&self) -> Result<Option<std::time::Duration>, capstan_api::Error> {
                 const _: fn(&$kind) -> Option<&$status> = <$kind as capstan_api::FluxKind>::status;
-                <$kind>::interval(self)
+                <$kind>::interval(self).map(Some)
             }
         }
     };

@@ -68,9 +68,7 @@ use std::time::Duration;
 
 use capstan_api::Kustomization;
 use capstan_api::kustomize::v1::{DeletionPolicy, KustomizationStatus};
-use capstan_api::meta::{
-    Artifact, Condition, NamespacedObjectKindReference, ReconcileRequestStatus, condition, reason,
-};
+use capstan_api::meta::{Artifact, NamespacedObjectKindReference, condition, reason};
 use capstan_apply::{
     ApplyOptions, DeleteOptions, Inventory, ObjectRef, Owner, ResourceManager, set_owner_labels,
 };
@@ -96,8 +94,8 @@ pub use render::{
 
 use crate::error::ReconcileError;
 use crate::runtime::{
-    self, ConditionStatus, FluxResource, Health, Metrics, Reconciler, RuntimeConfig, Step,
-    StepContext, StepFuture, StepOutcome,
+    self, ConditionStatus, Health, Metrics, Reconciler, RuntimeConfig, Step, StepContext,
+    StepFuture, StepOutcome,
 };
 
 /// The field manager of every apply (Flux's, so that ownership interoperates).
@@ -119,36 +117,11 @@ pub const DEPENDENCY_RETRY: Duration = Duration::from_secs(30);
 const DEFAULT_SOURCE_API_VERSION: &str = "source.toolkit.fluxcd.io/v1";
 const OVERLAY_DIR: &str = "overlay";
 
-impl FluxResource for Kustomization {
-    type Status = KustomizationStatus;
+impl runtime::Kind for Kustomization {
     const READY_REASON: &'static str = reason::RECONCILIATION_SUCCEEDED;
 
-    fn status(&self) -> Option<&KustomizationStatus> {
-        self.status.as_ref()
-    }
-    fn suspended(&self) -> bool {
-        Kustomization::suspended(self)
-    }
-    fn interval(&self) -> Result<Duration, capstan_api::Error> {
-        Kustomization::interval(self)
-    }
-    fn conditions(status: &KustomizationStatus) -> &[Condition] {
-        &status.conditions
-    }
-    fn conditions_mut(status: &mut KustomizationStatus) -> &mut Vec<Condition> {
-        &mut status.conditions
-    }
-    fn observed_generation(status: &KustomizationStatus) -> Option<i64> {
-        status.observed_generation
-    }
-    fn set_observed_generation(status: &mut KustomizationStatus, generation: Option<i64>) {
-        status.observed_generation = generation;
-    }
-    fn reconcile_request_mut(status: &mut KustomizationStatus) -> &mut ReconcileRequestStatus {
-        &mut status.reconcile_request
-    }
-    fn revision(status: &KustomizationStatus) -> Option<&str> {
-        status.last_applied_revision.as_deref()
+    fn interval(&self) -> Result<Option<Duration>, capstan_api::Error> {
+        Kustomization::interval(self).map(Some)
     }
 }
 

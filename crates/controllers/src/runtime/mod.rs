@@ -68,6 +68,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use capstan_api::meta::{Condition, ReconcileRequestStatus, annotation, condition, reason};
+use capstan_api::{FluxKind, FluxStatus};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube::api::{Patch, PatchParams};
@@ -129,8 +130,9 @@ pub trait FluxResource:
     fn status(&self) -> Option<&Self::Status>;
     /// Whether `spec.suspend` is set.
     fn suspended(&self) -> bool;
-    /// `spec.interval`.
-    fn interval(&self) -> Result<Duration, capstan_api::Error>;
+    /// `spec.interval`; `None` for a kind reconciled only when something changes (a
+    /// Provider, an Alert: static configuration), so no periodic requeue.
+    fn interval(&self) -> Result<Option<Duration>, capstan_api::Error>;
     /// The status conditions.
     fn conditions(status: &Self::Status) -> &[Condition];
     /// The status conditions, mutable.
@@ -143,6 +145,63 @@ pub trait FluxResource:
     fn reconcile_request_mut(status: &mut Self::Status) -> &mut ReconcileRequestStatus;
     /// The revision reported in metrics (e.g. `status.artifact.revision`).
     fn revision(status: &Self::Status) -> Option<&str>;
+}
+
+/// A kind the runtime reconciles, described by its API type: its [`FluxKind`] facts and status
+/// accessors make the whole [`FluxResource`] shape, so a kind adds only `spec.interval` (and,
+/// when Flux's success reason is not `Succeeded`, its [`Kind::READY_REASON`]).
+pub trait Kind:
+    FluxKind<Status: Clone + Debug + Default + PartialEq + Serialize + Send + Sync + 'static>
+    + Resource<Scope = NamespaceResourceScope>
+    + Clone
+    + Debug
+    + DeserializeOwned
+    + Serialize
+    + Send
+    + Sync
+    + 'static
+{
+    /// See [`FluxResource::READY_REASON`].
+    const READY_REASON: &'static str = reason::SUCCEEDED;
+
+    /// See [`FluxResource::interval`].
+    ///
+    /// # Errors
+    /// An unparsable `spec.interval`.
+    fn interval(&self) -> Result<Option<Duration>, capstan_api::Error>;
+}
+
+impl<T: Kind> FluxResource for T {
+    type Status = <T as FluxKind>::Status;
+    const READY_REASON: &'static str = <T as Kind>::READY_REASON;
+
+    fn status(&self) -> Option<&Self::Status> {
+        FluxKind::status(self)
+    }
+    fn suspended(&self) -> bool {
+        FluxKind::suspended(self)
+    }
+    fn interval(&self) -> Result<Option<Duration>, capstan_api::Error> {
+        Kind::interval(self)
+    }
+    fn conditions(status: &Self::Status) -> &[Condition] {
+        status.conditions()
+    }
+    fn conditions_mut(status: &mut Self::Status) -> &mut Vec<Condition> {
+        status.conditions_mut()
+    }
+    fn observed_generation(status: &Self::Status) -> Option<i64> {
+        status.observed_generation()
+    }
+    fn set_observed_generation(status: &mut Self::Status, generation: Option<i64>) {
+        status.set_observed_generation(generation);
+    }
+    fn reconcile_request_mut(status: &mut Self::Status) -> &mut ReconcileRequestStatus {
+        status.reconcile_request_mut()
+    }
+    fn revision(status: &Self::Status) -> Option<&str> {
+        FluxStatus::revision(status)
+    }
 }
 
 /// The future a [`Step`] returns.
@@ -262,6 +321,7 @@ pub struct StepContext<R: Reconciler> {
     pub event_metadata: std::collections::BTreeMap<String, String>,
     events: Events,
     ready_message: Option<String>,
+    ready_reason: Option<String>,
     /// The status as the API server holds it (after our last write).
     written: <R::Object as FluxResource>::Status,
     field_manager: String,
@@ -293,6 +353,7 @@ impl<R: Reconciler> StepContext<R> {
             state: R::State::default(),
             cancel: CancellationToken::new(),
             ready_message: None,
+            ready_reason: None,
             field_manager: FIELD_MANAGER.to_owned(),
             waits: Arc::default(),
         }
@@ -439,6 +500,13 @@ impl<R: Reconciler> StepContext<R> {
     /// The message of `Ready=True` when every step succeeds.
     pub fn set_ready_message(&mut self, message: impl Into<String>) {
         self.ready_message = Some(message.into());
+    }
+
+    /// The reason of `Ready=True` when every step succeeds, for this reconcile (e.g. a
+    /// HelmRelease's `InstallSucceeded` or `UpgradeSucceeded`); [`FluxResource::READY_REASON`]
+    /// when no step sets one.
+    pub fn set_ready_reason(&mut self, reason: impl Into<String>) {
+        self.ready_reason = Some(reason.into());
     }
 
     /// An API handle for `T` in the object's namespace.
@@ -927,7 +995,7 @@ async fn reconcile_steps<R: Reconciler>(
     }
 
     let mut result: Result<Option<Duration>, ReconcileError> = checked_interval(object.as_ref())
-        .map(|interval| Some(jittered(interval, shared.config.jitter)));
+        .map(|interval| interval.map(|interval| jittered(interval, shared.config.jitter)));
     if let Ok(mut requeue) = result {
         let steps = shared.reconciler.clone();
         for step in steps.steps() {
@@ -962,7 +1030,12 @@ async fn reconcile_steps<R: Reconciler>(
         .ready_message
         .take()
         .unwrap_or_else(|| "reconciliation succeeded".to_owned());
-    let (action, event_type) = finalize_status(&mut cx, &result, &ready_message, shared, &object);
+    let ready_reason = cx
+        .ready_reason
+        .take()
+        .unwrap_or_else(|| R::Object::READY_REASON.to_owned());
+    let ready = (ready_reason.as_str(), ready_message.as_str());
+    let (action, event_type) = finalize_status(&mut cx, &result, ready, shared, &object);
     let old_ready = conditions::find(R::Object::conditions(&original), condition::READY).cloned();
     write_status(&mut cx).await?;
     let new_ready = conditions::find(R::Object::conditions(&cx.status), condition::READY);
@@ -1009,11 +1082,11 @@ enum Requeue {
 fn finalize_status<R: Reconciler>(
     cx: &mut StepContext<R>,
     result: &Result<Option<Duration>, ReconcileError>,
-    ready_message: &str,
+    ready: (&str, &str),
     shared: &Shared<R>,
     object: &R::Object,
 ) -> (Action, EventType) {
-    let (requeue, event_type) = apply_result(&mut cx.status, object, result, ready_message);
+    let (requeue, event_type) = apply_result(&mut cx.status, object, result, ready);
     match result {
         Ok(_) => shared.reset_failures(object),
         Err(error) => shared
@@ -1031,12 +1104,13 @@ fn finalize_status<R: Reconciler>(
     (action, event_type)
 }
 
-/// The status side of finishing a reconcile, with Flux's condition semantics.
+/// The status side of finishing a reconcile, with Flux's condition semantics; `ready` is the
+/// reason and message of `Ready=True` on success.
 fn apply_result<K: FluxResource>(
     status: &mut K::Status,
     object: &K,
     result: &Result<Option<Duration>, ReconcileError>,
-    ready_message: &str,
+    (ready_reason, ready_message): (&str, &str),
 ) -> (Requeue, EventType) {
     let generation = object.meta().generation;
     if let Some(requested) = object.annotations().get(annotation::RECONCILE_REQUESTED_AT) {
@@ -1058,7 +1132,7 @@ fn apply_result<K: FluxResource>(
                 status,
                 condition::READY,
                 ConditionStatus::True,
-                K::READY_REASON,
+                ready_reason,
                 ready_message,
             );
             conditions::remove_condition(K::conditions_mut(status), condition::RECONCILING);
@@ -1122,11 +1196,15 @@ fn ready_changed(old: Option<&Condition>, new: &Condition) -> bool {
         })
 }
 
-/// `spec.interval`, refused (stalled) when unparsable or below [`MIN_INTERVAL`].
-fn checked_interval<K: FluxResource>(object: &K) -> Result<Duration, ReconcileError> {
+/// `spec.interval` (`None` for a kind without one), refused (stalled) when unparsable or below
+/// [`MIN_INTERVAL`].
+fn checked_interval<K: FluxResource>(object: &K) -> Result<Option<Duration>, ReconcileError> {
     let interval = object.interval().map_err(|error| {
         ReconcileError::stalled(INVALID_INTERVAL, error.to_string()).with_source(error)
     })?;
+    let Some(interval) = interval else {
+        return Ok(None);
+    };
     if interval < MIN_INTERVAL {
         return Err(ReconcileError::stalled(
             INVALID_INTERVAL,
@@ -1137,7 +1215,7 @@ fn checked_interval<K: FluxResource>(object: &K) -> Result<Duration, ReconcileEr
             ),
         ));
     }
-    Ok(interval)
+    Ok(Some(interval))
 }
 
 /// [`StepContext::write_status`] for the runtime's own phase boundaries.
@@ -1375,9 +1453,14 @@ mod tests {
         let object = git_repository(3, Some("t1"));
         let mut status = capstan_api::source::v1::GitRepositoryStatus::default();
         let failure = Err(ReconcileError::transient("GitOperationFailed", "boom"));
-        apply_result(&mut status, &object, &failure, "");
+        apply_result(&mut status, &object, &failure, ("", ""));
         let interval = Duration::from_secs(60);
-        let (requeue, event) = apply_result(&mut status, &object, &Ok(Some(interval)), "stored");
+        let (requeue, event) = apply_result(
+            &mut status,
+            &object,
+            &Ok(Some(interval)),
+            ("Succeeded", "stored"),
+        );
         assert_eq!(requeue, Requeue::After(interval));
         assert_eq!(event, EventType::Normal);
         assert_eq!(types(&status), [("Ready", "True", "Succeeded")]);
@@ -1393,6 +1476,16 @@ mod tests {
     }
 
     #[test]
+    fn the_ready_reason_is_the_steps_and_no_interval_means_no_requeue() {
+        let object = git_repository(1, None);
+        let mut status = capstan_api::source::v1::GitRepositoryStatus::default();
+        let ready = ("UpgradeSucceeded", "upgraded");
+        let (requeue, _) = apply_result(&mut status, &object, &Ok(None), ready);
+        assert_eq!(requeue, Requeue::AwaitChange, "a kind without an interval");
+        assert_eq!(types(&status), [("Ready", "True", "UpgradeSucceeded")]);
+    }
+
+    #[test]
     fn error_classes_pick_conditions_requeue_and_event_type() {
         let object = git_repository(2, None);
         let mut status = capstan_api::source::v1::GitRepositoryStatus::default();
@@ -1400,7 +1493,7 @@ mod tests {
             &mut status,
             &object,
             &Err(ReconcileError::transient("GitOperationFailed", "boom")),
-            "",
+            ("", ""),
         );
         assert_eq!((requeue, event), (Requeue::Backoff, EventType::Warning));
         assert_eq!(
@@ -1421,7 +1514,7 @@ mod tests {
                 "DependencyNotReady",
                 "waiting",
             )),
-            "",
+            ("", ""),
         );
         assert_eq!((requeue, event), (Requeue::After(delay), EventType::Normal));
         assert_eq!(
@@ -1436,7 +1529,7 @@ mod tests {
             &mut status,
             &object,
             &Err(ReconcileError::stalled("InvalidURL", "bad url")),
-            "",
+            ("", ""),
         );
         assert_eq!((requeue, event), (Requeue::AwaitChange, EventType::Warning));
         assert_eq!(

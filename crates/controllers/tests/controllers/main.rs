@@ -14,4 +14,5 @@ mod kustomize_support;
 mod leader;
 mod oci_repository;
 mod support;
+mod test_kind;
 mod triggers;
