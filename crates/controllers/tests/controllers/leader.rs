@@ -49,6 +49,16 @@ fn config(identity: &str) -> LeaderElectionConfig {
     }
 }
 
+/// When the Lease was last renewed.
+async fn renew_time(client: &kube::Client) -> std::time::Duration {
+    let lease = Api::<Lease>::namespaced(client.clone(), "flux-system")
+        .get("capstan-leader-election")
+        .await
+        .unwrap();
+    let renewed = lease.spec.unwrap().renew_time.expect("a renewed Lease").0;
+    Duration::from_micros(u64::try_from(renewed.as_microsecond()).expect("a renewal after 1970"))
+}
+
 async fn holder(client: &kube::Client) -> (Option<String>, Option<i32>) {
     let lease = Api::<Lease>::namespaced(client.clone(), "flux-system")
         .get("capstan-leader-election")
@@ -71,8 +81,21 @@ async fn one_candidate_leads_and_the_other_takes_over_on_release() {
                 .await
         }
     });
-    // Several lease durations pass: the leader keeps renewing, the other keeps waiting.
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    // Several lease durations pass, observed as renewals: the leader keeps renewing (its
+    // renewTime moves two lease durations past the first one seen), the other keeps waiting.
+    let first_renewal = renew_time(&client).await;
+    crate::support::eventually(
+        Duration::from_secs(20),
+        "two lease durations of renewals",
+        || {
+            let client = client.clone();
+            async move {
+                (renew_time(&client).await.saturating_sub(first_renewal) >= Duration::from_secs(4))
+                    .then_some(())
+            }
+        },
+    )
+    .await;
     assert!(
         !second.is_finished(),
         "the second candidate must wait while the first renews"
@@ -127,7 +150,11 @@ async fn a_leader_that_stops_renewing_is_replaced_and_learns_it_lost() {
                 .is_some()
         }
     });
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // While it waits (a bounded number of observations), the intruder keeps the Lease.
+    for _ in 0..5 {
+        assert_eq!(holder(&client).await.0.as_deref(), Some("intruder"));
+        assert!(!waiting.is_finished(), "the candidate took a fresh lease");
+    }
     stop.cancel();
     assert!(
         !waiting.await.unwrap(),
