@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::config::TransformerConfig;
-use crate::error::Error;
+use crate::error::{Error, TransformError};
 use crate::fs::{Confined, FileSystem, absolute, normalize};
 use crate::resource::{ResId, Resource};
 use crate::smp::Schemas;
@@ -74,7 +74,7 @@ impl Accumulator {
     }
 
     /// Appends, refusing duplicate ids.
-    pub fn append(&mut self, resource: Resource, context: &str) -> Result<(), String> {
+    pub fn append(&mut self, resource: Resource, context: &str) -> Result<(), TransformError> {
         let resources = &self.resources;
         let index = self
             .index
@@ -83,13 +83,14 @@ impl Accumulator {
         if !index.insert(id.key()) {
             return Err(format!(
                 "{context}: may not add resource with an already registered id: {id}"
-            ));
+            )
+            .into());
         }
         self.resources.push(resource);
         Ok(())
     }
 
-    fn merge(&mut self, other: Accumulator, context: &str) -> Result<(), String> {
+    fn merge(&mut self, other: Accumulator, context: &str) -> Result<(), TransformError> {
         self.resources.reserve(other.resources.len());
         for resource in other.resources {
             self.append(resource, context)?;
@@ -97,7 +98,7 @@ impl Accumulator {
         self.config.merge(other.config);
         for var in other.vars {
             if self.vars.iter().any(|v| v.name == var.name) {
-                return Err(format!("{context}: var '{}' already encountered", var.name));
+                return Err(format!("{context}: var '{}' already encountered", var.name).into());
             }
             self.vars.push(var);
         }
@@ -182,13 +183,13 @@ pub fn build_with(
 
     transform::add_hash_suffixes(&mut accumulator.resources);
     transform::fix_name_references(&mut accumulator.resources, &accumulator.config)
-        .map_err(|message| Error::invalid(&target.file, "nameReference", message))?;
+        .map_err(|message| Error::transform(&target.file, "nameReference", message))?;
     transform::resolve_vars(
         &mut accumulator.resources,
         &accumulator.vars,
         &accumulator.config,
     )
-    .map_err(|message| Error::invalid(&target.file, "vars", message))?;
+    .map_err(|message| Error::transform(&target.file, "vars", message))?;
     accumulator.resources.retain(|r| {
         r.object
             .pointer("/metadata/annotations/config.kubernetes.io~1local-config")
@@ -198,7 +199,7 @@ pub fn build_with(
 
     let k = &target.kustomization;
     transform::sort(&mut accumulator.resources, k.sort_options.as_ref())
-        .map_err(|message| Error::invalid(&target.file, "sortOptions", message))?;
+        .map_err(|message| Error::transform(&target.file, "sortOptions", message))?;
 
     let managed =
         options.add_managed_by_label || k.build_metadata.iter().any(|m| m == "managedByLabel");
@@ -401,7 +402,7 @@ impl Builder<'_> {
         let text = self.read_field_text(target, entry, field)?;
         yaml::parse_documents(&text).map_err(|message| Error::Yaml {
             path: normalize(&target.dir.join(entry)),
-            message,
+            message: message.message,
         })
     }
 
@@ -441,11 +442,7 @@ impl Builder<'_> {
             let documents = self.read_field_documents(target, entry, "configurations")?;
             for document in documents {
                 let config = TransformerConfig::from_value(&document).map_err(|message| {
-                    Error::invalid(
-                        &target.file,
-                        "configurations",
-                        format!("{entry}: {message}"),
-                    )
+                    Error::transform(&target.file, "configurations", message.within(entry))
                 })?;
                 acc.config.merge(config);
             }
@@ -569,9 +566,8 @@ impl Builder<'_> {
                 format!("{path}: expected one document, found {}", documents.len()),
             ));
         };
-        let schemas = Schemas::from_document(document).map_err(|message| {
-            Error::invalid(&target.file, "openapi", format!("{path}: {message}"))
-        })?;
+        let schemas = Schemas::from_document(document)
+            .map_err(|message| Error::transform(&target.file, "openapi", message.within(path)))?;
         self.schemas.extend(schemas);
         Ok(())
     }
@@ -585,7 +581,7 @@ impl Builder<'_> {
         self.stack.pop();
         transform::add_hash_suffixes(&mut accumulator.resources);
         transform::fix_name_references(&mut accumulator.resources, &accumulator.config)
-            .map_err(|message| Error::invalid(&sub.file, "nameReference", message))?;
+            .map_err(|message| Error::transform(&sub.file, "nameReference", message))?;
         Ok(accumulator
             .resources
             .into_iter()
@@ -644,7 +640,7 @@ impl Builder<'_> {
             let sub_acc = self.accumulate_target(&sub, Accumulator::empty())?;
             self.stack.pop();
             acc.merge(sub_acc, &format!("{field} '{entry}'"))
-                .map_err(|message| Error::invalid(&target.file, field, message))?;
+                .map_err(|message| Error::transform(&target.file, field, message))?;
             return Ok(());
         }
         let documents = self.read_field_documents(target, entry, field)?;
@@ -665,7 +661,7 @@ impl Builder<'_> {
                     resource.origin = Some(Value::Object(origin));
                 }
                 acc.append(resource, &format!("merging resources from '{entry}'"))
-                    .map_err(|message| Error::invalid(&target.file, field, message))?;
+                    .map_err(|message| Error::transform(&target.file, field, message))?;
             }
         }
         Ok(())
@@ -731,7 +727,7 @@ const FIELDS: &[&str] = &[
 pub(crate) fn parse_kustomization(text: &str, file: &Path) -> Result<Kustomization, Error> {
     let documents = yaml::parse_documents(text).map_err(|message| Error::Yaml {
         path: file.to_path_buf(),
-        message,
+        message: message.message,
     })?;
     let document = match documents.len() {
         0 => Value::Object(serde_json::Map::new()),
@@ -1129,6 +1125,48 @@ mod tests {
         assert_eq!(
             annotations["alpha.config.kubernetes.io/transformations"],
             "- configuredIn: kustomization.yaml\n  configuredBy:\n    apiVersion: builtin\n    kind: NamespaceTransformer\n"
+        );
+    }
+
+    #[test]
+    fn transformer_failures_keep_their_causes() {
+        use std::error::Error as _;
+        let error = run(&[
+            (
+                "app/kustomization.yaml",
+                "resources: [cm.yaml]\npatches:\n- target: {name: '(x'}\n  patch: '[{op: add, path: /x, value: 1}]'\n",
+            ),
+            ("app/cm.yaml", CM),
+        ])
+        .unwrap_err();
+        let Error::Transform { field, source, .. } = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(field, "patches");
+        assert!(
+            matches!(**source, crate::error::TransformError::Regex { .. }),
+            "{source:?}"
+        );
+        let regex = source.source().expect("the regex error is the cause");
+        assert!(error.to_string().ends_with(&regex.to_string()), "{error}");
+        let patch = run(&[
+            (
+                "app/kustomization.yaml",
+                "resources: [cm.yaml]\npatches:\n- target: {kind: ConfigMap}\n  patch: '[{op: remove, path: /nope}]'\n",
+            ),
+            ("app/cm.yaml", CM),
+        ])
+        .unwrap_err();
+        let cause = patch.source().and_then(|s| s.source());
+        assert!(
+            cause.is_some_and(<dyn std::error::Error>::is::<capstan_patch::PatchError>),
+            "{patch:?}"
+        );
+        assert!(
+            patch
+                .to_string()
+                .starts_with("/app/kustomization.yaml: patches: applying json patch to"),
+            "{patch}"
         );
     }
 

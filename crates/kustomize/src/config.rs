@@ -1,5 +1,6 @@
 //! Transformer configuration: which fields each builtin transformer touches.
 
+use crate::error::TransformError;
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
@@ -141,7 +142,7 @@ impl TransformerConfig {
     }
 
     /// Reads a `configurations:` file.
-    pub fn from_value(value: &Value) -> Result<Self, String> {
+    pub fn from_value(value: &Value) -> Result<Self, TransformError> {
         let mut config = TransformerConfig::default();
         let Some(map) = value.as_object() else {
             return Err("transformer configuration must be a mapping".into());
@@ -162,7 +163,7 @@ impl TransformerConfig {
                             .cloned()
                             .unwrap_or(Value::Array(Vec::new())),
                     )
-                    .map_err(|e| format!("nameReference.fieldSpecs: {e}"))?;
+                    .map_err(|e| TransformError::decode("nameReference.fieldSpecs", e))?;
                     config.add_name_reference(NameBackRef {
                         kind: get("kind"),
                         group: get("group"),
@@ -172,8 +173,8 @@ impl TransformerConfig {
                 }
                 continue;
             }
-            let parsed: Vec<FieldSpec> =
-                serde_json::from_value(specs.clone()).map_err(|e| format!("{key}: {e}"))?;
+            let parsed: Vec<FieldSpec> = serde_json::from_value(specs.clone())
+                .map_err(|e| TransformError::decode(key, e))?;
             let list = match key.as_str() {
                 "commonLabels" => &mut config.common_labels,
                 "templateLabels" => &mut config.template_labels,

@@ -92,6 +92,17 @@ pub enum Error {
         /// An optional hint, starting with a separator.
         hint: String,
     },
+    /// A transformer, generator, patch or configuration of the kustomization failed.
+    #[error("{path}: {field}: {source}")]
+    Transform {
+        /// The kustomization file (or resource file).
+        path: PathBuf,
+        /// The field concerned.
+        field: String,
+        /// What failed, with its cause.
+        #[source]
+        source: Box<TransformError>,
+    },
     /// Anything else wrong with the input, with its context.
     #[error("{path}: {field}: {message}")]
     Invalid {
@@ -104,7 +115,121 @@ pub enum Error {
     },
 }
 
+/// Why a transformer, generator, patch or configuration failed, before the build names the
+/// file and field it comes from ([`Error::Transform`]). Where another error is the cause it is
+/// the `source`; the message shows it too.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransformError {
+    /// What is wrong with the input, in words: there is no underlying error.
+    #[error("{0}")]
+    Invalid(String),
+    /// A file a transformer configuration names cannot be used.
+    #[error(transparent)]
+    File(Box<Error>),
+    /// A value does not decode as its type (the field is named around it).
+    #[error("{0}")]
+    Json(#[source] serde_json::Error),
+    /// A failure within one entry of a field (a file, a definition).
+    #[error("{context}: {source}")]
+    In {
+        /// The entry.
+        context: String,
+        /// What failed.
+        #[source]
+        source: Box<TransformError>,
+    },
+    /// A value does not decode as its field's type.
+    #[error("{context}: {source}")]
+    Decode {
+        /// What was decoded.
+        context: String,
+        /// The decoder's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A selector's pattern is not a regular expression.
+    #[error("{context}: {source}")]
+    Regex {
+        /// The pattern.
+        context: String,
+        /// The regex compiler's error.
+        #[source]
+        source: regex::Error,
+    },
+    /// A patch is not YAML.
+    #[error("{context}: {source}")]
+    Yaml {
+        /// What was parsed.
+        context: String,
+        /// The parser's error.
+        #[source]
+        source: crate::YamlError,
+    },
+    /// A patch does not apply to an object.
+    #[error("{context}: {source}")]
+    Patch {
+        /// The patch and the object.
+        context: String,
+        /// The patch engine's error.
+        #[source]
+        source: capstan_patch::PatchError,
+    },
+    /// A schema of an `openapi:` document does not compile.
+    #[error("{context}: {source}")]
+    Schema {
+        /// The definition.
+        context: String,
+        /// The schema compiler's error.
+        #[source]
+        source: capstan_schema::SchemaError,
+    },
+}
+
+impl TransformError {
+    /// This failure within `context` (an entry of a field).
+    pub(crate) fn within(self, context: impl std::fmt::Display) -> Self {
+        TransformError::In {
+            context: context.to_string(),
+            source: Box::new(self),
+        }
+    }
+
+    /// A value of `context` that does not decode.
+    pub(crate) fn decode(context: impl std::fmt::Display, source: serde_json::Error) -> Self {
+        TransformError::Decode {
+            context: context.to_string(),
+            source,
+        }
+    }
+}
+
+impl From<String> for TransformError {
+    fn from(message: String) -> Self {
+        TransformError::Invalid(message)
+    }
+}
+
+impl From<&str> for TransformError {
+    fn from(message: &str) -> Self {
+        TransformError::Invalid(message.to_owned())
+    }
+}
+
 impl Error {
+    /// A transformer failure of `field` of the kustomization file `path`.
+    pub(crate) fn transform(
+        path: &std::path::Path,
+        field: &str,
+        source: impl Into<TransformError>,
+    ) -> Self {
+        Error::Transform {
+            path: path.to_path_buf(),
+            field: field.to_owned(),
+            source: Box::new(source.into()),
+        }
+    }
+
     pub(crate) fn invalid(path: &std::path::Path, field: &str, message: impl Into<String>) -> Self {
         Error::Invalid {
             path: path.to_path_buf(),

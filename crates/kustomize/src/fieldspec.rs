@@ -1,5 +1,6 @@
 //! Walking the fields a [`FieldSpec`] names.
 
+use crate::error::TransformError;
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
@@ -46,8 +47,8 @@ pub(crate) fn visit(
     node: &mut Value,
     path: &str,
     create: bool,
-    set: &mut dyn FnMut(&mut Value) -> Result<(), String>,
-) -> Result<(), String> {
+    set: &mut dyn FnMut(&mut Value) -> Result<(), TransformError>,
+) -> Result<(), TransformError> {
     let segments = split_path(path);
     walk(node, &segments, create, set)
 }
@@ -56,8 +57,8 @@ fn walk(
     node: &mut Value,
     segments: &[Cow<'_, str>],
     create: bool,
-    set: &mut dyn FnMut(&mut Value) -> Result<(), String>,
-) -> Result<(), String> {
+    set: &mut dyn FnMut(&mut Value) -> Result<(), TransformError>,
+) -> Result<(), TransformError> {
     let Some((first, rest)) = segments.split_first() else {
         return set(node);
     };

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::build::{Accumulator, Builder, Target};
-use crate::error::Error;
+use crate::error::{Error, TransformError};
 use crate::resource::{Behavior, Resource};
 use crate::types::{GeneratorArgs, GeneratorOptions};
 
@@ -21,17 +21,18 @@ pub(crate) fn run_generators(
     let k = &target.kustomization;
     for args in &k.config_map_generator {
         let resource = generate(builder, target, args, false, k.generator_options.as_ref())?;
-        absorb(acc, resource).map_err(|m| Error::invalid(&target.file, "configMapGenerator", m))?;
+        absorb(acc, resource)
+            .map_err(|m| Error::transform(&target.file, "configMapGenerator", m))?;
     }
     for args in &k.secret_generator {
         let resource = generate(builder, target, args, true, k.generator_options.as_ref())?;
-        absorb(acc, resource).map_err(|m| Error::invalid(&target.file, "secretGenerator", m))?;
+        absorb(acc, resource).map_err(|m| Error::transform(&target.file, "secretGenerator", m))?;
     }
     for entry in &k.generators {
         let documents = if entry.contains('\n') || entry.contains(": ") {
             crate::yaml::parse_documents(entry).map_err(|message| Error::Yaml {
                 path: target.file.clone(),
-                message,
+                message: message.message,
             })?
         } else {
             let path = crate::fs::normalize(&target.dir.join(entry));
@@ -74,10 +75,11 @@ pub(crate) fn run_generators(
                     map.insert("namespace".into(), namespace);
                 }
             }
-            let args: GeneratorArgs = serde_json::from_value(args_value)
-                .map_err(|e| Error::invalid(&target.file, "generators", e.to_string()))?;
+            let args: GeneratorArgs = serde_json::from_value(args_value).map_err(|e| {
+                Error::transform(&target.file, "generators", TransformError::Json(e))
+            })?;
             let resource = generate(builder, target, &args, secret, None)?;
-            absorb(acc, resource).map_err(|m| Error::invalid(&target.file, "generators", m))?;
+            absorb(acc, resource).map_err(|m| Error::transform(&target.file, "generators", m))?;
         }
     }
     Ok(())
@@ -219,7 +221,7 @@ fn read_pairs(
 
 /// The `KEY=value` lines of an env file, in order (a leading byte-order mark, blank lines and
 /// `#` comments skipped; a line without `=` is a key with an empty value).
-fn env_pairs(text: &str) -> impl Iterator<Item = Result<(String, String), String>> + '_ {
+fn env_pairs(text: &str) -> impl Iterator<Item = Result<(String, String), TransformError>> + '_ {
     text.lines().enumerate().filter_map(|(number, line)| {
         let line = if number == 0 {
             line.trim_start_matches('\u{feff}')
@@ -235,7 +237,9 @@ fn env_pairs(text: &str) -> impl Iterator<Item = Result<(String, String), String
             None => (line, String::new()),
         };
         if key.is_empty() || key.contains(char::is_whitespace) {
-            return Some(Err(format!("line {}: invalid key {key:?}", number + 1)));
+            return Some(Err(
+                format!("line {}: invalid key {key:?}", number + 1).into()
+            ));
         }
         Some(Ok((key.to_owned(), value)))
     })
@@ -334,7 +338,7 @@ fn string_map(map: &BTreeMap<String, String>) -> Value {
 }
 
 /// Adds a generated object, or merges/replaces an existing one per its behavior.
-fn absorb(acc: &mut Accumulator, mut resource: Resource) -> Result<(), String> {
+fn absorb(acc: &mut Accumulator, mut resource: Resource) -> Result<(), TransformError> {
     let id = resource.current_id();
     let matches: Vec<usize> = acc
         .resources
@@ -346,13 +350,13 @@ fn absorb(acc: &mut Accumulator, mut resource: Resource) -> Result<(), String> {
     match matches.as_slice() {
         [] => match resource.behavior {
             Behavior::Create => acc.append(resource, "generator"),
-            _ => Err(format!("id {id} does not exist; cannot merge or replace")),
+            _ => Err(format!("id {id} does not exist; cannot merge or replace").into()),
         },
         [index] => {
             let old = &acc.resources[*index];
             match resource.behavior {
                 Behavior::Create => {
-                    return Err(format!("id {id} exists; behavior must be merge or replace"));
+                    return Err(format!("id {id} exists; behavior must be merge or replace").into());
                 }
                 Behavior::Replace => {}
                 Behavior::Merge => {
@@ -394,9 +398,7 @@ fn absorb(acc: &mut Accumulator, mut resource: Resource) -> Result<(), String> {
             acc.resources[*index] = resource;
             Ok(())
         }
-        _ => Err(format!(
-            "found multiple objects that could accept merge of {id}"
-        )),
+        _ => Err(format!("found multiple objects that could accept merge of {id}").into()),
     }
 }
 

@@ -2,6 +2,7 @@
 //! (new list elements from the patch come first, as in kyaml), except that list elements
 //! carrying `$patch: replace` are ignored, as kyaml ignores them.
 
+use crate::error::TransformError;
 use std::collections::HashMap;
 
 use capstan_schema::Schema;
@@ -21,7 +22,7 @@ pub(crate) struct Schemas {
 impl Schemas {
     /// Reads an OpenAPI document (`definitions` of v2, or `components.schemas` of v3) and
     /// compiles the schema of every kind it declares.
-    pub fn from_document(document: &Value) -> Result<Self, String> {
+    pub fn from_document(document: &Value) -> Result<Self, TransformError> {
         let (definitions, prefix) = if let Some(found) = document.get("definitions") {
             (found, "#/definitions/")
         } else if let Some(found) = document.pointer("/components/schemas") {
@@ -45,8 +46,12 @@ impl Schemas {
                         .to_owned()
                 };
                 let root = serde_json::json!({ "$ref": format!("{prefix}{name}") });
-                let schema = Schema::from_openapi(&root, definitions)
-                    .map_err(|error| format!("definition {name}: {error}"))?;
+                let schema = Schema::from_openapi(&root, definitions).map_err(|source| {
+                    TransformError::Schema {
+                        context: format!("definition {name}"),
+                        source,
+                    }
+                })?;
                 custom.insert((field("group"), field("version"), field("kind")), schema);
             }
         }

@@ -14,8 +14,8 @@ use serde_json::{Map, Number, Value};
 /// 250,000 nodes), which real manifests exceed — a rendered fleet or a CRD bundle easily holds
 /// more — to bounds sized by the artifact limits instead; anchors and aliases keep the
 /// defaults' protection against expansion bombs.
-pub fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
-    parse_documents_located(text).map_err(|error| error.message)
+pub fn parse_documents(text: &str) -> Result<Vec<Value>, YamlError> {
+    parse_documents_located(text)
 }
 
 /// Why a YAML stream did not parse: the parser's message (which quotes the offending lines)
@@ -39,7 +39,7 @@ impl std::fmt::Display for YamlError {
 
 impl std::error::Error for YamlError {}
 
-/// [`parse_documents`], keeping the error's location apart from its message.
+/// [`parse_documents`], for callers that read the error's location apart from its message.
 pub fn parse_documents_located(text: &str) -> Result<Vec<Value>, YamlError> {
     let options = serde_saphyr::options! {
         strict_booleans: true,

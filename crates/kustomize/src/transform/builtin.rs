@@ -60,7 +60,7 @@ fn strategic_merge_patches(
             None,
             &BTreeMap::new(),
         )
-        .map_err(|m| Error::invalid(&target.file, "patchesStrategicMerge", m))?;
+        .map_err(|m| Error::transform(&target.file, "patchesStrategicMerge", m))?;
     }
     if !k.patches_strategic_merge.is_empty() {
         record(builder, target, "PatchStrategicMergeTransformer", acc);
@@ -79,7 +79,7 @@ fn patches(builder: &Builder<'_>, target: &Target, acc: &mut Accumulator) -> Res
             patch.target.as_ref(),
             &patch.options,
         )
-        .map_err(|m| Error::invalid(&target.file, "patches", m))?;
+        .map_err(|m| Error::transform(&target.file, "patches", m))?;
         record(builder, target, "PatchTransformer", acc);
     }
     Ok(())
@@ -201,7 +201,7 @@ fn json6902_patches(
             patch.target.as_ref(),
             &patch.options,
         )
-        .map_err(|m| Error::invalid(file, "patchesJson6902", m))?;
+        .map_err(|m| Error::transform(file, "patchesJson6902", m))?;
         record(builder, target, "PatchJson6902Transformer", acc);
     }
     Ok(())
@@ -252,7 +252,7 @@ fn replacements(
         };
         for replacement in &replacements {
             apply_replacement(&mut acc.resources, replacement)
-                .map_err(|m| Error::invalid(&target.file, "replacements", m))?;
+                .map_err(|m| Error::transform(&target.file, "replacements", m))?;
         }
     }
     if !k.replacements.is_empty() {

@@ -14,7 +14,7 @@ use super::replacements::apply_replacement;
 use super::replicas::set_replicas;
 use super::value_add::value_add;
 use crate::build::{Accumulator, Builder, Target};
-use crate::error::Error;
+use crate::error::{Error, TransformError};
 use crate::types::{FieldSpec, Image, Selector};
 use crate::yaml;
 
@@ -29,7 +29,7 @@ pub(crate) fn run_transformer_configs(
         let documents = if entry.contains('\n') || entry.contains(": ") {
             yaml::parse_documents(entry).map_err(|message| Error::Yaml {
                 path: file.clone(),
-                message,
+                message: message.message,
             })?
         } else {
             let path = crate::fs::normalize(&target.dir.join(entry));
@@ -41,15 +41,17 @@ pub(crate) fn run_transformer_configs(
         };
         for document in documents {
             apply_transformer_config(builder, target, acc, &document)
-                .map_err(|m| Error::invalid(file, "transformers", m))?;
+                .map_err(|m| Error::transform(file, "transformers", m))?;
         }
     }
     Ok(())
 }
 
-fn specs_of(config: &Value, key: &str) -> Result<Vec<FieldSpec>, String> {
+fn specs_of(config: &Value, key: &str) -> Result<Vec<FieldSpec>, TransformError> {
     match config.get(key) {
-        Some(value) => serde_json::from_value(value.clone()).map_err(|e| format!("{key}: {e}")),
+        Some(value) => {
+            serde_json::from_value(value.clone()).map_err(|e| TransformError::decode(key, e))
+        }
         None => Ok(Vec::new()),
     }
 }
@@ -71,7 +73,7 @@ fn apply_transformer_config(
     target: &Target,
     acc: &mut Accumulator,
     config: &Value,
-) -> Result<(), String> {
+) -> Result<(), TransformError> {
     let kind = config.get("kind").and_then(Value::as_str).unwrap_or("");
     let api_version = config
         .get("apiVersion")
@@ -80,7 +82,7 @@ fn apply_transformer_config(
     if api_version != "builtin" {
         return Err(format!(
             "transformer {kind} ({api_version}): only builtin transformers are supported (no exec or Go plugins)"
-        ));
+        ).into());
     }
     match kind {
         "PrefixSuffixTransformer" | "PrefixTransformer" | "SuffixTransformer" => {
@@ -121,13 +123,13 @@ fn apply_transformer_config(
         "ValueAddTransformer" => value_add(target, &mut acc.resources, config)?,
         "SortOrderTransformer" => {}
         "HelmChartInflationGenerator" => return Err("helmCharts: not supported yet".into()),
-        other => return Err(format!("builtin transformer {other:?} is not supported")),
+        other => return Err(format!("builtin transformer {other:?} is not supported").into()),
     }
     Ok(())
 }
 
 /// `NamespaceTransformer`: `metadata.namespace`, `unsetOnly`, `setRoleBindingSubjects`.
-fn namespace(acc: &mut Accumulator, config: &Value) -> Result<(), String> {
+fn namespace(acc: &mut Accumulator, config: &Value) -> Result<(), TransformError> {
     let namespace = config
         .pointer("/metadata/namespace")
         .and_then(Value::as_str)
@@ -156,9 +158,9 @@ fn namespace(acc: &mut Accumulator, config: &Value) -> Result<(), String> {
 }
 
 /// `ImageTagTransformer`: `imageTag`, on the builtin image fields unless `fieldSpecs` name others.
-fn images(acc: &mut Accumulator, config: &Value) -> Result<(), String> {
+fn images(acc: &mut Accumulator, config: &Value) -> Result<(), TransformError> {
     let image: Image = serde_json::from_value(config.get("imageTag").cloned().unwrap_or_default())
-        .map_err(|e| format!("imageTag: {e}"))?;
+        .map_err(|e| TransformError::decode("imageTag", e))?;
     let mut specs = specs_of(config, "fieldSpecs")?;
     if specs.is_empty() {
         specs.clone_from(&acc.config.images);
@@ -168,7 +170,7 @@ fn images(acc: &mut Accumulator, config: &Value) -> Result<(), String> {
 }
 
 /// `ReplicaCountTransformer`: `replica.name` and `replica.count`.
-fn replicas(acc: &mut Accumulator, config: &Value) -> Result<(), String> {
+fn replicas(acc: &mut Accumulator, config: &Value) -> Result<(), TransformError> {
     let name = config
         .pointer("/replica/name")
         .and_then(Value::as_str)
@@ -193,9 +195,11 @@ fn patch(
     target: &Target,
     acc: &mut Accumulator,
     config: &Value,
-) -> Result<(), String> {
+) -> Result<(), TransformError> {
     let selector: Option<Selector> = match config.get("target") {
-        Some(t) => Some(serde_json::from_value(t.clone()).map_err(|e| format!("target: {e}"))?),
+        Some(t) => Some(
+            serde_json::from_value(t.clone()).map_err(|e| TransformError::decode("target", e))?,
+        ),
         None => None,
     };
     let options: BTreeMap<String, bool> = config
@@ -205,7 +209,7 @@ fn patch(
     let text = if let Some(path) = config.get("path").and_then(Value::as_str) {
         builder
             .read_field_text(target, path, "transformers")
-            .map_err(|e| e.to_string())?
+            .map_err(|e| TransformError::File(Box::new(e)))?
     } else {
         config
             .get("patch")
@@ -229,7 +233,7 @@ fn strategic_merge_patches(
     target: &Target,
     acc: &mut Accumulator,
     config: &Value,
-) -> Result<(), String> {
+) -> Result<(), TransformError> {
     for entry in config
         .get("paths")
         .and_then(Value::as_array)
@@ -239,7 +243,7 @@ fn strategic_merge_patches(
         let path = entry.as_str().unwrap_or("");
         let text = builder
             .read_field_text(target, path, "transformers")
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| TransformError::File(Box::new(e)))?;
         apply_patch(
             &mut acc.resources,
             &builder.schemas,

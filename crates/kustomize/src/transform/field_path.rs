@@ -1,5 +1,6 @@
 //! Dotted field paths of replacements and vars (`spec.containers.[name=x].image`).
 
+use crate::error::TransformError;
 use serde_json::{Map, Value};
 
 /// Splits a replacement field path on dots, keeping `[a.b=c]` selectors whole.
@@ -88,8 +89,8 @@ pub(super) fn visit_path(
     parts: &[String],
     create: bool,
     found: &mut usize,
-    set: &mut dyn FnMut(&mut Value) -> Result<(), String>,
-) -> Result<(), String> {
+    set: &mut dyn FnMut(&mut Value) -> Result<(), TransformError>,
+) -> Result<(), TransformError> {
     let Some((first, rest)) = parts.split_first() else {
         *found += 1;
         return set(node);

@@ -1,5 +1,6 @@
 //! The name reference transformer: references follow the objects they name when those are renamed.
 
+use crate::error::TransformError;
 use std::collections::HashMap;
 
 use serde_json::Value;
@@ -54,7 +55,7 @@ fn select_referral<'c>(
     spec: &FieldSpec,
     referrer: &Referrer<'_>,
     check_namespace_too: bool,
-) -> Result<Option<&'c Candidate>, String> {
+) -> Result<Option<&'c Candidate>, TransformError> {
     let mut list: Vec<&Candidate> = candidates
         .iter()
         .copied()
@@ -101,10 +102,7 @@ fn select_referral<'c>(
                 Ok(Some(list[0]))
             } else {
                 let ids: Vec<String> = list.iter().map(|c| c.current.to_string()).collect();
-                Err(format!(
-                    "found multiple possible referrals: {}",
-                    ids.join(", ")
-                ))
+                Err(format!("found multiple possible referrals: {}", ids.join(", ")).into())
             }
         }
     }
@@ -114,7 +112,7 @@ fn select_referral<'c>(
 pub(crate) fn fix_name_references(
     resources: &mut [Resource],
     config: &TransformerConfig,
-) -> Result<(), String> {
+) -> Result<(), TransformError> {
     let candidates: Vec<Candidate> = resources
         .iter()
         .map(|r| Candidate {
@@ -201,10 +199,10 @@ pub(crate) fn fix_name_references(
                     update_reference(node, &possible, target, spec, &referrer)
                 })
                 .map_err(|m| {
-                    format!(
-                        "updating name reference in '{}' field of '{}': {m}",
+                    m.within(format!(
+                        "updating name reference in '{}' field of '{}'",
                         spec.path, current
-                    )
+                    ))
                 })?;
             }
         }
@@ -218,7 +216,7 @@ fn update_reference<'c>(
     target: &crate::config::NameBackRef,
     spec: &FieldSpec,
     referrer: &Referrer<'_>,
-) -> Result<(), String> {
+) -> Result<(), TransformError> {
     match node {
         Value::String(name) => {
             let candidates = possible(name);

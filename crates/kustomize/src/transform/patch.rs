@@ -1,5 +1,6 @@
 //! The patch transformers: strategic merge and JSON 6902.
 
+use crate::error::TransformError;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
@@ -18,8 +19,11 @@ pub(crate) fn apply_patch(
     text: &str,
     selector: Option<&Selector>,
     options: &BTreeMap<String, bool>,
-) -> Result<(), String> {
-    let documents = yaml::parse_documents(text).map_err(|m| format!("malformed patch: {m}"))?;
+) -> Result<(), TransformError> {
+    let documents = yaml::parse_documents_located(text).map_err(|source| TransformError::Yaml {
+        context: "malformed patch".into(),
+        source,
+    })?;
     let allow_name = options.get("allowNameChange").copied().unwrap_or(false);
     let allow_kind = options.get("allowKindChange").copied().unwrap_or(false);
     if documents.len() == 1 && documents[0].is_array() {
@@ -29,8 +33,12 @@ pub(crate) fn apply_patch(
         let indexes = select(resources, selector)?;
         for index in indexes {
             let resource = &mut resources[index];
-            capstan_patch::json_patch(&mut resource.object, &documents[0])
-                .map_err(|e| format!("applying json patch to {}: {e}", resource.current_id()))?;
+            capstan_patch::json_patch(&mut resource.object, &documents[0]).map_err(|source| {
+                TransformError::Patch {
+                    context: format!("applying json patch to {}", resource.current_id()),
+                    source,
+                }
+            })?;
         }
         return Ok(());
     }
@@ -51,7 +59,7 @@ pub(crate) fn apply_patch(
             if matches.len() != 1 {
                 return Err(format!(
                     "no resource matches strategic merge patch \"{id}\": no matches for Id {id}; failed to find unique target for patch {id}"
-                ));
+                ).into());
             }
             matches
         };
@@ -86,8 +94,13 @@ pub(crate) fn apply_patch(
             } else {
                 None
             };
-            let merged = crate::smp::merge(&resource.object, &patch, schema.as_ref())
-                .map_err(|e| format!("applying patch to {id}: {e}"))?;
+            let merged =
+                crate::smp::merge(&resource.object, &patch, schema.as_ref()).map_err(|source| {
+                    TransformError::Patch {
+                        context: format!("applying patch to {id}"),
+                        source,
+                    }
+                })?;
             if merged.as_object().is_none_or(Map::is_empty) {
                 deleted.push(index);
                 continue;

@@ -1,5 +1,6 @@
 //! The replacement transformer.
 
+use crate::error::TransformError;
 use serde_json::Value;
 
 use super::field_path::{lookup_path, scalar_text, split_field_path, visit_path};
@@ -7,7 +8,7 @@ use super::select::{SelectorRegex, matches_label_selector};
 use crate::resource::{ResId, Resource, split_api_version};
 use crate::types::Selector;
 
-fn selector_from(value: Option<&Value>) -> Result<Selector, String> {
+fn selector_from(value: Option<&Value>) -> Result<Selector, TransformError> {
     let Some(value) = value else {
         return Ok(Selector::default());
     };
@@ -25,7 +26,7 @@ fn selector_from(value: Option<&Value>) -> Result<Selector, String> {
         map.insert("group".into(), Value::String(group));
         map.insert("version".into(), Value::String(version));
     }
-    serde_json::from_value(value).map_err(|e| format!("bad selector: {e}"))
+    serde_json::from_value(value).map_err(|e| TransformError::decode("bad selector", e))
 }
 
 pub(super) fn all_ids(resource: &Resource) -> Vec<ResId> {
@@ -38,7 +39,7 @@ pub(super) fn all_ids(resource: &Resource) -> Vec<ResId> {
 pub(crate) fn apply_replacement(
     resources: &mut [Resource],
     replacement: &Value,
-) -> Result<(), String> {
+) -> Result<(), TransformError> {
     let source = replacement
         .get("source")
         .ok_or("replacement has no source")?;
@@ -56,7 +57,7 @@ pub(crate) fn apply_replacement(
 
 /// The value a replacement's `source` selects: one resource, its `fieldPath` (by default
 /// `metadata.name`), optionally one part of it split on `options.delimiter`.
-fn source_value(resources: &[Resource], source: &Value) -> Result<Value, String> {
+fn source_value(resources: &[Resource], source: &Value) -> Result<Value, TransformError> {
     let selector = selector_from(Some(source))?;
     let mut matches = Vec::new();
     for (index, resource) in resources.iter().enumerate() {
@@ -73,8 +74,8 @@ fn source_value(resources: &[Resource], source: &Value) -> Result<Value, String>
     }
     let index = match matches.as_slice() {
         [one] => *one,
-        [] => return Err(format!("nothing selected by source {source}")),
-        _ => return Err(format!("multiple matches for source selector {source}")),
+        [] => return Err(format!("nothing selected by source {source}").into()),
+        _ => return Err(format!("multiple matches for source selector {source}").into()),
     };
     let field_path = source
         .get("fieldPath")
@@ -108,7 +109,7 @@ fn replace_in_target(
     resources: &mut [Resource],
     target: &Value,
     value: &Value,
-) -> Result<(), String> {
+) -> Result<(), TransformError> {
     let select = selector_from(target.get("select"))?;
     if target.get("select").is_none() {
         return Err("target must specify resources to select".into());
@@ -124,7 +125,7 @@ fn replace_in_target(
             let re = SelectorRegex::new(&s)?;
             Ok((s, re))
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, TransformError>>()?;
     let paths: Vec<String> = target
         .get("fieldPaths")
         .and_then(Value::as_array)
@@ -184,7 +185,8 @@ fn replace_in_target(
                 return Err(format!(
                     "unable to find field \"{path}\" in replacement target {}",
                     resource.current_id()
-                ));
+                )
+                .into());
             }
         }
     }

@@ -1,5 +1,6 @@
 //! Selecting resources: patch targets (regular expressions on the id) and label selectors.
 
+use crate::error::TransformError;
 use regex::Regex;
 use serde_json::{Map, Value};
 
@@ -7,9 +8,11 @@ use crate::resource::{ResId, Resource};
 use crate::types::Selector;
 
 /// Anchored regular expression for selector fields.
-fn anchored(pattern: &str) -> Result<Regex, String> {
-    Regex::new(&format!("^(?:{pattern})$"))
-        .map_err(|e| format!("bad selector regex {pattern:?}: {e}"))
+fn anchored(pattern: &str) -> Result<Regex, TransformError> {
+    Regex::new(&format!("^(?:{pattern})$")).map_err(|source| TransformError::Regex {
+        context: format!("bad selector regex {pattern:?}"),
+        source,
+    })
 }
 
 pub(super) struct SelectorRegex {
@@ -21,7 +24,7 @@ pub(super) struct SelectorRegex {
 }
 
 impl SelectorRegex {
-    pub(super) fn new(selector: &Selector) -> Result<Self, String> {
+    pub(super) fn new(selector: &Selector) -> Result<Self, TransformError> {
         let make = |s: &str| {
             if s.is_empty() {
                 Ok(None)
@@ -58,7 +61,10 @@ impl SelectorRegex {
 }
 
 /// Indexes of the resources a patch selector picks (original or current name/namespace).
-pub(crate) fn select(resources: &[Resource], selector: &Selector) -> Result<Vec<usize>, String> {
+pub(crate) fn select(
+    resources: &[Resource],
+    selector: &Selector,
+) -> Result<Vec<usize>, TransformError> {
     let regex = SelectorRegex::new(selector)?;
     let mut out = Vec::new();
     for (index, resource) in resources.iter().enumerate() {
@@ -95,7 +101,7 @@ pub(crate) fn select(resources: &[Resource], selector: &Selector) -> Result<Vec<
 pub(crate) fn matches_label_selector(
     labels: &Map<String, Value>,
     selector: &str,
-) -> Result<bool, String> {
+) -> Result<bool, TransformError> {
     let selector = selector.trim();
     if selector.is_empty() {
         return Ok(true);
@@ -134,9 +140,9 @@ pub(crate) fn matches_label_selector(
         } else if !term.is_empty() && !term.contains(' ') {
             labels.contains_key(term)
         } else {
-            return Err(format!(
-                "unable to parse requirement {term:?} of selector {selector:?}"
-            ));
+            return Err(
+                format!("unable to parse requirement {term:?} of selector {selector:?}").into(),
+            );
         };
         if !ok {
             return Ok(false);
@@ -145,7 +151,7 @@ pub(crate) fn matches_label_selector(
     Ok(true)
 }
 
-fn parse_set(set: &str) -> Result<Vec<String>, String> {
+fn parse_set(set: &str) -> Result<Vec<String>, TransformError> {
     let inner = set
         .trim()
         .strip_prefix('(')

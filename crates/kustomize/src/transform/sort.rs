@@ -1,5 +1,6 @@
 //! The output order (`sortOptions`).
 
+use crate::error::TransformError;
 use std::collections::BTreeMap;
 
 use crate::resource::{ResId, Resource};
@@ -63,7 +64,7 @@ fn gvk_string(id: &ResId) -> String {
 pub(crate) fn sort(
     resources: &mut Vec<Resource>,
     options: Option<&SortOptions>,
-) -> Result<(), String> {
+) -> Result<(), TransformError> {
     let (first, last): (Vec<String>, Vec<String>) = match options {
         Some(options) if options.order == "fifo" => {
             if options.legacy_sort_options.is_some() {
@@ -79,7 +80,8 @@ pub(crate) fn sort(
             return Err(format!(
                 "the field 'sortOptions.order' must be one of [fifo, legacy], not {:?}",
                 options.order
-            ));
+            )
+            .into());
         }
         None => (to_strings(ORDER_FIRST), to_strings(ORDER_LAST)),
     };

@@ -127,7 +127,8 @@ fn strategic_patch_without_match_is_an_error() {
         None,
         &BTreeMap::new(),
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(
         error.contains("no resource matches strategic merge patch"),
         "{error}"

@@ -1,5 +1,6 @@
 //! The alpha `ValueAddTransformer`.
 
+use crate::error::TransformError;
 use serde_json::Value;
 
 use super::select::select;
@@ -15,7 +16,7 @@ pub(super) fn value_add(
     target: &Target,
     resources: &mut [Resource],
     config: &Value,
-) -> Result<(), String> {
+) -> Result<(), TransformError> {
     let value = match config.get("value").and_then(Value::as_str) {
         Some(value) if !value.is_empty() => value.to_owned(),
         _ => target
@@ -42,7 +43,7 @@ pub(super) fn value_add(
         let selected: Vec<usize> = match entry.get("selector") {
             Some(selector) => {
                 let selector: Selector = serde_json::from_value(selector.clone())
-                    .map_err(|e| format!("ValueAddTransformer selector: {e}"))?;
+                    .map_err(|e| TransformError::decode("ValueAddTransformer selector", e))?;
                 select(resources, &selector)?
             }
             None => (0..resources.len()).collect(),

@@ -1,5 +1,6 @@
 //! The deprecated `vars`: `$(VAR)` substitution.
 
+use crate::error::TransformError;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -16,7 +17,7 @@ pub(crate) fn resolve_vars(
     resources: &mut [Resource],
     vars: &[Var],
     config: &TransformerConfig,
-) -> Result<(), String> {
+) -> Result<(), TransformError> {
     if vars.is_empty() {
         return Ok(());
     }
@@ -44,14 +45,16 @@ pub(crate) fn resolve_vars(
                 return Err(format!(
                     "var '{}' cannot be mapped to a field in the set of known resources",
                     var.name
-                ));
+                )
+                .into());
             }
             _ => {
                 return Err(format!(
                     "found {} resId matches for var '{}' (unable to disambiguate)",
                     matches.len(),
                     var.name
-                ));
+                )
+                .into());
             }
         };
         let path = var.fieldref.as_ref().map_or("metadata.name", |f| {
