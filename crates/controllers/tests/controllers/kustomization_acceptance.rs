@@ -67,7 +67,7 @@ async fn a_crd_and_its_resources_apply_in_stages() {
 /// `spec.suspend` stops every change (a new revision is not applied); resuming applies it.
 #[tokio::test]
 async fn suspend_stops_changes_and_resume_applies_them() {
-    let (env, upstream, _controller, _) = setup(&[("app/config.yaml", &config_map())]).await;
+    let (env, upstream, controller, _) = setup(&[("app/config.yaml", &config_map())]).await;
     create_kustomization(&env, "app", serde_json::json!({"path": "app"})).await;
     wait_ready(&env, "app", "Ready=True", |status, _, _| status == "True").await;
     let suspend = |value: bool| {
@@ -92,8 +92,18 @@ async fn suspend_stops_changes_and_resume_applies_them() {
     );
     request_reconcile(&env.git_repositories(NAMESPACE), "repo", "t1").await;
     wait_source_revision(&env, &format!("main@sha1:{second}")).await;
+    // A reconcile runs while suspended (counted by the controller), and changes nothing.
+    let before = controller.reconciles("app");
     request_reconcile(&kustomizations(&env), "app", "while-suspended").await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    eventually(
+        Duration::from_secs(20),
+        "a reconcile while suspended",
+        || {
+            let done = controller.reconciles("app") > before;
+            async move { done.then_some(()) }
+        },
+    )
+    .await;
     let settings = config_maps(&env, NAMESPACE).get("settings").await.unwrap();
     assert_eq!(
         settings.data.unwrap()["env"],

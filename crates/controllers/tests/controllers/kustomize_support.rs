@@ -15,6 +15,7 @@ pub(crate) const NAMESPACE: &str = "apps";
 /// The Kustomization controller, stopped on drop.
 pub(crate) struct KustomizeController {
     shutdown: CancellationToken,
+    metrics: Metrics,
 }
 
 impl KustomizeController {
@@ -30,14 +31,29 @@ impl KustomizeController {
             backoff_max: Duration::from_secs(2),
             ..RuntimeConfig::default()
         };
+        let metrics = Metrics::new();
         tokio::spawn(capstan_controllers::kustomization::run(
             client,
-            Metrics::new(),
+            metrics.clone(),
             config,
             Health::default(),
             shutdown.clone(),
         ));
-        Self { shutdown }
+        Self { shutdown, metrics }
+    }
+
+    /// How many reconciles of the Kustomization `name` (in [`NAMESPACE`]) this controller has
+    /// run, suspended ones included (`gotk_reconcile_duration_seconds_count`).
+    pub(crate) fn reconciles(&self, name: &str) -> u64 {
+        let series = format!(
+            "gotk_reconcile_duration_seconds_count{{kind=\"Kustomization\",name=\"{name}\",namespace=\"{NAMESPACE}\"}} "
+        );
+        self.metrics
+            .encode()
+            .lines()
+            .find_map(|line| line.strip_prefix(&series))
+            .and_then(|count| count.trim().parse().ok())
+            .unwrap_or(0)
     }
 }
 
