@@ -57,7 +57,8 @@ pub fn parse_documents_located(text: &str) -> Result<Vec<Value>, YamlError> {
         .map_err(|error| {
             let location = error.location().filter(|l| l.line() > 0);
             YamlError {
-                message: error.to_string(),
+                // The user-facing wording (no parser-configuration advice), with the excerpt.
+                message: error.render_with_formatter(&serde_saphyr::UserMessageFormatter),
                 line: location.map(|l| l.line()),
                 column: location.map(|l| l.column()),
             }
@@ -839,6 +840,21 @@ mod budget_tests {
         let documents = parse_documents(&stream).unwrap();
         assert_eq!(documents.len(), 5_000);
         assert_eq!(documents[4_999]["metadata"]["name"], "c4999");
+    }
+
+    #[test]
+    fn errors_speak_to_the_author_of_the_file_not_to_the_parser_configuration() {
+        let error =
+            super::parse_documents_located("metadata:\n  name: a\n  name: b\n").unwrap_err();
+        assert!(
+            error
+                .message
+                .contains("duplicate mapping key `name` is not allowed here"),
+            "{}",
+            error.message
+        );
+        assert!(!error.message.contains("Options"), "{}", error.message);
+        assert_eq!((error.line, error.column), (Some(3), Some(3)));
     }
 }
 
