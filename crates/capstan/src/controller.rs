@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use capstan_controllers::leader::{LeaderElectionConfig, LeaderElector};
-use capstan_controllers::runtime::{self, Health, Metrics, RuntimeConfig};
+use capstan_controllers::leader::{LeaderElectionConfig, LeaderElector, Leadership};
+use capstan_controllers::runtime::{Controllers, RuntimeConfig};
 use capstan_source::storage::Storage;
 use clap::Args;
 use tokio::task::JoinHandle;
@@ -153,11 +153,12 @@ pub async fn start(
             args.storage_path.display()
         )
     })?;
-    let metrics = Metrics::new();
-    let health = Health::default();
-    let app = storage
-        .router()
-        .merge(runtime::router(metrics.clone(), health.clone()));
+    let config = RuntimeConfig {
+        concurrency: args.concurrent,
+        ..RuntimeConfig::default()
+    };
+    let controllers = capstan_controllers::controllers(client.clone(), &storage, config);
+    let app = controllers.router();
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
     let server = tokio::spawn(async move {
@@ -167,21 +168,14 @@ pub async fn start(
             tracing::error!(error = %e, "artifact server stopped");
         }
     });
-    let config = RuntimeConfig {
-        concurrency: args.concurrent,
-        ..RuntimeConfig::default()
-    };
     if election.is_some() {
         // A standby replica is healthy and ready: it serves and waits for the Lease. Without
         // this, a rolling update could never make its new pod Ready while the old one leads.
-        health.set_ready(true);
+        controllers.health().set_ready(true);
     }
     let controllers = tokio::spawn(lead_and_run(
         client,
-        storage,
-        metrics,
-        config,
-        health,
+        controllers,
         shutdown.clone(),
         election,
     ));
@@ -194,19 +188,18 @@ pub async fn start(
 }
 
 /// Waits for the Lease (at once without `election`), then runs every controller until `stop`;
-/// the Lease is given up as soon as `stop` is cancelled.
+/// the Lease is given up as soon as `stop` is cancelled. A lost Lease cancels the steps in
+/// flight and stops the controllers at once, then the process exits (its replacement competes
+/// again).
 async fn lead_and_run(
     client: kube::Client,
-    storage: Storage,
-    metrics: Metrics,
-    config: RuntimeConfig,
-    health: Health,
+    controllers: Controllers,
     stop: CancellationToken,
     election: Option<LeaderElectionConfig>,
 ) {
     let leadership = match election {
         Some(election) => {
-            let elector = LeaderElector::new(client.clone(), election);
+            let elector = LeaderElector::new(client, election);
             match elector.acquire(&stop).await {
                 Some(leadership) => Some(leadership),
                 None => return,
@@ -214,52 +207,39 @@ async fn lead_and_run(
         }
         None => None,
     };
-    if let Some(leadership) = &leadership {
-        let on_loss = leadership.lost();
-        tokio::spawn(async move {
-            on_loss.cancelled().await;
-            // Another replica leads now: stop at once, without finishing the reconciles in
-            // flight (they could apply and prune for minutes beside the new leader), as
-            // Kubernetes controllers do. The replacement pod competes again.
-            eprintln!("capstan controller: leadership lost, exiting");
-            std::process::exit(1);
-        });
-    }
+    // Cancelled at shutdown and when the Lease is lost: either way the steps in flight stop.
+    let running = stop.child_token();
+    let lost = leadership
+        .as_ref()
+        .map_or_else(CancellationToken::new, Leadership::lost);
     tokio::join!(
-        capstan_controllers::git_repository::run(
-            client.clone(),
-            storage.clone(),
-            metrics.clone(),
-            config.clone(),
-            health.clone(),
-            stop.clone(),
-        ),
-        capstan_controllers::oci_repository::run(
-            client.clone(),
-            storage.clone(),
-            metrics.clone(),
-            config.clone(),
-            health.clone(),
-            stop.clone(),
-        ),
-        capstan_controllers::bucket::run(
-            client.clone(),
-            storage,
-            metrics.clone(),
-            config.clone(),
-            health.clone(),
-            stop.clone(),
-        ),
-        capstan_controllers::kustomization::run(client, metrics, config, health, stop.clone()),
+        controllers.run(running.clone()),
+        // Another replica leads now: stop at once, without finishing the reconciles in flight
+        // (they could apply and prune for minutes beside the new leader), as Kubernetes
+        // controllers do.
+        async {
+            tokio::select! {
+                () = lost.cancelled() => running.cancel(),
+                () = running.cancelled() => {}
+            }
+        },
         // The Lease is given up as soon as shutdown starts, not after the reconciles in
         // flight end: the replacement replica takes over at once.
         async {
-            stop.cancelled().await;
-            if let Some(leadership) = leadership {
-                leadership.release().await;
+            tokio::select! {
+                () = stop.cancelled() => {
+                    if let Some(leadership) = leadership {
+                        leadership.release().await;
+                    }
+                }
+                () = lost.cancelled() => {}
             }
         },
     );
+    if lost.is_cancelled() {
+        eprintln!("capstan controller: leadership lost, exiting");
+        std::process::exit(1);
+    }
 }
 
 /// A kube client from a kubeconfig path and context, or the default configuration.

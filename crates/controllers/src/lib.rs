@@ -3,7 +3,8 @@
 //! - [`runtime`]: the reconcile runtime every kind shares — the fixed outer shape (tracing span,
 //!   finalizer, suspend check, steps as data, status written with server-side apply), error
 //!   classes ([`ErrorClass`]) driving conditions, Events, metrics and requeues, Prometheus
-//!   metrics with Flux's names and the `/metrics`, `/healthz`, `/readyz` router.
+//!   metrics with Flux's names and the `/metrics`, `/healthz`, `/readyz` router; the
+//!   [`runtime::Controllers`] builder registers the kinds a process runs ([`controllers`]).
 //! - [`bucket`]: the Bucket reconciler (`source.toolkit.fluxcd.io/v1`).
 //! - [`git_repository`]: the GitRepository reconciler (`source.toolkit.fluxcd.io/v1`).
 //! - [`oci_repository`]: the OCIRepository reconciler (`source.toolkit.fluxcd.io/v1`).
@@ -14,20 +15,16 @@
 //!
 //! ```no_run
 //! # async fn example() -> Result<(), Box<dyn std::error::Error>> {
-//! use capstan_controllers::runtime::{self, Health, Metrics, RuntimeConfig};
+//! use capstan_controllers::runtime::RuntimeConfig;
 //! use capstan_source::storage::Storage;
 //! use tokio_util::sync::CancellationToken;
 //!
 //! let client = kube::Client::try_default().await?;
 //! let storage = Storage::new("/data", "127.0.0.1:9090")?;
-//! let metrics = Metrics::new();
-//! let health = Health::default();
-//! let shutdown = CancellationToken::new();
-//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
-//! tokio::spawn(axum::serve(listener, runtime::router(metrics.clone(), health.clone())).into_future());
-//! capstan_controllers::git_repository::run(
-//!     client, storage, metrics, RuntimeConfig::default(), health, shutdown,
-//! ).await;
+//! let controllers = capstan_controllers::controllers(client, &storage, RuntimeConfig::default());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:9090").await?;
+//! tokio::spawn(axum::serve(listener, controllers.router()).into_future());
+//! controllers.run(CancellationToken::new()).await;
 //! # Ok(())
 //! # }
 //! ```
@@ -45,3 +42,18 @@ pub use bucket::BucketReconciler;
 pub use error::{Error, ErrorClass, ReconcileError};
 pub use git_repository::GitRepositoryReconciler;
 pub use oci_repository::OCIRepositoryReconciler;
+
+/// Capstan's controllers: GitRepository, OCIRepository, Bucket (with the artifact server's
+/// routes, `storage`) and Kustomization, each reconciling through `client` with `config`.
+pub fn controllers(
+    client: kube::Client,
+    storage: &capstan_source::storage::Storage,
+    config: runtime::RuntimeConfig,
+) -> runtime::Controllers {
+    runtime::Controllers::new(client.clone(), config)
+        .register(GitRepositoryReconciler::new(storage.clone()))
+        .register(OCIRepositoryReconciler::new(storage.clone()))
+        .register(BucketReconciler::new(storage.clone()))
+        .register(kustomization::KustomizationReconciler::new(client))
+        .route(storage.router())
+}

@@ -45,13 +45,21 @@
 //! - Every Event (the `Ready` transitions, a step's [`StepContext::publish_event`]) goes
 //!   through one [`Events`] per controller: one Kubernetes Event recorder, and the
 //!   [`RuntimeConfig::event_sink`] with Flux's metadata ([`events`]).
-//! - Steps see a [`CancellationToken`] ([`StepContext::cancel`]) cancelled at shutdown.
+//! - Shutdown (the `shutdown` token of [`run`], which a lost Lease cancels too) cancels the
+//!   steps in flight: a step is dropped at its next await, nothing more is written, and the
+//!   controller stops without waiting for it; steps also see the token
+//!   ([`StepContext::cancel`], a [`CancellationToken`]).
+//! - A kind without an interval ([`FluxResource::interval`] `None`) is reconciled on changes
+//!   and triggers only; a step may set the `Ready=True` reason of its result
+//!   ([`StepContext::set_ready_reason`], else [`FluxResource::READY_REASON`]).
+//! - [`Controllers`] registers the kinds of a process, their routes and their readiness.
 //! - `spec.dependsOn` is one service ([`depends::check`]): each dependency Ready for its
 //!   generation and, built from the same source, at the same revision; what a kind refers to
 //!   ([`depends::References`]) also feeds the [`triggers`] from other kinds (sources,
 //!   dependencies, ConfigMaps and Secrets).
 
 pub mod conditions;
+pub mod controllers;
 pub mod depends;
 pub mod events;
 pub mod metrics;
@@ -84,6 +92,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 pub use conditions::ConditionStatus;
+pub use controllers::Controllers;
 pub use events::{EventSink, Events, PublishedEvent};
 pub use metrics::{Metrics, ReconcileTimer};
 pub use server::{Health, router};
@@ -861,7 +870,15 @@ async fn finalize_deletion<R: Reconciler>(
     {
         return Ok(Action::await_change());
     }
-    if let Err(error) = shared.reconciler.cleanup(object).await {
+    let cleanup = tokio::select! {
+        biased;
+        () = shared.shutdown.cancelled() => {
+            tracing::info!("cleanup cancelled");
+            return Ok(Action::await_change());
+        }
+        cleanup = shared.reconciler.cleanup(object) => cleanup,
+    };
+    if let Err(error) = cleanup {
         if let ErrorClass::Waiting(delay) = error.class {
             // The cleanup waits for something (e.g. the deleted objects to terminate): look
             // again later rather than hold a worker.
@@ -968,39 +985,26 @@ async fn reconcile_steps<R: Reconciler>(
     cx.events = shared.events.clone();
     cx.cancel = shared.shutdown.child_token();
 
-    // Phase boundary: announce a new generation before doing the work (a retry keeps its
-    // `ProgressingWithRetry`).
-    let reconciling = conditions::find(R::Object::conditions(&cx.status), condition::RECONCILING)
-        .is_some_and(|c| c.status == ConditionStatus::True.as_str());
-    if R::Object::observed_generation(&cx.status) != generation && !reconciling {
-        let message = format!(
-            "reconciling new object generation ({})",
-            generation.unwrap_or_default()
-        );
-        cx.set_condition(
-            condition::RECONCILING,
-            ConditionStatus::True,
-            reason::PROGRESSING,
-            &message,
-        );
-        if conditions::find(R::Object::conditions(&cx.status), condition::READY).is_none() {
-            cx.set_condition(
-                condition::READY,
-                ConditionStatus::Unknown,
-                reason::PROGRESSING,
-                IN_PROGRESS_MESSAGE,
-            );
-        }
-        write_status(&mut cx).await?;
-    }
+    announce_generation(&mut cx, generation).await?;
 
     let mut result: Result<Option<Duration>, ReconcileError> = checked_interval(object.as_ref())
         .map(|interval| interval.map(|interval| jittered(interval, shared.config.jitter)));
     if let Ok(mut requeue) = result {
         let steps = shared.reconciler.clone();
+        let cancel = cx.cancel.clone();
         for step in steps.steps() {
             tracing::debug!(step = step.name, "running step");
-            match (step.run)(&mut cx).await {
+            let outcome = tokio::select! {
+                biased;
+                () = cancel.cancelled() => {
+                    // Shutdown or a lost Lease: stop here, writing nothing more; whoever
+                    // reconciles next starts over.
+                    tracing::info!(step = step.name, "step cancelled");
+                    return Ok(Action::await_change());
+                }
+                outcome = (step.run)(&mut cx) => outcome,
+            };
+            match outcome {
                 Ok(outcome) if outcome.pending => {
                     let delay = outcome.requeue_after.unwrap_or(wait::FIRST_POLL);
                     tracing::debug!(step = step.name, ?delay, "step pending");
@@ -1052,6 +1056,38 @@ async fn reconcile_steps<R: Reconciler>(
     }
     update_resource_info::<R>(shared, &object, Some(&cx.status));
     Ok(action)
+}
+
+/// Phase boundary: announces a new generation before doing the work (a retry keeps its
+/// `ProgressingWithRetry`).
+async fn announce_generation<R: Reconciler>(
+    cx: &mut StepContext<R>,
+    generation: Option<i64>,
+) -> Result<(), Error> {
+    let reconciling = conditions::find(R::Object::conditions(&cx.status), condition::RECONCILING)
+        .is_some_and(|c| c.status == ConditionStatus::True.as_str());
+    if R::Object::observed_generation(&cx.status) != generation && !reconciling {
+        let message = format!(
+            "reconciling new object generation ({})",
+            generation.unwrap_or_default()
+        );
+        cx.set_condition(
+            condition::RECONCILING,
+            ConditionStatus::True,
+            reason::PROGRESSING,
+            &message,
+        );
+        if conditions::find(R::Object::conditions(&cx.status), condition::READY).is_none() {
+            cx.set_condition(
+                condition::READY,
+                ConditionStatus::Unknown,
+                reason::PROGRESSING,
+                IN_PROGRESS_MESSAGE,
+            );
+        }
+        write_status(cx).await?;
+    }
+    Ok(())
 }
 
 /// Ends a pass whose step is pending: writes the status built so far (the `Ready` condition

@@ -13,8 +13,8 @@ use capstan_controllers::ReconcileError;
 use capstan_controllers::runtime::depends::{self, ObjectKey, References};
 use capstan_controllers::runtime::triggers::{self, WatchedKind};
 use capstan_controllers::runtime::{
-    self, Health, Kind, Metrics, Reconciler, RuntimeConfig, Step, StepContext, StepFuture,
-    StepOutcome, events::REVISION_KEY,
+    Controllers, Kind, Reconciler, RuntimeConfig, Step, StepContext, StepFuture, StepOutcome,
+    events::REVISION_KEY,
 };
 use futures::stream::BoxStream;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::CapturingSink;
-use crate::support::{Env, GitServer, eventually, wait_for};
+use crate::support::{Env, GitServer, eventually, http_client, wait_for};
 
 // ---- The kind: a few dozen lines. ----
 
@@ -40,6 +40,9 @@ pub struct ProbeSpec {
     #[serde(default)]
     depends_on: Vec<String>,
     suspend: Option<bool>,
+    /// For the cancellation test: the step never ends.
+    #[serde(default)]
+    hang: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -128,6 +131,9 @@ const RETRY: Duration = Duration::from_secs(3600);
 
 fn observe(cx: &mut StepContext<ProbeReconciler>) -> StepFuture<'_> {
     Box::pin(async move {
+        if cx.object.spec.hang {
+            std::future::pending::<()>().await;
+        }
         let source: Option<GitRepository> = (cx.api().get_opt(&cx.object.spec.source).await)
             .map_err(|e| ReconcileError::transient("SourceUnavailable", e.to_string()))?;
         let Some(revision) = source
@@ -196,16 +202,15 @@ async fn a_test_kind_is_triggered_by_its_source_held_by_its_dependencies_and_pub
         event_sink: Some(sink.clone()),
         ..RuntimeConfig::default()
     };
-    let (client, metrics) = (env.client.clone(), Metrics::new());
-    let health = Health::default();
-    tokio::spawn(runtime::run(
-        client,
-        ProbeReconciler,
-        metrics,
-        config,
-        health,
-        shutdown,
-    ));
+    let controllers = Controllers::new(env.client.clone(), config).register(ProbeReconciler);
+    assert_eq!(controllers.kinds(), ["Probe"]);
+    let readyz = serve(controllers.router()).await + "/readyz";
+    tokio::spawn(controllers.run(shutdown));
+    eventually(Duration::from_secs(10), "/readyz 200", || async {
+        let response = http_client().get(&readyz).send().await.ok()?;
+        response.status().is_success().then_some(())
+    })
+    .await;
 
     // A dependency that is not there holds the probe back, for an hour unless triggered.
     create(&probes, "app", &["base"]).await;
@@ -264,6 +269,46 @@ async fn a_test_kind_is_triggered_by_its_source_held_by_its_dependencies_and_pub
     );
 }
 
+#[tokio::test]
+async fn shutdown_cancels_a_step_in_flight() {
+    let env = Env::start().await;
+    env.namespace(NAMESPACE).await;
+    let probes = install(&env).await;
+    let shutdown = CancellationToken::new();
+    let controllers = Controllers::new(env.client.clone(), RuntimeConfig::default());
+    let running = tokio::spawn(controllers.register(ProbeReconciler).run(shutdown.clone()));
+    let mut probe = Probe::new(
+        "stuck",
+        ProbeSpec {
+            source: "repo".into(),
+            hang: true,
+            ..ProbeSpec::default()
+        },
+    );
+    probe.metadata.namespace = Some(NAMESPACE.into());
+    probes.create(&PostParams::default(), &probe).await.unwrap();
+    // `Reconciling=True` is written just before the steps run.
+    wait_for(&probes, "stuck", "the step running", |p: &Probe| {
+        p.conditions()
+            .iter()
+            .any(|c| c.type_ == "Reconciling" && c.status == "True")
+    })
+    .await;
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("the controllers stop without waiting for the step")
+        .unwrap();
+}
+
+/// Serves `router` on a free port; returns its base URL.
+async fn serve(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(axum::serve(listener, router).into_future());
+    format!("http://{address}")
+}
+
 /// Installs the Probe CRD and returns its API in [`NAMESPACE`].
 async fn install(env: &Env) -> Api<Probe> {
     let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
@@ -288,7 +333,7 @@ async fn create(probes: &Api<Probe>, name: &str, depends_on: &[&str]) {
     let spec = ProbeSpec {
         source: "repo".into(),
         depends_on: depends_on.iter().map(ToString::to_string).collect(),
-        suspend: None,
+        ..ProbeSpec::default()
     };
     let mut probe = Probe::new(name, spec);
     probe.metadata.namespace = Some(NAMESPACE.into());
