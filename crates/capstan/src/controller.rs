@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use capstan_controllers::leader::{LeaderElectionConfig, LeaderElector, Leadership};
+use capstan_controllers::leader::LeaderElectionConfig;
+use capstan_controllers::runtime::controllers::Led;
 use capstan_controllers::runtime::{Controllers, RuntimeConfig};
 use capstan_source::storage::Storage;
 use clap::Args;
@@ -157,7 +158,7 @@ pub async fn start(
         concurrency: args.concurrent,
         ..RuntimeConfig::default()
     };
-    let controllers = capstan_controllers::controllers(client.clone(), &storage, config);
+    let controllers = capstan_controllers::controllers(client, &storage, config);
     let app = controllers.router();
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
@@ -173,12 +174,7 @@ pub async fn start(
         // this, a rolling update could never make its new pod Ready while the old one leads.
         controllers.health().set_ready(true);
     }
-    let controllers = tokio::spawn(lead_and_run(
-        client,
-        controllers,
-        shutdown.clone(),
-        election,
-    ));
+    let controllers = tokio::spawn(lead_and_run(controllers, shutdown.clone(), election));
     tracing::info!(%address, advertised, "artifact server and controllers started");
     Ok(Running {
         artifacts_url: format!("http://{advertised}"),
@@ -187,56 +183,14 @@ pub async fn start(
     })
 }
 
-/// Waits for the Lease (at once without `election`), then runs every controller until `stop`;
-/// the Lease is given up as soon as `stop` is cancelled. A lost Lease cancels the steps in
-/// flight and stops the controllers at once, then the process exits (its replacement competes
-/// again).
+/// Runs the controllers while this replica leads (at once without `election`) until `stop`; a
+/// lost Lease stops them at once and ends the process: its replacement competes again.
 async fn lead_and_run(
-    client: kube::Client,
     controllers: Controllers,
     stop: CancellationToken,
     election: Option<LeaderElectionConfig>,
 ) {
-    let leadership = match election {
-        Some(election) => {
-            let elector = LeaderElector::new(client, election);
-            match elector.acquire(&stop).await {
-                Some(leadership) => Some(leadership),
-                None => return,
-            }
-        }
-        None => None,
-    };
-    // Cancelled at shutdown and when the Lease is lost: either way the steps in flight stop.
-    let running = stop.child_token();
-    let lost = leadership
-        .as_ref()
-        .map_or_else(CancellationToken::new, Leadership::lost);
-    tokio::join!(
-        controllers.run(running.clone()),
-        // Another replica leads now: stop at once, without finishing the reconciles in flight
-        // (they could apply and prune for minutes beside the new leader), as Kubernetes
-        // controllers do.
-        async {
-            tokio::select! {
-                () = lost.cancelled() => running.cancel(),
-                () = running.cancelled() => {}
-            }
-        },
-        // The Lease is given up as soon as shutdown starts, not after the reconciles in
-        // flight end: the replacement replica takes over at once.
-        async {
-            tokio::select! {
-                () = stop.cancelled() => {
-                    if let Some(leadership) = leadership {
-                        leadership.release().await;
-                    }
-                }
-                () = lost.cancelled() => {}
-            }
-        },
-    );
-    if lost.is_cancelled() {
+    if controllers.lead(election, stop).await == Led::LeaseLost {
         eprintln!("capstan controller: leadership lost, exiting");
         std::process::exit(1);
     }

@@ -3,7 +3,7 @@
 //! reconciler and its line in `/readyz`; [`Controllers::route`] adds routes a kind needs (the
 //! artifact server of the source kinds, a Receiver's webhook); [`Controllers::router`] serves
 //! them beside `/metrics`, `/healthz` and `/readyz`; [`Controllers::run`] runs every kind until
-//! shutdown.
+//! shutdown, [`Controllers::lead`] once this replica holds the Lease, until shutdown or its loss.
 //!
 //! # Guarantees
 //! - `/readyz` names each registered kind: once [`Controllers::run`] starts, every kind is
@@ -21,6 +21,7 @@ use kube::{Client, Resource};
 use tokio_util::sync::CancellationToken;
 
 use super::{Health, Metrics, Reconciler, RuntimeConfig, server};
+use crate::leader::{LeaderElectionConfig, LeaderElector, Leadership};
 
 /// Runs one registered kind until the token is cancelled.
 type RunKind = Box<dyn FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send>;
@@ -114,4 +115,64 @@ impl Controllers {
         }
         join_all(self.kinds.into_iter().map(|(_, run)| run(stop.clone()))).await;
     }
+
+    /// Waits for the Lease of `election` (at once without one), then runs every kind until
+    /// `stop` is cancelled or the Lease is lost, and returns when all have stopped. The Lease is
+    /// given up as soon as `stop` is cancelled, not after the reconciles in flight end, so the
+    /// replacement replica takes over at once; a lost Lease cancels the steps in flight, as a
+    /// shutdown does (they could apply and prune for minutes beside the new leader).
+    pub async fn lead(
+        self,
+        election: Option<LeaderElectionConfig>,
+        stop: CancellationToken,
+    ) -> Led {
+        let leadership = match election {
+            Some(election) => {
+                let elector = LeaderElector::new(self.client.clone(), election);
+                let Some(leadership) = elector.acquire(&stop).await else {
+                    return Led::Never;
+                };
+                Some(leadership)
+            }
+            None => None,
+        };
+        // Cancelled at shutdown and when the Lease is lost.
+        let running = stop.child_token();
+        let lost = leadership
+            .as_ref()
+            .map_or_else(CancellationToken::new, Leadership::lost);
+        let stop_on_loss = async {
+            tokio::select! {
+                () = lost.cancelled() => running.cancel(),
+                () = running.cancelled() => {}
+            }
+        };
+        let release = async {
+            tokio::select! {
+                () = stop.cancelled() => {
+                    if let Some(leadership) = leadership {
+                        leadership.release().await;
+                    }
+                }
+                () = lost.cancelled() => {}
+            }
+        };
+        tokio::join!(self.run(running.clone()), stop_on_loss, release);
+        if lost.is_cancelled() {
+            Led::LeaseLost
+        } else {
+            Led::Stopped
+        }
+    }
+}
+
+/// How [`Controllers::lead`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Led {
+    /// Stopped before the Lease was acquired.
+    Never,
+    /// Led until shutdown.
+    Stopped,
+    /// Led until another replica took the Lease: the controllers stopped at once.
+    LeaseLost,
 }

@@ -10,6 +10,8 @@ use std::time::Duration;
 use capstan_api::meta::{Condition, ReconcileRequestStatus};
 use capstan_api::{FluxKind, FluxStatus, GitRepository, KindInfo, Role};
 use capstan_controllers::ReconcileError;
+use capstan_controllers::leader::LeaderElectionConfig;
+use capstan_controllers::runtime::controllers::Led;
 use capstan_controllers::runtime::depends::{self, ObjectKey, References};
 use capstan_controllers::runtime::triggers::{self, WatchedKind};
 use capstan_controllers::runtime::{
@@ -17,6 +19,7 @@ use capstan_controllers::runtime::{
     events::REVISION_KEY,
 };
 use futures::stream::BoxStream;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -277,6 +280,54 @@ async fn shutdown_cancels_a_step_in_flight() {
     let shutdown = CancellationToken::new();
     let controllers = Controllers::new(env.client.clone(), RuntimeConfig::default());
     let running = tokio::spawn(controllers.register(ProbeReconciler).run(shutdown.clone()));
+    create_hanging(&probes).await;
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .expect("the controllers stop without waiting for the step")
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_lost_lease_cancels_a_step_in_flight_and_stops_the_controllers() {
+    let env = Env::start().await;
+    env.namespace(NAMESPACE).await;
+    env.namespace("flux-system").await;
+    let probes = install(&env).await;
+    let election = LeaderElectionConfig {
+        lease_duration: Duration::from_secs(2),
+        renew_deadline: Duration::from_millis(1500),
+        retry_period: Duration::from_millis(200),
+        ..LeaderElectionConfig::new("flux-system", "probes")
+    };
+    let controllers = Controllers::new(env.client.clone(), RuntimeConfig::default());
+    let shutdown = CancellationToken::new();
+    let _stop = shutdown.clone().drop_guard();
+    let leading = controllers
+        .register(ProbeReconciler)
+        .lead(Some(election), shutdown);
+    let leading = tokio::spawn(leading);
+    create_hanging(&probes).await;
+    // Another replica takes the Lease over (as after a network partition).
+    let lease = serde_json::json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "spec": {"holderIdentity": "intruder", "leaseDurationSeconds": 30},
+    });
+    let leases: Api<Lease> = Api::namespaced(env.client.clone(), "flux-system");
+    let intruder = PatchParams::apply("intruder").force();
+    leases
+        .patch("probes", &intruder, &Patch::Apply(lease))
+        .await
+        .unwrap();
+    let led = tokio::time::timeout(Duration::from_secs(10), leading)
+        .await
+        .expect("the controllers stop without waiting for the step")
+        .unwrap();
+    assert_eq!(led, Led::LeaseLost);
+}
+
+/// Creates the Probe `stuck`, whose step never ends, and waits until that step runs.
+async fn create_hanging(probes: &Api<Probe>) {
     let mut probe = Probe::new(
         "stuck",
         ProbeSpec {
@@ -288,17 +339,12 @@ async fn shutdown_cancels_a_step_in_flight() {
     probe.metadata.namespace = Some(NAMESPACE.into());
     probes.create(&PostParams::default(), &probe).await.unwrap();
     // `Reconciling=True` is written just before the steps run.
-    wait_for(&probes, "stuck", "the step running", |p: &Probe| {
+    wait_for(probes, "stuck", "the step running", |p: &Probe| {
         p.conditions()
             .iter()
             .any(|c| c.type_ == "Reconciling" && c.status == "True")
     })
     .await;
-    shutdown.cancel();
-    tokio::time::timeout(Duration::from_secs(10), running)
-        .await
-        .expect("the controllers stop without waiting for the step")
-        .unwrap();
 }
 
 /// Serves `router` on a free port; returns its base URL.
