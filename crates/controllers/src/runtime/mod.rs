@@ -1,7 +1,9 @@
 //! The reconcile runtime shared by every kind.
 //!
-//! A kind plugs in with a [`Reconciler`]: its object type (a [`FluxResource`]), its steps and
-//! its cleanup. [`run`] drives it with kube-rs's [`Controller`] (watch, queue, requeue) and gives
+//! A kind plugs in with a [`Reconciler`]: its object type (a [`FluxResource`], which an API type
+//! with [`FluxKind`] facts becomes by implementing [`Kind`]: its interval), its steps and its
+//! cleanup; what it refers to ([`depends::References`]) gives it `dependsOn` and triggers from
+//! other kinds; [`Controllers`] registers it in a process. [`run`] drives it with kube-rs's [`Controller`] (watch, queue, requeue) and gives
 //! every reconcile the same outer shape:
 //!
 //! 1. a tracing span with the kind, namespace and name, and a [`metrics::ReconcileTimer`];
@@ -694,8 +696,8 @@ impl<R: Reconciler> Shared<R> {
     }
 }
 
-/// Runs the controller of `reconciler` until `shutdown` is cancelled, then lets running
-/// reconciles finish. `health` marks the controller (by kind) ready once it is set up, and not
+/// Runs the controller of `reconciler` until `shutdown` is cancelled: no reconcile starts after
+/// that, and the steps in flight are cancelled (see the module guarantees). `health` marks the controller (by kind) ready once it is set up, and not
 /// ready when it stops.
 pub async fn run<R: Reconciler>(
     client: Client,
