@@ -287,10 +287,14 @@ pub trait Reconciler: Send + Sync + Sized + 'static {
     fn steps(&self) -> &[Step<Self>];
 
     /// Removes what the object owns outside the cluster (stored artifacts, ...) on deletion.
+    /// Nothing by default (a kind that owns nothing outside its object).
     fn cleanup(
         &self,
         object: &Self::Object,
-    ) -> impl Future<Output = Result<(), ReconcileError>> + Send;
+    ) -> impl Future<Output = Result<(), ReconcileError>> + Send {
+        let _ = object;
+        std::future::ready(Ok(()))
+    }
 
     /// Extra reconcile triggers beside the object's own changes (e.g. a source's new
     /// revision): each stream yields the objects to reconcile now. `store` holds every object

@@ -166,9 +166,6 @@ impl Reconciler for ProbeReconciler {
     fn steps(&self) -> &[Step<Self>] {
         STEPS
     }
-    async fn cleanup(&self, _: &Probe) -> Result<(), ReconcileError> {
-        Ok(())
-    }
     fn triggers(
         &self,
         client: &Client,
