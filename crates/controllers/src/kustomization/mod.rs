@@ -11,11 +11,13 @@
 //! - [`fetch_artifact`](fetch_artifact_step): downloads the artifact, verifies its digest and
 //!   extracts it into a temporary directory — unless the artifact digest, the generation and
 //!   the substitution variables equal those of the last build, whose objects are then reused
-//!   (the apply still runs, so drift is corrected every interval).
+//!   (the apply still runs, so drift is corrected every interval; the last builds are kept in
+//!   a bounded [`cache`], and one evicted is built again).
 //! - [`build`](build_step): builds `spec.path` with the native kustomize engine. A path without
 //!   a kustomization file gets one listing every manifest below it (as Flux does). Flux's
 //!   overrides (`targetNamespace`, `namePrefix`, `nameSuffix`, `patches`, `images`,
-//!   `components`) are applied by an overlay kustomization generated on top of the path;
+//!   `components`) are applied by an overlay kustomization generated on top of the path
+//!   (both kept in memory over the extracted artifact, see [`render`]);
 //!   `commonMetadata` is added to every object's metadata and `postBuild.substitute` /
 //!   `substituteFrom` variables (`${var}`, `${var:=default}`, `$${var}` for a literal) are
 //!   substituted, except in objects annotated or labelled
