@@ -118,7 +118,7 @@ async fn namespace(client: &kube::Client, name: &str) -> anyhow::Result<()> {
 }
 
 #[tokio::main]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one benchmark run, read top to bottom
 async fn main() -> anyhow::Result<()> {
     let apps: usize = std::env::var("FLEET_APPS")
         .ok()

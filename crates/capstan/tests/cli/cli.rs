@@ -63,7 +63,7 @@ fn git(dir: &std::path::Path, args: &[&str]) {
 /// server and the example fleet, reconciles the fleet to Ready, and a change pushed to the
 /// fleet's Git repository lands in the cluster.
 #[tokio::test(flavor = "multi_thread")]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
@@ -333,7 +333,7 @@ async fn capstan(args: &[&str]) -> std::process::Output {
 /// skopeo), signs with a cosign key, and `capstan pull artifact --verify-key` pulls only what
 /// a trusted key signed.
 #[tokio::test]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn push_signs_and_pull_verifies_artifacts_in_a_real_registry() {
     use capstan_source::oci::SigningKey;
     let registry = capstan_testkit::Registry::start().await;

@@ -361,7 +361,7 @@ fn table(stdout: &str) -> Vec<Vec<String>> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn create_get_export_and_delete_sources_and_kustomizations() {
     let env = Env::start().await;
     let sha = env.commit(&[("apps/demo.yaml", DEMO)]);
@@ -630,7 +630,7 @@ async fn create_get_export_and_delete_sources_and_kustomizations() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn reconcile_with_source_suspend_and_resume() {
     let env = Env::start().await;
     let first = env.commit(&[("apps/demo.yaml", DEMO)]);
@@ -768,7 +768,7 @@ async fn reconcile_with_source_suspend_and_resume() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn build_diff_tree_trace_and_events() {
     let env = Env::start().await;
     let secret = "apiVersion: v1

@@ -63,7 +63,7 @@ async fn create(api: &Api<Bucket>, name: &str, spec: serde_json::Value) {
 }
 
 #[tokio::test]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn bucket_objects_are_stored_filtered_and_followed() {
     let env = Env::start().await;
     let ns = env.namespace("bucket").await;

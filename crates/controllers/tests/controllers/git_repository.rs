@@ -64,7 +64,7 @@ async fn events(env: &Env, namespace: &str) -> Vec<Event> {
 }
 
 #[tokio::test]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn becomes_ready_serves_the_artifact_and_follows_requested_reconciles() {
     let env = Env::start().await;
     let ns = env.namespace("ready").await;
@@ -276,7 +276,7 @@ async fn becomes_ready_serves_the_artifact_and_follows_requested_reconciles() {
 }
 
 #[tokio::test]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn unknown_branch_and_unreachable_url_report_fetch_failed() {
     let env = Env::start().await;
     let ns = env.namespace("failing").await;
@@ -576,7 +576,7 @@ fn tar_file(bytes: &[u8], name: &str) -> Option<String> {
 }
 
 #[tokio::test]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn include_copies_other_artifacts_and_follows_their_changes() {
     let env = Env::start().await;
     let ns = env.namespace("include").await;

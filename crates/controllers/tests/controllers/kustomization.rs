@@ -13,7 +13,7 @@ use crate::support::eventually;
 pub(crate) use crate::kustomize_support::*;
 
 #[tokio::test]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn applies_prunes_follows_new_commits_and_deletes() {
     let kustomization = "resources: [config.yaml, deployment.yaml]\n";
     let (env, upstream, _controller, first) = setup(&[

@@ -207,7 +207,7 @@ const FLUX_SYSTEM: &str = "flux-system";
 ///   whose status stays `observedGeneration: -1` here, as on a cluster without them.
 /// - `clusters/staging/flux-system` (the Flux installation itself) is not reconciled.
 #[tokio::test]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn flux_example_kustomizations_reconcile_to_ready() {
     let corpus = capstan_testkit::corpus("flux-example/src");
     let corpus = corpus.as_path();

@@ -223,7 +223,7 @@ async fn drift_events(env: &crate::support::Env) -> Vec<Event> {
 /// `capstan.dev/drift: report` reports drift (ids and paths, no values) and missing objects
 /// without changing anything; removing it corrects the cluster on the next reconcile.
 #[tokio::test]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn report_only_drift_mode_reports_without_changing() {
     let (env, _upstream, _controller, _) = setup(&[
         ("app/config.yaml", &config_map()),

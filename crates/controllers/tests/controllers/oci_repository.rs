@@ -105,7 +105,7 @@ async fn request_reconcile(env: &Env, namespace: &str, name: &str, token: &str) 
 }
 
 #[tokio::test]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn latest_tag_is_stored_with_annotations_and_follows_requested_reconciles() {
     let env = Env::start().await;
     let ns = env.namespace("oci-latest").await;
@@ -454,7 +454,7 @@ fn verification_failure(object: &OCIRepository) -> Option<String> {
 }
 
 #[tokio::test]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn cosign_signatures_gate_what_is_stored() {
     let env = Env::start().await;
     let ns = env.namespace("oci-cosign").await;

@@ -289,7 +289,7 @@ fn kubeconfig(server: &str, user: &str) -> String {
 }
 
 #[tokio::test]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn no_secret_reaches_conditions_events_or_logs() {
     let installed = capture().is_some();
     let ok = format!(

@@ -224,7 +224,7 @@ async fn fetch_into(url: &str, reference: &GitReference) -> (tempfile::TempDir, 
 
 /// The shared scenario: new commits become new revisions, tags/semver/commit refs pick the
 /// right commit, `remote_revision` agrees with `fetch`.
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn scenario(upstream: &GitServer, url: &str) {
     let first = upstream.commit(
         &[("app/config.yaml", "v: 1\n"), ("README.md", "hello\n")],
