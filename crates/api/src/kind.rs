@@ -300,25 +300,35 @@ pub fn by_kind(kind: &str) -> Option<&'static KindInfo> {
     KINDS.iter().find(|k| k.kind.eq_ignore_ascii_case(kind))
 }
 
-/// Implements [`FluxStatus`] for status types with the usual fields; `revision` names how the
-/// revision is read when the status has no artifact.
+/// Implements [`FluxStatus`] for a status type with the usual fields: `conditions`,
+/// `observed_generation` and a flattened `reconcile_request`
+/// ([`ReconcileRequestStatus`]). The second argument says where the revision is read:
+///
+/// - `flux_status!(MyStatus, artifact)`: a source, whose revision is `status.artifact.revision`
+///   (the status has `artifact: Option<Artifact>`);
+/// - `flux_status!(MyStatus, revision = field)`: the revision is `status.<field>`, an
+///   `Option<String>` (`last_applied_revision` for a Kustomization);
+/// - `flux_status!(MyStatus)`: the kind has no revision.
+///
+/// Used by every kind of this crate and by kinds defined elsewhere (see [`flux_kind!`]).
+#[macro_export]
 macro_rules! flux_status {
     ($status:ty, artifact) => {
-        $crate::kind::flux_status!(@impl $status,
+        $crate::flux_status!(@impl $status,
             fn artifact(&self) -> Option<&$crate::meta::Artifact> {
                 self.artifact.as_ref()
             }
         );
     };
     ($status:ty, revision = $field:ident) => {
-        $crate::kind::flux_status!(@impl $status,
+        $crate::flux_status!(@impl $status,
             fn revision(&self) -> Option<&str> {
                 self.$field.as_deref()
             }
         );
     };
     ($status:ty) => {
-        $crate::kind::flux_status!(@impl $status,);
+        $crate::flux_status!(@impl $status,);
     };
     (@impl $status:ty, $($extra:item)*) => {
         impl $crate::kind::FluxStatus for $status {
@@ -341,7 +351,6 @@ macro_rules! flux_status {
         }
     };
 }
-pub(crate) use flux_status;
 
 /// Declares a group module's `GROUP`, `VERSION` and `API_VERSION` from two literals.
 macro_rules! group_version {
@@ -356,17 +365,65 @@ macro_rules! group_version {
 }
 pub(crate) use group_version;
 
-/// Implements [`FluxKind`] for a type of the group module above it (`super::GROUP`,
-/// `super::VERSION`) whose spec has `suspend`.
+/// Implements [`FluxKind`] for a `#[derive(CustomResource)]` type whose spec has
+/// `suspend: Option<bool>`: its [`KindInfo`] from the facts given (`kind` is the type's name),
+/// its status (`status`, or none for `NoStatus`) and `suspended`.
+///
+/// The group and version are either given as literals (a kind defined outside this crate;
+/// they must agree with the `#[kube(group, version)]` attributes), or read from the `GROUP`,
+/// `VERSION` and `API_VERSION` constants of the module above the type's (this crate's group
+/// modules). Pair it with [`flux_status!`] for the status type.
+///
+/// ```
+/// use capstan_api::meta::{Condition, ReconcileRequestStatus};
+/// use kube::CustomResource;
+/// use schemars::JsonSchema;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(CustomResource, Clone, Debug, Serialize, Deserialize, JsonSchema)]
+/// #[kube(group = "example.dev", version = "v1", kind = "Probe", namespaced)]
+/// #[kube(status = "ProbeStatus")]
+/// pub struct ProbeSpec {
+///     suspend: Option<bool>,
+/// }
+///
+/// #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+/// #[serde(rename_all = "camelCase")]
+/// pub struct ProbeStatus {
+///     #[serde(default)]
+///     conditions: Vec<Condition>,
+///     observed_generation: Option<i64>,
+///     #[serde(flatten)]
+///     reconcile_request: ReconcileRequestStatus,
+///     revision: Option<String>,
+/// }
+///
+/// capstan_api::flux_kind! {
+///     Probe: ProbeStatus,
+///     group = "example.dev",
+///     version = "v1",
+///     singular = "probe",
+///     plural = "probes",
+///     short_names = [],
+///     display = "Probe",
+///     role = Applier,
+/// }
+/// capstan_api::flux_status!(ProbeStatus, revision = revision);
+///
+/// use capstan_api::FluxKind;
+/// assert_eq!(Probe::INFO.api_version, "example.dev/v1");
+/// ```
+#[macro_export]
 macro_rules! flux_kind {
-    ($kind:ident: NoStatus, $($facts:tt)*) => {
-        $crate::kind::flux_kind!(@impl $kind, $crate::kind::NoStatus, |_object| None, $($facts)*);
+    (@status $kind:ident, NoStatus, $gv:tt, $($facts:tt)*) => {
+        $crate::flux_kind!(@impl $kind, $crate::kind::NoStatus, |_object| None, $gv, $($facts)*);
     };
-    ($kind:ident: $status:ty, $($facts:tt)*) => {
-        $crate::kind::flux_kind!(@impl $kind, $status, |object| object.status.as_ref(), $($facts)*);
+    (@status $kind:ident, $status:ty, $gv:tt, $($facts:tt)*) => {
+        $crate::flux_kind!(@impl $kind, $status, |object| object.status.as_ref(), $gv, $($facts)*);
     };
     (
         @impl $kind:ident, $status:ty, |$object:ident| $read:expr,
+        ($group:expr, $version:expr, $api_version:expr),
         singular = $singular:literal,
         plural = $plural:literal,
         short_names = [$($short:literal),* $(,)?],
@@ -376,9 +433,9 @@ macro_rules! flux_kind {
         impl $crate::kind::FluxKind for $kind {
             const INFO: $crate::kind::KindInfo = $crate::kind::KindInfo {
                 kind: stringify!($kind),
-                group: super::GROUP,
-                version: super::VERSION,
-                api_version: super::API_VERSION,
+                group: $group,
+                version: $version,
+                api_version: $api_version,
                 plural: $plural,
                 singular: $singular,
                 short_names: &[$($short),*],
@@ -396,8 +453,22 @@ macro_rules! flux_kind {
             }
         }
     };
+    (
+        $kind:ident: $status:tt,
+        group = $group:literal,
+        version = $version:literal,
+        $($facts:tt)*
+    ) => {
+        $crate::flux_kind!(
+            @status $kind, $status, ($group, $version, concat!($group, "/", $version)), $($facts)*
+        );
+    };
+    ($kind:ident: $status:tt, $($facts:tt)*) => {
+        $crate::flux_kind!(
+            @status $kind, $status, (super::GROUP, super::VERSION, super::API_VERSION), $($facts)*
+        );
+    };
 }
-pub(crate) use flux_kind;
 
 #[cfg(test)]
 mod tests {

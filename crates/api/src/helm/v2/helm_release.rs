@@ -955,7 +955,7 @@ impl HelmRelease {
     }
 }
 
-crate::kind::flux_kind! {
+crate::flux_kind! {
     HelmRelease: HelmReleaseStatus,
     singular = "helmrelease",
     plural = "helmreleases",
@@ -963,7 +963,7 @@ crate::kind::flux_kind! {
     display = "HelmRelease",
     role = Applier,
 }
-crate::kind::flux_status!(HelmReleaseStatus, revision = last_attempted_revision);
+crate::flux_status!(HelmReleaseStatus, revision = last_attempted_revision);
 
 #[cfg(test)]
 mod tests {

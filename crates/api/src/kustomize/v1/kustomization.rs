@@ -380,7 +380,7 @@ impl Kustomization {
     }
 }
 
-crate::kind::flux_kind! {
+crate::flux_kind! {
     Kustomization: KustomizationStatus,
     singular = "kustomization",
     plural = "kustomizations",
@@ -388,7 +388,7 @@ crate::kind::flux_kind! {
     display = "Kustomization",
     role = Applier,
 }
-crate::kind::flux_status!(KustomizationStatus, revision = last_applied_revision);
+crate::flux_status!(KustomizationStatus, revision = last_applied_revision);
 
 #[cfg(test)]
 mod tests {

@@ -190,7 +190,7 @@ impl Receiver {
     }
 }
 
-crate::kind::flux_kind! {
+crate::flux_kind! {
     Receiver: ReceiverStatus,
     singular = "receiver",
     plural = "receivers",
@@ -198,7 +198,7 @@ crate::kind::flux_kind! {
     display = "Receiver",
     role = Notification,
 }
-crate::kind::flux_status!(ReceiverStatus);
+crate::flux_status!(ReceiverStatus);
 
 #[cfg(test)]
 mod tests {

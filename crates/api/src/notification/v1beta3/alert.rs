@@ -93,7 +93,7 @@ impl Alert {
     }
 }
 
-crate::kind::flux_kind! {
+crate::flux_kind! {
     Alert: NoStatus,
     singular = "alert",
     plural = "alerts",

@@ -154,7 +154,7 @@ impl Provider {
     }
 }
 
-crate::kind::flux_kind! {
+crate::flux_kind! {
     Provider: NoStatus,
     singular = "provider",
     plural = "providers",

@@ -169,7 +169,7 @@ impl Bucket {
 
 impl_source!(Bucket);
 
-crate::kind::flux_kind! {
+crate::flux_kind! {
     Bucket: BucketStatus,
     singular = "bucket",
     plural = "buckets",
@@ -177,4 +177,4 @@ crate::kind::flux_kind! {
     display = "Bucket source",
     role = Source,
 }
-crate::kind::flux_status!(BucketStatus, artifact);
+crate::flux_status!(BucketStatus, artifact);

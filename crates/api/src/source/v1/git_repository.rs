@@ -266,7 +266,7 @@ impl GitRepositoryVerification {
 
 impl_source!(GitRepository);
 
-crate::kind::flux_kind! {
+crate::flux_kind! {
     GitRepository: GitRepositoryStatus,
     singular = "gitrepository",
     plural = "gitrepositories",
@@ -274,4 +274,4 @@ crate::kind::flux_kind! {
     display = "GitRepository source",
     role = Source,
 }
-crate::kind::flux_status!(GitRepositoryStatus, artifact);
+crate::flux_status!(GitRepositoryStatus, artifact);

@@ -159,7 +159,7 @@ impl HelmChart {
 
 impl_source!(HelmChart);
 
-crate::kind::flux_kind! {
+crate::flux_kind! {
     HelmChart: HelmChartStatus,
     singular = "helmchart",
     plural = "helmcharts",
@@ -167,4 +167,4 @@ crate::kind::flux_kind! {
     display = "HelmChart source",
     role = Source,
 }
-crate::kind::flux_status!(HelmChartStatus, artifact);
+crate::flux_status!(HelmChartStatus, artifact);

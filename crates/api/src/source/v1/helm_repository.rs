@@ -159,7 +159,7 @@ impl HelmRepository {
 
 impl_source!(HelmRepository);
 
-crate::kind::flux_kind! {
+crate::flux_kind! {
     HelmRepository: HelmRepositoryStatus,
     singular = "helmrepository",
     plural = "helmrepositories",
@@ -167,4 +167,4 @@ crate::kind::flux_kind! {
     display = "HelmRepository source",
     role = Source,
 }
-crate::kind::flux_status!(HelmRepositoryStatus, artifact);
+crate::flux_status!(HelmRepositoryStatus, artifact);

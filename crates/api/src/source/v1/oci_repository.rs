@@ -219,7 +219,7 @@ impl OCIRepository {
 
 impl_source!(OCIRepository);
 
-crate::kind::flux_kind! {
+crate::flux_kind! {
     OCIRepository: OCIRepositoryStatus,
     singular = "ocirepository",
     plural = "ocirepositories",
@@ -227,4 +227,4 @@ crate::kind::flux_kind! {
     display = "OCIRepository source",
     role = Source,
 }
-crate::kind::flux_status!(OCIRepositoryStatus, artifact);
+crate::flux_status!(OCIRepositoryStatus, artifact);
