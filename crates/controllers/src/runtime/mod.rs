@@ -175,11 +175,14 @@ pub trait Kind:
     /// See [`FluxResource::READY_REASON`].
     const READY_REASON: &'static str = reason::SUCCEEDED;
 
-    /// See [`FluxResource::interval`].
+    /// See [`FluxResource::interval`]. Defaults to none: a kind without `spec.interval`
+    /// (Alert, Provider) is reconciled when it or what triggers it changes.
     ///
     /// # Errors
     /// An unparsable `spec.interval`.
-    fn interval(&self) -> Result<Option<Duration>, capstan_api::Error>;
+    fn interval(&self) -> Result<Option<Duration>, capstan_api::Error> {
+        Ok(None)
+    }
 }
 
 impl<T: Kind> FluxResource for T {

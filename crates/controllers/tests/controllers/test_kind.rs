@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use capstan_api::meta::{Condition, ReconcileRequestStatus};
-use capstan_api::{FluxKind, FluxStatus, GitRepository, KindInfo, Role};
+use capstan_api::{FluxKind, GitRepository};
 use capstan_controllers::ReconcileError;
 use capstan_controllers::leader::LeaderElectionConfig;
 use capstan_controllers::runtime::controllers::Led;
@@ -59,53 +59,20 @@ pub struct ProbeStatus {
     revision: Option<String>,
 }
 
-impl FluxStatus for ProbeStatus {
-    fn conditions(&self) -> &[Condition] {
-        &self.conditions
-    }
-    fn conditions_mut(&mut self) -> &mut Vec<Condition> {
-        &mut self.conditions
-    }
-    fn observed_generation(&self) -> Option<i64> {
-        self.observed_generation
-    }
-    fn set_observed_generation(&mut self, generation: Option<i64>) {
-        self.observed_generation = generation;
-    }
-    fn reconcile_request_mut(&mut self) -> &mut ReconcileRequestStatus {
-        &mut self.reconcile_request
-    }
-    fn revision(&self) -> Option<&str> {
-        self.revision.as_deref()
-    }
+capstan_api::flux_kind! {
+    Probe: ProbeStatus,
+    group = "test.capstan.dev",
+    version = "v1",
+    singular = "probe",
+    plural = "probes",
+    short_names = [],
+    display = "Probe",
+    role = Applier,
 }
+capstan_api::flux_status!(ProbeStatus, revision = revision);
 
-impl FluxKind for Probe {
-    const INFO: KindInfo = KindInfo {
-        kind: "Probe",
-        group: "test.capstan.dev",
-        version: "v1",
-        api_version: "test.capstan.dev/v1",
-        plural: "probes",
-        singular: "probe",
-        short_names: &[],
-        display: "Probe",
-        role: Role::Applier,
-    };
-    type Status = ProbeStatus;
-    fn status(&self) -> Option<&ProbeStatus> {
-        self.status.as_ref()
-    }
-    fn suspended(&self) -> bool {
-        self.spec.suspend.unwrap_or(false)
-    }
-}
-
-impl Kind for Probe {
-    fn interval(&self) -> Result<Option<Duration>, capstan_api::Error> {
-        Ok(None) // Reconciled when something changes only.
-    }
-}
+/// No interval: reconciled when something changes only.
+impl Kind for Probe {}
 
 impl References for Probe {
     fn source(&self) -> Option<ObjectKey> {
