@@ -107,7 +107,6 @@ pub struct WriteContext<'a> {
 /// object equal to `live` (same `managedFields` bytes and times), so the caller can skip the
 /// write by comparing. `metadata.managedFields` in `config` is rejected unless empty, as the
 /// API server does.
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 pub fn apply(
     live: Option<&Value>,
     config: &Value,
@@ -115,28 +114,7 @@ pub fn apply(
     force: bool,
     schema: Option<&Schema>,
 ) -> Result<Value, ApplyError> {
-    if !config.is_object() {
-        return Err(ApplyError::Invalid(
-            "the configuration must be a JSON object".to_owned(),
-        ));
-    }
-    if let Some(managed) = field(field(Some(config), "metadata"), "managedFields") {
-        let empty = managed.is_null() || managed.as_array().is_some_and(Vec::is_empty);
-        if !empty {
-            return Err(ApplyError::Invalid(
-                "metadata.managedFields must be nil".to_owned(),
-            ));
-        }
-    }
-    let base = match live {
-        Some(Value::Object(map)) => Value::Object(map.clone()),
-        Some(Value::Null) | None => Value::Object(Map::new()),
-        Some(_) => {
-            return Err(ApplyError::Invalid(
-                "the live object must be a JSON object".to_owned(),
-            ));
-        }
-    };
+    let base = apply_base(live, config)?;
     let mut managers = decode_managers(&base);
     let mut config = config.clone();
     fill_missing_keys(&mut config, Some(&base), schema);
@@ -150,21 +128,76 @@ pub fn apply(
             ctx.api_version,
         )
     });
-    let previous = applier
-        .map(|index| managers[index].set.clone())
-        .unwrap_or_default();
 
     let mut merged = base.clone();
     merge_applied(&mut merged, config, schema, &mut Vec::new());
+    remove_stale(&mut merged, config, &managers, applier, &applied, schema);
 
-    // Remove what the applier stopped applying, unless someone (the applier included) still owns it.
+    let comparison = fieldpath::compare(Some(&base), Some(&merged), schema);
+    take_changed_fields(&mut managers, applier, &comparison, force)?;
+
+    let object_changed = merged != base;
+    let new_set = applied.difference(&comparison.removed);
+    match applier {
+        Some(index) => {
+            let manager = &mut managers[index];
+            if manager.set != new_set || object_changed {
+                manager.entry.time = Some(ctx.now.to_owned());
+            }
+            manager.set = new_set;
+            ctx.api_version.clone_into(&mut manager.entry.api_version);
+        }
+        None => managers.push(Manager::new(ctx, OPERATION_APPLY, new_set)),
+    }
+    write_managers(&mut merged, managers);
+    Ok(merged)
+}
+
+/// Checks an apply's inputs and returns the object it starts from: a copy of `live`, or an
+/// empty object when there is none.
+fn apply_base(live: Option<&Value>, config: &Value) -> Result<Value, ApplyError> {
+    if !config.is_object() {
+        return Err(ApplyError::Invalid(
+            "the configuration must be a JSON object".to_owned(),
+        ));
+    }
+    if let Some(managed) = field(field(Some(config), "metadata"), "managedFields") {
+        let empty = managed.is_null() || managed.as_array().is_some_and(Vec::is_empty);
+        if !empty {
+            return Err(ApplyError::Invalid(
+                "metadata.managedFields must be nil".to_owned(),
+            ));
+        }
+    }
+    match live {
+        Some(Value::Object(map)) => Ok(Value::Object(map.clone())),
+        Some(Value::Null) | None => Ok(Value::Object(Map::new())),
+        Some(_) => Err(ApplyError::Invalid(
+            "the live object must be a JSON object".to_owned(),
+        )),
+    }
+}
+
+/// Removes from `merged` what the applier (`managers[applier]`) applied before but no longer
+/// applies, unless someone (the applier included) still owns it.
+fn remove_stale(
+    merged: &mut Value,
+    config: &Value,
+    managers: &[Manager],
+    applier: Option<usize>,
+    applied: &FieldSet,
+    schema: Option<&Schema>,
+) {
+    let previous = applier
+        .map(|index| managers[index].set.clone())
+        .unwrap_or_default();
     let mut owned = applied.clone();
     for (index, manager) in managers.iter().enumerate() {
         if Some(index) != applier {
             owned = owned.union(&manager.set);
         }
     }
-    let stale = previous.difference(&applied);
+    let stale = previous.difference(applied);
     let mut stale_paths = stale.members();
     stale_paths.reverse();
     for path in &stale_paths {
@@ -172,20 +205,27 @@ pub fn apply(
             continue;
         }
         // The item may now be known under a fuller key (a defaulted key field): check that too.
-        let Some(actual) = canonical_path(&merged, path, schema) else {
+        let Some(actual) = canonical_path(merged, path, schema) else {
             continue;
         };
         if !owned.contains_prefix(&actual) {
-            remove_path(&mut merged, path);
+            remove_path(merged, path);
         }
     }
     for path in &stale_paths {
-        remove_empty_ancestors(&mut merged, path, config, &owned);
+        remove_empty_ancestors(merged, path, config, &owned);
     }
+}
 
-    let comparison = fieldpath::compare(Some(&base), Some(&merged), schema);
+/// Takes the fields the apply added or modified away from the other managers, failing with
+/// the conflicts unless `force`; drops removed fields from every manager.
+fn take_changed_fields(
+    managers: &mut [Manager],
+    applier: Option<usize>,
+    comparison: &fieldpath::Comparison,
+    force: bool,
+) -> Result<(), ApplyError> {
     let changed = comparison.added.union(&comparison.modified);
-
     let mut conflicts = Vec::new();
     let mut taken: Vec<(usize, FieldSet)> = Vec::new();
     for (index, manager) in managers.iter().enumerate() {
@@ -209,25 +249,10 @@ pub fn apply(
         let manager = &mut managers[index];
         manager.set = manager.set.difference(&overlap);
     }
-    for manager in &mut managers {
+    for manager in managers {
         manager.set = manager.set.difference(&comparison.removed);
     }
-
-    let object_changed = merged != base;
-    let new_set = applied.difference(&comparison.removed);
-    match applier {
-        Some(index) => {
-            let manager = &mut managers[index];
-            if manager.set != new_set || object_changed {
-                manager.entry.time = Some(ctx.now.to_owned());
-            }
-            manager.set = new_set;
-            ctx.api_version.clone_into(&mut manager.entry.api_version);
-        }
-        None => managers.push(Manager::new(ctx, OPERATION_APPLY, new_set)),
-    }
-    write_managers(&mut merged, managers);
-    Ok(merged)
+    Ok(())
 }
 
 /// Records an `Update` operation (create, update, patch) turning `old` into `new`:
