@@ -133,7 +133,6 @@ fn merge_value(
     }
 }
 
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 fn merge_map(
     mut original: Map<String, Value>,
     patch: &Map<String, Value>,
@@ -170,79 +169,11 @@ fn merge_map(
         if field.is_empty() {
             return Err(invalid(format!("{}: {key} names no field", display(path))));
         }
-        let field_path = join(path, field);
-        let Value::Array(order) = order else {
-            return Err(invalid(format!("{field_path}: {key} must be a list")));
-        };
-        let patch_list = match patch.get(field) {
-            None => None,
-            Some(Value::Array(list)) => Some(list),
-            // `null` deletes the field below; nothing to order.
-            Some(Value::Null) => continue,
-            Some(_) => {
-                return Err(invalid(format!(
-                    "{field_path}: {key} applies to a field that is not a list"
-                )));
-            }
-        };
-        let original_list = match original.get(field) {
-            None | Some(Value::Null) => None,
-            Some(Value::Array(list)) => Some(list.clone()),
-            Some(_) => {
-                return Err(invalid(format!(
-                    "{field_path}: {key} applies to a field that is not a list"
-                )));
-            }
-        };
-        let field_schema = child_schema(schema, field);
-        let merge_key = match list_merge(field_schema.as_ref()) {
-            ListMerge::Merge(key) => key,
-            ListMerge::Replace => None,
-        };
-        let maps = order.iter().all(Value::is_object) && !order.is_empty();
-        let key_of = if maps { merge_key.as_deref() } else { None };
-        if maps && key_of.is_none() {
-            return Err(invalid(format!(
-                "{field_path}: {key} needs a merge key for lists of maps"
-            )));
-        }
-        if let Some(patch_list) = patch_list {
-            validate_order(patch_list, order, key_of, &field_path)?;
-        }
-        let merged = match (original_list, patch_list) {
-            (Some(original_list), None) => original_list,
-            (original_list, Some(patch_list)) => merge_list(
-                original_list.clone().unwrap_or_default(),
-                patch_list,
-                field_schema.as_ref(),
-                &field_path,
-            )?,
-            (None, None) => continue,
-        };
-        let original_list = match original.get(field) {
-            Some(Value::Array(list)) => list.clone(),
-            _ => Vec::new(),
-        };
-        let (in_order, server_only): (Vec<Value>, Vec<Value>) = merged
-            .into_iter()
-            .partition(|item| position(order, item, key_of).is_some());
-        let ordered = normalize_order(in_order, server_only, order, &original_list, key_of);
-        original.insert(field.to_owned(), Value::Array(ordered));
-        handled.push(field);
-    }
-
-    for (key, values) in patch {
-        let Some(field) = key.strip_prefix(DELETE_FROM_PRIMITIVE_LIST) else {
-            continue;
-        };
-        let field_path = join(path, field);
-        let Value::Array(values) = values else {
-            return Err(invalid(format!("{field_path}: {key} must be a list")));
-        };
-        if let Some(Value::Array(list)) = original.get_mut(field) {
-            list.retain(|item| !values.contains(item));
+        if apply_element_order(&mut original, patch, key, field, order, schema, path)? {
+            handled.push(field);
         }
     }
+    delete_from_primitive_lists(&mut original, patch, path)?;
 
     for (key, patch_value) in patch {
         if is_directive_key(key) || handled.contains(&key.as_str()) {
@@ -259,6 +190,100 @@ fn merge_map(
         original.insert(key.clone(), merged);
     }
     Ok(original)
+}
+
+/// Applies `$setElementOrder/<field>` (`key`, with the wanted `order`) to `original`:
+/// merges the patch's list for `field` (if any) and orders the result. Returns whether
+/// `field` is now handled (the plain merge must skip it).
+fn apply_element_order(
+    original: &mut Map<String, Value>,
+    patch: &Map<String, Value>,
+    key: &str,
+    field: &str,
+    order: &Value,
+    schema: Option<&Schema>,
+    path: &str,
+) -> Result<bool, PatchError> {
+    let field_path = join(path, field);
+    let Value::Array(order) = order else {
+        return Err(invalid(format!("{field_path}: {key} must be a list")));
+    };
+    let patch_list = match patch.get(field) {
+        None => None,
+        Some(Value::Array(list)) => Some(list),
+        // `null` deletes the field below; nothing to order.
+        Some(Value::Null) => return Ok(false),
+        Some(_) => {
+            return Err(invalid(format!(
+                "{field_path}: {key} applies to a field that is not a list"
+            )));
+        }
+    };
+    let original_list = match original.get(field) {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(list)) => Some(list.clone()),
+        Some(_) => {
+            return Err(invalid(format!(
+                "{field_path}: {key} applies to a field that is not a list"
+            )));
+        }
+    };
+    let field_schema = child_schema(schema, field);
+    let merge_key = match list_merge(field_schema.as_ref()) {
+        ListMerge::Merge(key) => key,
+        ListMerge::Replace => None,
+    };
+    let maps = order.iter().all(Value::is_object) && !order.is_empty();
+    let key_of = if maps { merge_key.as_deref() } else { None };
+    if maps && key_of.is_none() {
+        return Err(invalid(format!(
+            "{field_path}: {key} needs a merge key for lists of maps"
+        )));
+    }
+    if let Some(patch_list) = patch_list {
+        validate_order(patch_list, order, key_of, &field_path)?;
+    }
+    let merged = match (original_list, patch_list) {
+        (Some(original_list), None) => original_list,
+        (original_list, Some(patch_list)) => merge_list(
+            original_list.clone().unwrap_or_default(),
+            patch_list,
+            field_schema.as_ref(),
+            &field_path,
+        )?,
+        (None, None) => return Ok(false),
+    };
+    let original_list = match original.get(field) {
+        Some(Value::Array(list)) => list.clone(),
+        _ => Vec::new(),
+    };
+    let (in_order, server_only): (Vec<Value>, Vec<Value>) = merged
+        .into_iter()
+        .partition(|item| position(order, item, key_of).is_some());
+    let ordered = normalize_order(in_order, server_only, order, &original_list, key_of);
+    original.insert(field.to_owned(), Value::Array(ordered));
+    Ok(true)
+}
+
+/// Applies every `$deleteFromPrimitiveList/<field>` of `patch` to `original`.
+fn delete_from_primitive_lists(
+    original: &mut Map<String, Value>,
+    patch: &Map<String, Value>,
+    path: &str,
+) -> Result<(), PatchError> {
+    for (key, values) in patch {
+        let Some(field) = key.strip_prefix(DELETE_FROM_PRIMITIVE_LIST) else {
+            continue;
+        };
+        let field_path = join(path, field);
+        let Value::Array(values) = values else {
+            return Err(invalid(format!("{field_path}: {key} must be a list")));
+        };
+        if let Some(Value::Array(list)) = original.get_mut(field) {
+            list.retain(|item| !values.contains(item));
+        }
+    }
+    Ok(())
 }
 
 fn display(path: &str) -> &str {
@@ -408,7 +433,6 @@ fn normalize_order(
     result
 }
 
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 fn merge_list(
     original: Vec<Value>,
     patch: &[Value],
@@ -442,33 +466,39 @@ fn merge_list(
     }
 
     if maps == 0 {
-        // Scalars: union without duplicates.
-        let mut merged: Vec<Value> = Vec::with_capacity(total);
-        for item in original.iter().chain(patch) {
-            if !merged.contains(item) {
-                merged.push(item.clone());
-            }
-        }
-        let (in_patch, server_only): (Vec<Value>, Vec<Value>) =
-            merged.into_iter().partition(|item| patch.contains(item));
-        return Ok(normalize_order(
-            in_patch,
-            server_only,
-            patch,
-            &original,
-            None,
-        ));
+        return Ok(merge_scalar_list(&original, patch, total));
     }
-
     let Some(key) = merge_key else {
         return Err(invalid(format!(
             "{path}: cannot merge a list of maps without a merge key"
         )));
     };
-    let key = key.as_str();
+    merge_keyed_list(original, patch, key.as_str(), items_schema.as_ref(), path)
+}
 
+/// Merges two lists of scalars: their union without duplicates, in the patch's order.
+fn merge_scalar_list(original: &[Value], patch: &[Value], total: usize) -> Vec<Value> {
+    let mut merged: Vec<Value> = Vec::with_capacity(total);
+    for item in original.iter().chain(patch) {
+        if !merged.contains(item) {
+            merged.push(item.clone());
+        }
+    }
+    let (in_patch, server_only): (Vec<Value>, Vec<Value>) =
+        merged.into_iter().partition(|item| patch.contains(item));
+    normalize_order(in_patch, server_only, patch, original, None)
+}
+
+/// Merges a patch list of maps into `original` by the merge `key`, honouring `$patch`
+/// directives (`delete`, `replace`, `merge`) on its items.
+fn merge_keyed_list(
+    mut original: Vec<Value>,
+    patch: &[Value],
+    key: &str,
+    items_schema: Option<&Schema>,
+    path: &str,
+) -> Result<Vec<Value>, PatchError> {
     // Special elements first.
-    let mut original = original;
     let mut plain: Vec<&Value> = Vec::with_capacity(patch.len());
     let mut replace = false;
     for item in patch {
@@ -493,7 +523,7 @@ fn merge_list(
     if replace {
         let replaced = plain
             .iter()
-            .map(|item| merge_value(None, item, items_schema.as_ref(), path))
+            .map(|item| merge_value(None, item, items_schema, path))
             .collect::<Result<Vec<_>, _>>()?;
         let server_order = replaced.clone();
         return Ok(normalize_order(
@@ -515,9 +545,9 @@ fn merge_list(
         {
             Some(existing) => {
                 let current = existing.take();
-                *existing = merge_value(Some(current), item, items_schema.as_ref(), &item_path)?;
+                *existing = merge_value(Some(current), item, items_schema, &item_path)?;
             }
-            None => merged.push(merge_value(None, item, items_schema.as_ref(), &item_path)?),
+            None => merged.push(merge_value(None, item, items_schema, &item_path)?),
         }
     }
     let patch_order: Vec<Value> = plain.into_iter().cloned().collect();
