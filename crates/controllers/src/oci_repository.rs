@@ -67,15 +67,10 @@ use capstan_source::redact::error_chain;
 use capstan_source::semver_constraint::{Constraint, parse_version};
 use capstan_source::storage::{Storage, revision_file_name};
 use k8s_openapi::api::core::v1::Secret;
-use kube::Client;
 use oci_client::Reference;
-use tokio_util::sync::CancellationToken;
 
 use crate::error::{ErrorClass, ReconcileError, SecretError};
-use crate::runtime::{
-    self, ConditionStatus, Health, Metrics, Reconciler, RuntimeConfig, Step, StepContext,
-    StepFuture, StepOutcome,
-};
+use crate::runtime::{ConditionStatus, Reconciler, Step, StepContext, StepFuture, StepOutcome};
 
 /// The kind name used in storage paths and metrics.
 pub const KIND: &str = "OCIRepository";
@@ -151,26 +146,6 @@ impl Reconciler for OCIRepositoryReconciler {
     async fn cleanup(&self, object: &OCIRepository) -> Result<(), ReconcileError> {
         crate::sources::remove_artifacts(&self.storage, KIND, object).await
     }
-}
-
-/// Runs the OCIRepository controller until `shutdown` is cancelled.
-pub async fn run(
-    client: Client,
-    storage: Storage,
-    metrics: Metrics,
-    config: RuntimeConfig,
-    health: Health,
-    shutdown: CancellationToken,
-) {
-    runtime::run(
-        client,
-        OCIRepositoryReconciler::new(storage),
-        metrics,
-        config,
-        health,
-        shutdown,
-    )
-    .await;
 }
 
 /// Spec fields this reconciler does not implement yet: refused (stalled) rather than ignored.

@@ -80,7 +80,6 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::events::EventType;
 use kube::runtime::reflector;
 use kube::{Api, Client, Resource, ResourceExt};
-use tokio_util::sync::CancellationToken;
 
 pub mod cache;
 pub mod drift;
@@ -96,8 +95,7 @@ pub use render::{
 
 use crate::error::ReconcileError;
 use crate::runtime::{
-    self, ConditionStatus, Health, Metrics, Reconciler, RuntimeConfig, Step, StepContext,
-    StepFuture, StepOutcome,
+    self, ConditionStatus, Reconciler, Step, StepContext, StepFuture, StepOutcome,
 };
 
 /// The field manager of every apply (Flux's, so that ownership interoperates).
@@ -387,25 +385,6 @@ impl Reconciler for KustomizationReconciler {
             format!("waiting for termination of: {}", remaining.join(", ")),
         ))
     }
-}
-
-/// Runs the Kustomization controller until `shutdown` is cancelled.
-pub async fn run(
-    client: Client,
-    metrics: Metrics,
-    config: RuntimeConfig,
-    health: Health,
-    shutdown: CancellationToken,
-) {
-    runtime::run(
-        client.clone(),
-        KustomizationReconciler::new(client),
-        metrics,
-        config,
-        health,
-        shutdown,
-    )
-    .await;
 }
 
 async fn apply_objects(

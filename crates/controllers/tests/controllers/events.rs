@@ -4,8 +4,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use capstan_controllers::kustomization::KustomizationReconciler;
 use capstan_controllers::runtime::events::{ORIGIN_REVISION_KEY, REVISION_KEY, TOKEN_KEY};
-use capstan_controllers::runtime::{EventSink, Health, Metrics, PublishedEvent, RuntimeConfig};
+use capstan_controllers::runtime::{Controllers, EventSink, PublishedEvent, RuntimeConfig};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
 use tokio_util::sync::CancellationToken;
@@ -44,16 +45,13 @@ async fn published_events_reach_the_sink_with_flux_metadata() {
     let sink = Arc::new(CapturingSink::default());
     let shutdown = CancellationToken::new();
     let _stop = shutdown.clone().drop_guard();
-    tokio::spawn(capstan_controllers::kustomization::run(
-        env.client.clone(),
-        Metrics::new(),
-        RuntimeConfig {
-            event_sink: Some(sink.clone()),
-            ..RuntimeConfig::default()
-        },
-        Health::default(),
-        shutdown,
-    ));
+    let config = RuntimeConfig {
+        event_sink: Some(sink.clone()),
+        ..RuntimeConfig::default()
+    };
+    let controllers = Controllers::new(env.client.clone(), config)
+        .register(KustomizationReconciler::new(env.client.clone()));
+    tokio::spawn(controllers.run(shutdown));
     create_kustomization(&env, "app", serde_json::json!({"path": "app"})).await;
     wait_ready(&env, "app", "Ready=True", |status, _, _| status == "True").await;
 

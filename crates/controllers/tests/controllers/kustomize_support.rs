@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use capstan_api::{GitRepository, Kustomization};
-use capstan_controllers::runtime::{Health, Metrics, RuntimeConfig};
+use capstan_controllers::kustomization::KustomizationReconciler;
+use capstan_controllers::runtime::{Controllers, Metrics, RuntimeConfig};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use tokio_util::sync::CancellationToken;
 
@@ -31,14 +32,10 @@ impl KustomizeController {
             backoff_max: Duration::from_secs(2),
             ..RuntimeConfig::default()
         };
-        let metrics = Metrics::new();
-        tokio::spawn(capstan_controllers::kustomization::run(
-            client,
-            metrics.clone(),
-            config,
-            Health::default(),
-            shutdown.clone(),
-        ));
+        let controllers =
+            Controllers::new(client.clone(), config).register(KustomizationReconciler::new(client));
+        let metrics = controllers.metrics().clone();
+        tokio::spawn(controllers.run(shutdown.clone()));
         Self { shutdown, metrics }
     }
 

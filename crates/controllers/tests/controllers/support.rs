@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use capstan_api::GitRepository;
 use capstan_apiserver::{ApiServer, Config};
-use capstan_controllers::runtime::{self, Health, Metrics, RuntimeConfig};
+use capstan_controllers::runtime::{Controllers, RuntimeConfig};
+use capstan_controllers::{BucketReconciler, GitRepositoryReconciler, OCIRepositoryReconciler};
 use capstan_source::storage::Storage;
 pub use capstan_testkit::{
     GitServer, REGISTRY_PASSWORD, REGISTRY_USER, Registry, TestCa, download, eventually,
@@ -45,11 +46,17 @@ impl Env {
             .unwrap();
         let address = listener.local_addr().unwrap();
         let storage = Storage::new(storage_dir.path(), &address.to_string()).unwrap();
-        let metrics = Metrics::new();
-        let health = Health::default();
-        let app = storage
-            .router()
-            .merge(runtime::router(metrics.clone(), health.clone()));
+        let config = RuntimeConfig {
+            backoff_base: Duration::from_millis(200),
+            backoff_max: Duration::from_secs(2),
+            ..RuntimeConfig::default()
+        };
+        let controllers = Controllers::new(client.clone(), config)
+            .register(GitRepositoryReconciler::new(storage.clone()))
+            .register(BucketReconciler::new(storage.clone()))
+            .register(OCIRepositoryReconciler::new(storage.clone()))
+            .route(storage.router());
+        let app = controllers.router();
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();
         tokio::spawn(async move {
@@ -58,37 +65,7 @@ impl Env {
                 .await
                 .unwrap();
         });
-        let config = RuntimeConfig {
-            backoff_base: Duration::from_millis(200),
-            backoff_max: Duration::from_secs(2),
-            ..RuntimeConfig::default()
-        };
-        let controllers = vec![
-            tokio::spawn(capstan_controllers::git_repository::run(
-                client.clone(),
-                storage.clone(),
-                metrics.clone(),
-                config.clone(),
-                health.clone(),
-                shutdown.clone(),
-            )),
-            tokio::spawn(capstan_controllers::bucket::run(
-                client.clone(),
-                storage.clone(),
-                metrics.clone(),
-                config.clone(),
-                health.clone(),
-                shutdown.clone(),
-            )),
-            tokio::spawn(capstan_controllers::oci_repository::run(
-                client.clone(),
-                storage,
-                metrics,
-                config,
-                health,
-                shutdown.clone(),
-            )),
-        ];
+        let controllers = vec![tokio::spawn(controllers.run(shutdown.clone()))];
         Self {
             client,
             storage_dir,

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use capstan_api::{GitRepository, Kustomization};
-use capstan_controllers::runtime::{Health, Metrics, RateLimit, RuntimeConfig};
+use capstan_controllers::kustomization::KustomizationReconciler;
+use capstan_controllers::runtime::{Controllers, Metrics, RateLimit, RuntimeConfig};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -63,20 +64,16 @@ struct Controller {
 
 impl Controller {
     fn start(client: kube::Client) -> Self {
-        let metrics = Metrics::new();
         let shutdown = CancellationToken::new();
         let config = RuntimeConfig {
             backoff_base: Duration::from_millis(200),
             backoff_max: Duration::from_secs(2),
             ..RuntimeConfig::default()
         };
-        let task = tokio::spawn(capstan_controllers::kustomization::run(
-            client,
-            metrics.clone(),
-            config,
-            Health::default(),
-            shutdown.clone(),
-        ));
+        let controllers =
+            Controllers::new(client.clone(), config).register(KustomizationReconciler::new(client));
+        let metrics = controllers.metrics().clone();
+        let task = tokio::spawn(controllers.run(shutdown.clone()));
         Self {
             metrics,
             shutdown,
