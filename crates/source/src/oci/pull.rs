@@ -85,7 +85,6 @@ pub async fn resolve_digest(reference: &str, registry: &RegistryOptions) -> Resu
 /// Pulls `reference` (`oci://host/repository:tag` or `…@sha256:<digest>`) and extracts the
 /// selected layer into the directory `target` (must not exist or be empty), or with
 /// [`LayerOperation::Copy`] writes the layer to the file `target`.
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 pub async fn pull(
     reference: &str,
     target: &Path,
@@ -100,26 +99,8 @@ pub async fn pull(
         .await
         .map_err(|e| registry_error("log in to", &image, e))?;
 
-    let manifest_bytes = pull_manifest_bounded(&image, registry, token.as_deref())
-        .await
-        .map_err(|e| match e {
-            ManifestError::Registry(e) => registry_error("pull the manifest of", &image, e),
-            ManifestError::TooLarge(size) => Error::LimitExceeded {
-                entry: String::new(),
-                what: format!("manifest size {size} of {}", image.whole()),
-                limit: MAX_MANIFEST_BYTES,
-            },
-        })?;
-    let digest = Digest::of(&manifest_bytes);
-    if let Some(expected) = image.digest()
-        && expected != digest.to_string()
-    {
-        return Err(Error::DigestMismatch {
-            subject: format!("the manifest of {}", image.whole()),
-            expected: expected.to_owned(),
-            actual: digest.to_string(),
-        });
-    }
+    let (manifest_bytes, digest) =
+        pull_verified_manifest(&image, registry, token.as_deref()).await?;
     let unsupported = |reason: UnusableManifest| Error::UnsupportedManifest {
         reference: image.whole(),
         reason,
@@ -145,8 +126,65 @@ pub async fn pull(
         });
     }
 
-    // Download into a temporary file beside the target, never more than the descriptor's
-    // size; the client checks the digest at the end of the stream.
+    let temp = download_layer(&client, &image, &layer, &layer_digest, layer_size, target).await?;
+
+    let extracted = place_layer(temp, target, options, &layer, &image).await?;
+    Ok(Pulled {
+        revision: revision(
+            if image.digest().is_some() {
+                None
+            } else {
+                image.tag()
+            },
+            &digest,
+        ),
+        digest,
+        annotations: manifest.annotations,
+        layer,
+        extracted,
+    })
+}
+
+/// Pulls the manifest of `image` (bounded by [`MAX_MANIFEST_BYTES`]) and returns it with its
+/// digest, which must match the digest `image` names, if any.
+async fn pull_verified_manifest(
+    image: &oci_client::Reference,
+    registry: &RegistryOptions,
+    token: Option<&str>,
+) -> Result<(Vec<u8>, Digest)> {
+    let manifest_bytes = pull_manifest_bounded(image, registry, token)
+        .await
+        .map_err(|e| match e {
+            ManifestError::Registry(e) => registry_error("pull the manifest of", image, e),
+            ManifestError::TooLarge(size) => Error::LimitExceeded {
+                entry: String::new(),
+                what: format!("manifest size {size} of {}", image.whole()),
+                limit: MAX_MANIFEST_BYTES,
+            },
+        })?;
+    let digest = Digest::of(&manifest_bytes);
+    if let Some(expected) = image.digest()
+        && expected != digest.to_string()
+    {
+        return Err(Error::DigestMismatch {
+            subject: format!("the manifest of {}", image.whole()),
+            expected: expected.to_owned(),
+            actual: digest.to_string(),
+        });
+    }
+    Ok((manifest_bytes, digest))
+}
+
+/// Downloads `layer` of `image` into a temporary file beside `target`, never more than the
+/// descriptor's size; the client checks the digest at the end of the stream.
+async fn download_layer(
+    client: &oci_client::Client,
+    image: &oci_client::Reference,
+    layer: &Descriptor,
+    layer_digest: &Digest,
+    layer_size: u64,
+    target: &Path,
+) -> Result<tempfile::NamedTempFile> {
     let parent = match target.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
         _ => PathBuf::from("."),
@@ -169,9 +207,9 @@ pub async fn pull(
         actual,
     };
     let mut stream = client
-        .pull_blob_stream(&image, &descriptor)
+        .pull_blob_stream(image, &descriptor)
         .await
-        .map_err(|e| registry_error("pull a layer of", &image, e))?;
+        .map_err(|e| registry_error("pull a layer of", image, e))?;
     if let Some(length) = stream.content_length.filter(|&length| length != layer_size) {
         return Err(larger(format!("Content-Length {length}")));
     }
@@ -193,7 +231,7 @@ pub async fn pull(
                         actual: actual.clone(),
                     }
                 }
-                _ => registry_error("pull a layer of", &image, e.into()),
+                _ => registry_error("pull a layer of", image, e.into()),
             }
         })?;
         size += chunk.len() as u64;
@@ -208,8 +246,19 @@ pub async fn pull(
     if size != layer_size {
         return Err(larger(format!("{size} bytes")));
     }
+    Ok(temp)
+}
 
-    let extracted = match options.layer_selector.operation {
+/// Puts the downloaded layer `temp` where [`pull`] was asked to: extracted into the
+/// directory `target`, or (with [`LayerOperation::Copy`]) as the file `target`.
+async fn place_layer(
+    temp: tempfile::NamedTempFile,
+    target: &Path,
+    options: &PullOptions,
+    layer: &Descriptor,
+    image: &oci_client::Reference,
+) -> Result<Option<Extracted>> {
+    Ok(match options.layer_selector.operation {
         LayerOperation::Copy => {
             temp.persist(target)
                 .map_err(|e| Error::io("write", target, e.error))?;
@@ -219,10 +268,13 @@ pub async fn pull(
             let mut magic = [0u8; 2];
             let is_gzip = temp.as_file().read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b];
             if !is_gzip {
-                return Err(unsupported(UnusableManifest::NotGzip {
-                    digest: layer.digest.clone(),
-                    media_type: layer.media_type.clone(),
-                }));
+                return Err(Error::UnsupportedManifest {
+                    reference: image.whole(),
+                    reason: UnusableManifest::NotGzip {
+                        digest: layer.digest.clone(),
+                        media_type: layer.media_type.clone(),
+                    },
+                });
             }
             let target = target.to_owned();
             let limits = options.limits;
@@ -233,20 +285,6 @@ pub async fn pull(
             .map_err(Error::Task)??;
             Some(extracted)
         }
-    };
-    Ok(Pulled {
-        revision: revision(
-            if image.digest().is_some() {
-                None
-            } else {
-                image.tag()
-            },
-            &digest,
-        ),
-        digest,
-        annotations: manifest.annotations,
-        layer,
-        extracted,
     })
 }
 
