@@ -103,103 +103,12 @@ fn count(v: Option<&Value>) -> usize {
     v.and_then(Value::as_object).map_or(0, serde_json::Map::len)
 }
 
-/// A cell value of a column for one object.
 /// The cell of `column` for `obj`. `human_dates`: `date` columns print as an age (`26s`, `3d`),
 /// as kube-apiserver prints the columns of custom resources; built-in printers print the timestamp.
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 fn cell(obj: &Value, column: &PrinterColumn, human_dates: bool) -> Value {
     let path = column.json_path.as_str();
-    if let Some(paths) = path.strip_prefix("@count:") {
-        return json!(
-            paths
-                .split(',')
-                .map(|p| count(json_path(obj, p).first().copied()))
-                .sum::<usize>()
-        );
-    }
-    if let Some(paths) = path.strip_prefix("@ready:") {
-        let mut it = paths.split(',');
-        let ready = it
-            .next()
-            .and_then(|p| json_path(obj, p).first().and_then(|v| v.as_i64()))
-            .unwrap_or(0);
-        let want = it
-            .next()
-            .and_then(|p| json_path(obj, p).first().and_then(|v| v.as_i64()))
-            .unwrap_or(1);
-        return json!(format!("{ready}/{want}"));
-    }
-    match path {
-        "@externalip" => {
-            let t = obj
-                .pointer("/spec/type")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            return json!(if t == "LoadBalancer" {
-                "<pending>"
-            } else {
-                "<none>"
-            });
-        }
-        "@ports" => {
-            let ports = obj
-                .pointer("/spec/ports")
-                .and_then(Value::as_array)
-                .map(|ps| {
-                    ps.iter()
-                        .map(|p| {
-                            let port = render(p.get("port").unwrap_or(&Value::Null));
-                            let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
-                            match p.get("nodePort") {
-                                Some(n) => format!("{port}:{}/{proto}", render(n)),
-                                None => format!("{port}/{proto}"),
-                            }
-                        })
-                        .collect::<Vec<_>>()
-                        .join(",")
-                });
-            return json!(
-                ports
-                    .filter(|s| !s.is_empty())
-                    .unwrap_or_else(|| "<none>".into())
-            );
-        }
-        "@jobstatus" => {
-            let conds = obj.pointer("/status/conditions").and_then(Value::as_array);
-            let has = |t: &str| {
-                conds.is_some_and(|c| c.iter().any(|c| c["type"] == t && c["status"] == "True"))
-            };
-            return json!(if has("Complete") {
-                "Complete"
-            } else if has("Failed") {
-                "Failed"
-            } else {
-                "Running"
-            });
-        }
-        "@completions" => {
-            let done = obj
-                .pointer("/status/succeeded")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            let want = obj
-                .pointer("/spec/completions")
-                .and_then(Value::as_i64)
-                .unwrap_or(1);
-            return json!(format!("{done}/{want}"));
-        }
-        "@podready" => {
-            let statuses = obj
-                .pointer("/status/containerStatuses")
-                .and_then(Value::as_array);
-            let total = obj
-                .pointer("/spec/containers")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len);
-            let ready = statuses.map_or(0, |s| s.iter().filter(|c| c["ready"] == true).count());
-            return json!(format!("{ready}/{total}"));
-        }
-        _ => {}
+    if let Some(computed) = computed_cell(obj, path) {
+        return computed;
     }
     let found = json_path(obj, path);
     match found.as_slice() {
@@ -211,6 +120,112 @@ fn cell(obj: &Value, column: &PrinterColumn, human_dates: bool) -> Value {
         },
         many => json!(many.iter().map(|v| render(v)).collect::<Vec<_>>().join(",")),
     }
+}
+
+/// The cell of a computed column (a path starting `@`, as built-in printers use), or `None`
+/// for a plain JSON path.
+fn computed_cell(obj: &Value, path: &str) -> Option<Value> {
+    if let Some(paths) = path.strip_prefix("@count:") {
+        return Some(json!(
+            paths
+                .split(',')
+                .map(|p| count(json_path(obj, p).first().copied()))
+                .sum::<usize>()
+        ));
+    }
+    if let Some(paths) = path.strip_prefix("@ready:") {
+        let mut it = paths.split(',');
+        let ready = it
+            .next()
+            .and_then(|p| json_path(obj, p).first().and_then(|v| v.as_i64()))
+            .unwrap_or(0);
+        let want = it
+            .next()
+            .and_then(|p| json_path(obj, p).first().and_then(|v| v.as_i64()))
+            .unwrap_or(1);
+        return Some(json!(format!("{ready}/{want}")));
+    }
+    let text = match path {
+        "@externalip" => external_ip_cell(obj),
+        "@ports" => ports_cell(obj),
+        "@jobstatus" => job_status_cell(obj),
+        "@completions" => {
+            let done = obj
+                .pointer("/status/succeeded")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            let want = obj
+                .pointer("/spec/completions")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
+            format!("{done}/{want}")
+        }
+        "@podready" => {
+            let statuses = obj
+                .pointer("/status/containerStatuses")
+                .and_then(Value::as_array);
+            let total = obj
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            let ready = statuses.map_or(0, |s| s.iter().filter(|c| c["ready"] == true).count());
+            format!("{ready}/{total}")
+        }
+        _ => return None,
+    };
+    Some(json!(text))
+}
+
+/// A Service's `EXTERNAL-IP`: pending for a load balancer, none otherwise.
+fn external_ip_cell(obj: &Value) -> String {
+    let t = obj
+        .pointer("/spec/type")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if t == "LoadBalancer" {
+        "<pending>"
+    } else {
+        "<none>"
+    }
+    .to_owned()
+}
+
+/// A Service's `PORT(S)`: `port[:nodePort]/protocol`, comma-separated.
+fn ports_cell(obj: &Value) -> String {
+    let ports = obj
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .map(|ps| {
+            ps.iter()
+                .map(|p| {
+                    let port = render(p.get("port").unwrap_or(&Value::Null));
+                    let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
+                    match p.get("nodePort") {
+                        Some(n) => format!("{port}:{}/{proto}", render(n)),
+                        None => format!("{port}/{proto}"),
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(",")
+        });
+    ports
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "<none>".into())
+}
+
+/// A Job's `STATUS`: its first true terminal condition, else running.
+fn job_status_cell(obj: &Value) -> String {
+    let conds = obj.pointer("/status/conditions").and_then(Value::as_array);
+    let has =
+        |t: &str| conds.is_some_and(|c| c.iter().any(|c| c["type"] == t && c["status"] == "True"));
+    if has("Complete") {
+        "Complete"
+    } else if has("Failed") {
+        "Failed"
+    } else {
+        "Running"
+    }
+    .to_owned()
 }
 
 fn definition(name: &str, type_: &str, format: &str, description: &str, priority: i64) -> Value {
