@@ -62,19 +62,8 @@ fn deleting(obj: &Value) -> bool {
 }
 
 /// One pass over every object. Returns whether it changed anything.
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 pub fn sweep(cluster: &Cluster) -> bool {
-    let mut entries = Vec::new();
-    let types = cluster.registry().storage_types();
-    for rt in types {
-        let (objects, _) = cluster.list(&rt, None);
-        for object in objects {
-            entries.push(Entry {
-                rt: Arc::clone(&rt),
-                object,
-            });
-        }
-    }
+    let entries = snapshot(cluster);
     let by_uid: HashMap<&str, &Entry> = entries.iter().map(|e| (e.object.uid(), e)).collect();
     let mut dependents: HashMap<&str, Vec<&Entry>> = HashMap::new();
     for e in &entries {
@@ -84,15 +73,54 @@ pub fn sweep(cluster: &Cluster) -> bool {
             }
         }
     }
-    let mut changed = false;
-    let mut deleted: HashSet<String> = HashSet::new();
-    // Dependents whose owners are all gone.
+    let deleted = delete_orphaned(cluster, &entries, &by_uid);
+    let mut changed = !deleted.is_empty();
+    // Owners being deleted in the foreground or orphaning.
     for e in &entries {
+        if !deleting(&e.object.value) {
+            continue;
+        }
+        let deps: Vec<&Entry> = dependents.get(e.object.uid()).cloned().unwrap_or_default();
+        let fins = finalizers(&e.object.value);
+        if fins.iter().any(|f| f == ORPHAN_FINALIZER) {
+            orphan_dependents(cluster, e, &deps);
+            changed = true;
+        } else if fins.iter().any(|f| f == FOREGROUND_FINALIZER) {
+            changed |= delete_in_foreground(cluster, e, &deps, &deleted);
+        }
+    }
+    changed
+}
+
+/// Every stored object with its type.
+fn snapshot(cluster: &Cluster) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    for rt in cluster.registry().storage_types() {
+        let (objects, _) = cluster.list(&rt, None);
+        for object in objects {
+            entries.push(Entry {
+                rt: Arc::clone(&rt),
+                object,
+            });
+        }
+    }
+    entries
+}
+
+/// Deletes (in the background) the dependents whose owners are all gone. Returns the UIDs it
+/// deleted.
+fn delete_orphaned(
+    cluster: &Cluster,
+    entries: &[Entry],
+    by_uid: &HashMap<&str, &Entry>,
+) -> HashSet<String> {
+    let mut deleted: HashSet<String> = HashSet::new();
+    for e in entries {
         let owners = owner_uids(&e.object.value);
         if owners.is_empty() || deleting(&e.object.value) {
             continue;
         }
-        // The snapshot above is not atomic: confirm with fresh reads that every owner is gone
+        // The snapshot is not atomic: confirm with fresh reads that every owner is gone
         // before deleting, and only delete the very object that was seen (its UID).
         if owners.iter().all(|u| !by_uid.contains_key(u.as_str()))
             && owner_refs(&e.object.value)
@@ -110,74 +138,85 @@ pub fn sweep(cluster: &Cluster) -> bool {
                 .is_ok()
             {
                 deleted.insert(e.object.uid().to_owned());
-                changed = true;
             }
         }
     }
-    // Owners being deleted in the foreground or orphaning.
-    for e in &entries {
-        if !deleting(&e.object.value) {
+    deleted
+}
+
+/// An owner orphaning: drops its ownerReference from every dependent, then its finalizer.
+fn orphan_dependents(cluster: &Cluster, owner: &Entry, deps: &[&Entry]) {
+    let uid = owner.object.uid();
+    for d in deps {
+        let dns = d.object.namespace().to_owned();
+        let _ = cluster.mutate(&d.rt, Some(&dns), d.object.name(), None, MANAGER, |obj| {
+            let Some(refs) = obj
+                .pointer_mut("/metadata/ownerReferences")
+                .and_then(Value::as_array_mut)
+            else {
+                return false;
+            };
+            refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
+            if refs.is_empty()
+                && let Some(m) = obj["metadata"].as_object_mut()
+            {
+                m.remove("ownerReferences");
+            }
+            true
+        });
+    }
+    let ns = owner.object.namespace().to_owned();
+    let _ = cluster.mutate(
+        &owner.rt,
+        Some(&ns),
+        owner.object.name(),
+        None,
+        MANAGER,
+        |obj| remove_finalizer(obj, ORPHAN_FINALIZER),
+    );
+}
+
+/// An owner deleted in the foreground: deletes its remaining dependents (in the foreground too),
+/// or drops its finalizer once none remain (`deleted`: those this pass already deleted). Returns
+/// whether it changed anything.
+fn delete_in_foreground(
+    cluster: &Cluster,
+    owner: &Entry,
+    deps: &[&Entry],
+    deleted: &HashSet<String>,
+) -> bool {
+    let remaining: Vec<&&Entry> = deps
+        .iter()
+        .filter(|d| !deleted.contains(d.object.uid()))
+        .collect();
+    if remaining.is_empty() {
+        let ns = owner.object.namespace().to_owned();
+        let _ = cluster.mutate(
+            &owner.rt,
+            Some(&ns),
+            owner.object.name(),
+            None,
+            MANAGER,
+            |obj| remove_finalizer(obj, FOREGROUND_FINALIZER),
+        );
+        return true;
+    }
+    let mut changed = false;
+    for d in remaining {
+        if deleting(&d.object.value) {
             continue;
         }
-        let fins = finalizers(&e.object.value);
-        let uid = e.object.uid();
-        let deps: Vec<&&Entry> = dependents
-            .get(uid)
-            .map(|d| d.iter().collect())
-            .unwrap_or_default();
-        let ns = e.object.namespace().to_owned();
-        if fins.iter().any(|f| f == ORPHAN_FINALIZER) {
-            for d in &deps {
-                let dns = d.object.namespace().to_owned();
-                let _ = cluster.mutate(&d.rt, Some(&dns), d.object.name(), None, MANAGER, |obj| {
-                    let Some(refs) = obj
-                        .pointer_mut("/metadata/ownerReferences")
-                        .and_then(Value::as_array_mut)
-                    else {
-                        return false;
-                    };
-                    refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
-                    if refs.is_empty()
-                        && let Some(m) = obj["metadata"].as_object_mut()
-                    {
-                        m.remove("ownerReferences");
-                    }
-                    true
-                });
-            }
-            let _ = cluster.mutate(&e.rt, Some(&ns), e.object.name(), None, MANAGER, |obj| {
-                remove_finalizer(obj, ORPHAN_FINALIZER)
-            });
+        let dns = d.object.namespace().to_owned();
+        let opts = DeleteOptions {
+            propagation: Some(Propagation::Foreground),
+            precondition_uid: Some(d.object.uid().to_owned()),
+            ..DeleteOptions::default()
+        };
+        if cluster
+            .delete(&d.rt, Some(&dns), d.object.name(), &opts)
+            .is_ok()
+        {
             changed = true;
-        } else if fins.iter().any(|f| f == FOREGROUND_FINALIZER) {
-            let remaining: Vec<&&&Entry> = deps
-                .iter()
-                .filter(|d| !deleted.contains(d.object.uid()))
-                .collect();
-            if remaining.is_empty() {
-                let _ = cluster.mutate(&e.rt, Some(&ns), e.object.name(), None, MANAGER, |obj| {
-                    remove_finalizer(obj, FOREGROUND_FINALIZER)
-                });
-                changed = true;
-            } else {
-                for d in remaining {
-                    if deleting(&d.object.value) {
-                        continue;
-                    }
-                    let dns = d.object.namespace().to_owned();
-                    let opts = DeleteOptions {
-                        propagation: Some(Propagation::Foreground),
-                        precondition_uid: Some(d.object.uid().to_owned()),
-                        ..DeleteOptions::default()
-                    };
-                    if cluster
-                        .delete(&d.rt, Some(&dns), d.object.name(), &opts)
-                        .is_ok()
-                    {
-                        changed = true;
-                    }
-                }
-            }
         }
     }
     changed
