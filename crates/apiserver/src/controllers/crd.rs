@@ -46,7 +46,6 @@ fn object_schema(version: &Value) -> Value {
 }
 
 /// Resource types a CRD defines (one per served version).
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 pub fn resource_types(crd: &Value) -> ApiResult<Vec<ResourceType>> {
     let name = crd
         .pointer("/metadata/name")
@@ -64,58 +63,14 @@ pub fn resource_types(crd: &Value) -> ApiResult<Vec<ResourceType>> {
     let group = s("/group");
     let plural = s("/names/plural");
     let kind = s("/names/kind");
-    if group.is_empty() {
-        return Err(invalid(name, "spec.group", "Required value"));
-    }
-    if plural.is_empty() {
-        return Err(invalid(name, "spec.names.plural", "Required value"));
-    }
-    if kind.is_empty() {
-        return Err(invalid(name, "spec.names.kind", "Required value"));
-    }
-    if name != format!("{plural}.{group}") {
-        return Err(invalid(
-            name,
-            "metadata.name",
-            &format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group"),
-        ));
-    }
     let scope = s("/scope");
-    if scope != "Namespaced" && scope != "Cluster" {
-        return Err(invalid(
-            name,
-            "spec.scope",
-            &format!("Unsupported value: {scope:?}: supported values: \"Cluster\", \"Namespaced\""),
-        ));
-    }
+    check_names(name, &group, &plural, &kind, &scope)?;
     let versions = spec
         .get("versions")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    if versions.is_empty() {
-        return Err(invalid(
-            name,
-            "spec.versions",
-            "Required value: must have exactly one version marked as storage version",
-        ));
-    }
-    let storage: Vec<&Value> = versions
-        .iter()
-        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-        .collect();
-    if storage.len() != 1 {
-        return Err(invalid(
-            name,
-            "spec.versions",
-            "Invalid value: must have exactly one version marked as storage version",
-        ));
-    }
-    let storage_version = storage[0]
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_owned();
+    let storage_version = storage_version(name, &versions)?;
     let singular = spec
         .pointer("/names/singular")
         .and_then(Value::as_str)
@@ -157,25 +112,6 @@ pub fn resource_types(crd: &Value) -> ApiResult<Vec<ResourceType>> {
         if v.get("served").and_then(Value::as_bool) != Some(true) {
             continue;
         }
-        let printer_columns = v
-            .get("additionalPrinterColumns")
-            .and_then(Value::as_array)
-            .map(|cols| {
-                cols.iter()
-                    .map(|c| {
-                        let g = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
-                        PrinterColumn {
-                            name: g("name"),
-                            type_: g("type"),
-                            format: g("format"),
-                            json_path: g("jsonPath"),
-                            priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
-                            description: g("description"),
-                        }
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
         out.push(ResourceType {
             group: group.clone(),
             version: vname,
@@ -190,11 +126,89 @@ pub fn resource_types(crd: &Value) -> ApiResult<Vec<ResourceType>> {
             schema: Some(schema),
             openapi: Some(openapi),
             builtin: false,
-            printer_columns,
+            printer_columns: printer_columns(v),
             storage_version: storage_version.clone(),
         });
     }
     Ok(out)
+}
+
+/// Checks a CRD's group, names and scope are present and agree with its name.
+fn check_names(name: &str, group: &str, plural: &str, kind: &str, scope: &str) -> ApiResult<()> {
+    if group.is_empty() {
+        return Err(invalid(name, "spec.group", "Required value"));
+    }
+    if plural.is_empty() {
+        return Err(invalid(name, "spec.names.plural", "Required value"));
+    }
+    if kind.is_empty() {
+        return Err(invalid(name, "spec.names.kind", "Required value"));
+    }
+    if name != format!("{plural}.{group}") {
+        return Err(invalid(
+            name,
+            "metadata.name",
+            &format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group"),
+        ));
+    }
+    if scope != "Namespaced" && scope != "Cluster" {
+        return Err(invalid(
+            name,
+            "spec.scope",
+            &format!("Unsupported value: {scope:?}: supported values: \"Cluster\", \"Namespaced\""),
+        ));
+    }
+    Ok(())
+}
+
+/// The name of a CRD's one storage version.
+fn storage_version(name: &str, versions: &[Value]) -> ApiResult<String> {
+    if versions.is_empty() {
+        return Err(invalid(
+            name,
+            "spec.versions",
+            "Required value: must have exactly one version marked as storage version",
+        ));
+    }
+    let storage: Vec<&Value> = versions
+        .iter()
+        .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .collect();
+    if storage.len() != 1 {
+        return Err(invalid(
+            name,
+            "spec.versions",
+            "Invalid value: must have exactly one version marked as storage version",
+        ));
+    }
+    Ok(storage[0]
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned())
+}
+
+/// The `additionalPrinterColumns` of one CRD version.
+fn printer_columns(version: &Value) -> Vec<PrinterColumn> {
+    version
+        .get("additionalPrinterColumns")
+        .and_then(Value::as_array)
+        .map(|cols| {
+            cols.iter()
+                .map(|c| {
+                    let g = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+                    PrinterColumn {
+                        name: g("name"),
+                        type_: g("type"),
+                        format: g("format"),
+                        json_path: g("jsonPath"),
+                        priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                        description: g("description"),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn condition(type_: &str, reason: &str, message: &str, previous: Option<&Value>) -> Value {
