@@ -20,7 +20,7 @@ use crate::cluster::{
 use crate::error::{ApiError, ApiResult};
 use crate::registry::ResourceType;
 use crate::selectors::{FieldSelector, LabelSelector};
-use crate::store::{EventType, Stored, WatchEvent};
+use crate::store::{EventType, Stored, Subscription, WatchEvent};
 use crate::{authz, discovery, openapi, table};
 
 /// Shared state of the HTTP layer.
@@ -1089,7 +1089,6 @@ fn gone_line(requested: u64) -> Bytes {
     Bytes::from(line)
 }
 
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 fn watch_response(
     state: &AppState,
     rt: Arc<ResourceType>,
@@ -1108,97 +1107,9 @@ fn watch_response(
         repr,
         rt,
     };
-    let rv_param = q.get("resourceVersion").cloned().unwrap_or_default();
-    let send_initial = q.get("sendInitialEvents").map(String::as_str) == Some("true");
-    let bookmarks = q.get("allowWatchBookmarks").map(String::as_str) == Some("true");
-    let timeout = q
-        .get("timeoutSeconds")
-        .and_then(|t| t.parse::<u64>().ok())
-        .map_or(state.max_watch, |t| {
-            Duration::from_secs(t).min(state.max_watch)
-        });
-    let since: Option<u64> =
-        match rv_param.as_str() {
-            "" | "0" => None,
-            other => Some(other.parse().map_err(|_| {
-                ApiError::bad_request(format!("invalid resource version: {other:?}"))
-            })?),
-        };
-    let cluster = state.cluster.clone();
-    let bookmark_interval = state.bookmark_interval;
+    let opts = WatchOptions::parse(state, q)?;
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(256);
-    tokio::spawn(async move {
-        let key = watcher.rt.storage_key();
-        let mut initial = Vec::new();
-        let start_rv = match since {
-            Some(rv) if !send_initial => rv,
-            _ => {
-                let (items, rv) = cluster.list(&watcher.rt, watcher.namespace.as_deref());
-                for item in items.iter().filter(|i| watcher.matches(i)) {
-                    initial.push(watcher.line("ADDED", item));
-                }
-                rv
-            }
-        };
-        let Some(mut sub) = cluster.store().subscribe(&key, start_rv) else {
-            let _ = tx.send(Ok(gone_line(start_rv))).await;
-            return;
-        };
-        for line in initial {
-            if tx.send(Ok(line)).await.is_err() {
-                return;
-            }
-        }
-        if send_initial && bookmarks && tx.send(Ok(watcher.bookmark(start_rv, true))).await.is_err()
-        {
-            return;
-        }
-        let mut last_rv = start_rv;
-        for event in sub.backlog.drain(..) {
-            last_rv = event.object.rv;
-            if let Some(line) = watcher.event_line(&event)
-                && tx.send(Ok(line)).await.is_err()
-            {
-                return;
-            }
-        }
-        let deadline = tokio::time::Instant::now() + timeout;
-        let mut ticker = tokio::time::interval(bookmark_interval);
-        ticker.tick().await;
-        loop {
-            tokio::select! {
-                () = tokio::time::sleep_until(deadline) => return,
-                () = tx.closed() => return,
-                _ = ticker.tick(), if bookmarks => {
-                    // Everything up to `current` has been sent into the channel (writes broadcast
-                    // before they publish their resourceVersion), so drain it, then bookmark.
-                    let current = cluster.store().current_rv();
-                    loop {
-                        match sub.receiver.try_recv() {
-                            Ok(event) => {
-                                if event.object.rv <= last_rv { continue; }
-                                last_rv = event.object.rv;
-                                if let Some(line) = watcher.event_line(&event) && tx.send(Ok(line)).await.is_err() { return; }
-                            }
-                            Err(tokio::sync::broadcast::error::TryRecvError::Empty) => break,
-                            Err(_) => return,
-                        }
-                    }
-                    last_rv = last_rv.max(current);
-                    if tx.send(Ok(watcher.bookmark(last_rv, false))).await.is_err() { return; }
-                }
-                event = sub.receiver.recv() => match event {
-                    Ok(event) => {
-                        if event.object.rv <= last_rv { continue; }
-                        last_rv = event.object.rv;
-                        if let Some(line) = watcher.event_line(&event) && tx.send(Ok(line)).await.is_err() { return; }
-                    }
-                    // A watcher that cannot keep up is closed; it resumes from its last resourceVersion.
-                    Err(RecvError::Lagged(_) | RecvError::Closed) => return,
-                },
-            }
-        }
-    });
+    tokio::spawn(stream_watch(state.cluster.clone(), watcher, opts, tx));
     let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
     let mut r = Response::new(Body::from_stream(stream));
     r.headers_mut().insert(
@@ -1210,6 +1121,167 @@ fn watch_response(
         HeaderValue::from_static("no-cache, private"),
     );
     Ok(r)
+}
+
+/// Where a watch starts and how long it stays open, from its query.
+struct WatchOptions {
+    /// The requested resourceVersion (`None`: the current state).
+    since: Option<u64>,
+    send_initial: bool,
+    bookmarks: bool,
+    timeout: Duration,
+    bookmark_interval: Duration,
+}
+
+impl WatchOptions {
+    fn parse(state: &AppState, q: &Query) -> ApiResult<Self> {
+        let since = match q.get("resourceVersion").map_or("", String::as_str) {
+            "" | "0" => None,
+            other => Some(other.parse().map_err(|_| {
+                ApiError::bad_request(format!("invalid resource version: {other:?}"))
+            })?),
+        };
+        let timeout = q
+            .get("timeoutSeconds")
+            .and_then(|t| t.parse::<u64>().ok())
+            .map_or(state.max_watch, |t| {
+                Duration::from_secs(t).min(state.max_watch)
+            });
+        Ok(Self {
+            since,
+            send_initial: q.get("sendInitialEvents").map(String::as_str) == Some("true"),
+            bookmarks: q.get("allowWatchBookmarks").map(String::as_str) == Some("true"),
+            timeout,
+            bookmark_interval: state.bookmark_interval,
+        })
+    }
+}
+
+type LineSender = mpsc::Sender<Result<Bytes, std::io::Error>>;
+
+/// Streams one watch into `tx`: its start (see [`start_watch`]), then live events and periodic
+/// bookmarks until the timeout passes or the client goes away.
+async fn stream_watch(cluster: Cluster, watcher: Watcher, opts: WatchOptions, tx: LineSender) {
+    let Some((mut sub, mut last_rv)) = start_watch(&cluster, &watcher, &opts, &tx).await else {
+        return;
+    };
+    let deadline = tokio::time::Instant::now() + opts.timeout;
+    let mut ticker = tokio::time::interval(opts.bookmark_interval);
+    ticker.tick().await;
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep_until(deadline) => return,
+            () = tx.closed() => return,
+            _ = ticker.tick(), if opts.bookmarks => {
+                if !send_bookmark(&cluster, &watcher, &mut sub, &mut last_rv, &tx).await {
+                    return;
+                }
+            }
+            event = sub.receiver.recv() => match event {
+                Ok(event) => {
+                    if !forward(&watcher, &event, &mut last_rv, &tx).await {
+                        return;
+                    }
+                }
+                // A watcher that cannot keep up is closed; it resumes from its last resourceVersion.
+                Err(RecvError::Lagged(_) | RecvError::Closed) => return,
+            },
+        }
+    }
+}
+
+/// Starts a watch: subscribes at the requested resourceVersion (or lists the current state as
+/// `ADDED` events when there is none or initial events are asked for), sends what precedes the
+/// live events, and returns the subscription with the resourceVersion sent up to. `None`: the
+/// watch is over (too old a resourceVersion, or the client went away).
+async fn start_watch(
+    cluster: &Cluster,
+    watcher: &Watcher,
+    opts: &WatchOptions,
+    tx: &LineSender,
+) -> Option<(Subscription, u64)> {
+    let key = watcher.rt.storage_key();
+    let mut initial = Vec::new();
+    let start_rv = match opts.since {
+        Some(rv) if !opts.send_initial => rv,
+        _ => {
+            let (items, rv) = cluster.list(&watcher.rt, watcher.namespace.as_deref());
+            for item in items.iter().filter(|i| watcher.matches(i)) {
+                initial.push(watcher.line("ADDED", item));
+            }
+            rv
+        }
+    };
+    let Some(mut sub) = cluster.store().subscribe(&key, start_rv) else {
+        let _ = tx.send(Ok(gone_line(start_rv))).await;
+        return None;
+    };
+    for line in initial {
+        if tx.send(Ok(line)).await.is_err() {
+            return None;
+        }
+    }
+    if opts.send_initial
+        && opts.bookmarks
+        && tx.send(Ok(watcher.bookmark(start_rv, true))).await.is_err()
+    {
+        return None;
+    }
+    let mut last_rv = start_rv;
+    for event in sub.backlog.drain(..) {
+        last_rv = event.object.rv;
+        if let Some(line) = watcher.event_line(&event)
+            && tx.send(Ok(line)).await.is_err()
+        {
+            return None;
+        }
+    }
+    Some((sub, last_rv))
+}
+
+/// Sends a live event the watch has not sent yet (if it matches). Returns whether the client is
+/// still there.
+async fn forward(
+    watcher: &Watcher,
+    event: &WatchEvent,
+    last_rv: &mut u64,
+    tx: &LineSender,
+) -> bool {
+    if event.object.rv <= *last_rv {
+        return true;
+    }
+    *last_rv = event.object.rv;
+    match watcher.event_line(event) {
+        Some(line) => tx.send(Ok(line)).await.is_ok(),
+        None => true,
+    }
+}
+
+/// Sends a bookmark at the current resourceVersion, after the events before it. Returns whether
+/// the watch goes on.
+async fn send_bookmark(
+    cluster: &Cluster,
+    watcher: &Watcher,
+    sub: &mut Subscription,
+    last_rv: &mut u64,
+    tx: &LineSender,
+) -> bool {
+    // Everything up to `current` has been sent into the channel (writes broadcast before they
+    // publish their resourceVersion), so drain it, then bookmark.
+    let current = cluster.store().current_rv();
+    loop {
+        match sub.receiver.try_recv() {
+            Ok(event) => {
+                if !forward(watcher, &event, last_rv, tx).await {
+                    return false;
+                }
+            }
+            Err(tokio::sync::broadcast::error::TryRecvError::Empty) => break,
+            Err(_) => return false,
+        }
+    }
+    *last_rv = (*last_rv).max(current);
+    tx.send(Ok(watcher.bookmark(*last_rv, false))).await.is_ok()
 }
 
 #[cfg(test)]
