@@ -278,6 +278,242 @@ fn is_label_value(s: &str) -> bool {
             && s.as_bytes()[s.len() - 1].is_ascii_alphanumeric())
 }
 
+/// Puts a new object in the request's namespace (which a namespaced kind needs, and the body may
+/// only repeat), or in none for a cluster-scoped kind.
+fn place_in_namespace(
+    rt: &ResourceType,
+    namespace: Option<&str>,
+    meta_map: &mut Map<String, Value>,
+) -> ApiResult<()> {
+    if !rt.namespaced {
+        meta_map.remove("namespace");
+        return Ok(());
+    }
+    let ns = namespace.unwrap_or("");
+    if ns.is_empty() {
+        return Err(ApiError::bad_request(
+            "the server could not find the requested resource: a namespace is required",
+        ));
+    }
+    if let Some(b) = meta_map.get("namespace").and_then(Value::as_str)
+        && !b.is_empty()
+        && b != ns
+    {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    meta_map.insert("namespace".into(), Value::String(ns.to_owned()));
+    Ok(())
+}
+
+/// A new object's name: its own, or one generated from `generateName` (and written back).
+fn new_object_name(rt: &ResourceType, meta_map: &mut Map<String, Value>) -> ApiResult<String> {
+    let name = meta_map.get("name").and_then(Value::as_str).unwrap_or("");
+    if !name.is_empty() {
+        return Ok(name.to_owned());
+    }
+    let prefix = meta_map
+        .get("generateName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if prefix.is_empty() {
+        return Err(ApiError::invalid(
+            &rt.group,
+            &rt.kind,
+            "",
+            vec![Cause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value: name or generateName is required".into(),
+                field: "metadata.name".into(),
+            }],
+        ));
+    }
+    let suffix: String = uuid::Uuid::new_v4()
+        .simple()
+        .to_string()
+        .chars()
+        .take(5)
+        .collect();
+    let name = format!("{prefix}{suffix}");
+    meta_map.insert("name".into(), Value::String(name.clone()));
+    Ok(name)
+}
+
+/// Checks a server-side apply request: a field manager, and a configuration object of the kind,
+/// name and namespace of the URL.
+fn check_apply_request(
+    rt: &ResourceType,
+    namespace: Option<&str>,
+    name: &str,
+    config: &Value,
+    opts: &WriteOptions,
+) -> ApiResult<()> {
+    if opts.field_manager.is_empty() {
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            vec![Cause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value: is required for apply patch".into(),
+                field: "fieldManager".into(),
+            }],
+        ));
+    }
+    if !config.is_object() {
+        return Err(ApiError::bad_request(
+            "the apply configuration must be an object",
+        ));
+    }
+    Cluster::check_type(rt, config)?;
+    if let Some(n) = meta_str(config, "name")
+        && n != name
+    {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        )));
+    }
+    if let Some(ns) = meta_str(config, "namespace")
+        && rt.namespaced
+        && !ns.is_empty()
+        && Some(ns) != namespace
+    {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    Ok(())
+}
+
+/// The configuration server-side apply merges: named as on the URL, without `managedFields` or
+/// `resourceVersion`, pruned to the schema (with warnings or an error per field validation) and
+/// cut to what `subresource` may write. Returns it with its warnings.
+fn apply_configuration(
+    rt: &ResourceType,
+    namespace: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+    config: &Value,
+    opts: &WriteOptions,
+) -> ApiResult<(Value, Vec<String>)> {
+    let mut config = config.clone();
+    let m = meta_mut(&mut config);
+    m.insert("name".into(), Value::String(name.to_owned()));
+    if rt.namespaced {
+        m.insert(
+            "namespace".into(),
+            Value::String(namespace.unwrap_or("").to_owned()),
+        );
+    }
+    if m.get("managedFields")
+        .is_some_and(|f| f.as_array().is_none_or(|a| !a.is_empty()))
+    {
+        return Err(ApiError::bad_request(
+            "metadata.managedFields must be nil in an apply configuration",
+        ));
+    }
+    m.remove("managedFields");
+    m.remove("resourceVersion");
+    let mut warnings = Vec::new();
+    if let Some(schema) = &rt.schema {
+        let unknown = schema.prune(&mut config);
+        match opts.field_validation {
+            FieldValidation::Strict if !unknown.is_empty() => {
+                return Err(strict_decoding_error(rt, &unknown));
+            }
+            FieldValidation::Warn => {
+                warnings.extend(unknown.iter().map(|u| format!("unknown field {u:?}")));
+            }
+            _ => {}
+        }
+    }
+    match subresource {
+        None if strategy::of(rt).status_is_subresource(rt) => {
+            if let Some(o) = config.as_object_mut() {
+                o.remove("status");
+            }
+        }
+        Some("status") => {
+            let status = config.get("status").cloned().unwrap_or(json!({}));
+            let m = config["metadata"].clone();
+            config = json!({"apiVersion": config["apiVersion"], "kind": config["kind"], "metadata": {"name": m["name"], "namespace": m.get("namespace").cloned().unwrap_or(Value::Null)}, "status": status});
+            if !rt.namespaced {
+                meta_mut(&mut config).remove("namespace");
+            }
+        }
+        _ => {}
+    }
+    Ok((config, warnings))
+}
+
+/// Checks a delete's UID and resourceVersion preconditions against the stored object.
+fn check_delete_preconditions(
+    rt: &ResourceType,
+    name: &str,
+    old_stored: &Stored,
+    opts: &DeleteOptions,
+) -> ApiResult<()> {
+    if let Some(uid) = &opts.precondition_uid
+        && uid != old_stored.uid()
+    {
+        return Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            name,
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                old_stored.uid()
+            ),
+        ));
+    }
+    if let Some(rv) = &opts.precondition_rv
+        && *rv != old_stored.rv.to_string()
+    {
+        return Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            name,
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                old_stored.rv
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The finalizers an object keeps while it is deleted: its own, with the one of a foreground or
+/// orphaning `propagation` (replacing the other).
+fn deletion_finalizers(old: &Value, propagation: Option<Propagation>) -> Vec<String> {
+    let mut fins = finalizers(old);
+    match propagation {
+        Some(Propagation::Foreground) if !fins.iter().any(|f| f == FOREGROUND_FINALIZER) => {
+            fins.retain(|f| f != ORPHAN_FINALIZER);
+            fins.push(FOREGROUND_FINALIZER.into());
+        }
+        Some(Propagation::Orphan) if !fins.iter().any(|f| f == ORPHAN_FINALIZER) => {
+            fins.retain(|f| f != FOREGROUND_FINALIZER);
+            fins.push(ORPHAN_FINALIZER.into());
+        }
+        _ => {}
+    }
+    fins
+}
+
+/// What a dry-run delete of a terminating object shows: deletion stamps (kept if present) and
+/// `fins` as its finalizers.
+fn mark_for_deletion_preview(preview: &mut Value, fins: &[String]) {
+    let m = meta_mut(preview);
+    m.entry("deletionTimestamp")
+        .or_insert_with(|| Value::String(now()));
+    m.entry("deletionGracePeriodSeconds")
+        .or_insert_with(|| json!(0));
+    if !fins.is_empty() {
+        m.insert("finalizers".into(), json!(fins));
+    }
+}
+
 impl Cluster {
     /// A cluster serving the built-in kinds, with the default namespaces and the default RBAC
     /// ClusterRoles and ClusterRoleBindings (`authz::bootstrap_policy`).
@@ -591,86 +827,9 @@ impl Cluster {
                 .any(|(k, v)| n.get(k) != Some(v))
     }
 
-    /// Creates an object.
-    pub fn create(
-        &self,
-        rt: &ResourceType,
-        namespace: Option<&str>,
-        mut body: Value,
-        opts: &WriteOptions,
-    ) -> ApiResult<WriteOutcome> {
-        secrets::decode_data(rt, &mut body).map_err(|at| secrets::create_error(rt, at))?;
-        self.create_inner(rt, namespace, body, opts, None)
-    }
-
-    #[allow(clippy::too_many_lines)] // TODO(issue 10): split
-    fn create_inner(
-        &self,
-        rt: &ResourceType,
-        namespace: Option<&str>,
-        mut obj: Value,
-        opts: &WriteOptions,
-        applied: Option<Value>,
-    ) -> ApiResult<WriteOutcome> {
-        Self::check_type(rt, &obj)?;
-        let meta_map = meta_mut(&mut obj);
-        let body_ns = meta_map
-            .get("namespace")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        if rt.namespaced {
-            let ns = namespace.unwrap_or("");
-            if ns.is_empty() {
-                return Err(ApiError::bad_request(
-                    "the server could not find the requested resource: a namespace is required",
-                ));
-            }
-            if let Some(b) = body_ns.as_deref()
-                && !b.is_empty()
-                && b != ns
-            {
-                return Err(ApiError::bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request",
-                ));
-            }
-            meta_map.insert("namespace".into(), Value::String(ns.to_owned()));
-        } else {
-            meta_map.remove("namespace");
-        }
-        let mut name = meta_map
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        if name.is_empty() {
-            let prefix = meta_map
-                .get("generateName")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            if prefix.is_empty() {
-                return Err(ApiError::invalid(
-                    &rt.group,
-                    &rt.kind,
-                    "",
-                    vec![Cause {
-                        reason: "FieldValueRequired".into(),
-                        message: "Required value: name or generateName is required".into(),
-                        field: "metadata.name".into(),
-                    }],
-                ));
-            }
-            let suffix: String = uuid::Uuid::new_v4()
-                .simple()
-                .to_string()
-                .chars()
-                .take(5)
-                .collect();
-            name = format!("{prefix}{suffix}");
-            meta_map.insert("name".into(), Value::String(name.clone()));
-        }
-        if rt.namespaced {
-            self.namespace_state(namespace.unwrap_or(""))?;
-        }
+    /// Sets the metadata the server owns on a new object: a fresh UID, the creation timestamp and
+    /// the first generation; drops `managedFields` unless server-side apply computed them.
+    fn stamp_new_metadata(rt: &ResourceType, meta_map: &mut Map<String, Value>, applied: bool) {
         for f in [
             "uid",
             "resourceVersion",
@@ -691,9 +850,39 @@ impl Cluster {
         } else {
             meta_map.remove("generation");
         }
-        if applied.is_none() {
+        if !applied {
             meta_map.remove("managedFields");
         }
+    }
+
+    /// Creates an object.
+    pub fn create(
+        &self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        mut body: Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<WriteOutcome> {
+        secrets::decode_data(rt, &mut body).map_err(|at| secrets::create_error(rt, at))?;
+        self.create_inner(rt, namespace, body, opts, None)
+    }
+
+    fn create_inner(
+        &self,
+        rt: &ResourceType,
+        namespace: Option<&str>,
+        mut obj: Value,
+        opts: &WriteOptions,
+        applied: Option<Value>,
+    ) -> ApiResult<WriteOutcome> {
+        Self::check_type(rt, &obj)?;
+        let meta_map = meta_mut(&mut obj);
+        place_in_namespace(rt, namespace, meta_map)?;
+        let name = new_object_name(rt, meta_map)?;
+        if rt.namespaced {
+            self.namespace_state(namespace.unwrap_or(""))?;
+        }
+        Self::stamp_new_metadata(rt, meta_map, applied.is_some());
         if strategy::of(rt).status_is_subresource(rt)
             && let Some(o) = obj.as_object_mut()
         {
@@ -1001,7 +1190,6 @@ impl Cluster {
         ))
     }
 
-    #[allow(clippy::too_many_lines)] // TODO(issue 10): split
     fn apply(
         &self,
         rt: &ResourceType,
@@ -1011,89 +1199,9 @@ impl Cluster {
         config: &Value,
         opts: &WriteOptions,
     ) -> ApiResult<WriteOutcome> {
-        if opts.field_manager.is_empty() {
-            return Err(ApiError::invalid(
-                "meta.k8s.io",
-                "PatchOptions",
-                "",
-                vec![Cause {
-                    reason: "FieldValueRequired".into(),
-                    message: "Required value: is required for apply patch".into(),
-                    field: "fieldManager".into(),
-                }],
-            ));
-        }
-        if !config.is_object() {
-            return Err(ApiError::bad_request(
-                "the apply configuration must be an object",
-            ));
-        }
-        Self::check_type(rt, config)?;
-        if let Some(n) = meta_str(config, "name")
-            && n != name
-        {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({n}) does not match the name on the URL ({name})"
-            )));
-        }
-        if let Some(ns) = meta_str(config, "namespace")
-            && rt.namespaced
-            && !ns.is_empty()
-            && Some(ns) != namespace
-        {
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
-        let mut config = config.clone();
-        {
-            let m = meta_mut(&mut config);
-            m.insert("name".into(), Value::String(name.to_owned()));
-            if rt.namespaced {
-                m.insert(
-                    "namespace".into(),
-                    Value::String(namespace.unwrap_or("").to_owned()),
-                );
-            }
-            if m.get("managedFields")
-                .is_some_and(|f| f.as_array().is_none_or(|a| !a.is_empty()))
-            {
-                return Err(ApiError::bad_request(
-                    "metadata.managedFields must be nil in an apply configuration",
-                ));
-            }
-            m.remove("managedFields");
-            m.remove("resourceVersion");
-        }
-        let mut warnings = Vec::new();
-        if let Some(schema) = &rt.schema {
-            let unknown = schema.prune(&mut config);
-            match opts.field_validation {
-                FieldValidation::Strict if !unknown.is_empty() => {
-                    return Err(strict_decoding_error(rt, &unknown));
-                }
-                FieldValidation::Warn => {
-                    warnings.extend(unknown.iter().map(|u| format!("unknown field {u:?}")));
-                }
-                _ => {}
-            }
-        }
-        match subresource {
-            None if strategy::of(rt).status_is_subresource(rt) => {
-                if let Some(o) = config.as_object_mut() {
-                    o.remove("status");
-                }
-            }
-            Some("status") => {
-                let status = config.get("status").cloned().unwrap_or(json!({}));
-                let m = config["metadata"].clone();
-                config = json!({"apiVersion": config["apiVersion"], "kind": config["kind"], "metadata": {"name": m["name"], "namespace": m.get("namespace").cloned().unwrap_or(Value::Null)}, "status": status});
-                if !rt.namespaced {
-                    meta_mut(&mut config).remove("namespace");
-                }
-            }
-            _ => {}
-        }
+        check_apply_request(rt, namespace, name, config, opts)?;
+        let (config, warnings) =
+            apply_configuration(rt, namespace, name, subresource, config, opts)?;
         let api_version = rt.api_version();
         for _ in 0..16 {
             let timestamp = now();
@@ -1151,8 +1259,25 @@ impl Cluster {
         ))
     }
 
+    /// Marks an object terminating with `fins` as its finalizers; `first`: the first delete, which
+    /// stamps the deletion timestamp and bumps the generation.
+    fn mark_terminating(rt: &ResourceType, obj: &mut Value, first: bool, fins: &[String]) {
+        let m = meta_mut(obj);
+        if first {
+            m.insert("deletionTimestamp".into(), Value::String(now()));
+            m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            if Self::has_generation(rt) {
+                let g = m.get("generation").and_then(Value::as_i64).unwrap_or(0);
+                m.insert("generation".into(), json!(g + 1));
+            }
+        }
+        m.insert("finalizers".into(), json!(fins));
+        if fins.is_empty() {
+            m.remove("finalizers");
+        }
+    }
+
     /// Deletes an object, honouring finalizers and the propagation policy.
-    #[allow(clippy::too_many_lines)] // TODO(issue 10): split
     pub fn delete(
         &self,
         rt: &ResourceType,
@@ -1163,46 +1288,8 @@ impl Cluster {
         for _ in 0..16 {
             let old_stored = self.get_stored(rt, namespace, name)?;
             let old = Self::present(rt, &old_stored);
-            if let Some(uid) = &opts.precondition_uid
-                && uid != old_stored.uid()
-            {
-                return Err(ApiError::conflict(
-                    &rt.group,
-                    &rt.plural,
-                    name,
-                    &format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        old_stored.uid()
-                    ),
-                ));
-            }
-            if let Some(rv) = &opts.precondition_rv
-                && *rv != old_stored.rv.to_string()
-            {
-                return Err(ApiError::conflict(
-                    &rt.group,
-                    &rt.plural,
-                    name,
-                    &format!(
-                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                        old_stored.rv
-                    ),
-                ));
-            }
-            let mut fins = finalizers(&old);
-            match opts.propagation {
-                Some(Propagation::Foreground)
-                    if !fins.iter().any(|f| f == FOREGROUND_FINALIZER) =>
-                {
-                    fins.retain(|f| f != ORPHAN_FINALIZER);
-                    fins.push(FOREGROUND_FINALIZER.into());
-                }
-                Some(Propagation::Orphan) if !fins.iter().any(|f| f == ORPHAN_FINALIZER) => {
-                    fins.retain(|f| f != FOREGROUND_FINALIZER);
-                    fins.push(ORPHAN_FINALIZER.into());
-                }
-                _ => {}
-            }
+            check_delete_preconditions(rt, name, &old_stored, opts)?;
+            let fins = deletion_finalizers(&old, opts.propagation);
             let pending = !fins.is_empty() || strategy::of(rt).terminates_gracefully();
             if opts.dry_run {
                 if !pending {
@@ -1210,14 +1297,7 @@ impl Cluster {
                 }
                 // Show what the delete would do, without writing it.
                 let mut preview = old;
-                let m = meta_mut(&mut preview);
-                m.entry("deletionTimestamp")
-                    .or_insert_with(|| Value::String(now()));
-                m.entry("deletionGracePeriodSeconds")
-                    .or_insert_with(|| json!(0));
-                if !fins.is_empty() {
-                    m.insert("finalizers".into(), json!(fins));
-                }
+                mark_for_deletion_preview(&mut preview, &fins);
                 return Ok(DeleteOutcome::Pending(preview));
             }
             let key = Self::object_key(rt, namespace, name);
@@ -1227,19 +1307,7 @@ impl Cluster {
                     return Ok(DeleteOutcome::Pending(old));
                 }
                 let mut new = old.clone();
-                let m = meta_mut(&mut new);
-                if !already {
-                    m.insert("deletionTimestamp".into(), Value::String(now()));
-                    m.insert("deletionGracePeriodSeconds".into(), json!(0));
-                    if Self::has_generation(rt) {
-                        let g = m.get("generation").and_then(Value::as_i64).unwrap_or(0);
-                        m.insert("generation".into(), json!(g + 1));
-                    }
-                }
-                m.insert("finalizers".into(), json!(fins));
-                if fins.is_empty() {
-                    m.remove("finalizers");
-                }
+                Self::mark_terminating(rt, &mut new, !already, &fins);
                 strategy::of(rt).prepare_for_termination(&mut new);
                 match self.inner.store.write(
                     &rt.storage_key(),
