@@ -170,7 +170,6 @@ async fn read_credentials(cx: &StepContext<BucketReconciler>) -> Result<Credenti
 ///
 /// Sets `FetchFailed=True` for provider failures and `StorageOperationFailed=True` for
 /// storage failures, and removes them on success.
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 fn fetch_step(cx: &mut StepContext<BucketReconciler>) -> StepFuture<'_> {
     Box::pin(async move {
         let unsupported = unsupported_fields(&cx.object.spec);
@@ -183,29 +182,7 @@ fn fetch_step(cx: &mut StepContext<BucketReconciler>) -> StepFuture<'_> {
                 ),
             ));
         }
-        let credentials = match read_credentials(cx).await {
-            Ok(credentials) => credentials,
-            Err(error) => {
-                let message = error_chain(&error);
-                return Err(fetch_failed(
-                    cx,
-                    ErrorClass::Transient,
-                    reason::AUTHENTICATION_FAILED,
-                    message,
-                )
-                .with_source(error));
-            }
-        };
-        let timeout = cx
-            .object
-            .timeout()
-            .map_err(|e| ReconcileError::from_error(ErrorClass::Stalled, "InvalidTimeout", e))?;
-        // Bounded by the limits the artifact will be packed with.
-        let options = FetchOptions {
-            timeout: Some(timeout),
-            limits: *cx.reconciler.storage().limits(),
-            ..FetchOptions::default()
-        };
+        let (credentials, options) = fetch_setup(cx).await?;
         let spec = cx.object.spec.clone();
         let revision = match bucket::remote_revision(&spec, &credentials, &options).await {
             Ok(revision) => revision,
@@ -263,46 +240,91 @@ fn fetch_step(cx: &mut StepContext<BucketReconciler>) -> StepFuture<'_> {
         };
         cx.remove_condition(condition::FETCH_FAILED);
 
-        let mut artifact = storage.new_artifact(
-            KIND,
-            &cx.namespace(),
-            &cx.name(),
-            &fetched.revision,
-            &revision_file_name(&fetched.revision, "tar.gz"),
-        );
-        // Objects were filtered while listing (prefix, `.sourceignore`, `spec.ignore`).
-        let result = tokio::task::spawn_blocking(move || {
-            let archived = storage.archive(&mut artifact, &target, None);
-            drop(dir);
-            archived.map(|()| artifact)
-        })
-        .await;
-        match result {
-            Ok(Ok(artifact)) => {
-                cx.remove_condition(condition::STORAGE_OPERATION_FAILED);
-                cx.state.artifact = Some(artifact);
-                Ok(StepOutcome::next())
-            }
-            Ok(Err(error)) => {
-                let message = format!("failed to package artifact: {}", error_chain(&error));
-                cx.set_condition(
-                    condition::STORAGE_OPERATION_FAILED,
-                    ConditionStatus::True,
-                    reason::ARCHIVE_OPERATION_FAILED,
-                    &message,
-                );
-                Err(
-                    ReconcileError::transient(reason::ARCHIVE_OPERATION_FAILED, message)
-                        .with_source(error),
-                )
-            }
-            Err(error) => Err(ReconcileError::transient(
-                reason::ARCHIVE_OPERATION_FAILED,
-                "packaging task failed",
-            )
-            .with_source(error)),
-        }
+        pack(cx, storage, dir, &target, &fetched.revision).await
     })
+}
+
+/// Reads the credentials (`spec.secretRef`) and the options every remote operation uses:
+/// `spec.timeout` and the limits the artifact will be packed with.
+async fn fetch_setup(
+    cx: &mut StepContext<BucketReconciler>,
+) -> Result<(Credentials, FetchOptions), ReconcileError> {
+    let credentials = match read_credentials(cx).await {
+        Ok(credentials) => credentials,
+        Err(error) => {
+            let message = error_chain(&error);
+            return Err(fetch_failed(
+                cx,
+                ErrorClass::Transient,
+                reason::AUTHENTICATION_FAILED,
+                message,
+            )
+            .with_source(error));
+        }
+    };
+    let timeout = cx
+        .object
+        .timeout()
+        .map_err(|e| ReconcileError::from_error(ErrorClass::Stalled, "InvalidTimeout", e))?;
+    // Bounded by the limits the artifact will be packed with.
+    let options = FetchOptions {
+        timeout: Some(timeout),
+        limits: *cx.reconciler.storage().limits(),
+        ..FetchOptions::default()
+    };
+    Ok((credentials, options))
+}
+
+/// Packs the objects downloaded to `target` (in `dir`, removed afterwards) into a new
+/// artifact for `revision`, kept in `cx.state` for the store step. Sets
+/// `StorageOperationFailed=True` on failure and removes it on success.
+async fn pack(
+    cx: &mut StepContext<BucketReconciler>,
+    storage: Storage,
+    dir: tempfile::TempDir,
+    target: &std::path::Path,
+    revision: &str,
+) -> Result<StepOutcome, ReconcileError> {
+    let target = target.to_owned();
+    let mut artifact = storage.new_artifact(
+        KIND,
+        &cx.namespace(),
+        &cx.name(),
+        revision,
+        &revision_file_name(revision, "tar.gz"),
+    );
+    // Objects were filtered while listing (prefix, `.sourceignore`, `spec.ignore`).
+    let result = tokio::task::spawn_blocking(move || {
+        let archived = storage.archive(&mut artifact, &target, None);
+        drop(dir);
+        archived.map(|()| artifact)
+    })
+    .await;
+    match result {
+        Ok(Ok(artifact)) => {
+            cx.remove_condition(condition::STORAGE_OPERATION_FAILED);
+            cx.state.artifact = Some(artifact);
+            Ok(StepOutcome::next())
+        }
+        Ok(Err(error)) => {
+            let message = format!("failed to package artifact: {}", error_chain(&error));
+            cx.set_condition(
+                condition::STORAGE_OPERATION_FAILED,
+                ConditionStatus::True,
+                reason::ARCHIVE_OPERATION_FAILED,
+                &message,
+            );
+            Err(
+                ReconcileError::transient(reason::ARCHIVE_OPERATION_FAILED, message)
+                    .with_source(error),
+            )
+        }
+        Err(error) => Err(ReconcileError::transient(
+            reason::ARCHIVE_OPERATION_FAILED,
+            "packaging task failed",
+        )
+        .with_source(error)),
+    }
 }
 
 /// Records the artifact in `status.artifact` and `status.url`, sets `ArtifactInStorage=True`
