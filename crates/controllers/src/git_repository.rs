@@ -352,10 +352,45 @@ async fn with_timeout<T>(
         .map_err(|_| timeout)
 }
 
+/// Runs the Git operation `future` within `timeout`. A failure or a timeout sets
+/// `FetchFailed=True`; `operation` names what timed out (followed by the redacted `url`).
+async fn run_git<T>(
+    cx: &mut StepContext<GitRepositoryReconciler>,
+    timeout: Duration,
+    future: impl Future<Output = capstan_source::Result<T>>,
+    operation: &str,
+    url: &str,
+) -> Result<T, ReconcileError> {
+    match with_timeout(timeout, future).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => {
+            let class = classify(&error);
+            Err(fetch_failed(
+                cx,
+                class,
+                reason::GIT_OPERATION_FAILED,
+                format!(
+                    "failed to checkout and determine revision: {}",
+                    error_chain(&error)
+                ),
+            )
+            .with_source(error))
+        }
+        Err(timeout) => Err(fetch_failed(
+            cx,
+            ErrorClass::Transient,
+            reason::GIT_OPERATION_FAILED,
+            format!(
+                "failed to {operation} {}: timed out after {timeout:?}",
+                capstan_source::redact::url(url)
+            ),
+        )),
+    }
+}
+
 /// Resolves the remote revision and checks it out when the stored artifact is outdated.
 ///
 /// Sets `FetchFailed=True` on failure and removes it on success.
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 fn fetch_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_> {
     Box::pin(async move {
         let unsupported = unsupported_fields(&cx.object.spec);
@@ -369,19 +404,14 @@ fn fetch_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_> {
             ));
         }
         validate_includes(cx)?;
-        let auth = match read_auth(cx).await {
-            Ok(auth) => auth,
-            Err(error) => {
-                let message = error.message.clone();
-                cx.set_condition(
-                    condition::FETCH_FAILED,
-                    ConditionStatus::True,
-                    &error.reason,
-                    &message,
-                );
-                return Err(error);
-            }
-        };
+        let auth = read_auth(cx).await.inspect_err(|error| {
+            cx.set_condition(
+                condition::FETCH_FAILED,
+                ConditionStatus::True,
+                &error.reason,
+                &error.message,
+            );
+        })?;
         let url = cx.object.spec.url.clone();
         let reference = reference_of(&cx.object);
         let timeout = cx
@@ -396,38 +426,14 @@ fn fetch_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_> {
             limits,
             ..FetchOptions::default()
         };
-        let revision = match with_timeout(
+        let revision = run_git(
+            cx,
             timeout,
             git::remote_revision(&url, &reference, &auth, &options()),
+            "determine revision of",
+            &url,
         )
-        .await
-        {
-            Ok(Ok(revision)) => revision,
-            Ok(Err(error)) => {
-                let class = classify(&error);
-                return Err(fetch_failed(
-                    cx,
-                    class,
-                    reason::GIT_OPERATION_FAILED,
-                    format!(
-                        "failed to checkout and determine revision: {}",
-                        error_chain(&error)
-                    ),
-                )
-                .with_source(error));
-            }
-            Err(timeout) => {
-                return Err(fetch_failed(
-                    cx,
-                    ErrorClass::Transient,
-                    reason::GIT_OPERATION_FAILED,
-                    format!(
-                        "failed to determine revision of {}: timed out after {timeout:?}",
-                        capstan_source::redact::url(&url)
-                    ),
-                ));
-            }
-        };
+        .await?;
         let includes = resolve_includes(cx).await?;
         let storage = cx.reconciler.storage().clone();
         let up_to_date = cx
@@ -452,38 +458,14 @@ fn fetch_step(cx: &mut StepContext<GitRepositoryReconciler>) -> StepFuture<'_> {
             .with_source(e)
         })?;
         let checkout = dir.path().join("checkout");
-        let fetched = match with_timeout(
+        let fetched = run_git(
+            cx,
             timeout,
             git::fetch(&url, &reference, &auth, &checkout, &options()),
+            "fetch",
+            &url,
         )
-        .await
-        {
-            Ok(Ok(fetched)) => fetched,
-            Ok(Err(error)) => {
-                let class = classify(&error);
-                return Err(fetch_failed(
-                    cx,
-                    class,
-                    reason::GIT_OPERATION_FAILED,
-                    format!(
-                        "failed to checkout and determine revision: {}",
-                        error_chain(&error)
-                    ),
-                )
-                .with_source(error));
-            }
-            Err(timeout) => {
-                return Err(fetch_failed(
-                    cx,
-                    ErrorClass::Transient,
-                    reason::GIT_OPERATION_FAILED,
-                    format!(
-                        "failed to fetch {}: timed out after {timeout:?}",
-                        capstan_source::redact::url(&url)
-                    ),
-                ));
-            }
-        };
+        .await?;
         cx.remove_condition(condition::FETCH_FAILED);
         cx.state.revision = Some(fetched.revision.clone());
         cx.state.checkout = Some((dir, fetched));
