@@ -672,7 +672,6 @@ fn store_layer(
 ///
 /// Sets `FetchFailed=True` for pull failures and `StorageOperationFailed=True` for storage
 /// failures, and removes them on success.
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
 fn fetch_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_> {
     Box::pin(async move {
         let (Some(pull), Some(revision)) = (cx.state.pull.clone(), cx.state.revision.clone())
@@ -731,54 +730,69 @@ fn fetch_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_> {
         };
         cx.remove_condition(condition::FETCH_FAILED);
 
-        let storage = cx.reconciler.storage().clone();
-        let mut artifact = storage.new_artifact(
-            KIND,
-            &cx.namespace(),
-            &cx.name(),
-            &revision,
-            &revision_file_name(&revision, "tar.gz"),
-        );
-        artifact.metadata = pulled.annotations;
-        let ignore = cx.object.spec.ignore.clone();
-        let result = tokio::task::spawn_blocking(move || {
-            let stored = store_layer(
-                &storage,
-                &mut artifact,
-                &target,
-                operation,
-                ignore.as_deref(),
-            );
-            drop(dir);
-            stored.map(|()| artifact)
-        })
-        .await;
-        match result {
-            Ok(Ok(artifact)) => {
-                cx.remove_condition(condition::STORAGE_OPERATION_FAILED);
-                cx.state.artifact = Some(artifact);
-                Ok(StepOutcome::next())
-            }
-            Ok(Err((class, error))) => {
-                let message = format!("failed to store artifact: {}", error_chain(&error));
-                cx.set_condition(
-                    condition::STORAGE_OPERATION_FAILED,
-                    ConditionStatus::True,
-                    reason::ARCHIVE_OPERATION_FAILED,
-                    &message,
-                );
-                Err(
-                    ReconcileError::new(class, reason::ARCHIVE_OPERATION_FAILED, message)
-                        .with_source(error),
-                )
-            }
-            Err(error) => Err(ReconcileError::transient(
-                reason::ARCHIVE_OPERATION_FAILED,
-                "storage task failed",
-            )
-            .with_source(error)),
-        }
+        store_pulled(cx, dir, &target, operation, &revision, pulled).await
     })
+}
+
+/// Stores the layer `pulled` to `target` (in `dir`, removed afterwards) as a new artifact for
+/// `revision`, kept in `cx.state` for the store step. Sets `StorageOperationFailed=True` on
+/// failure and removes it on success.
+async fn store_pulled(
+    cx: &mut StepContext<OCIRepositoryReconciler>,
+    dir: tempfile::TempDir,
+    target: &Path,
+    operation: LayerOperation,
+    revision: &str,
+    pulled: oci::Pulled,
+) -> Result<StepOutcome, ReconcileError> {
+    let target = target.to_owned();
+    let storage = cx.reconciler.storage().clone();
+    let mut artifact = storage.new_artifact(
+        KIND,
+        &cx.namespace(),
+        &cx.name(),
+        revision,
+        &revision_file_name(revision, "tar.gz"),
+    );
+    artifact.metadata = pulled.annotations;
+    let ignore = cx.object.spec.ignore.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        let stored = store_layer(
+            &storage,
+            &mut artifact,
+            &target,
+            operation,
+            ignore.as_deref(),
+        );
+        drop(dir);
+        stored.map(|()| artifact)
+    })
+    .await;
+    match result {
+        Ok(Ok(artifact)) => {
+            cx.remove_condition(condition::STORAGE_OPERATION_FAILED);
+            cx.state.artifact = Some(artifact);
+            Ok(StepOutcome::next())
+        }
+        Ok(Err((class, error))) => {
+            let message = format!("failed to store artifact: {}", error_chain(&error));
+            cx.set_condition(
+                condition::STORAGE_OPERATION_FAILED,
+                ConditionStatus::True,
+                reason::ARCHIVE_OPERATION_FAILED,
+                &message,
+            );
+            Err(
+                ReconcileError::new(class, reason::ARCHIVE_OPERATION_FAILED, message)
+                    .with_source(error),
+            )
+        }
+        Err(error) => Err(ReconcileError::transient(
+            reason::ARCHIVE_OPERATION_FAILED,
+            "storage task failed",
+        )
+        .with_source(error)),
+    }
 }
 
 /// Records the artifact in `status.artifact` and `status.url`, sets `ArtifactInStorage=True`
