@@ -450,12 +450,6 @@ pub fn find_condition<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'
     conditions.iter().find(|c| c.type_ == type_)
 }
 
-/// Whether the list holds a `Ready` condition with status `True`, whatever the generation it was
-/// written for; [`crate::readiness`] (and [`crate::FluxKind::is_ready`]) is the full reading.
-pub fn is_ready(conditions: &[Condition]) -> bool {
-    find_condition(conditions, condition::READY).is_some_and(|c| c.status == "True")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -500,8 +494,10 @@ mod tests {
             last_transition_time: Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH),
             observed_generation: None,
         };
-        assert!(!is_ready(&[]));
-        assert!(is_ready(&[ready("True")]));
-        assert!(!is_ready(&[ready("False")]));
+        assert!(find_condition(&[], condition::READY).is_none());
+        let conditions = [ready("False")];
+        let found = find_condition(&conditions, condition::READY);
+        assert_eq!(found.map(|c| c.status.as_str()), Some("False"));
+        assert!(find_condition(&conditions, condition::STALLED).is_none());
     }
 }

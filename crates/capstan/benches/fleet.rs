@@ -239,11 +239,7 @@ async fn main() -> anyhow::Result<()> {
         let ready = list
             .items
             .iter()
-            .filter(|k| {
-                k.status
-                    .as_ref()
-                    .is_some_and(|s| capstan_api::meta::is_ready(&s.conditions))
-            })
+            .filter(|k| capstan_api::FluxKind::is_ready(*k))
             .count();
         if ready == apps {
             break;
