@@ -90,11 +90,36 @@ pub const BUCKET: Kind = Kind::of::<Bucket>();
 /// Kustomization.
 pub const KUSTOMIZATION: Kind = Kind::of::<Kustomization>();
 
-/// The sources, in `get sources all` order.
-pub const SOURCES: [&Kind; 3] = [&GIT, &OCI, &BUCKET];
-
-/// Every kind, in `get all` order.
+/// Every kind the verbs serve, in `get all` order (the CRD order of [`capstan_api::KINDS`]): the
+/// one list of the CLI's kinds; the sources are derived from it.
 pub const ALL: [&Kind; 4] = [&GIT, &OCI, &BUCKET, &KUSTOMIZATION];
+
+/// The sources (role [`Role::Source`](capstan_api::Role::Source)) of [`ALL`], in
+/// `get sources all` order.
+pub const SOURCES: [&Kind; count_sources()] = {
+    let mut sources = [&GIT; count_sources()];
+    let (mut i, mut n) = (0, 0);
+    while i < ALL.len() {
+        if ALL[i].is_source {
+            sources[n] = ALL[i];
+            n += 1;
+        }
+        i += 1;
+    }
+    sources
+};
+
+/// How many kinds of [`ALL`] are sources.
+const fn count_sources() -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < ALL.len() {
+        if ALL[i].is_source {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
 
 impl Kind {
     /// The row of a kind, from the facts on its API type.
@@ -457,6 +482,19 @@ impl Target {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kind_table_follows_the_api_facts() {
+        let crd_order: Vec<&str> = capstan_api::KINDS.iter().map(|k| k.kind).collect();
+        let positions: Vec<usize> = ALL
+            .iter()
+            .map(|k| crd_order.iter().position(|c| *c == k.type_name).unwrap())
+            .collect();
+        assert!(positions.is_sorted(), "{positions:?}");
+        let sources: Vec<&str> = SOURCES.iter().map(|k| k.type_name).collect();
+        assert_eq!(sources, ["GitRepository", "OCIRepository", "Bucket"]);
+        assert_eq!(Kind::by_name("bucket"), Some(&BUCKET));
+    }
 
     #[test]
     fn readiness_follows_generation_and_conditions() {
