@@ -60,7 +60,7 @@ fn field<'a>(schema: &'a Value, path: &str) -> &'a Value {
 }
 
 #[test]
-#[allow(clippy::too_many_lines)] // TODO(issue 10): split
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 fn names_match_flux() {
     let expected = [
         (
