@@ -298,13 +298,13 @@ impl FileSystem for MemoryFs {
 /// use capstan_kustomize::{FileSystem, MemoryFs, OverlayFs};
 ///
 /// let mut disk = MemoryFs::new();
-/// disk.insert("/home/me/repo/app/cm.yaml", "kind: ConfigMap");
-/// disk.insert("/home/me/secret.yaml", "kind: Secret");
-/// let mut fs = OverlayFs::mounted(disk, Path::new("/home/me/repo"), Path::new("/build/source"));
+/// disk.insert("/checkout/repo/app/cm.yaml", "kind: ConfigMap");
+/// disk.insert("/checkout/secret.yaml", "kind: Secret");
+/// let mut fs = OverlayFs::mounted(disk, Path::new("/checkout/repo"), Path::new("/build/source"));
 /// fs.insert("/build/source/app/kustomization.yaml", "resources: [cm.yaml]");
 /// assert!(fs.exists(Path::new("/build/source/app/cm.yaml")));
 /// assert!(fs.exists(Path::new("/build/source/app/kustomization.yaml")));
-/// assert!(!fs.exists(Path::new("/home/me/secret.yaml")));
+/// assert!(!fs.exists(Path::new("/checkout/secret.yaml")));
 /// ```
 #[derive(Clone, Debug)]
 pub struct OverlayFs<F> {
@@ -545,11 +545,11 @@ mod tests {
     #[test]
     fn a_mounted_directory_is_all_that_shows_of_the_lower_layer() {
         let mut lower = MemoryFs::new();
-        lower.insert("home/me/repo/app/cm.yaml", "cm");
-        lower.insert("home/me/secret.yaml", "secret");
+        lower.insert("checkout/repo/app/cm.yaml", "cm");
+        lower.insert("checkout/secret.yaml", "secret");
         let mut fs = OverlayFs::mounted(
             &lower,
-            Path::new("/home/me/repo"),
+            Path::new("/checkout/repo"),
             Path::new("/build/source"),
         );
         fs.insert("build/overlay/kustomization.yaml", "overlay");
@@ -565,8 +565,8 @@ mod tests {
             assert!(fs.exists(Path::new(dir)), "{dir}");
         }
         for absent in [
-            "/home/me/secret.yaml",
-            "/home/me/repo/app/cm.yaml",
+            "/checkout/secret.yaml",
+            "/checkout/repo/app/cm.yaml",
             "/build/secret.yaml",
             "/build/me/secret.yaml",
         ] {
