@@ -36,6 +36,7 @@ use k8s_openapi::api::core::v1::Secret;
 
 use crate::error::{ErrorClass, ReconcileError, SecretError};
 use crate::runtime::{ConditionStatus, Reconciler, Step, StepContext, StepFuture, StepOutcome};
+use crate::sources::fetch_failed;
 
 /// The kind name used in storage paths and metrics.
 pub const KIND: &str = "Bucket";
@@ -123,22 +124,6 @@ fn classify(error: &capstan_source::Error) -> ErrorClass {
         | capstan_source::Error::IgnorePattern { .. } => ErrorClass::Stalled,
         _ => ErrorClass::Transient,
     }
-}
-
-/// A bucket failure: `FetchFailed=True` with `reason`, and an error of `class` for `Ready`.
-fn fetch_failed(
-    cx: &mut StepContext<BucketReconciler>,
-    class: ErrorClass,
-    reason: &str,
-    message: String,
-) -> ReconcileError {
-    cx.set_condition(
-        condition::FETCH_FAILED,
-        ConditionStatus::True,
-        reason,
-        &message,
-    );
-    ReconcileError::new(class, reason, message)
 }
 
 async fn read_credentials(cx: &StepContext<BucketReconciler>) -> Result<Credentials, SecretError> {

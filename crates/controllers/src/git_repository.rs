@@ -58,6 +58,7 @@ use k8s_openapi::api::core::v1::Secret;
 
 use crate::error::{ErrorClass, ReconcileError, SecretError};
 use crate::runtime::{ConditionStatus, Reconciler, Step, StepContext, StepFuture, StepOutcome};
+use crate::sources::fetch_failed;
 
 /// The kind name used in storage paths and metrics.
 pub const KIND: &str = "GitRepository";
@@ -156,22 +157,6 @@ fn reference_of(object: &GitRepository) -> GitReference {
         name: reference.name,
         commit: reference.commit,
     }
-}
-
-/// A Git failure: `FetchFailed=True` with `reason`, and an error of `class` for `Ready`.
-fn fetch_failed(
-    cx: &mut StepContext<GitRepositoryReconciler>,
-    class: ErrorClass,
-    reason: &str,
-    message: String,
-) -> ReconcileError {
-    cx.set_condition(
-        condition::FETCH_FAILED,
-        ConditionStatus::True,
-        reason,
-        &message,
-    );
-    ReconcileError::new(class, reason, message)
 }
 
 fn classify(error: &capstan_source::Error) -> ErrorClass {

@@ -71,6 +71,7 @@ use oci_client::Reference;
 
 use crate::error::{ErrorClass, ReconcileError, SecretError};
 use crate::runtime::{ConditionStatus, Reconciler, Step, StepContext, StepFuture, StepOutcome};
+use crate::sources::fetch_failed;
 
 /// The kind name used in storage paths and metrics.
 pub const KIND: &str = "OCIRepository";
@@ -247,22 +248,6 @@ fn select_semver_tag<'a>(
         .filter(|(version, _)| constraint.matches(version))
         .max()
         .map(|(_, tag)| tag.as_str())
-}
-
-/// A registry failure: `FetchFailed=True` with `reason`, and an error of `class` for `Ready`.
-fn fetch_failed(
-    cx: &mut StepContext<OCIRepositoryReconciler>,
-    class: ErrorClass,
-    reason: &str,
-    message: String,
-) -> ReconcileError {
-    cx.set_condition(
-        condition::FETCH_FAILED,
-        ConditionStatus::True,
-        reason,
-        &message,
-    );
-    ReconcileError::new(class, reason, message)
 }
 
 async fn secret_data(

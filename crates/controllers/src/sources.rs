@@ -1,12 +1,13 @@
 //! What the source reconcilers (GitRepository, OCIRepository, Bucket) share: their runtime
-//! [`Kind`](crate::runtime::Kind) and the removal of stored artifacts on deletion.
+//! [`Kind`](crate::runtime::Kind), the `FetchFailed` condition and the removal of stored
+//! artifacts on deletion.
 
 use capstan_api::meta::Artifact;
 use capstan_api::source::v1::condition;
 use capstan_source::storage::{DEFAULT_RETENTION, Storage};
 use kube::ResourceExt;
 
-use crate::error::ReconcileError;
+use crate::error::{ErrorClass, ReconcileError};
 use crate::runtime::{ConditionStatus, Reconciler, StepContext};
 use capstan_api::source::v1::reason;
 
@@ -47,6 +48,23 @@ pub(crate) async fn remove_artifacts(
             )
             .with_source(e)
         })
+}
+
+/// A fetch failure: `FetchFailed=True` with `reason` and `message`, and an error of `class`
+/// for `Ready`.
+pub(crate) fn fetch_failed<R: Reconciler>(
+    cx: &mut StepContext<R>,
+    class: ErrorClass,
+    reason: &str,
+    message: String,
+) -> ReconcileError {
+    cx.set_condition(
+        condition::FETCH_FAILED,
+        ConditionStatus::True,
+        reason,
+        &message,
+    );
+    ReconcileError::new(class, reason, message)
 }
 
 /// Reports `artifact` as stored — `ArtifactInStorage=True` and the `Ready` message `message` — then
