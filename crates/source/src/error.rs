@@ -198,6 +198,20 @@ pub enum Error {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
 
+    /// A registry answered more than Capstan reads (e.g. more tags than
+    /// [`crate::oci::MAX_TAGS`]); it stopped as the answers arrived.
+    #[error("cannot {operation} {reference}: {what} exceeds the limit of {limit}")]
+    RegistryLimitExceeded {
+        /// What was being done (`list the tags of`).
+        operation: &'static str,
+        /// The repository.
+        reference: String,
+        /// Which limit, with the value reached.
+        what: String,
+        /// The limit.
+        limit: u64,
+    },
+
     /// A Git fetch or checkout passed one of the [`crate::artifact::Limits`] (pack size, bytes
     /// inflated from it, file size, total size, entry count); it stopped as the bytes arrived.
     #[error("cannot {operation} {url}: {what} exceeds the limit of {limit}{}", entry_suffix(entry.as_deref()))]

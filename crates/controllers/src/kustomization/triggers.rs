@@ -3,7 +3,6 @@
 //! OCIRepository, Bucket, ExternalArtifact), a dependency becoming Ready and a changed
 //! ConfigMap or Secret of `postBuild.substituteFrom`.
 
-use capstan_api::kustomize::v1::SubstituteKind;
 use capstan_api::{Bucket, FluxKind, GitRepository, Kustomization, OCIRepository};
 use futures::stream::BoxStream;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -50,13 +49,7 @@ impl References for Kustomization {
         post_build
             .substitute_from
             .iter()
-            .map(|s| {
-                let kind = match s.kind {
-                    SubstituteKind::ConfigMap => "ConfigMap",
-                    SubstituteKind::Secret => "Secret",
-                };
-                ObjectKey::new(kind, &own, &s.name)
-            })
+            .map(|s| ObjectKey::new(super::variables::kind_name(s.kind), &own, &s.name))
             .collect()
     }
 }

@@ -84,7 +84,7 @@ pub async fn collect(
     Ok(Some(variables))
 }
 
-fn kind_name(kind: SubstituteKind) -> &'static str {
+pub(super) fn kind_name(kind: SubstituteKind) -> &'static str {
     match kind {
         SubstituteKind::Secret => "Secret",
         SubstituteKind::ConfigMap => "ConfigMap",

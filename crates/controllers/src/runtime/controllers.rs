@@ -11,8 +11,8 @@
 //! - Every kind shares the client, the [`Metrics`], the [`Health`] and the [`RuntimeConfig`]
 //!   (concurrency, backoff, event sink) of the builder.
 //! - [`Controllers::run`] returns when every controller has stopped: at shutdown, steps in
-//!   flight are cancelled ([`StepContext::cancel`](super::StepContext::cancel)), so it does not
-//!   wait for them to finish.
+//!   flight are cancelled (dropped at their next await), so it does not wait for them to
+//!   finish.
 
 use std::fmt::{self, Debug};
 

@@ -49,8 +49,7 @@
 //!   [`RuntimeConfig::event_sink`] with Flux's metadata ([`events`]).
 //! - Shutdown (the `shutdown` token of [`run`], which a lost Lease cancels too) cancels the
 //!   steps in flight: a step is dropped at its next await, nothing more is written, and the
-//!   controller stops without waiting for it; steps also see the token
-//!   ([`StepContext::cancel`], a [`CancellationToken`]).
+//!   controller stops without waiting for it.
 //! - A kind without an interval ([`FluxResource::interval`] `None`) is reconciled on changes
 //!   and triggers only; a step may set the `Ready=True` reason of its result
 //!   ([`StepContext::set_ready_reason`], else [`FluxResource::READY_REASON`]).
@@ -327,12 +326,11 @@ pub struct StepContext<R: Reconciler> {
     pub client: Client,
     /// The object as read at the start of the reconcile.
     pub object: Arc<R::Object>,
-    /// The status being built; written when the reconcile ends.
+    /// The status being built; written when the reconcile ends (and mid-reconcile by
+    /// [`StepContext::write_status`] and [`StepContext::mark_progressing`]).
     pub status: <R::Object as FluxResource>::Status,
     /// Data handed between steps.
     pub state: R::State,
-    /// Cancelled when the controller shuts down: a step that waits stops waiting.
-    pub cancel: CancellationToken,
     /// Flux's metadata of every Event this reconcile publishes ([`events::REVISION_KEY`],
     /// [`events::ORIGIN_REVISION_KEY`], [`events::TOKEN_KEY`]); the revision defaults to
     /// [`FluxResource::revision`] of the status.
@@ -369,7 +367,6 @@ impl<R: Reconciler> StepContext<R> {
             written: status.clone(),
             status,
             state: R::State::default(),
-            cancel: CancellationToken::new(),
             ready_message: None,
             ready_reason: None,
             field_manager: FIELD_MANAGER.to_owned(),
@@ -403,11 +400,6 @@ impl<R: Reconciler> StepContext<R> {
     pub fn wait_in_flight(&self, key: &str) -> Option<Wait> {
         self.waits
             .get(&ObjectRef::from_obj(self.object.as_ref()), key)
-    }
-
-    /// Waits until the controller shuts down.
-    pub async fn cancelled(&self) {
-        self.cancel.cancelled().await;
     }
 
     /// Publishes an Event about the object (to the API server and the controller's
@@ -992,7 +984,6 @@ async fn reconcile_steps<R: Reconciler>(
         .clone_into(&mut cx.field_manager);
     cx.waits = shared.waits.clone();
     cx.events = shared.events.clone();
-    cx.cancel = shared.shutdown.child_token();
 
     announce_generation(&mut cx, generation).await?;
 
@@ -1000,7 +991,7 @@ async fn reconcile_steps<R: Reconciler>(
         .map(|interval| interval.map(|interval| jittered(interval, shared.config.jitter)));
     if let Ok(mut requeue) = result {
         let steps = shared.reconciler.clone();
-        let cancel = cx.cancel.clone();
+        let cancel = shared.shutdown.child_token();
         for step in steps.steps() {
             tracing::debug!(step = step.name, "running step");
             let outcome = tokio::select! {

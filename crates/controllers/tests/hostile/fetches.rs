@@ -252,8 +252,59 @@ async fn an_endless_bucket_listing_is_cut_at_the_page_limit() {
     .to_string();
     assert!(
         error.contains(&format!(
-            "listing response larger than the limit of {} bytes",
+            "listing or error response larger than the limit of {} bytes",
             bucket::MAX_LISTING_PAGE_BYTES
+        )),
+        "{error}"
+    );
+    let sent = sent.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        sent < 64 << 20,
+        "the server sent {sent} bytes before the client stopped"
+    );
+}
+
+/// An S3 endpoint that answers every request with an error status and an endless body (which
+/// object_store reads whole into its error message): the read stops at the error-body limit.
+#[tokio::test]
+async fn an_endless_error_answer_is_cut_at_its_limit() {
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counter = std::sync::Arc::clone(&sent);
+    let app = axum::Router::new().fallback(move || {
+        let counter = std::sync::Arc::clone(&counter);
+        async move {
+            let chunk = "x".repeat(64 << 10);
+            let body = futures::stream::repeat_with(move || {
+                counter.fetch_add(chunk.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                Ok::<_, std::io::Error>(axum::body::Bytes::from(chunk.clone()))
+            });
+            let mut response = axum::response::Response::new(axum::body::Body::from_stream(body));
+            *response.status_mut() = axum::http::StatusCode::FORBIDDEN;
+            response
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let spec: capstan_api::source::v1::BucketSpec = serde_json::from_value(serde_json::json!({
+        "provider": "generic", "bucketName": "hostile", "endpoint": endpoint,
+        "insecure": true, "interval": "1m",
+    }))
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let error = bucket::fetch(
+        &spec,
+        &bucket::Credentials::Anonymous,
+        &out.path().join("objects"),
+        &bucket::FetchOptions::default(),
+    )
+    .await
+    .expect_err("an endless error answer is refused")
+    .to_string();
+    assert!(
+        error.contains(&format!(
+            "larger than the limit of {} bytes",
+            bucket::MAX_ERROR_BODY_BYTES
         )),
         "{error}"
     );

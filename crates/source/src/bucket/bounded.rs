@@ -3,7 +3,8 @@
 //! object_store reads each page of a listing (S3 `ListObjectsV2`, Azure `List Blobs`) whole
 //! before parsing it; an honest server sends at most 1,000 keys a page (a few hundred KiB), a
 //! hostile endpoint could send gigabytes. [`BoundedConnector`] wraps reqwest's connector and
-//! caps the body of every listing response at [`MAX_LISTING_PAGE_BYTES`] as it streams: past
+//! caps the body of every listing response at [`MAX_LISTING_PAGE_BYTES`], and of every error
+//! answer (which object_store also reads whole) at [`MAX_ERROR_BODY_BYTES`], as it streams: past
 //! it the read fails (a decode error, which object_store does not retry). Object downloads are
 //! left alone; the fetch bounds them by their listed size.
 
@@ -19,6 +20,9 @@ use object_store::client::{
 
 /// The largest listing page read, in bytes (a page of 1,000 long keys is well below 1 MiB).
 pub const MAX_LISTING_PAGE_BYTES: usize = 16 << 20;
+
+/// The largest body of an error answer read (object_store reads it whole into the message).
+pub const MAX_ERROR_BODY_BYTES: usize = 1 << 20;
 
 /// [`ReqwestConnector`] with listing responses capped at [`MAX_LISTING_PAGE_BYTES`].
 #[derive(Debug, Default)]
@@ -61,16 +65,20 @@ impl HttpService for Bounded {
         Box::pin(async move {
             let listing = is_listing(&request);
             let response = self.inner.execute(request).await?;
-            if !listing {
+            // object_store reads the body of an error answer whole: cap it too.
+            let max = if !response.status().is_success() {
+                MAX_ERROR_BODY_BYTES
+            } else if listing {
+                self.max
+            } else {
                 return Ok(response);
-            }
-            let max = self.max;
+            };
             let (parts, body) = response.into_parts();
             let body = Limited::new(body, max).map_err(move |error| {
                 HttpError::new(
                     HttpErrorKind::Decode,
                     std::io::Error::other(format!(
-                        "listing response larger than the limit of {max} bytes ({error})"
+                        "listing or error response larger than the limit of {max} bytes ({error})"
                     )),
                 )
             });

@@ -67,7 +67,7 @@ use tokio::io::AsyncWriteExt;
 
 use crate::artifact::{IGNORE_FILE, IgnoreFilter, Limits};
 use crate::error::{Error, Result};
-pub use bounded::MAX_LISTING_PAGE_BYTES;
+pub use bounded::{MAX_ERROR_BODY_BYTES, MAX_LISTING_PAGE_BYTES};
 
 pub use index::{ObjectIndex, index_digest};
 

@@ -51,7 +51,7 @@ pub use pull::{
     LayerOperation, LayerSelector, MAX_MANIFEST_BYTES, PullOptions, Pulled, pull, resolve_digest,
 };
 pub use push::{Created, PushOptions, Pushed, config_blob, push};
-pub use tags::list_tags;
+pub use tags::{MAX_TAGS, list_tags};
 
 /// Media type of the OCI image manifest Flux artifacts use.
 pub const MANIFEST_MEDIA_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use oci_client::RegistryOperation;
 
 use super::{RegistryOptions, parse_reference, registry_error};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Tags asked for per page.
 const PAGE_SIZE: usize = 1000;
@@ -45,8 +45,20 @@ pub(super) async fn list_tags_in_pages(
         if append_page(&mut tags, &mut seen, page.tags, page_size) {
             return Ok(tags);
         }
+        if tags.len() > MAX_TAGS {
+            return Err(Error::RegistryLimitExceeded {
+                operation: "list the tags of",
+                reference: image.whole(),
+                what: format!("tag count of more than {}", tags.len()),
+                limit: MAX_TAGS as u64,
+            });
+        }
     }
 }
+
+/// The most tags read from one repository (pages stop being requested past it): semver
+/// references select among tags, and a registry that never stops paging must not hold a worker.
+pub const MAX_TAGS: usize = 100_000;
 
 /// Appends the tags of one page not seen yet to `tags`; whether the listing is complete: a
 /// short page ends it, and so does a page adding nothing new (a registry ignoring `last` would
