@@ -127,7 +127,7 @@ pub(crate) fn write_atomically<T>(
     };
     std::fs::create_dir_all(&parent).map_err(|e| Error::io("create directory", &parent, e))?;
     let mut temp = tempfile::Builder::new()
-        .prefix(".tmp-")
+        .prefix(crate::storage::PARTIAL_WRITE_PREFIX)
         .tempfile_in(&parent)
         .map_err(|e| Error::io("create a temporary file in", &parent, e))?;
     let value = write(temp.as_file_mut())?;

@@ -45,8 +45,8 @@ pub struct Storage {
     limits: Limits,
 }
 
-/// The name prefix of a file being written into the storage (see [`crate::artifact::pack`]).
-const PARTIAL_WRITE_PREFIX: &str = ".tmp-";
+/// The name prefix of a file being written into the storage (by [`crate::artifact::pack`]).
+pub(crate) const PARTIAL_WRITE_PREFIX: &str = ".tmp-";
 
 /// The age past which a partial write can only be a crash's leftover.
 const STALE_PARTIAL_WRITE: std::time::Duration = std::time::Duration::from_secs(3600);
