@@ -1,0 +1,2 @@
+//! A render of a chart: every template executed with its chart's values, as Helm's
+//! `engine.Render` does.

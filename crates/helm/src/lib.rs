@@ -1,0 +1,47 @@
+//! A native Helm chart renderer: a chart and values in, the manifests `helm template` prints
+//! out — no cluster, no Helm binary, no async runtime.
+//!
+//! Layers, bottom up:
+//! - [`value`]: Go's `interface{}` values as charts see them; [`cast`]: Sprig's loose conversions;
+//!   [`fmt`]: Go's `fmt` verbs.
+//! - [`template`]: Go's `text/template` (parse, execute, builtins).
+//! - [`funcs`]: Sprig v3's function set and Helm's own functions.
+//! - [`yaml`]: YAML and JSON exactly as Helm reads and writes them (`toYaml`, values files).
+//! - [`chart`]: charts from directories and archives, dependencies, values coalescing, schemas.
+//! - [`engine`]: a render of a chart (Helm's `engine.Render`), and [`output`]: `helm template`'s
+//!   output (manifest splitting, install order, hooks, CRDs).
+
+pub mod cast;
+pub mod chart;
+pub mod engine;
+pub mod fmt;
+pub mod funcs;
+pub mod output;
+pub mod template;
+pub mod value;
+pub mod yaml;
+
+pub use value::Value;
+
+/// Answers Helm's `lookup apiVersion kind namespace name`: the object (or, with an empty name,
+/// a `List` of them) as a map; an empty map when there is nothing.
+pub trait Lookup {
+    /// Looks the object up.
+    fn lookup(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Value, String>;
+}
+
+/// The lookup of `helm template`: every answer is an empty map.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoLookup;
+
+impl Lookup for NoLookup {
+    fn lookup(&self, _: &str, _: &str, _: &str, _: &str) -> Result<Value, String> {
+        Ok(Value::empty_map())
+    }
+}
