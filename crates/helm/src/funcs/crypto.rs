@@ -1,0 +1,8 @@
+//! Template functions: crypto.
+
+use crate::template::FuncMap;
+
+/// Adds this module's functions to `map`.
+pub fn register(map: &mut FuncMap) {
+    let _ = map;
+}
