@@ -518,6 +518,7 @@ impl<'a, 's> Exec<'a, 's> {
                 if let Some(f) = fin.clone() {
                     argv.push(f);
                 }
+                self.at = At::Arg(node);
                 if let Some(result) = o.method(name, &argv) {
                     return match result {
                         Ok(v) => Ok(Val::plain(v)),

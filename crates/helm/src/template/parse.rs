@@ -9,8 +9,15 @@ use super::lex::{self, Kind, Token, go_quote};
 use super::{FuncMap, Function};
 use crate::value::Value;
 
-/// How deep parentheses and control structures may nest in one template.
+/// How deep control structures (`if`, `range`, …) may nest in one template: a bound of ours
+/// (Go has none) that keeps memory in check on hostile input.
 const MAX_NESTING: usize = 10_000;
+
+/// How deep parentheses may nest (Go's `maxStackDepth`).
+const MAX_PAREN_DEPTH: usize = 10_000;
+
+const RED_ZONE: usize = 128 * 1024;
+const STACK_CHUNK: usize = 2 * 1024 * 1024;
 
 /// A parsed template: a file's top level or a `define`/`block`.
 #[derive(Debug)]
@@ -297,6 +304,41 @@ impl Node {
     }
 }
 
+// Deeply nested trees are taken apart iteratively: the derived recursive drop would need one
+// native stack frame per nesting level.
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        let mut cmds = std::mem::take(&mut self.cmds);
+        let mut args: Vec<Arg> = Vec::new();
+        loop {
+            if let Some(cmd) = cmds.pop() {
+                args.extend(cmd.args);
+            } else if let Some(arg) = args.pop() {
+                match arg {
+                    Arg::Pipe(mut p) => cmds.append(&mut p.cmds),
+                    Arg::Chain { node, .. } => args.push(*node),
+                    _ => {}
+                }
+            } else {
+                break;
+            }
+        }
+    }
+}
+
+impl Drop for Branch {
+    fn drop(&mut self) {
+        let mut nodes = std::mem::take(&mut self.list);
+        nodes.extend(self.else_list.take().unwrap_or_default());
+        while let Some(node) = nodes.pop() {
+            if let Node::If(mut b) | Node::With(mut b) | Node::Range(mut b) = node {
+                nodes.append(&mut b.list);
+                nodes.extend(b.else_list.take().unwrap_or_default());
+            }
+        }
+    }
+}
+
 /// 1-based line of byte offset `pos` (only computed for error messages).
 #[allow(clippy::naive_bytecount)]
 pub(crate) fn line_at(text: &str, pos: usize) -> usize {
@@ -332,7 +374,8 @@ pub(crate) fn parse(name: &str, text: &str, funcs: &FuncMap) -> Result<Vec<Tree>
         parse_name: &parse_name,
         vars: vec![Rc::from("$")],
         range_depth: 0,
-        action_line: 0,
+        paren_depth: 0,
+        action_pos: None,
         defined: Vec::new(),
         depth: 0,
     };
@@ -376,7 +419,9 @@ struct Parser<'t> {
     parse_name: &'t Rc<str>,
     vars: Vec<Rc<str>>,
     range_depth: usize,
-    action_line: usize,
+    paren_depth: usize,
+    /// Where the action being parsed starts (for "unclosed action started at").
+    action_pos: Option<usize>,
     defined: Vec<Tree>,
     depth: usize,
 }
@@ -442,11 +487,9 @@ impl Parser<'_> {
         if t.kind == Kind::Error {
             let mut extra = String::new();
             let line = line_at(self.text, t.pos);
-            if self.action_line != 0 && self.action_line != line {
-                extra = format!(
-                    " in action started at {}:{}",
-                    self.parse_name, self.action_line
-                );
+            let action_line = self.action_pos.map(|p| line_at(self.text, p));
+            if let Some(action_line) = action_line.filter(|l| *l != line) {
+                extra = format!(" in action started at {}:{}", self.parse_name, action_line);
                 if t.text(self.text).ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
                 }
@@ -536,6 +579,10 @@ impl Parser<'_> {
 
     fn item_list(&mut self) -> PResult<(Vec<Node>, End)> {
         self.enter()?;
+        stacker::maybe_grow(RED_ZONE, STACK_CHUNK, || self.item_list_inner())
+    }
+
+    fn item_list_inner(&mut self) -> PResult<(Vec<Node>, End)> {
         let mut list = Vec::new();
         while self.peek_non_space().kind != Kind::Eof {
             match self.text_or_action()? {
@@ -563,10 +610,10 @@ impl Parser<'_> {
                 Ok(Item::Node(Node::Text(a, b)))
             }
             Kind::LeftDelim => {
-                let saved = self.action_line;
-                self.action_line = line_at(self.text, t.pos);
+                let saved = self.action_pos;
+                self.action_pos = Some(t.pos);
                 let r = self.action();
-                self.action_line = saved;
+                self.action_pos = saved;
                 r
             }
             _ => self.unexpected(&t, "input"),
@@ -712,10 +759,7 @@ impl Parser<'_> {
     }
 
     fn pipeline(&mut self, context: &str, end: Kind) -> PResult<Pipe> {
-        self.enter()?;
-        let r = self.pipeline_inner(context, end);
-        self.depth -= 1;
-        r
+        stacker::maybe_grow(RED_ZONE, STACK_CHUNK, || self.pipeline_inner(context, end))
     }
 
     fn pipeline_inner(&mut self, context: &str, end: Kind) -> PResult<Pipe> {
@@ -924,8 +968,13 @@ impl Parser<'_> {
                 }
             }
             Kind::LeftParen => {
-                let p = self.pipeline("parenthesized pipeline", Kind::RightParen)?;
-                Arg::Pipe(Box::new(p))
+                if self.paren_depth >= MAX_PAREN_DEPTH {
+                    return self.err("max expression depth exceeded");
+                }
+                self.paren_depth += 1;
+                let p = self.pipeline("parenthesized pipeline", Kind::RightParen);
+                self.paren_depth -= 1;
+                Arg::Pipe(Box::new(p?))
             }
             Kind::String | Kind::RawString => {
                 let s = self.unquote(&t)?;

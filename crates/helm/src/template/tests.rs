@@ -722,6 +722,30 @@ const CASES: &[(&str, &str, Result<&str, &str>)] = &[
         "{}",
         Ok("0 1 5 5"),
     ),
+    (
+        "{{ tpl \"{{ include \\\"a\\\" . }}\" . }}{{ define \"a\" }}A{{ .Values.x }}{{ end }}",
+        "{}",
+        Ok("A"),
+    ),
+    (
+        "{{ tpl .Values.t . }}",
+        "{\"t\":\"{{ .Values.x }}\",\"x\":\"X\"}",
+        Ok("X"),
+    ),
+    (
+        "{{ define \"x\" }}{{ fail \"boom\" }}{{ end }}\n\n{{ template \"x\" . }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:19: executing \"x\" at <fail \"boom\">: error calling fail: boom",
+        ),
+    ),
+    (
+        "{{ define \"x\" }}{{ .missing.y }}{{ end }}{{ include \"x\" . }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:44: executing \"t/templates/t.yaml\" at <include \"x\" .>: error calling include: template: t/templates/t.yaml:1:27: executing \"x\" at <.missing.y>: nil pointer evaluating interface {}.y",
+        ),
+    ),
 ];
 
 #[test]
@@ -767,4 +791,175 @@ fn eq_non_comparable_quotes_with_percent_s() {
         let want = want.map(str::to_string).map_err(str::to_string);
         assert_eq!(render(text, values), want, "{text}");
     }
+}
+
+/// Helm's include guard: more than 1000 nested includes of one name fail, each level wrapping
+/// the error of the one below (Helm: 1002 "error calling include" for a self-include).
+#[test]
+fn include_recursion_is_bounded_like_helm() {
+    let err = render(
+        r#"{{ define "a" }}{{ include "a" . }}{{ end }}{{ include "a" . }}"#,
+        "{}",
+    )
+    .expect_err("recursion fails");
+    assert_eq!(err.matches("error calling include").count(), 1002);
+    assert!(err.starts_with(r#"template: t/templates/t.yaml:1:47: executing "t/templates/t.yaml" at <include "a" .>: error calling include: template: t/templates/t.yaml:1:19: executing "a" at <include "a" .>: "#));
+    assert!(err.ends_with(
+        "error calling include: rendering template has a nested reference name: a: unable to execute template"
+    ));
+    let err = render(
+        r#"{{ define "a" }}x{{ include "b" . }}{{ end }}{{ define "b" }}y{{ include "a" . }}{{ end }}{{ include "a" . }}"#,
+        "{}",
+    )
+    .expect_err("recursion fails");
+    assert_eq!(err.matches("error calling include").count(), 2003);
+}
+
+/// `{{template}}` recursion stops at our depth cap with Go's message form (Go: 100000).
+#[test]
+fn template_recursion_is_bounded() {
+    let err = render(
+        r#"{{ define "r" }}{{ template "r" . }}{{ end }}{{ template "r" . }}"#,
+        "{}",
+    )
+    .expect_err("recursion fails");
+    assert_eq!(
+        err,
+        format!(
+            r#"template: t/templates/t.yaml:1:28: executing "r" at <{{{{template "r" .}}}}>: exceeded maximum template depth ({})"#,
+            super::exec::MAX_TEMPLATE_DEPTH
+        )
+    );
+}
+
+/// Helm overflows Go's stack on a `tpl` that renders itself; we stop with an error.
+#[test]
+fn tpl_recursion_is_bounded() {
+    let err = render("{{ tpl .Values.t . }}", r#"{"t":"{{ tpl .Values.t . }}"}"#)
+        .expect_err("recursion fails");
+    assert!(
+        err.ends_with("exceeded maximum template depth (1000)"),
+        "{}",
+        &err[err.len() - 200..]
+    );
+}
+
+#[test]
+fn deep_parentheses_do_not_overflow() {
+    let deep = |n: usize| format!("{{{{ {}1{} }}}}", "(".repeat(n), ")".repeat(n));
+    assert_eq!(render(&deep(9999), "{}"), Ok("1".to_string()));
+    assert_eq!(
+        render(&deep(10001), "{}"),
+        Err("template: t/templates/t.yaml:1: max expression depth exceeded".to_string())
+    );
+    let ifs = format!("{}x{}", "{{ if 1 }}".repeat(3000), "{{ end }}".repeat(3000));
+    assert_eq!(render(&ifs, "{}"), Ok("x".to_string()));
+    let too_deep = "{{ if 1 }}".repeat(100_000);
+    assert!(render(&too_deep, "{}").is_err());
+}
+
+#[test]
+fn break_and_continue_are_functions_when_defined() {
+    #[allow(clippy::unnecessary_wraps)]
+    fn brk(_: &mut Call<'_>, _: &[Value]) -> Result<Value, String> {
+        Ok(Value::str("B"))
+    }
+    let mut f = FuncMap::new();
+    f.insert("break", brk);
+    let mut set = Set::new(Rc::new(f));
+    set.parse("t", "{{ break }}").expect("parses");
+    assert_eq!(
+        set.execute("t", Value::Nil, &mut Env::new()).as_deref(),
+        Ok("B")
+    );
+}
+
+/// A struct with a field, a method with arguments and a failing method.
+#[derive(Debug)]
+struct Files;
+
+impl crate::value::Object for Files {
+    fn type_name(&self) -> String {
+        "files.Files".into()
+    }
+    fn field(&self, name: &str) -> Option<Value> {
+        (name == "Name").then(|| Value::str("files"))
+    }
+    fn method(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+        match name {
+            "Get" => Some(Ok(Value::from(format!(
+                "content of {}",
+                args.first().map(ToString::to_string).unwrap_or_default()
+            )))),
+            "Fail" => Some(Err("no such file".into())),
+            _ => None,
+        }
+    }
+    fn format(&self) -> String {
+        "{files}".into()
+    }
+    fn to_data(&self) -> Value {
+        Value::Nil
+    }
+}
+
+#[test]
+fn objects_have_fields_and_methods() {
+    let mut set = Set::new(funcs());
+    let data = Value::map(std::collections::BTreeMap::from([(
+        "Files".to_string(),
+        Value::Object(Rc::new(Files)),
+    )]));
+    let run = |set: &mut Set, text: &str| {
+        set.parse("o", text).map_err(|e| e.message)?;
+        set.execute("o", data.clone(), &mut Env::new())
+            .map_err(|e| e.message)
+    };
+    assert_eq!(
+        run(
+            &mut set,
+            r#"{{ .Files.Name }} {{ .Files.Get "a" }} {{ "b" | .Files.Get }} {{ .Files }}"#
+        )
+        .as_deref(),
+        Ok("files content of a content of b {files}")
+    );
+    assert_eq!(
+        run(&mut set, r"{{ .Files.Fail }}"),
+        Err(
+            r#"template: o:1:9: executing "o" at <.Files.Fail>: error calling Fail: no such file"#
+                .to_string()
+        )
+    );
+    assert_eq!(
+        run(&mut set, r"{{ .Files.Nope }}"),
+        Err(r#"template: o:1:9: executing "o" at <.Files.Nope>: can't evaluate field Nope in type files.Files"#.to_string())
+    );
+    assert_eq!(
+        run(&mut set, r"{{ .Files.Name 1 }}"),
+        Err(r#"template: o:1:9: executing "o" at <.Files.Name>: Name has arguments but cannot be invoked as function"#.to_string())
+    );
+}
+
+#[test]
+fn sets_clone_cheaply_and_redefinitions_follow_go() {
+    let mut set = Set::new(funcs());
+    set.parse("a", r#"{{ define "x" }}one{{ end }}"#)
+        .expect("parses");
+    let snapshot = set.clone();
+    set.parse("b", r#"{{ define "x" }}two{{ end }}"#)
+        .expect("parses");
+    set.parse("c", r#"{{ define "x" }}  {{ end }}"#)
+        .expect("parses");
+    let mut env = Env::new();
+    assert_eq!(set.execute("x", Value::Nil, &mut env).as_deref(), Ok("two"));
+    assert_eq!(
+        snapshot.execute("x", Value::Nil, &mut env).as_deref(),
+        Ok("one")
+    );
+    assert!(set.has("a") && set.has("x") && !set.has("y"));
+    assert_eq!(
+        set.execute("y", Value::Nil, &mut env)
+            .map_err(|e| e.message),
+        Err(r#"template: no template "y" associated with template "gotpl""#.to_string())
+    );
 }
