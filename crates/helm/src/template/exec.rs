@@ -13,8 +13,8 @@ use std::rc::Rc;
 use super::builtins::{Arity, Builtin, elements_are_interfaces};
 use super::lex::go_quote;
 use super::parse::{Arg, Command, Func, Node, Number, Pipe, Tree, line_at};
-use super::{Call, Env, Error, Runtime, Set};
-use crate::value::Value;
+use super::{Call, Env, Error, Param, Runtime, Set, Signature};
+use crate::value::{ListKind, Value};
 
 /// How deep `{{template}}` calls may nest. Go allows 100000; each level costs native stack
 /// (grown on the heap by `stacker`), so the cap is lower, with Go's message.
@@ -574,6 +574,116 @@ impl<'a, 's> Exec<'a, 's> {
         }
     }
 
+    fn check_arity(&self, name: &str, sig: &Signature, args: usize, num_in: usize) -> R<()> {
+        let fixed = sig.params.len();
+        if sig.variadic.is_some() {
+            if num_in < fixed {
+                return Err(self.error(format!(
+                    "wrong number of args for {name}: want at least {fixed} got {args}"
+                )));
+            }
+        } else if num_in != fixed {
+            return Err(self.error(format!(
+                "wrong number of args for {name}: want {fixed} got {num_in}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Evaluates an argument for a parameter of type `param` (Go's `evalArg`).
+    fn eval_typed_arg(&mut self, dot: &Val, param: Param, n: &'a Arg) -> R<Value> {
+        if param == Param::Any {
+            return self.eval_arg(dot, n).map(|v| v.v);
+        }
+        self.at = At::Arg(n);
+        let t = param.go_name();
+        match n {
+            Arg::Nil(_) => {
+                if matches!(param, Param::List | Param::StringList | Param::Map) {
+                    Ok(Value::Nil)
+                } else {
+                    Err(self.error(format!("cannot assign nil to {t}")))
+                }
+            }
+            Arg::Bool(_, b) => match param {
+                Param::Bool => Ok(Value::Bool(*b)),
+                _ => Err(self.literal_mismatch(param, n)),
+            },
+            Arg::String { value, .. } => match param {
+                Param::String => Ok(value.clone()),
+                _ => Err(self.literal_mismatch(param, n)),
+            },
+            Arg::Number { value, .. } => match (param, value) {
+                (Param::Int, Number::Int(i)) => Ok(Value::Int(*i)),
+                (Param::Int64, Number::Int(i)) => Ok(Value::Int64(*i)),
+                (Param::Int | Param::Int64, Number::Float(f))
+                    if f.fract() == 0.0 && f.abs() < 9.2e18 =>
+                {
+                    let i = *f as i64;
+                    Ok(if param == Param::Int {
+                        Value::Int(i)
+                    } else {
+                        Value::Int64(i)
+                    })
+                }
+                (Param::Float64, Number::Int(i)) => Ok(Value::Float(*i as f64)),
+                (Param::Float64, Number::Float(f)) => Ok(Value::Float(*f)),
+                _ => Err(self.literal_mismatch(param, n)),
+            },
+            _ => {
+                let v = self.eval_arg(dot, n)?;
+                self.validate_type(v, param)
+            }
+        }
+    }
+
+    fn literal_mismatch(&self, param: Param, n: &Arg) -> Error {
+        let found = n.to_go_string();
+        match param {
+            Param::Bool => self.error(format!("expected bool; found {found}")),
+            Param::String => self.error(format!("expected string; found {found}")),
+            Param::Int | Param::Int64 => self.error(format!("expected integer; found {found}")),
+            Param::Float64 => self.error(format!("expected float; found {found}")),
+            _ => self.error(format!(
+                "can't handle {found} for arg of type {}",
+                param.go_name()
+            )),
+        }
+    }
+
+    /// Go's `validateType`: the value must have exactly the parameter's type.
+    fn validate_type(&self, v: Val, param: Param) -> R<Value> {
+        let t = param.go_name();
+        let ok = match (&v.v, param) {
+            (_, Param::Any) => true,
+            (Value::Nil, _) if !v.iface => {
+                if matches!(param, Param::List | Param::StringList | Param::Map) {
+                    return Ok(Value::Nil);
+                }
+                return Err(self.error(format!("invalid value; expected {t}")));
+            }
+            (Value::Nil, _) => false,
+            (Value::String(_), Param::String)
+            | (Value::Int(_), Param::Int)
+            | (Value::Int64(_), Param::Int64)
+            | (Value::Float(_), Param::Float64)
+            | (Value::Bool(_), Param::Bool)
+            | (Value::List(_, ListKind::Any), Param::List)
+            | (Value::List(_, ListKind::String), Param::StringList)
+            | (Value::Map(_), Param::Map) => true,
+            _ => false,
+        };
+        if ok {
+            return Ok(v.v);
+        }
+        let got = if v.v.is_nil() {
+            "interface {}".to_string()
+        } else {
+            v.v.type_name()
+        };
+        Err(self.error(format!("wrong type for value; expected {t}; got {got}")))
+    }
+
     /// Evaluates an argument for a `string` parameter (`printf`'s format).
     fn eval_string_arg(&mut self, dot: &Val, n: &'a Arg) -> R<Value> {
         self.at = At::Arg(n);
@@ -620,12 +730,36 @@ impl<'a, 's> Exec<'a, 's> {
         let num_in = args.len() + usize::from(fin.is_some());
         match func {
             Func::User(f) => {
+                let signature = self.set.signature(name);
                 let mut argv = Vec::with_capacity(num_in);
-                for a in args {
-                    argv.push(self.eval_arg(dot, a)?.v);
-                }
-                if let Some(v) = fin {
-                    argv.push(v);
+                if let Some(sig) = signature {
+                    self.check_arity(name, &sig, args.len(), num_in)?;
+                    for (i, a) in args.iter().enumerate() {
+                        let param = sig
+                            .params
+                            .get(i)
+                            .copied()
+                            .or(sig.variadic)
+                            .unwrap_or(Param::Any);
+                        argv.push(self.eval_typed_arg(dot, param, a)?);
+                    }
+                    if let Some(v) = fin {
+                        let i = num_in - 1;
+                        let param = sig
+                            .params
+                            .get(i)
+                            .copied()
+                            .or(sig.variadic)
+                            .unwrap_or(Param::Any);
+                        argv.push(self.validate_type(Val::plain(v), param)?);
+                    }
+                } else {
+                    for a in args {
+                        argv.push(self.eval_arg(dot, a)?.v);
+                    }
+                    if let Some(v) = fin {
+                        argv.push(v);
+                    }
                 }
                 let result = {
                     let mut rt = Rt {

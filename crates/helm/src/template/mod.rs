@@ -25,6 +25,63 @@ pub type Function = fn(&mut Call<'_>, &[Value]) -> Result<Value, String>;
 /// builtins (`function "x" not defined`).
 pub type FuncMap = HashMap<&'static str, Function>;
 
+/// A Go parameter type. Go's `text/template` checks and converts arguments against the called
+/// function's parameter types before the call; a [`Signature`] lets a [`Function`] get the same
+/// checks and error messages (`wrong number of args for NAME: want 2 got 1`, `wrong type for
+/// value; expected string; got float64`, `expected integer; found 1.5`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Param {
+    /// `interface{}`: anything, nil included.
+    Any,
+    /// `string`.
+    String,
+    /// `int`.
+    Int,
+    /// `int64`.
+    Int64,
+    /// `float64`.
+    Float64,
+    /// `bool`.
+    Bool,
+    /// `[]interface{}`.
+    List,
+    /// `[]string`.
+    StringList,
+    /// `map[string]interface{}`.
+    Map,
+}
+
+impl Param {
+    /// The Go type's name as Go's messages print it.
+    pub fn go_name(self) -> &'static str {
+        match self {
+            Param::Any => "interface {}",
+            Param::String => "string",
+            Param::Int => "int",
+            Param::Int64 => "int64",
+            Param::Float64 => "float64",
+            Param::Bool => "bool",
+            Param::List => "[]interface {}",
+            Param::StringList => "[]string",
+            Param::Map => "map[string]interface {}",
+        }
+    }
+}
+
+/// A function's Go parameter list: the fixed parameters, then the element type of a final
+/// variadic parameter (`...interface{}` is `Some(Param::Any)`).
+#[derive(Debug, Clone, Copy)]
+pub struct Signature {
+    /// The fixed parameters.
+    pub params: &'static [Param],
+    /// The variadic parameter's element type, if the function is variadic.
+    pub variadic: Option<Param>,
+}
+
+/// Signatures by function name. A function without one takes any number of arguments of any
+/// type, unchecked.
+pub type Signatures = HashMap<&'static str, Signature>;
+
 /// What a render provides to functions beyond their arguments.
 pub struct Env {
     /// The random source of `randAlphaNum`, `uuidv4`, `genPrivateKey`, … (seed it for tests).
@@ -133,6 +190,7 @@ struct Layer {
 #[derive(Clone)]
 pub struct Set {
     funcs: Rc<FuncMap>,
+    signatures: Rc<Signatures>,
     layer: Rc<Layer>,
 }
 
@@ -146,8 +204,15 @@ impl Set {
     /// An empty set using `funcs` (plus the builtins; a function in `funcs` replaces the
     /// builtin of the same name).
     pub fn new(funcs: Rc<FuncMap>) -> Self {
+        Set::with_signatures(funcs, Rc::new(Signatures::new()))
+    }
+
+    /// An empty set using `funcs`, whose arguments are checked against `signatures` as Go
+    /// checks them against the functions' parameter types.
+    pub fn with_signatures(funcs: Rc<FuncMap>, signatures: Rc<Signatures>) -> Self {
         Set {
             funcs,
+            signatures,
             layer: Rc::new(Layer::default()),
         }
     }
@@ -206,6 +271,10 @@ impl Set {
         Ok(state.out)
     }
 
+    fn signature(&self, name: &str) -> Option<Signature> {
+        self.signatures.get(name).copied()
+    }
+
     fn lookup(&self, name: &str) -> Option<&Rc<parse::Tree>> {
         let mut layer = &*self.layer;
         loop {
@@ -220,6 +289,7 @@ impl Set {
     fn layered(&self) -> Set {
         Set {
             funcs: self.funcs.clone(),
+            signatures: self.signatures.clone(),
             layer: Rc::new(Layer {
                 templates: HashMap::new(),
                 parent: Some(self.layer.clone()),

@@ -1,6 +1,7 @@
 //! The parser: tokens into trees (Go's `text/template/parse`), with Go's error messages and
 //! node positions, and the nodes' `String()` forms that execution errors quote.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
@@ -308,6 +309,14 @@ impl Node {
 // native stack frame per nesting level.
 impl Drop for Pipe {
     fn drop(&mut self) {
+        let nested = self.cmds.iter().any(|c| {
+            c.args
+                .iter()
+                .any(|a| matches!(a, Arg::Pipe(_) | Arg::Chain { .. }))
+        });
+        if !nested {
+            return;
+        }
         let mut cmds = std::mem::take(&mut self.cmds);
         let mut args: Vec<Arg> = Vec::new();
         loop {
@@ -328,6 +337,13 @@ impl Drop for Pipe {
 
 impl Drop for Branch {
     fn drop(&mut self) {
+        let branchy = |list: &[Node]| {
+            list.iter()
+                .any(|n| matches!(n, Node::If(_) | Node::With(_) | Node::Range(_)))
+        };
+        if !branchy(&self.list) && !self.else_list.as_deref().is_some_and(branchy) {
+            return;
+        }
         let mut nodes = std::mem::take(&mut self.list);
         nodes.extend(self.else_list.take().unwrap_or_default());
         while let Some(node) = nodes.pop() {
@@ -375,6 +391,7 @@ pub(crate) fn parse(name: &str, text: &str, funcs: &FuncMap) -> Result<Vec<Tree>
         vars: vec![Rc::from("$")],
         range_depth: 0,
         paren_depth: 0,
+        names: HashMap::new(),
         action_pos: None,
         defined: Vec::new(),
         depth: 0,
@@ -420,6 +437,7 @@ struct Parser<'t> {
     vars: Vec<Rc<str>>,
     range_depth: usize,
     paren_depth: usize,
+    names: HashMap<&'t str, Rc<str>>,
     /// Where the action being parsed starts (for "unclosed action started at").
     action_pos: Option<usize>,
     defined: Vec<Tree>,
@@ -428,7 +446,7 @@ struct Parser<'t> {
 
 type PResult<T> = Result<T, String>;
 
-impl Parser<'_> {
+impl<'t> Parser<'t> {
     fn tok(&self, i: usize) -> &Token {
         // The stream always ends with EOF or an error token, which repeats.
         let last = self.tokens.len().saturating_sub(1);
@@ -469,8 +487,22 @@ impl Parser<'_> {
         t
     }
 
-    fn val(&self, t: &Token) -> String {
-        t.text(self.text).to_string()
+    fn val(&self, t: &Token) -> &'t str {
+        let text: &'t str = self.text;
+        match &t.val {
+            lex::TokenText::Span(a, b) => text.get(*a..*b).unwrap_or(""),
+            lex::TokenText::Owned(_) => "",
+        }
+    }
+
+    /// One shared `Rc<str>` per distinct name in a parse.
+    fn intern(&mut self, name: &'t str) -> Rc<str> {
+        if let Some(rc) = self.names.get(name) {
+            return rc.clone();
+        }
+        let rc: Rc<str> = Rc::from(name);
+        self.names.insert(name, rc.clone());
+        rc
     }
 
     fn error_msg(&self, msg: &str) -> String {
@@ -778,7 +810,7 @@ impl Parser<'_> {
             let v_index = self.i;
             self.next_non_space();
             let next = self.peek_non_space();
-            let name: Rc<str> = Rc::from(self.val(&v));
+            let name = self.intern(self.val(&v));
             match next.kind {
                 Kind::Assign | Kind::Declare => {
                     pipe.is_assign = next.kind == Kind::Assign;
@@ -885,7 +917,7 @@ impl Parser<'_> {
         while self.peek().kind == Kind::Field {
             let t = self.next();
             let v = self.val(&t);
-            fields.push(Rc::from(v.get(1..).unwrap_or("")));
+            fields.push(self.intern(v.get(1..).unwrap_or("")));
         }
         Ok(Some(match node {
             Arg::Field { idents, .. } => {
@@ -926,7 +958,7 @@ impl Parser<'_> {
         let v = self.val(&t);
         Ok(Some(match t.kind {
             Kind::Identifier => {
-                let func = if let Some(f) = self.funcs.get(v.as_str()) {
+                let func = if let Some(f) = self.funcs.get(v) {
                     Func::User(*f)
                 } else if let Some(b) = Builtin::from_name(&v) {
                     Func::Builtin(b)
@@ -935,7 +967,7 @@ impl Parser<'_> {
                 };
                 Arg::Ident {
                     pos: t.pos,
-                    name: Rc::from(v),
+                    name: self.intern(v),
                     func,
                 }
             }
@@ -947,13 +979,13 @@ impl Parser<'_> {
                 }
                 Arg::Variable {
                     pos: t.pos,
-                    name: Rc::from(v),
+                    name: self.intern(v),
                     fields: Box::new([]),
                 }
             }
             Kind::Field => Arg::Field {
                 pos: t.pos,
-                idents: Box::new([Rc::from(v.get(1..).unwrap_or(""))]),
+                idents: Box::new([self.intern(v.get(1..).unwrap_or(""))]),
             },
             Kind::Bool => Arg::Bool(t.pos, v == "true"),
             Kind::CharConstant | Kind::Number => {
@@ -1126,6 +1158,11 @@ fn parse_number(text: &str, is_char: bool) -> Result<(Number, bool), String> {
             Piece::Byte(b) => i64::from(b),
         };
         return Ok((Number::Int(v), true));
+    }
+    if text.len() < 19 && text.bytes().all(|b| b.is_ascii_digit()) && !text.starts_with('0') {
+        if let Ok(i) = text.parse::<i64>() {
+            return Ok((Number::Int(i), true));
+        }
     }
     if text.ends_with('i') {
         return Err(format!("illegal number syntax: {}", go_quote(text)));

@@ -963,3 +963,406 @@ fn sets_clone_cheaply_and_redefinitions_follow_go() {
         Err(r#"template: no template "y" associated with template "gotpl""#.to_string())
     );
 }
+
+/// Parse throughput on a real chart and execution speed on a synthetic template (run with
+/// `cargo test --release -p capstan-helm template_speed -- --ignored --nocapture`).
+#[test]
+#[ignore = "benchmark"]
+fn template_speed() {
+    fn stub(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
+        Ok(args.last().cloned().unwrap_or_default())
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/corpus/helm-charts/kube-prometheus-stack/chart");
+    let mut files = Vec::new();
+    let mut dirs = vec![root];
+    while let Some(d) = dirs.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.to_string_lossy().contains("/templates/")
+                && p.extension().is_some_and(|x| x == "yaml" || x == "tpl")
+            {
+                files.push((
+                    p.to_string_lossy().to_string(),
+                    std::fs::read_to_string(&p).unwrap_or_default(),
+                ));
+            }
+        }
+    }
+    let mut f = FuncMap::new();
+    for name in ["include", "tpl"] {
+        f.insert(name, stub);
+    }
+    // Stub every function the chart uses.
+    let funcs = loop {
+        let mut set = Set::new(Rc::new(f.clone()));
+        let mut missing = None;
+        for (name, text) in &files {
+            if let Err(e) = set.parse(name, text) {
+                if let Some(rest) = e.message.split("function \"").nth(1) {
+                    missing = rest.split('"').next().map(str::to_string);
+                    break;
+                }
+                panic!("{}", e.message);
+            }
+        }
+        match missing {
+            Some(m) => {
+                f.insert(Box::leak(m.into_boxed_str()), stub);
+            }
+            None => break Rc::new(f),
+        }
+    };
+    let bytes: usize = files.iter().map(|(_, t)| t.len()).sum();
+    let start = std::time::Instant::now();
+    let rounds = 40;
+    for _ in 0..rounds {
+        let mut set = Set::new(funcs.clone());
+        for (name, text) in &files {
+            set.parse(name, text).expect("parses");
+        }
+    }
+    let per = start.elapsed() / rounds;
+    eprintln!("parse: {} files, {bytes} bytes in {per:?}", files.len());
+
+    let text = r#"{{- range $i, $c := .Values.containers }}
+- name: {{ $c.name }}
+  image: "{{ $c.image.repository }}:{{ $c.image.tag }}"
+  {{- if $c.ports }}
+  ports:
+  {{- range $c.ports }}
+    - containerPort: {{ .port }}
+      protocol: {{ .protocol | default "TCP" }}
+  {{- end }}
+  {{- end }}
+  {{- with $c.env }}
+  env: {{ . }}
+  {{- end }}
+  {{ include "labels" $ }}
+{{- end }}"#;
+    let mut set = Set::new(funcs.clone());
+    set.parse("bench", text).expect("parses");
+    set.parse(
+        "l",
+        r#"{{ define "labels" }}app: {{ .Values.name }}{{ end }}"#,
+    )
+    .expect("parses");
+    let containers: Vec<serde_json::Value> = (0..200)
+        .map(|i| {
+            serde_json::json!({"name": format!("c{i}"), "image": {"repository": "r", "tag": "t"},
+            "ports": [{"port": 80, "protocol": "TCP"}, {"port": 443}], "env": {"A": "b"}})
+        })
+        .collect();
+    let values =
+        Value::from_json_floats(&serde_json::json!({"containers": containers, "name": "x"}));
+    let data = Value::map(std::collections::BTreeMap::from([(
+        "Values".to_string(),
+        values,
+    )]));
+    let mut env = Env::new();
+    let start = std::time::Instant::now();
+    let mut n = 0;
+    for _ in 0..rounds {
+        n += set
+            .execute("bench", data.clone(), &mut env)
+            .expect("runs")
+            .len();
+    }
+    eprintln!(
+        "exec: {} bytes out per run in {:?}",
+        n / rounds as usize,
+        start.elapsed() / rounds
+    );
+}
+
+mod typed {
+    //! Functions declared with Go signatures get Go's argument checks. The test functions
+    //! mimic Sprig's and Helm's signatures (bodies are minimal).
+    use super::*;
+    use crate::template::{Param, Signature, Signatures};
+
+    fn s(args: &[Value], i: usize) -> String {
+        args.get(i).map(ToString::to_string).unwrap_or_default()
+    }
+
+    fn upper(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        Ok(Value::from(s(a, 0).to_uppercase()))
+    }
+    fn indent(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        let n = match a.first() {
+            Some(Value::Int(n)) => usize::try_from(*n).unwrap_or(0),
+            _ => 0,
+        };
+        Ok(Value::from(format!("{}{}", " ".repeat(n), s(a, 1))))
+    }
+    #[allow(clippy::unnecessary_wraps)]
+    fn add(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        let n = |v: Option<&Value>| match v {
+            Some(Value::Int(i) | Value::Int64(i)) => *i,
+            _ => 0,
+        };
+        Ok(Value::Int64(n(a.first()) + n(a.get(1))))
+    }
+    #[allow(clippy::unnecessary_wraps)]
+    fn ternary(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        let pick = a.get(2).is_some_and(Value::truth);
+        Ok(a.get(usize::from(!pick)).cloned().unwrap_or_default())
+    }
+    #[allow(clippy::unnecessary_wraps)]
+    fn has_key(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        let key = s(a, 1);
+        Ok(Value::Bool(
+            a.first()
+                .and_then(Value::as_map)
+                .is_some_and(|m| m.borrow().contains_key(&key)),
+        ))
+    }
+    #[allow(clippy::unnecessary_wraps)]
+    fn default(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        Ok(match a.get(1) {
+            Some(v) if v.truth() => v.clone(),
+            _ => a.first().cloned().unwrap_or_default(),
+        })
+    }
+    #[allow(clippy::unnecessary_wraps)]
+    fn trunc(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        let n = match a.first() {
+            Some(Value::Int(n)) => usize::try_from(*n).unwrap_or(0),
+            _ => 0,
+        };
+        Ok(Value::from(s(a, 1).chars().take(n).collect::<String>()))
+    }
+    #[allow(clippy::unnecessary_wraps)]
+    fn list(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        Ok(Value::list(a.to_vec()))
+    }
+    #[allow(clippy::unnecessary_wraps)]
+    fn keys(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        let mut k: Vec<String> = Vec::new();
+        for m in a.iter().filter_map(Value::as_map) {
+            k.extend(m.borrow().keys().cloned());
+        }
+        Ok(Value::string_list(k))
+    }
+
+    fn render(text: &str, values: &str) -> Result<String, String> {
+        use Param::{Any, Bool, Int, Map, String};
+        let mut f = FuncMap::new();
+        let mut sig = Signatures::new();
+        let mut add_fn = |name: &'static str,
+                          func: crate::template::Function,
+                          params: &'static [Param],
+                          variadic: Option<Param>| {
+            f.insert(name, func);
+            sig.insert(name, Signature { params, variadic });
+        };
+        add_fn("upper", upper, &[String], None);
+        add_fn("include", super::include, &[String, Any], None);
+        add_fn("indent", indent, &[Int, String], None);
+        add_fn("add", add, &[Any, Any], None);
+        add_fn("ternary", ternary, &[Any, Any, Bool], None);
+        add_fn("hasKey", has_key, &[Map, String], None);
+        add_fn("default", default, &[Any], Some(Any));
+        add_fn("trunc", trunc, &[Int, String], None);
+        add_fn("list", list, &[], Some(Any));
+        add_fn("keys", keys, &[], Some(Map));
+        let mut set = Set::with_signatures(Rc::new(f), Rc::new(sig));
+        set.parse(NAME, text).map_err(|e| e.message)?;
+        let values = Value::from_json_floats(&serde_json::from_str(values).expect("test JSON"));
+        let data = Value::map(std::collections::BTreeMap::from([(
+            "Values".to_string(),
+            values,
+        )]));
+        set.execute(NAME, data, &mut Env::new())
+            .map(|s| s.replace("<no value>", ""))
+            .map_err(|e| e.message)
+    }
+
+    const CASES: &[(&str, &str, Result<&str, &str>)] = &[
+        (
+            "{{ upper .Values.missing }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:16: executing \"t/templates/t.yaml\" at <.Values.missing>: wrong type for value; expected string; got interface {}",
+            ),
+        ),
+        (
+            "{{ .Values.missing | upper }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:21: executing \"t/templates/t.yaml\" at <upper>: invalid value; expected string",
+            ),
+        ),
+        (
+            "{{ upper .Values.n }}",
+            "{\"n\":1}",
+            Err(
+                "template: t/templates/t.yaml:1:16: executing \"t/templates/t.yaml\" at <.Values.n>: wrong type for value; expected string; got float64",
+            ),
+        ),
+        (
+            "{{ upper 1 }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:9: executing \"t/templates/t.yaml\" at <1>: expected string; found 1",
+            ),
+        ),
+        (
+            "{{ upper nil }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:9: executing \"t/templates/t.yaml\" at <nil>: cannot assign nil to string",
+            ),
+        ),
+        (
+            "{{ upper true }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:9: executing \"t/templates/t.yaml\" at <true>: expected string; found true",
+            ),
+        ),
+        (
+            "{{ upper }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <upper>: wrong number of args for upper: want 1 got 0",
+            ),
+        ),
+        (
+            "{{ upper \"a\" \"b\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <upper>: wrong number of args for upper: want 1 got 2",
+            ),
+        ),
+        (
+            "{{ \"a\" | upper \"b\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:9: executing \"t/templates/t.yaml\" at <upper>: wrong number of args for upper: want 1 got 2",
+            ),
+        ),
+        (
+            "{{ include \"x\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <include>: wrong number of args for include: want 2 got 1",
+            ),
+        ),
+        (
+            "{{ indent 1.5 \"x\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:10: executing \"t/templates/t.yaml\" at <1.5>: expected integer; found 1.5",
+            ),
+        ),
+        (
+            "{{ indent \"2\" \"x\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:10: executing \"t/templates/t.yaml\" at <\"2\">: expected integer; found \"2\"",
+            ),
+        ),
+        (
+            "{{ indent .Values.n \"x\" }}",
+            "{\"n\":2}",
+            Err(
+                "template: t/templates/t.yaml:1:17: executing \"t/templates/t.yaml\" at <.Values.n>: wrong type for value; expected int; got float64",
+            ),
+        ),
+        (
+            "{{ indent (add 1 1) \"x\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:17: executing \"t/templates/t.yaml\" at <1>: wrong type for value; expected int; got int64",
+            ),
+        ),
+        ("{{ indent 1e1 \"x\" }}|", "{}", Ok("          x|")),
+        (
+            "{{ ternary \"a\" \"b\" .Values.missing }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:26: executing \"t/templates/t.yaml\" at <.Values.missing>: wrong type for value; expected bool; got interface {}",
+            ),
+        ),
+        (
+            "{{ ternary \"a\" \"b\" .Values.b }}",
+            "{\"b\":true}",
+            Ok("a"),
+        ),
+        (
+            "{{ hasKey .Values.missing \"a\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:17: executing \"t/templates/t.yaml\" at <.Values.missing>: wrong type for value; expected map[string]interface {}; got interface {}",
+            ),
+        ),
+        ("{{ hasKey nil \"a\" }}", "{}", Ok("false")),
+        (
+            "{{ hasKey (list 1) \"a\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:16: executing \"t/templates/t.yaml\" at <1>: wrong type for value; expected map[string]interface {}; got []interface {}",
+            ),
+        ),
+        (
+            "{{ hasKey \"x\" \"a\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:10: executing \"t/templates/t.yaml\" at <\"x\">: can't handle \"x\" for arg of type map[string]interface {}",
+            ),
+        ),
+        (
+            "{{ hasKey .Values.m \"a\" }}",
+            "{\"m\":{\"a\":1}}",
+            Ok("true"),
+        ),
+        (
+            "{{ default }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <default>: wrong number of args for default: want at least 1 got 0",
+            ),
+        ),
+        ("{{ default 1 }}", "{}", Ok("1")),
+        ("{{ default 1 2 3 }}", "{}", Ok("2")),
+        ("{{ trunc 2 \"abc\" }}", "{}", Ok("ab")),
+        (
+            "{{ $x := 1.5 }}{{ trunc $x \"abc\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:24: executing \"t/templates/t.yaml\" at <$x>: wrong type for value; expected int; got float64",
+            ),
+        ),
+        (
+            "{{ keys .Values }} {{ keys .Values .Values }}",
+            "{}",
+            Ok("[] []"),
+        ),
+        ("{{ keys nil }}", "{}", Ok("[]")),
+    ];
+
+    #[test]
+    fn typed_arguments_follow_go() {
+        let mut failures = Vec::new();
+        for (text, values, want) in CASES {
+            let got = render(text, values);
+            let want = want.map(str::to_string).map_err(str::to_string);
+            if got != want {
+                failures.push(format!("{text:?}\n   got {got:?}\n  want {want:?}"));
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} of {} cases differ:\n{}",
+            failures.len(),
+            CASES.len(),
+            failures.join("\n")
+        );
+    }
+}
