@@ -655,15 +655,14 @@ impl<'a, 's> Exec<'a, 's> {
     fn validate_type(&self, v: Val, param: Param) -> R<Value> {
         let t = param.go_name();
         let ok = match (&v.v, param) {
-            (_, Param::Any) => true,
-            (Value::Nil, _) if !v.iface => {
+            (Value::Nil, _) if !v.iface && param != Param::Any => {
                 if matches!(param, Param::List | Param::StringList | Param::Map) {
                     return Ok(Value::Nil);
                 }
                 return Err(self.error(format!("invalid value; expected {t}")));
             }
-            (Value::Nil, _) => false,
             (Value::String(_), Param::String)
+            | (_, Param::Any)
             | (Value::Int(_), Param::Int)
             | (Value::Int64(_), Param::Int64)
             | (Value::Float(_), Param::Float64)

@@ -960,10 +960,10 @@ impl<'t> Parser<'t> {
             Kind::Identifier => {
                 let func = if let Some(f) = self.funcs.get(v) {
                     Func::User(*f)
-                } else if let Some(b) = Builtin::from_name(&v) {
+                } else if let Some(b) = Builtin::from_name(v) {
                     Func::Builtin(b)
                 } else {
-                    return self.err(format!("function {} not defined", go_quote(&v)));
+                    return self.err(format!("function {} not defined", go_quote(v)));
                 };
                 Arg::Ident {
                     pos: t.pos,
@@ -975,7 +975,7 @@ impl<'t> Parser<'t> {
             Kind::Nil => Arg::Nil(t.pos),
             Kind::Variable => {
                 if !self.vars.iter().any(|x| **x == *v) {
-                    return self.err(format!("undefined variable {}", go_quote(&v)));
+                    return self.err(format!("undefined variable {}", go_quote(v)));
                 }
                 Arg::Variable {
                     pos: t.pos,
@@ -989,7 +989,7 @@ impl<'t> Parser<'t> {
             },
             Kind::Bool => Arg::Bool(t.pos, v == "true"),
             Kind::CharConstant | Kind::Number => {
-                let (value, _is_int) = match parse_number(&v, t.kind == Kind::CharConstant) {
+                let (value, _is_int) = match parse_number(v, t.kind == Kind::CharConstant) {
                     Ok(n) => n,
                     Err(e) => return self.err(e),
                 };
@@ -1159,10 +1159,12 @@ fn parse_number(text: &str, is_char: bool) -> Result<(Number, bool), String> {
         };
         return Ok((Number::Int(v), true));
     }
-    if text.len() < 19 && text.bytes().all(|b| b.is_ascii_digit()) && !text.starts_with('0') {
-        if let Ok(i) = text.parse::<i64>() {
-            return Ok((Number::Int(i), true));
-        }
+    if text.len() < 19
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && !text.starts_with('0')
+        && let Ok(i) = text.parse::<i64>()
+    {
+        return Ok((Number::Int(i), true));
     }
     if text.ends_with('i') {
         return Err(format!("illegal number syntax: {}", go_quote(text)));

@@ -968,7 +968,9 @@ fn sets_clone_cheaply_and_redefinitions_follow_go() {
 /// `cargo test --release -p capstan-helm template_speed -- --ignored --nocapture`).
 #[test]
 #[ignore = "benchmark"]
+#[allow(clippy::too_many_lines)]
 fn template_speed() {
+    #[allow(clippy::unnecessary_wraps)]
     fn stub(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
         Ok(args.last().cloned().unwrap_or_default())
     }
@@ -1090,9 +1092,11 @@ mod typed {
         args.get(i).map(ToString::to_string).unwrap_or_default()
     }
 
+    #[allow(clippy::unnecessary_wraps)]
     fn upper(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
         Ok(Value::from(s(a, 0).to_uppercase()))
     }
+    #[allow(clippy::unnecessary_wraps)]
     fn indent(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
         let n = match a.first() {
             Some(Value::Int(n)) => usize::try_from(*n).unwrap_or(0),
