@@ -192,8 +192,10 @@ impl<'a, 's> Exec<'a, 's> {
             }
             Node::Range(b) => {
                 let mark = self.vars.len();
-                self.walk_range(dot, b)?;
+                // Only the `else` part can pass a `continue` on to an enclosing range.
+                let flow = self.walk_range(dot, b)?;
                 self.vars.truncate(mark);
+                return Ok(flow);
             }
             Node::Template { name, pipe, .. } => {
                 self.walk_template(dot, node, name, pipe.as_ref())?;
@@ -204,7 +206,7 @@ impl<'a, 's> Exec<'a, 's> {
         Ok(Flow::Normal)
     }
 
-    fn walk_range(&mut self, dot: &Val, b: &'a super::parse::Branch) -> R<()> {
+    fn walk_range(&mut self, dot: &Val, b: &'a super::parse::Branch) -> R<Flow> {
         let v = self.eval_pipeline(dot, &b.pipe)?;
         let mark = self.vars.len();
         let decls = b.pipe.decl.len();
@@ -237,7 +239,7 @@ impl<'a, 's> Exec<'a, 's> {
                         break;
                     }
                 }
-                return Ok(());
+                return Ok(Flow::Normal);
             }
             Value::Bytes(bytes) if !bytes.is_empty() => {
                 for (i, byte) in bytes.iter().enumerate() {
@@ -250,7 +252,7 @@ impl<'a, 's> Exec<'a, 's> {
                         break;
                     }
                 }
-                return Ok(());
+                return Ok(Flow::Normal);
             }
             Value::Map(m) => {
                 // A snapshot: the body may modify the map (Sprig's `set`).
@@ -269,7 +271,7 @@ impl<'a, 's> Exec<'a, 's> {
                             break;
                         }
                     }
-                    return Ok(());
+                    return Ok(Flow::Normal);
                 }
             }
             Value::Int(n) | Value::Int64(n) => {
@@ -288,16 +290,21 @@ impl<'a, 's> Exec<'a, 's> {
                             break;
                         }
                     }
-                    return Ok(());
+                    return Ok(Flow::Normal);
                 }
             }
             Value::Nil | Value::List(..) | Value::Bytes(_) => {}
             other => return Err(self.error(format!("range can't iterate over {other}"))),
         }
-        if let Some(e) = &b.else_list {
-            self.walk_list(dot, e)?;
+        // As in Go, a `break` ends the innermost range even from its `else` part, while a
+        // `continue` there continues the enclosing range.
+        match &b.else_list {
+            Some(e) => match self.walk_list(dot, e)? {
+                Flow::Break => Ok(Flow::Normal),
+                flow => Ok(flow),
+            },
+            None => Ok(Flow::Normal),
         }
-        Ok(())
     }
 
     fn walk_template(

@@ -1161,7 +1161,7 @@ fn parse_number(text: &str, is_char: bool) -> Result<(Number, bool), String> {
     }
     if text.len() < 19
         && text.bytes().all(|b| b.is_ascii_digit())
-        && !text.starts_with('0')
+        && (text == "0" || !text.starts_with('0'))
         && let Ok(i) = text.parse::<i64>()
     {
         return Ok((Number::Int(i), true));

@@ -43,12 +43,18 @@ fn upper(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     ))
 }
 
+#[allow(clippy::unnecessary_wraps)]
+fn list(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
+    Ok(Value::list(args.to_vec()))
+}
+
 fn funcs() -> Rc<FuncMap> {
     let mut f = FuncMap::new();
     f.insert("include", include);
     f.insert("tpl", tpl);
     f.insert("fail", fail);
     f.insert("upper", upper);
+    f.insert("list", list);
     Rc::new(f)
 }
 
@@ -745,6 +751,62 @@ const CASES: &[(&str, &str, Result<&str, &str>)] = &[
         Err(
             "template: t/templates/t.yaml:1:44: executing \"t/templates/t.yaml\" at <include \"x\" .>: error calling include: template: t/templates/t.yaml:1:27: executing \"x\" at <.missing.y>: nil pointer evaluating interface {}.y",
         ),
+    ),
+    (
+        "{{ range .Values.a }}{{ . }}{{ range $.Values.b }}{{ else }}{{ break }}{{ end }}x{{ end }}",
+        "{\"a\":[1,2],\"b\":[]}",
+        Ok("1x2x"),
+    ),
+    (
+        "{{ range .Values.a }}{{ . }}{{ range $.Values.b }}{{ else }}{{ continue }}{{ end }}x{{ end }}",
+        "{\"a\":[1,2],\"b\":[]}",
+        Ok("12"),
+    ),
+    (
+        "{{ range .Values.a }}{{ with . }}{{ continue }}{{ end }}x{{ end }}y",
+        "{\"a\":[1,2]}",
+        Ok("y"),
+    ),
+    (
+        "{{ range $i, $v := .Values.a }}{{ $i }}{{ $v }}{{ end }}",
+        "{\"a\":[1,2]}",
+        Ok("0112"),
+    ),
+    (
+        "{{ range $v := .Values.a }}{{ $v }}{{ end }}",
+        "{\"a\":{\"x\":1}}",
+        Ok("1"),
+    ),
+    (
+        "{{ range $i, $v := list }}{{ else }}{{ $i }}|{{ $v }}{{ end }}",
+        "{}",
+        Ok("[]|[]"),
+    ),
+    (
+        "{{ $x := 1 }}{{ range $x := 2 }}{{ $x }}{{ end }}{{ $x }}",
+        "{}",
+        Ok("011"),
+    ),
+    (
+        "{{ print }}|{{ println }}|{{ print nil }}|{{ print \"a\" nil 1 }}",
+        "{}",
+        Ok("|\n|<nil>|a<nil> 1"),
+    ),
+    (
+        "{{ html 1 2 }} {{ urlquery \"a\" 1 }} {{ js nil }}",
+        "{}",
+        Ok("1 2 a1 \\u003Cno value\\u003E"),
+    ),
+    ("{{ .Values.missing | html }}", "{}", Ok("&lt;no value&gt;")),
+    (
+        "{{ .Values.s | js }}{{ js .Values.s .Values.s }}",
+        "{\"s\":\"a'b\"}",
+        Ok("a\\'ba\\'ba\\'b"),
+    ),
+    (
+        "{{ index .Values.l 1 }}{{ len .Values.l }}{{ index \"abc\" 1 }}",
+        "{\"l\":[\"a\",\"b\"]}",
+        Ok("b298"),
     ),
 ];
 
