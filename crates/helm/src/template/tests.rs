@@ -808,6 +808,298 @@ const CASES: &[(&str, &str, Result<&str, &str>)] = &[
         "{\"l\":[\"a\",\"b\"]}",
         Ok("b298"),
     ),
+    (
+        "a\n  {{- \"b\" }}  \n  {{- \"c\" -}}  \n  d",
+        "{}",
+        Ok("abcd"),
+    ),
+    (
+        "{{ if true -}}\n  x\n{{- else -}}\n  y\n{{- end }}",
+        "{}",
+        Ok("x"),
+    ),
+    ("{{- /* a comment */}}x", "{}", Ok("x")),
+    (
+        "{{ /* bad */ }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected \"/\" in command"),
+    ),
+    (
+        "{{/* unclosed",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unclosed comment"),
+    ),
+    (
+        "{{ define \"t\" }}{{ $ }}|{{ . }}{{ end }}{{ $x := 5 }}{{ template \"t\" 3 }}",
+        "{}",
+        Ok("3|3"),
+    ),
+    (
+        "{{ define \"t\" }}{{ $x }}{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: undefined variable \"$x\""),
+    ),
+    (
+        "{{ with .Values.a }}{{ with .b }}{{ .c }}{{ $.Values.a.b.c }}{{ end }}{{ end }}",
+        "{\"a\":{\"b\":{\"c\":\"d\"}}}",
+        Ok("dd"),
+    ),
+    (
+        "{{ block \"b\" \"x\" }}[{{ . }}]{{ end }}{{ define \"b\" }}<{{ . }}>{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: template: multiple definition of template \"b\""),
+    ),
+    (
+        "{{ define \"b\" }}<{{ . }}>{{ end }}{{ block \"b\" \"x\" }}[{{ . }}]{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: template: multiple definition of template \"b\""),
+    ),
+    (
+        "{{ template \"b\" \"z\" }}{{ block \"b\" \"x\" }}[{{ . }}]{{ end }}",
+        "{}",
+        Ok("[z][x]"),
+    ),
+    (
+        "{{ printf \"%s-%v\" .Values.x 3 }}",
+        "{\"x\":\"X\"}",
+        Ok("X-3"),
+    ),
+    (
+        "{{ (printf \"%s\" \"a\") }}{{ (\"b\") }}{{ (1) }}",
+        "{}",
+        Ok("ab1"),
+    ),
+    (
+        "{{ ( printf \"%s\" \"a\" | printf \"%s%s\" \"b\" ) }}",
+        "{}",
+        Ok("ba"),
+    ),
+    (
+        "{{ (index .Values \"m\").k }}{{ (.Values.m).k }}",
+        "{\"m\":{\"k\":\"v\"}}",
+        Ok("vv"),
+    ),
+    (
+        "{{ $m := .Values.m }}{{ $m.k }}{{ $m.nope }}",
+        "{\"m\":{\"k\":\"v\"}}",
+        Ok("v"),
+    ),
+    (
+        "{{ $x := 1 }}{{ with $x := 2 }}{{ $x }}{{ end }}{{ $x }}",
+        "{}",
+        Ok("21"),
+    ),
+    (
+        "{{ $x, $y := 1 }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: too many declarations in command"),
+    ),
+    (
+        "{{ range $x, $y := 1 }}{{ end }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:19: executing \"t/templates/t.yaml\" at <1>: can't use 1 to iterate over more than one variable",
+        ),
+    ),
+    (
+        "{{ range $x, 1 := 2 }}{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: range can only initialize variables"),
+    ),
+    (
+        "{{ if 1 }}a{{ else with 2 }}b{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected <with> in input"),
+    ),
+    (
+        "{{ with 0 }}a{{ else if 2 }}b{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected <if> in input"),
+    ),
+    (
+        "{{ with 0 }}a{{ else with 2 }}{{ . }}{{ else }}c{{ end }}",
+        "{}",
+        Ok("2"),
+    ),
+    (
+        "{{ \"\\x\" }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: invalid syntax"),
+    ),
+    (
+        "{{ `a",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unterminated raw quoted string"),
+    ),
+    ("b` }}", "{}", Ok("b` }}")),
+    (
+        "{{ 'a }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unterminated character constant"),
+    ),
+    (
+        "{{ -1.5 }} {{ .5 }} {{ 5. }} {{ 1e-7 }} {{ 123456789.0 }} {{ 1e21 }}",
+        "{}",
+        Ok("-1.5 0.5 5 1e-07 1.23456789e+08 1e+21"),
+    ),
+    (
+        "{{ .Values.f }} {{ .Values.g }} {{ .Values.h }} {{ .Values.i }}",
+        "{\"f\":1e21,\"g\":100000,\"h\":1000000,\"i\":0.00001}",
+        Ok("1e+21 100000 1e+06 1e-05"),
+    ),
+    (
+        "{{ template \"x }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unterminated quoted string"),
+    ),
+    (
+        "{{ template x }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected \"x\" in template clause"),
+    ),
+    (
+        "{{ template \"x\" | }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected \"|\" in template clause"),
+    ),
+    (
+        "{{ define }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected \"}}\" in define clause"),
+    ),
+    (
+        "{{ define \"a\" }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected EOF"),
+    ),
+    (
+        "{{ define \"a\" \"b\" }}{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected \"\\\"b\\\"\" in define clause"),
+    ),
+    (
+        "{{ end }}{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected {{end}}"),
+    ),
+    (
+        "{{ if 1 }}{{ end }}{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected {{end}}"),
+    ),
+    (
+        "{{ range . }}{{ break 1 }}{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected \"1\" in {{break}}"),
+    ),
+    (
+        "{{ continue }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: {{continue}} outside {{range}}"),
+    ),
+    (
+        "{{ .a .b }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <.a>: a is not a method but has arguments",
+        ),
+    ),
+    (
+        "{{ $.a.b }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:4: executing \"t/templates/t.yaml\" at <$.a.b>: nil pointer evaluating interface {}.b",
+        ),
+    ),
+    (
+        "{{ $ 1 }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <$>: can't give argument to non-function $",
+        ),
+    ),
+    (
+        "{{ $x := 1 }}{{ $x 1 }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:16: executing \"t/templates/t.yaml\" at <$x>: can't give argument to non-function $x",
+        ),
+    ),
+    (
+        "{{ 1 | $x := 2 }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: undefined variable \"$x\""),
+    ),
+    (
+        "{{ (1) | . }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: non executable command in pipeline stage 2"),
+    ),
+    (
+        "{{ len | len }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <len>: wrong number of args for len: want 1 got 0",
+        ),
+    ),
+    (
+        "{{ 0x1.8p1 }} {{ 1_0.5 }} {{ 0b_1 }} {{ 0x_1F }} {{ 0X1f }} {{ 1E2 }} {{ 0.1e1 }}",
+        "{}",
+        Ok("3 10.5 1 31 31 100 1"),
+    ),
+    (
+        "{{ '\\x41' }} {{ '\\u00e9' }} {{ '\u{e9}' }} {{ '\\'' }} {{ '\"' }}",
+        "{}",
+        Ok("65 233 233 39 34"),
+    ),
+    (
+        "{{ 1__0 }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: illegal number syntax: \"1__0\""),
+    ),
+    (
+        "{{ _1 }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: function \"_1\" not defined"),
+    ),
+    (
+        "{{ 1_ }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: illegal number syntax: \"1_\""),
+    ),
+    (
+        "{{ 08 }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: integer overflow: \"08\""),
+    ),
+    (
+        "{{ 0o8 }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: bad number syntax: \"0o8\""),
+    ),
+    (
+        "{{ 1.5.5 }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected \".5\" in operand"),
+    ),
+    (
+        "{{ 9223372036854775807 }} {{ -9223372036854775808 }}",
+        "{}",
+        Ok("9223372036854775807 -9223372036854775808"),
+    ),
+    (
+        "{{ 9223372036854775808 }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <9223372036854775808>: 9223372036854775808 overflows int",
+        ),
+    ),
+    (
+        "{{ 1e19 }} {{ 0x7fffffffffffffff }}",
+        "{}",
+        Ok("1e+19 9223372036854775807"),
+    ),
+    ("{{ \"\\101\\t\\\"\" }}", "{}", Ok("A\t\"")),
 ];
 
 #[test]
