@@ -18,7 +18,7 @@ use crate::value::{ListKind, Value};
 
 /// How deep `{{template}}` calls may nest. Go allows 100000; each level costs native stack
 /// (grown on the heap by `stacker`), so the cap is lower, with Go's message.
-pub(crate) const MAX_TEMPLATE_DEPTH: usize = 10_000;
+pub const MAX_TEMPLATE_DEPTH: usize = 10_000;
 
 const RED_ZONE: usize = 128 * 1024;
 const STACK_CHUNK: usize = 2 * 1024 * 1024;

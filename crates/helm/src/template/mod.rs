@@ -4,6 +4,26 @@
 //! A [`Set`] holds named templates (files and `define`s) parsed against a [`FuncMap`]; executing
 //! one writes its text. Functions get a [`Call`]: the per-render [`Env`] (random source, clock,
 //! cluster lookups) and, for Helm's `include` and `tpl`, the running set.
+//!
+//! What matches Go 1.24 (as Helm v4 uses it, `missingkey=zero`), checked against Helm's SDK:
+//! the lexer and parser with their error texts (`template: NAME:LINE: …`), trim markers and
+//! comments, all actions (`if`/`else if`, `with`/`else with`, `range` over lists, maps in key
+//! order and integers with `break`/`continue`, `define`, `template`, `block`), variables and
+//! assignment with Go's scoping, the builtins (`and`/`or` short-circuit, `eq` with several
+//! operands, `lt`/`le`/`gt`/`ge`, `index`, `slice`, `len`, `not`, `print`/`printf`/`println`,
+//! `html`, `js`, `urlquery`, `call`), Go's distinction between a missing value (prints
+//! `<no value>`, field access yields nil) and a nil map element (field access fails with
+//! `nil pointer evaluating interface {}.x`), and execution errors in Go's form
+//! (`template: NAME:LINE:COL: executing "NAME" at <NODE>: MSG`). Functions declared with a
+//! [`Signature`] get Go's argument checks (`wrong number of args for …`, `wrong type for
+//! value; …`); `include` and `tpl` follow Helm (`include` fails past 1000 nested calls of one
+//! name; `tpl` parses into a layer over the running set as the template `gotpl`).
+//!
+//! Deliberate limits, where Go would exhaust memory or crash: `{{template}}` calls nest at most
+//! [`MAX_TEMPLATE_DEPTH`] deep (Go: 100000), with Go's message; `tpl` calls nest at most
+//! [`Env::max_depth`] deep (Helm overflows its stack); control structures nest at most 10000
+//! deep in one template. Native stack grows on the heap (`stacker`), so deep but legal input
+//! never overflows the stack.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -12,6 +32,7 @@ use crate::value::Value;
 
 mod builtins;
 mod exec;
+pub use exec::MAX_TEMPLATE_DEPTH;
 mod lex;
 mod parse;
 #[cfg(test)]
