@@ -1397,9 +1397,9 @@ fn template_speed() {
   {{- end }}
   {{- end }}
   {{- with $c.env }}
-  env: {{ . }}
+  env: {{ .A }}
   {{- end }}
-  {{ include "labels" $ }}
+  {{ template "labels" $ }}
 {{- end }}"#;
     let mut set = Set::new(funcs.clone());
     set.parse("bench", text).expect("parses");
@@ -1506,6 +1506,10 @@ mod typed {
             k.extend(m.borrow().keys().cloned());
         }
         Ok(Value::string_list(k))
+    }
+
+    pub(super) fn render_any(text: &str) -> Result<String, String> {
+        render(text, r#"{"n":1,"m":{"a":null}}"#)
     }
 
     fn render(text: &str, values: &str) -> Result<String, String> {
@@ -1722,5 +1726,29 @@ mod typed {
             CASES.len(),
             failures.join("\n")
         );
+    }
+}
+
+/// Random template-ish input never panics the lexer, parser or executor.
+#[test]
+fn random_input_never_panics() {
+    use rand::{RngExt as _, SeedableRng as _};
+    const PIECES: &[&str] = &[
+        "{{", "}}", "{{- ", " -}}", "/*", "*/", " ", "\n", ".", ".a", ".Values", ".b.c", "$", "$x",
+        ":=", "=", "|", "(", ")", "\"s\"", "`r`", "'c'", "1", "-2", "0x1f", "1.5e3", "1_0", "if",
+        "else", "end", "range", "with", "define", "template", "block", "break", "continue",
+        "\"t\"", "nil", "true", "and", "or", "not", "eq", "lt", "index", "slice", "len", "printf",
+        "print", "html", "js", "urlquery", "call", "include", "tpl", "fail", "é", "\\", "\"", "'",
+        ",", "#", "list",
+    ];
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let values = r#"{"a":{"b":[1,null,"x"]},"l":[0,1],"m":{"k":null},"s":"{{ .Values.s }}"}"#;
+    for _ in 0..4000 {
+        let n = rng.random_range(1..40);
+        let text: String = (0..n)
+            .map(|_| PIECES[rng.random_range(0..PIECES.len())])
+            .collect();
+        let _ = render(&text, values);
+        let _ = typed::render_any(&text);
     }
 }
