@@ -92,7 +92,7 @@ impl<'a, 's> Exec<'a, 's> {
     /// Executes the template with `data` as dot and `$`.
     pub fn run(&mut self, data: Value) -> R<()> {
         let dot = Val::plain(data);
-        self.vars.push((Rc::from("$"), dot.clone()));
+        self.vars.push((self.set.dollar.clone(), dot.clone()));
         let root = &self.tmpl.root;
         self.walk_list(&dot, root).map(|_| ())
     }
@@ -328,7 +328,10 @@ impl<'a, 's> Exec<'a, 's> {
             None => Value::Nil,
         };
         let new_dot = Val::plain(new_dot);
-        let vars = std::mem::replace(&mut self.vars, vec![(Rc::from("$"), new_dot.clone())]);
+        let vars = std::mem::replace(
+            &mut self.vars,
+            vec![(self.set.dollar.clone(), new_dot.clone())],
+        );
         let saved_tmpl = std::mem::replace(&mut self.tmpl, tmpl);
         let saved_at = self.at;
         self.depth += 1;

@@ -213,6 +213,8 @@ pub struct Set {
     funcs: Rc<FuncMap>,
     signatures: Rc<Signatures>,
     layer: Rc<Layer>,
+    /// The name `$`, shared by every execution's variable stack.
+    dollar: Rc<str>,
 }
 
 impl std::fmt::Debug for Set {
@@ -235,6 +237,7 @@ impl Set {
             funcs,
             signatures,
             layer: Rc::new(Layer::default()),
+            dollar: Rc::from("$"),
         }
     }
 
@@ -315,6 +318,7 @@ impl Set {
                 templates: HashMap::new(),
                 parent: Some(self.layer.clone()),
             }),
+            dollar: self.dollar.clone(),
         }
     }
 }
