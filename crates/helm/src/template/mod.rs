@@ -35,6 +35,8 @@ mod exec;
 pub use exec::MAX_TEMPLATE_DEPTH;
 mod lex;
 mod parse;
+mod signatures;
+pub use signatures::helm_signatures;
 #[cfg(test)]
 mod tests;
 
