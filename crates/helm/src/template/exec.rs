@@ -20,6 +20,9 @@ use crate::value::{ListKind, Value};
 /// (grown on the heap by `stacker`), so the cap is lower, with Go's message.
 pub const MAX_TEMPLATE_DEPTH: usize = 10_000;
 
+/// The most text one execution (a file, an `include`, a `tpl`) may produce: 256 MiB.
+pub const MAX_OUTPUT: usize = 256 << 20;
+
 const RED_ZONE: usize = 128 * 1024;
 const STACK_CHUNK: usize = 2 * 1024 * 1024;
 
@@ -152,9 +155,18 @@ impl<'a, 's> Exec<'a, 's> {
     fn walk(&mut self, dot: &Val, node: &'a Node) -> R<Flow> {
         if let Node::Text(a, b) = node {
             self.out.push_str(self.tmpl.text.get(*a..*b).unwrap_or(""));
-            return Ok(Flow::Normal);
+            return self.check_output();
         }
         stacker::maybe_grow(RED_ZONE, STACK_CHUNK, || self.walk_inner(dot, node))
+    }
+
+    /// Fails once the output passes [`MAX_OUTPUT`]: a bound on memory for hostile templates
+    /// (`{{ range 100000000000 }}…`), far above what any chart renders.
+    fn check_output(&self) -> R<Flow> {
+        if self.out.len() > MAX_OUTPUT {
+            return Err(self.error(format!("template output exceeds {MAX_OUTPUT} bytes")));
+        }
+        Ok(Flow::Normal)
     }
 
     fn walk_inner(&mut self, dot: &Val, node: &'a Node) -> R<Flow> {
@@ -171,6 +183,7 @@ impl<'a, 's> Exec<'a, 's> {
                             let _ = write!(self.out, "{other}");
                         }
                     }
+                    return self.check_output();
                 }
             }
             Node::If(b) | Node::With(b) => {

@@ -22,7 +22,8 @@
 //! Deliberate limits, where Go would exhaust memory or crash: `{{template}}` calls nest at most
 //! [`MAX_TEMPLATE_DEPTH`] deep (Go: 100000), with Go's message; `tpl` calls nest at most
 //! [`Env::max_depth`] deep (Helm overflows its stack); control structures nest at most 10000
-//! deep in one template. Native stack grows on the heap (`stacker`), so deep but legal input
+//! deep in one template; one execution writes at most [`MAX_OUTPUT`] bytes. Native stack grows
+//! on the heap (`stacker`), so deep but legal input
 //! never overflows the stack.
 
 use std::collections::HashMap;
@@ -32,7 +33,7 @@ use crate::value::Value;
 
 mod builtins;
 mod exec;
-pub use exec::MAX_TEMPLATE_DEPTH;
+pub use exec::{MAX_OUTPUT, MAX_TEMPLATE_DEPTH};
 mod lex;
 mod parse;
 mod signatures;

@@ -1767,3 +1767,19 @@ fn random_input_never_panics() {
         let _ = typed::render_any(&text);
     }
 }
+
+#[test]
+fn output_is_bounded() {
+    let err = render(
+        "{{ range 100000000000 }}xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx{{ end }}",
+        "{}",
+    )
+    .expect_err("bounded");
+    assert!(
+        err.ends_with(&format!(
+            "template output exceeds {} bytes",
+            super::MAX_OUTPUT
+        )),
+        "{err}"
+    );
+}
