@@ -1100,6 +1100,44 @@ const CASES: &[(&str, &str, Result<&str, &str>)] = &[
         Ok("1e+19 9223372036854775807"),
     ),
     ("{{ \"\\101\\t\\\"\" }}", "{}", Ok("A\t\"")),
+    (
+        "a:\n  b: {{- .Values.x.y }}\n",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:2:16: executing \"t/templates/t.yaml\" at <.Values.x.y>: nil pointer evaluating interface {}.y",
+        ),
+    ),
+    (
+        "{{- if true }}\nline2\n  {{ index 1 2 }}\n{{- end }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:3:5: executing \"t/templates/t.yaml\" at <index 1 2>: error calling index: can't index item of type int",
+        ),
+    ),
+    (
+        "{{ define \"d\" }}\n\n  {{ .q.r }}{{ end }}x{{ template \"d\" .Values }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:3:7: executing \"d\" at <.q.r>: nil pointer evaluating interface {}.r",
+        ),
+    ),
+    (
+        "{{/* c\nc */}}\n{{ len 1 }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:3:3: executing \"t/templates/t.yaml\" at <len 1>: error calling len: len of type int",
+        ),
+    ),
+    (
+        "{{ \"multi\nline\" }}{{ $y := 1 }}\n{{ len $y }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unterminated quoted string"),
+    ),
+    (
+        "{{ range $i, $e := .Values.m }}\n{{ $e.z.w }}{{ end }}",
+        "{}",
+        Ok(""),
+    ),
 ];
 
 #[test]
