@@ -540,6 +540,111 @@ mod tests {
     }
 
     #[test]
+    fn merge_mixed_kinds_and_nils() {
+        // Oracle (each `| toJson`): merge (a:[]) (a:{k:1}) → {"a":{"k":1}}; mergeOverwrite
+        // (a:[1]) (a:{k:1}) → {"a":{"k":1}}; merge (a:{}) (a:[1]) → {"a":[1]}; merge (a:{x:1})
+        // (a:[1]) → {"a":{"x":1}}; mergeOverwrite of the same → {"a":[1]}; merge (a:1)
+        // (a:2.5) → {"a":1}; merge (a:[1]) (a:[2,3]) → {"a":[1]}; mergeOverwrite → [2,3];
+        // mergeOverwrite (a:"x") (a:[]) → {"a":[]}; merge (a:nil) (a:nil) → {"a":null};
+        // merge {} (a:nil) → {}; mergeOverwrite {} (a:nil) → {"a":null}; mergeOverwrite (a:1)
+        // (a:{}) → {"a":{}}; merge (a:1) (a:{}) → {"a":1}; merge (a:0) (a:{}) → {"a":{}};
+        // mergeOverwrite (a:{b:"x"}) (a:{b:nil}) → {"a":{"b":null}}; three sources merge in
+        // order: {"a":{"b":{"c":1,"d":2,"e":4}}}.
+        let one = |v: Value| dict(&[("a", v)]);
+        let k1 = || dict(&[("k", int(1))]);
+        let cases: &[(&str, Value, Value, &str)] = &[
+            ("merge", one(list(&[])), one(k1()), r#"{"a":{"k":1}}"#),
+            (
+                "mergeOverwrite",
+                one(list(&[int(1)])),
+                one(k1()),
+                r#"{"a":{"k":1}}"#,
+            ),
+            (
+                "merge",
+                one(dict(&[])),
+                one(list(&[int(1)])),
+                r#"{"a":[1]}"#,
+            ),
+            (
+                "merge",
+                one(dict(&[("x", int(1))])),
+                one(list(&[int(1)])),
+                r#"{"a":{"x":1}}"#,
+            ),
+            (
+                "mergeOverwrite",
+                one(dict(&[("x", int(1))])),
+                one(list(&[int(1)])),
+                r#"{"a":[1]}"#,
+            ),
+            ("merge", one(int(1)), one(Value::Float(2.5)), r#"{"a":1}"#),
+            (
+                "merge",
+                one(list(&[int(1)])),
+                one(list(&[int(2), int(3)])),
+                r#"{"a":[1]}"#,
+            ),
+            (
+                "mergeOverwrite",
+                one(list(&[int(1)])),
+                one(list(&[int(2), int(3)])),
+                r#"{"a":[2,3]}"#,
+            ),
+            ("mergeOverwrite", one(s("x")), one(list(&[])), r#"{"a":[]}"#),
+            ("merge", one(Value::Nil), one(Value::Nil), r#"{"a":null}"#),
+            ("merge", dict(&[]), one(Value::Nil), "{}"),
+            (
+                "mergeOverwrite",
+                dict(&[]),
+                one(Value::Nil),
+                r#"{"a":null}"#,
+            ),
+            ("mergeOverwrite", one(int(1)), one(dict(&[])), r#"{"a":{}}"#),
+            ("merge", one(int(1)), one(dict(&[])), r#"{"a":1}"#),
+            ("merge", one(int(0)), one(dict(&[])), r#"{"a":{}}"#),
+            (
+                "mergeOverwrite",
+                one(dict(&[("b", s("x"))])),
+                one(dict(&[("b", Value::Nil)])),
+                r#"{"a":{"b":null}}"#,
+            ),
+        ];
+        for (name, dst, src, want) in cases {
+            assert_eq!(merged(name, dst, src), *want, "{name} {dst:?} {src:?}");
+        }
+        let nested = |inner: &[(&str, Value)]| one(dict(&[("b", dict(inner))]));
+        let result = call(
+            "merge",
+            &[
+                nested(&[("c", int(1))]),
+                nested(&[("d", int(2))]),
+                nested(&[("c", int(3)), ("e", int(4))]),
+            ],
+        )
+        .expect("merge");
+        assert_eq!(json(&result), r#"{"a":{"b":{"c":1,"d":2,"e":4}}}"#);
+    }
+
+    #[test]
+    fn merge_shares_source_maps_as_go_does() {
+        // Oracle: $s := dict "m" (dict "k" 1); $d := merge (dict "x" 1) $s; set $d.m "z" 2 →
+        // $s is {"m":{"k":1,"z":2}}: the source's map was put into the destination, not copied.
+        let src = dict(&[("m", dict(&[("k", int(1))]))]);
+        let dst = call("merge", &[dict(&[("x", int(1))]), src.clone()]).expect("merge");
+        let m = dst
+            .as_map()
+            .and_then(|m| m.borrow().get("m").cloned())
+            .expect("m");
+        call("set", &[m, s("z"), int(2)]).expect("set");
+        assert_eq!(json(&src), r#"{"m":{"k":1,"z":2}}"#);
+        // Merging a map into itself changes nothing.
+        let d = dict(&[("m", dict(&[("k", int(1))]))]);
+        call("merge", &[d.clone(), d.clone()]).expect("merge");
+        assert_eq!(json(&d), r#"{"m":{"k":1}}"#);
+    }
+
+    #[test]
     fn merging_a_map_into_itself_through_a_cycle_fails_cleanly() {
         let d = dict(&[]);
         d.as_map()

@@ -363,7 +363,7 @@ fn seq(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::reflect::tests::{dict, int, list, s, show};
+    use super::super::reflect::tests::{call, dict, int, list, s, show};
     use super::*;
 
     fn ints(items: &[i64]) -> Value {
@@ -579,6 +579,73 @@ mod tests {
             show("until", &[Value::Int64(3)]),
             "error: wrong type for value; expected int; got int64"
         );
+    }
+
+    #[test]
+    fn odd_sizes_and_indices() {
+        // Oracle: `chunk -2 (list 1)` [[1]], `chunk -3 (list 1 2)` [], `chunk 5 (list 1 2)`
+        // [[1 2]], `chunk 1 (list 1 2)` [[1] [2]], `chunk -2 (list 1 2 3)` []; `slice (list 1
+        // 2 3) "1" 2.9` [2], `… nil` [1 2 3], `… 0 0` [] ([]interface {}), `slice (until 5) 1
+        // 3` []int; `untilStep 0 -10 -4` [0 -4 -8], `untilStep 5 5 1` [], `untilStep 0 3 10`
+        // [0], `until -1` [0]; `seq 0 0` "0", `seq 0 0 0`, `seq 1 0 1`, `seq 2 0 1` "";
+        // `uniq "abc"` fails; `without nil 1`, `compact nil`, `reverse nil` dereference nil.
+        assert_eq!(
+            show("chunk", &[int(-2), ints(&[1])]),
+            "[[1]] ([]interface {})"
+        );
+        assert_eq!(
+            show("chunk", &[int(-3), ints(&[1, 2])]),
+            "[] ([]interface {})"
+        );
+        assert_eq!(
+            show("chunk", &[int(5), ints(&[1, 2])]),
+            "[[1 2]] ([]interface {})"
+        );
+        assert_eq!(
+            show("chunk", &[int(1), ints(&[1, 2])]),
+            "[[1] [2]] ([]interface {})"
+        );
+        assert_eq!(
+            show("chunk", &[int(-2), ints(&[1, 2, 3])]),
+            "[] ([]interface {})"
+        );
+        let one_two_three = ints(&[1, 2, 3]);
+        assert_eq!(
+            show("slice", &[one_two_three.clone(), s("1"), Value::Float(2.9)]),
+            "[2] ([]interface {})"
+        );
+        assert_eq!(
+            show("slice", &[one_two_three.clone(), Value::Nil]),
+            "[1 2 3] ([]interface {})"
+        );
+        assert_eq!(
+            show("slice", &[one_two_three, int(0), int(0)]),
+            "[] ([]interface {})"
+        );
+        let until5 = call("until", &[int(5)]).expect("until");
+        assert_eq!(show("slice", &[until5, int(1), int(3)]), "[1 2] ([]int)");
+        assert_eq!(
+            show("untilStep", &[int(0), int(-10), int(-4)]),
+            "[0 -4 -8] ([]int)"
+        );
+        assert_eq!(show("untilStep", &[int(5), int(5), int(1)]), "[] ([]int)");
+        assert_eq!(show("untilStep", &[int(0), int(3), int(10)]), "[0] ([]int)");
+        assert_eq!(show("until", &[int(-1)]), "[0] ([]int)");
+        assert_eq!(show("seq", &[int(0), int(0)]), "0 (string)");
+        for args in [[0, 0, 0], [1, 0, 1], [2, 0, 1]] {
+            let args: Vec<Value> = args.iter().map(|i| int(*i)).collect();
+            assert_eq!(show("seq", &args), " (string)");
+        }
+        assert_eq!(
+            show("uniq", &[s("abc")]),
+            "error: Cannot find uniq on type string"
+        );
+        for name in ["without", "compact", "reverse"] {
+            assert_eq!(
+                show(name, &[Value::Nil]),
+                "error: runtime error: invalid memory address or nil pointer dereference"
+            );
+        }
     }
 
     #[test]
