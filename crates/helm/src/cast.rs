@@ -170,6 +170,64 @@ fn underscores_ok(bytes: &[u8], prefix: usize) -> bool {
     })
 }
 
+/// Go's check that a function with `want` parameters got as many arguments; the message is the
+/// one `text/template` gives (`wrong number of args for NAME: want 2 got 1`).
+pub fn want_args(name: &str, args: &[Value], want: usize) -> Result<(), String> {
+    if args.len() == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "wrong number of args for {name}: want {want} got {}",
+            args.len()
+        ))
+    }
+}
+
+/// As [`want_args`] for a variadic function with `want` fixed parameters before the `...`.
+pub fn want_at_least(name: &str, args: &[Value], want: usize) -> Result<(), String> {
+    if args.len() >= want {
+        Ok(())
+    } else {
+        Err(format!(
+            "wrong number of args for {name}: want at least {want} got {}",
+            args.len()
+        ))
+    }
+}
+
+/// The Go type `text/template` reports for an argument it cannot pass: nil values come out of
+/// maps and functions as empty `interface {}`s.
+fn reported_type(v: &Value) -> String {
+    if v.is_nil() {
+        "interface {}".into()
+    } else {
+        v.type_name()
+    }
+}
+
+/// A Go `string` parameter: only strings pass (templates do not convert arguments), anything
+/// else fails as `text/template` does.
+pub fn go_string(v: &Value) -> Result<&str, String> {
+    match v {
+        Value::String(s) => Ok(s),
+        other => Err(format!(
+            "wrong type for value; expected string; got {}",
+            reported_type(other)
+        )),
+    }
+}
+
+/// A Go `int` parameter: only `int` values pass (not `int64`, not `float64`).
+pub fn go_int(v: &Value) -> Result<i64, String> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        other => Err(format!(
+            "wrong type for value; expected int; got {}",
+            reported_type(other)
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -160,7 +160,7 @@ mod tests {
         );
         assert_eq!(
             show("ternary", &[s("a"), s("b"), Value::Nil]),
-            "error: invalid value; expected bool"
+            "error: wrong type for value; expected bool; got interface {}"
         );
         assert_eq!(show("fail", &[s("boom")]), "error: boom");
         assert_eq!(

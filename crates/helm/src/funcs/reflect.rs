@@ -9,6 +9,7 @@
 
 use std::rc::Rc;
 
+use crate::cast;
 use crate::template::{Call, FuncMap};
 use crate::value::{ListKind, Map, Value};
 
@@ -155,48 +156,29 @@ pub(crate) const NIL_DEREFERENCE: &str =
 
 /// Fails unless exactly `n` arguments were given, as Go does for a fixed-arity function.
 pub(crate) fn want_args(call: &Call<'_>, args: &[Value], n: usize) -> Result<(), String> {
-    if args.len() == n {
-        Ok(())
-    } else {
-        Err(format!(
-            "wrong number of args for {}: want {n} got {}",
-            call.name,
-            args.len()
-        ))
-    }
+    cast::want_args(call.name, args, n)
 }
 
 /// Fails unless at least `n` arguments were given, as Go does for a variadic function.
 pub(crate) fn want_at_least(call: &Call<'_>, args: &[Value], n: usize) -> Result<(), String> {
-    if args.len() >= n {
-        Ok(())
-    } else {
-        Err(format!(
-            "wrong number of args for {}: want at least {n} got {}",
-            call.name,
-            args.len()
-        ))
-    }
+    cast::want_at_least(call.name, args, n)
 }
 
 fn wrong_type(expected: &str, v: &Value) -> String {
-    if v.is_nil() {
-        format!("invalid value; expected {expected}")
+    // A nil reaching a typed parameter comes out of a map or a function as an empty
+    // `interface {}`, which is the type Go names.
+    let got = if v.is_nil() {
+        "interface {}".to_string()
     } else {
-        format!(
-            "wrong type for value; expected {expected}; got {}",
-            v.type_name()
-        )
-    }
+        v.type_name()
+    };
+    format!("wrong type for value; expected {expected}; got {got}")
 }
 
 /// An `int` parameter: only a Go `int` converts (template number literals, `len`, `int`), not
 /// `int64` (`add`) nor `float64` (YAML numbers), exactly as Go refuses them.
 pub(crate) fn int_arg(v: &Value) -> Result<i64, String> {
-    match v {
-        Value::Int(i) => Ok(*i),
-        other => Err(wrong_type("int", other)),
-    }
+    cast::go_int(v)
 }
 
 /// A `float64` parameter: a float, or an integer literal (Go converts untyped constants).
@@ -210,10 +192,7 @@ pub(crate) fn float_arg(v: &Value) -> Result<f64, String> {
 
 /// A `string` parameter.
 pub(crate) fn string_arg(v: &Value) -> Result<&str, String> {
-    match v {
-        Value::String(s) => Ok(s),
-        other => Err(wrong_type("string", other)),
-    }
+    cast::go_string(v)
 }
 
 /// A `bool` parameter.
