@@ -88,7 +88,7 @@ pub fn parse_go_float(s: &str) -> Option<f64> {
 pub fn to_string(v: &Value) -> String {
     match v {
         Value::String(s) => s.to_string(),
-        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::Bytes(b) => crate::fmt::lossy_utf8(b),
         other => other.to_string(),
     }
 }

@@ -56,6 +56,13 @@ pub fn quote(s: &str) -> String {
     out
 }
 
+/// `strconv.Quote` of bytes that may not be UTF-8 (stray bytes come out as `\xNN`).
+pub fn quote_bytes(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 2);
+    append_quoted(&mut out, bytes, '"', false);
+    out
+}
+
 /// `strconv.QuoteToASCII`: as [`quote`], with every non-ASCII rune escaped.
 pub fn quote_to_ascii(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -755,7 +762,7 @@ impl Printer {
                 }
             }
             's' => {
-                let text = String::from_utf8_lossy(bytes).into_owned();
+                let text = lossy_utf8(bytes);
                 self.fmt_s(&text);
             }
             'x' => self.fmt_sx(bytes, LOWER_HEX),
@@ -799,6 +806,26 @@ fn truncate_runes(bytes: &[u8], n: usize) -> &[u8] {
         at += utf8_width(&bytes[at..]);
     }
     &bytes[..at.min(bytes.len())]
+}
+
+/// Text from bytes that may not be UTF-8, as Go's decoders see them: every byte that does not
+/// start a valid sequence becomes one U+FFFD (what Helm's output shows where Go slices a
+/// character apart; Rust's `from_utf8_lossy` would merge some of them).
+pub fn lossy_utf8(bytes: &[u8]) -> String {
+    if let Ok(s) = std::str::from_utf8(bytes) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(bytes.len() + 8);
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let width = utf8_width(rest);
+        match std::str::from_utf8(&rest[..width]) {
+            Ok(s) if width > 1 || rest[0] < 0x80 => out.push_str(s),
+            _ => out.push('\u{FFFD}'),
+        }
+        rest = &rest[width..];
+    }
+    out
 }
 
 /// The length of the UTF-8 sequence at the start of `bytes`, or 1 for an invalid one.

@@ -3,8 +3,8 @@
 //! `toString`/`toStrings`/`atoi`.
 //!
 //! Each function behaves as its Go original, including the odd corners charts can hit:
-//! byte-based slicing in `trunc`/`substr`/`abbrev` (a cut inside a multi-byte character gives
-//! U+FFFD here, where Go would emit the broken bytes), `initials`/`nospace` reading bytes as
+//! byte-based slicing in `trunc`/`substr`/`abbrev`/`wrapWith` (a cut inside a multi-byte
+//! character gives one U+FFFD per stray byte, as Helm's SDK reports Go's broken bytes), `initials`/`nospace` reading bytes as
 //! Latin-1 as goutils does, Go's runtime errors for bad `substr` bounds, and Go's refusal of
 //! mistyped arguments (`upper 1` is an error: templates do not convert arguments).
 //!
@@ -110,7 +110,7 @@ fn check_size(name: &str, size: Option<usize>) -> std::result::Result<usize, Str
 /// Bytes cut out of a string at any byte offsets, as Go's slicing does (a broken character
 /// becomes U+FFFD).
 fn from_bytes(bytes: &[u8]) -> Value {
-    Value::str(String::from_utf8_lossy(bytes))
+    Value::from(crate::fmt::lossy_utf8(bytes))
 }
 
 fn hello(call: &mut Call<'_>, args: &[Value]) -> Result {
@@ -120,8 +120,7 @@ fn hello(call: &mut Call<'_>, args: &[Value]) -> Result {
 
 /// goutils' `AbbreviateFull`: `...` and a window of `str` at most `max_width` bytes long;
 /// `None` for Go's "illegal argument" errors (Sprig turns them into "").
-fn abbreviate_full(s: &str, offset: i64, max_width: i64) -> Option<Vec<u8>> {
-    let bytes = s.as_bytes();
+fn abbreviate_full(bytes: &[u8], offset: i64, max_width: i64) -> Option<Vec<u8>> {
     let len = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
     if bytes.is_empty() {
         return Some(Vec::new());
@@ -147,8 +146,7 @@ fn abbreviate_full(s: &str, offset: i64, max_width: i64) -> Option<Vec<u8>> {
         return None;
     }
     if offset + max_width - 3 < len {
-        let rest = String::from_utf8_lossy(&bytes[at(offset)..]).into_owned();
-        out.extend(abbreviate_full(&rest, 0, max_width - 3).unwrap_or_default());
+        out.extend(abbreviate_full(&bytes[at(offset)..], 0, max_width - 3).unwrap_or_default());
         return Some(out);
     }
     out.extend_from_slice(&bytes[at(len - (max_width - 3))..]);
@@ -163,7 +161,7 @@ fn abbrev(call: &mut Call<'_>, args: &[Value]) -> Result {
         return Ok(Value::str(s));
     }
     Ok(from_bytes(
-        &abbreviate_full(s, 0, width).unwrap_or_default(),
+        &abbreviate_full(s.as_bytes(), 0, width).unwrap_or_default(),
     ))
 }
 
@@ -176,7 +174,7 @@ fn abbrevboth(call: &mut Call<'_>, args: &[Value]) -> Result {
         return Ok(Value::str(s));
     }
     Ok(from_bytes(
-        &abbreviate_full(s, left, right).unwrap_or_default(),
+        &abbreviate_full(s.as_bytes(), left, right).unwrap_or_default(),
     ))
 }
 
@@ -1073,8 +1071,9 @@ fn words_to_lower(s: &str, connector: char) -> String {
 }
 
 /// xstrings' `ToPascalCase` (v1.5): words split at connectors (`_`, `-`, spaces), each with its
-/// first letter upper case; a word opening with two capitals has the rest lowered (`HTTPServer`
-/// → `Httpserver`), other words keep their case (`fooBAR` → `FooBAR`). Leading and trailing
+/// first letter upper case; a word opening with two capitals has that run of capitals lowered
+/// (`HTTPServer` → `Httpserver`, `ABcD` → `AbcD`), other words keep their case (`fooBAR` →
+/// `FooBAR`). Leading and trailing
 /// connectors stay, of an inner run of connectors all but the last stay (`_complex__case_` →
 /// `_Complex_Case_`), and a string of connectors only gets its last one twice, as xstrings does.
 fn pascal_case(s: &str) -> String {
@@ -1098,10 +1097,12 @@ fn pascal_case(s: &str) -> String {
             i += 1;
         }
         let word = &chars[start..i];
-        let lower_rest = word.len() > 1 && is_upper(word[0]) && is_upper(word[1]);
+        // After two capitals, the run of capitals that follows is lowered.
+        let mut lowering = word.len() > 1 && is_upper(word[0]) && is_upper(word[1]);
         out.push(upper_rune(word[0]));
         for c in &word[1..] {
-            out.push(if lower_rest { lower_rune(*c) } else { *c });
+            lowering = lowering && is_upper(*c);
+            out.push(if lowering { lower_rune(*c) } else { *c });
         }
         // The connectors after it.
         let start = i;

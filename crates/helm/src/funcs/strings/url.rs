@@ -105,7 +105,7 @@ fn unescape(s: &str, mode: Mode) -> Result<String, String> {
                     let end = (i + 3).min(bytes.len());
                     format!(
                         "invalid URL escape {}",
-                        crate::fmt::quote(&String::from_utf8_lossy(&bytes[i..end]))
+                        crate::fmt::quote_bytes(&bytes[i..end])
                     )
                 };
                 let (Some(hi), Some(lo)) = (
@@ -138,7 +138,7 @@ fn unescape(s: &str, mode: Mode) -> Result<String, String> {
             }
         }
     }
-    Ok(String::from_utf8_lossy(&out).into_owned())
+    Ok(crate::fmt::lossy_utf8(&out))
 }
 
 /// `:port` with digits only (or nothing).
