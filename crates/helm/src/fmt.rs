@@ -853,6 +853,18 @@ fn can_backquote(s: &str) -> bool {
 /// Go's `strconv.appendQuotedWith` for `quote` (`"` or `'`) over possibly invalid UTF-8.
 fn append_quoted(out: &mut String, bytes: &[u8], quote: char, ascii_only: bool) {
     out.push(quote);
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        // The common case (`quote` runs on most chart values): valid text, mostly plain ASCII.
+        for c in text.chars() {
+            if (' '..='~').contains(&c) && c != quote && c != '\\' {
+                out.push(c);
+            } else {
+                append_escaped_rune(out, c, quote, ascii_only);
+            }
+        }
+        out.push(quote);
+        return;
+    }
     let mut rest = bytes;
     while !rest.is_empty() {
         let width = utf8_width(rest);
