@@ -906,88 +906,85 @@ enum Word {
     Other,
 }
 
-/// The next word of `s` (xstrings' tokenizer): its kind, its text and the rest.
+/// xstrings' `nextValidRune`: the first character of `s` that is not U+FFFD (Go decodes a
+/// literal U+FFFD as its decoding error and skips it) and the bytes up to and including it;
+/// `prev` and all of `s` when there is none.
+fn next_valid(s: &str, prev: char) -> (char, usize) {
+    for (at, c) in s.char_indices() {
+        if c != '\u{FFFD}' {
+            return (c, at + c.len_utf8());
+        }
+    }
+    (prev, s.len())
+}
+
+/// The next word of `s` (xstrings' tokenizer): its kind, its text and the rest. Stray U+FFFD
+/// characters join the word after them, as in xstrings.
 fn next_word(s: &str) -> (Word, &str, &str) {
-    let mut chars = s.char_indices().peekable();
-    let Some((_, first)) = chars.next() else {
+    if s.is_empty() {
         return (Word::Invalid, "", "");
-    };
-    let end_of = |chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>| {
-        chars.peek().map_or(s.len(), |(at, _)| *at)
-    };
-    let kind;
-    let mut end = first.len_utf8();
-    if is_connector(first) {
-        kind = Word::Connector;
-        while chars.peek().is_some_and(|(_, c)| is_connector(*c)) {
-            chars.next();
+    }
+    let (mut r, mut size) = next_valid(s, '\u{FFFD}');
+    let mut offset = size;
+    if r == '\u{FFFD}' {
+        return (Word::Invalid, &s[..offset], &s[offset..]);
+    }
+    // Extends the word while `accept` holds for the next valid character; `r` ends as the
+    // character that stopped it.
+    let extend = |offset: &mut usize, r: &mut char, accept: &dyn Fn(char) -> bool| {
+        while *offset < s.len() {
+            let (next, width) = next_valid(&s[*offset..], *r);
+            *r = next;
+            if !accept(next) {
+                break;
+            }
+            *offset += width;
         }
-        end = end_of(&mut chars);
-    } else if is_punct(first) {
-        kind = Word::Punct;
-        while chars.peek().is_some_and(|(_, c)| is_punct(*c)) {
-            chars.next();
-        }
-        end = end_of(&mut chars);
-    } else if is_upper(first) {
-        kind = Word::Upper;
-        match chars.peek().map(|(_, c)| *c) {
-            Some(c) if is_upper(c) => {
-                // A run of capitals; its last one starts the next word when a lower-case
-                // letter follows ("HTTPServer" → "HTTP", "Server").
-                let mut last_start = end;
-                while let Some((at, c)) = chars.peek().copied() {
-                    if !is_upper(c) {
+    };
+    let kind = if is_connector(r) {
+        extend(&mut offset, &mut r, &is_connector);
+        Word::Connector
+    } else if is_punct(r) {
+        extend(&mut offset, &mut r, &is_punct);
+        Word::Punct
+    } else if is_upper(r) {
+        if offset < s.len() {
+            (r, size) = next_valid(&s[offset..], r);
+            if is_upper(r) {
+                // A run of capitals; its last one starts the next word when a letter follows
+                // ("HTTPServer" → "HTTP", "Server").
+                let mut last_size = size;
+                offset += size;
+                while offset < s.len() {
+                    (r, size) = next_valid(&s[offset..], r);
+                    if !is_upper(r) {
                         break;
                     }
-                    last_start = at;
-                    chars.next();
+                    last_size = size;
+                    offset += size;
                 }
-                end = end_of(&mut chars);
-                if let Some((_, c)) = chars.peek()
-                    && is_alphabet(*c)
-                {
-                    end = last_start;
+                if offset < s.len() && is_alphabet(r) {
+                    offset -= last_size;
                 }
+            } else if is_alphabet(r) {
+                offset += size;
+                extend(&mut offset, &mut r, &|c| is_alphabet(c) && !is_upper(c));
             }
-            Some(c) if is_alphabet(c) => {
-                while chars
-                    .peek()
-                    .is_some_and(|(_, c)| is_alphabet(*c) && !is_upper(*c))
-                {
-                    chars.next();
-                }
-                end = end_of(&mut chars);
-            }
-            _ => {}
         }
-    } else if is_alphabet(first) {
-        kind = Word::Alphabet;
-        while chars
-            .peek()
-            .is_some_and(|(_, c)| is_alphabet(*c) && !is_upper(*c))
-        {
-            chars.next();
-        }
-        end = end_of(&mut chars);
-    } else if is_number(first) {
-        kind = Word::Number;
-        while chars.peek().is_some_and(|(_, c)| is_number(*c)) {
-            chars.next();
-        }
-        end = end_of(&mut chars);
-    } else if first == '\u{FFFD}' {
-        kind = Word::Invalid;
+        Word::Upper
+    } else if is_alphabet(r) {
+        extend(&mut offset, &mut r, &|c| is_alphabet(c) && !is_upper(c));
+        Word::Alphabet
+    } else if is_number(r) {
+        extend(&mut offset, &mut r, &is_number);
+        Word::Number
     } else {
-        kind = Word::Other;
-        while chars.peek().is_some_and(|(_, c)| {
-            !(is_connector(*c) || is_alphabet(*c) || is_number(*c) || is_punct(*c))
-        }) {
-            chars.next();
-        }
-        end = end_of(&mut chars);
-    }
-    (kind, &s[..end], &s[end..])
+        extend(&mut offset, &mut r, &|c| {
+            !(is_connector(c) || is_alphabet(c) || is_number(c) || is_punct(c))
+        });
+        Word::Other
+    };
+    (kind, &s[..offset], &s[offset..])
 }
 
 /// xstrings' `toLower` of one word: upper-case words lowered, connectors replaced.

@@ -330,6 +330,36 @@ pub(super) fn cases() -> Vec<(
             vec![Value::str("12abc34DEF")],
             Ok("12abc34_def"),
         ),
+        (
+            "snakecase",
+            vec![Value::str("\u{fffd}abA")],
+            Ok("\u{fffd}ab_a"),
+        ),
+        (
+            "snakecase",
+            vec![Value::str("a\u{fffd}B ")],
+            Ok("a_\u{fffd}b_"),
+        ),
+        (
+            "kebabcase",
+            vec![Value::str("_B.\u{fffd}\u{fffd}")],
+            Ok("-b.\u{fffd}\u{fffd}"),
+        ),
+        (
+            "snakecase",
+            vec![Value::str("\u{fffd}_\u{fffd}\u{fffd}\u{fffd}")],
+            Ok("\u{fffd}_\u{fffd}\u{fffd}\u{fffd}"),
+        ),
+        (
+            "snakecase",
+            vec![Value::str("AB\u{fffd}c")],
+            Ok("a_b\u{fffd}c"),
+        ),
+        (
+            "kebabcase",
+            vec![Value::str("b1\u{fffd}1\u{fffd}\u{fffd}")],
+            Ok("b1\u{fffd}1\u{fffd}\u{fffd}"),
+        ),
         ("kebabcase", vec![Value::str("FirstName")], Ok("first-name")),
         (
             "kebabcase",
