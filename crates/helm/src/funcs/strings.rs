@@ -4,8 +4,8 @@
 //!
 //! Each function behaves as its Go original, including the odd corners charts can hit:
 //! byte-based slicing in `trunc`/`substr`/`abbrev`/`wrapWith` (a cut inside a multi-byte
-//! character gives one U+FFFD per stray byte, as Helm's SDK reports Go's broken bytes), `initials`/`nospace` reading bytes as
-//! Latin-1 as goutils does, Go's runtime errors for bad `substr` bounds, and Go's refusal of
+//! character gives one U+FFFD per stray byte, as Helm's SDK reports Go's broken bytes),
+//! `initials`/`nospace` reading bytes as Latin-1 as goutils does, Go's runtime errors for bad `substr` bounds, and Go's refusal of
 //! mistyped arguments (`upper 1` is an error: templates do not convert arguments).
 //!
 //! Outputs are capped at [`MAX_OUTPUT`] bytes (`repeat`, `indent`, `replace`, …) so a template
@@ -97,6 +97,7 @@ fn two_strings<'a>(
     Ok((go_string(&args[0])?, go_string(&args[1])?))
 }
 
+/// `size` when it is within [`MAX_OUTPUT`] (`None`: it overflowed), else the error for `name`.
 fn check_size(name: &str, size: Option<usize>) -> std::result::Result<usize, String> {
     match size {
         Some(n) if n <= MAX_OUTPUT => Ok(n),
@@ -131,8 +132,9 @@ fn abbreviate_full(bytes: &[u8], offset: i64, max_width: i64) -> Option<Vec<u8>>
     if len <= max_width {
         return Some(bytes.to_vec());
     }
+    // Go's int arithmetic wraps; so does this (a huge negative offset lands here).
     let mut offset = offset.min(len);
-    if len - offset < max_width - 3 {
+    if len.wrapping_sub(offset) < max_width - 3 {
         offset = len - (max_width - 3);
     }
     let at = |i: i64| usize::try_from(i).unwrap_or(0).min(bytes.len());

@@ -120,6 +120,8 @@ fn no_function_panics_on_odd_arguments() {
         Value::Int(-1),
         Value::Int(0),
         Value::Int(3),
+        Value::Int(5),
+        Value::Int(9),
         Value::Int(i64::MAX),
         Value::Int64(5),
         Value::Float(f64::NAN),
