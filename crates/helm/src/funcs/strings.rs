@@ -244,7 +244,10 @@ fn substr(call: &mut Call<'_>, args: &[Value]) -> Result {
     let index = |i: i64| usize::try_from(i).unwrap_or(0);
     // Go's slice rules, with its runtime error for out-of-range bounds.
     let (from, to) = if start < 0 {
-        if end < 0 || end > len {
+        if end < 0 {
+            return Err(format!("runtime error: slice bounds out of range [:{end}]"));
+        }
+        if end > len {
             return Err(format!(
                 "runtime error: slice bounds out of range [:{end}] with length {len}"
             ));

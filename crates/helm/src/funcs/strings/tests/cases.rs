@@ -195,6 +195,16 @@ pub(super) fn cases() -> Vec<(
             Ok(""),
         ),
         (
+            "substr",
+            vec![Value::Int(-1), Value::Int(-1), Value::str("abc")],
+            Err("runtime error: slice bounds out of range [:-1]"),
+        ),
+        (
+            "substr",
+            vec![Value::Int(5), Value::Int(2), Value::str("abc")],
+            Err("runtime error: slice bounds out of range [5:2]"),
+        ),
+        (
             "repeat",
             vec![Value::Int(3), Value::str("ab")],
             Ok("ababab"),
