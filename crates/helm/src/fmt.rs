@@ -427,7 +427,7 @@ impl Printer {
                     if n > 0 {
                         self.buf.push_str(if self.f.sharp_v { ", " } else { " " });
                     }
-                    self.fmt_string(key, verb, &Value::str(key));
+                    self.fmt_key(key, verb);
                     self.buf.push(':');
                     self.print_value(item, verb, depth + 1);
                 }
@@ -662,6 +662,18 @@ impl Printer {
             'X' => self.fmt_sx(s.as_bytes(), UPPER_HEX),
             'q' => self.fmt_q(s.as_bytes()),
             _ => self.bad_verb(verb, value),
+        }
+    }
+
+    /// A map key: a string operand, without building a [`Value`] for it.
+    fn fmt_key(&mut self, key: &str, verb: char) {
+        match verb {
+            'v' | 's' | 'x' | 'X' | 'q' => self.fmt_string(key, verb, &Value::Nil),
+            _ => {
+                let _ = write!(self.buf, "%!{verb}(string=");
+                self.fmt_s(key);
+                self.buf.push(')');
+            }
         }
     }
 
