@@ -39,6 +39,12 @@ pub fn register(map: &mut FuncMap) {
     map.insert("regexQuoteMeta", regex_quote_meta);
 }
 
+/// The POSIX class names Go knows (`[[:alpha:]]`).
+const POSIX_CLASSES: [&str; 14] = [
+    "alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct",
+    "space", "upper", "word", "xdigit",
+];
+
 /// Go's repetition count limit.
 const MAX_REPEAT: u32 = 1000;
 
@@ -101,6 +107,7 @@ pub fn translate(pattern: &str) -> Result<String, String> {
         chars: pattern.char_indices().collect(),
         at: 0,
         out: String::with_capacity(pattern.len() + 8),
+        names: HashMap::new(),
     }
     .run()
 }
@@ -110,6 +117,9 @@ struct Translator<'p> {
     chars: Vec<(usize, char)>,
     at: usize,
     out: String,
+    /// Group names seen, with how often: Go allows a name twice, Rust does not, so repeats
+    /// are renamed `name.2`, `name.3` (a `.` cannot appear in a Go name).
+    names: HashMap<String, usize>,
 }
 
 /// What the previous item was, for Go's repetition checks.
@@ -280,11 +290,17 @@ impl Translator<'_> {
                 return Err(format!("invalid named capture: `{rest}`"));
             };
             let name = &rest[prefix..close];
-            if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
                 return Err(format!("invalid named capture: `{}`", &rest[..=close]));
             }
+            let seen = self.names.entry(name.to_owned()).or_insert(0);
+            *seen += 1;
             self.out.push_str("(?P<");
             self.out.push_str(name);
+            if *seen > 1 {
+                self.out.push('.');
+                self.out.push_str(&seen.to_string());
+            }
             self.out.push('>');
             let end = start + close + 1;
             while self.offset(self.at) < end {
@@ -312,7 +328,7 @@ impl Translator<'_> {
                     ));
                 }
                 None => {
-                    return Err(format!("missing closing ): `{}`", self.pattern));
+                    return Err(format!("invalid or unsupported Perl syntax: `{rest}`"));
                 }
             }
             i += 1;
@@ -413,8 +429,25 @@ impl Translator<'_> {
         }))
     }
 
-    /// A Unicode class escape's body after `\p` or `\P` (`L` or `{Greek}`), copied through.
+    /// A Unicode class escape's body after `\p` or `\P` (`L` or `{Greek}`), copied through
+    /// when Rust knows the class too.
     fn unicode_class(&mut self, start: usize) -> Result<String, String> {
+        let body = self.unicode_class_text(start)?;
+        let bad = || {
+            format!(
+                "invalid character class range: `{}`",
+                &self.pattern[start..self.offset(self.at)]
+            )
+        };
+        let name = body.trim_start_matches('{').trim_end_matches('}');
+        let name = name.strip_prefix('^').unwrap_or(name);
+        if name.is_empty() || regex::Regex::new(&format!("\\p{{{name}}}")).is_err() {
+            return Err(bad());
+        }
+        Ok(body)
+    }
+
+    fn unicode_class_text(&mut self, start: usize) -> Result<String, String> {
         let begin = self.at;
         match self.peek(0) {
             Some('{') => {
@@ -509,6 +542,10 @@ impl Translator<'_> {
                 let rest = &self.pattern[item_start..];
                 if let Some(end) = rest[2..].find(":]") {
                     let text = &rest[..end + 4];
+                    let class = text[2..text.len() - 2].trim_start_matches('^');
+                    if !POSIX_CLASSES.contains(&class) {
+                        return Err(format!("invalid character class range: `{text}`"));
+                    }
                     self.out.push_str(text);
                     let stop = item_start + text.len();
                     while self.offset(self.at) < stop {
@@ -680,10 +717,18 @@ fn expand(out: &mut String, template: &str, re: &regex::Regex, caps: &regex::Cap
         };
         let group = match number {
             Some(i) => caps.get(i),
+            // The first group of that name that took part in the match (see `Translator`).
             None => re
                 .capture_names()
-                .position(|n| n == Some(name))
-                .and_then(|i| caps.get(i)),
+                .enumerate()
+                .filter(|(_, n)| {
+                    n.is_some_and(|n| {
+                        n == name
+                            || n.strip_prefix(name)
+                                .is_some_and(|rest| rest.starts_with('.'))
+                    })
+                })
+                .find_map(|(i, _)| caps.get(i)),
         };
         if let Some(group) = group {
             out.push_str(group.as_str());
@@ -939,6 +984,88 @@ mod tests {
             (run(regex_match, &[s("[a[]"), s("[")]), "true"),
             (run(regex_match, &[s("[&&]"), s("&")]), "true"),
             (run(regex_match, &[s("a{2}{"), s("aa{")]), "true"),
+            (run(regex_find, &[s("\\Qa.b\\E+"), s("xa.bbb")]), "a.bbb"),
+            (run(regex_find, &[s("(?s)a.b"), s("a\nb")]), "a\nb"),
+            (run(regex_find, &[s("a.b"), s("a\nb")]), ""),
+            (
+                run(regex_find_all, &[s("(?m)^\\w+$"), s("ab\ncd"), n(-1)]),
+                "[ab cd]",
+            ),
+            (run(regex_find, &[s("a+?"), s("aaa")]), "a"),
+            (run(regex_find, &[s("(?U)a+"), s("aaa")]), "a"),
+            (run(regex_find, &[s("[[:^alpha:]]+"), s("ab12cd")]), "12"),
+            (run(regex_find, &[s("\\pN+"), s("ab١٢cd")]), "١٢"),
+            (run(regex_find, &[s("\\p{Greek}+"), s("abαβ")]), "αβ"),
+            (run(regex_find, &[s("[^\\n]+"), s("ab\ncd")]), "ab"),
+            (run(regex_find, &[s("\\x{263a}"), s("x☺")]), "☺"),
+            (run(regex_find, &[s("\\141"), s("xa")]), "a"),
+            (run(regex_find, &[s("\\x41"), s("xA")]), "A"),
+            (run(regex_find, &[s("[a-c\\d]+"), s("xab12")]), "ab12"),
+            (run(regex_find, &[s("[\\w-]+"), s("a-b c")]), "a-b"),
+            (
+                run(
+                    regex_replace_all,
+                    &[s("(\\w+)@(\\w+)"), s("me@host you@there"), s("$2.$1")],
+                ),
+                "host.me there.you",
+            ),
+            (
+                run(
+                    regex_replace_all,
+                    &[
+                        s("(?P<first>\\w+) (?P<last>\\w+)"),
+                        s("John Smith"),
+                        s("${last}, ${first}"),
+                    ],
+                ),
+                "Smith, John",
+            ),
+            (
+                run(regex_replace_all, &[s("a"), s("aaa"), s("${")]),
+                "${${${",
+            ),
+            (
+                run(regex_replace_all, &[s("a"), s("aaa"), s("$}")]),
+                "$}$}$}",
+            ),
+            (
+                run(regex_replace_all, &[s("(a)"), s("aaa"), s("${1 }")]),
+                "${1 }${1 }${1 }",
+            ),
+            (
+                run(regex_replace_all, &[s(""), s("abc"), s("-")]),
+                "-a-b-c-",
+            ),
+            (
+                run(regex_replace_all, &[s("x*"), s("abc"), s("-")]),
+                "-a-b-c-",
+            ),
+            (
+                run(regex_split, &[s("\\s+"), s("  a b  c "), n(-1)]),
+                "[ a b c ]",
+            ),
+            (run(regex_split, &[s(""), s(""), n(-1)]), "[]"),
+            (run(regex_split, &[s("a"), s(""), n(-1)]), "[]"),
+            (
+                run(must_regex_match, &[s("(?P<n>a)(?P<n>b)"), s("ab")]),
+                "true",
+            ),
+            (
+                run(
+                    regex_replace_all,
+                    &[s("(?P<n>a)|(?P<n>b)"), s("ab"), s("<$n>")],
+                ),
+                "<a><b>",
+            ),
+            (run(must_regex_match, &[s("()"), s("")]), "true"),
+            (run(must_regex_match, &[s("(|a)"), s("")]), "true"),
+            (run(must_regex_match, &[s("a{,5}"), s("a{,5}")]), "true"),
+            (run(must_regex_match, &[s("x{1000}"), s("x")]), "false"),
+            (run(regex_find, &[s("\\bfoo\\b"), s("a foo b")]), "foo"),
+            (run(regex_find, &[s("\\Bo"), s("foo")]), "o"),
+            (run(regex_find, &[s("\\Aab"), s("abab")]), "ab"),
+            (run(regex_find, &[s("ab\\z"), s("abab")]), "ab"),
+            (run(regex_quote_meta, &[s("é-_")]), "é-_"),
         ] {
             assert_eq!(got, want);
         }
@@ -958,6 +1085,16 @@ mod tests {
             ("(?z)", "invalid or unsupported Perl syntax: `(?z`"),
             ("\\8", "invalid escape sequence: `\\8`"),
             ("a(?=b)", "invalid or unsupported Perl syntax: `(?=`"),
+            ("a{2,1}", "invalid repeat count: `{2,1}`"),
+            ("a{1,1001}", "invalid repeat count: `{1,1001}`"),
+            ("(?i", "invalid or unsupported Perl syntax: `(?i`"),
+            ("\\", "trailing backslash at end of expression: ``"),
+            ("x{2}{3}", "invalid nested repetition operator: `{2}{3}`"),
+            ("(?P<>a)", "invalid named capture: `(?P<>`"),
+            ("(?P<a-b>a)", "invalid named capture: `(?P<a-b>`"),
+            ("[[:foo:]]", "invalid character class range: `[:foo:]`"),
+            ("\\p{Foo}", "invalid character class range: `\\p{Foo}`"),
+            ("a|*", "missing argument to repetition operator: `*`"),
         ] {
             assert_eq!(
                 run(must_regex_match, &[s(pattern), s("x")]),
