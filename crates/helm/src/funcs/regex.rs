@@ -919,6 +919,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::too_many_lines)] // One table of Helm's answers.
     fn behaves_as_sprig() {
         let n = Value::Int;
         for (got, want) in [
