@@ -581,7 +581,8 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
             go_quote(original_value)
         )
     };
-    let (mut year, mut month, mut day, mut yday) = (1_i64, -1_i64, -1_i64, -1_i64);
+    // Go's parse starts from year 0 (not the zero time's year 1).
+    let (mut year, mut month, mut day, mut yday) = (0_i64, -1_i64, -1_i64, -1_i64);
     let (mut hour, mut minute, mut second, mut nanos) = (0_i64, 0_i64, 0_i64, 0_i64);
     let (mut pm, mut am) = (false, false);
     let mut utc = false;
@@ -853,8 +854,8 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
             .strip_prefix("GMT")
             .and_then(|h| h.parse::<i32>().ok())
             .map_or(0, |h| h * 3600);
-        let instant = shift(offset)?;
-        return Ok(Time::new(instant, Zone::Fixed(name, offset)));
+        // Go keeps the fields as UTC here and only labels the zone (GMT+3 moves the clock).
+        return Ok(Time::new(as_utc, Zone::Fixed(name, offset)));
     }
     let zoned = civil.to_zoned(local.clone()).map_err(|e| e.to_string())?;
     Ok(Time::new(zoned.timestamp(), Zone::Tz(local.clone())))
@@ -1295,6 +1296,29 @@ mod tests {
             "2023-11-14 22:13 UTC"
         );
         assert_eq!(run(html_date, std::slice::from_ref(&t)), "2023-11-14");
+        assert_eq!(
+            run(
+                date_in_zone,
+                &[
+                    s("Z07:00 -07 -070000 Z070000"),
+                    Value::Int(0),
+                    s("Asia/Kolkata")
+                ]
+            ),
+            "+05:30 +05 +053000 +053000"
+        );
+        assert_eq!(
+            run(date, &[s("2006-01-02"), Value::Int64(1_700_000_000)]),
+            "2023-11-14"
+        );
+        let noon = test_call(to_date, &[s("2006-01-02 15:04"), s("2020-06-01 12:00")]).unwrap();
+        assert_eq!(
+            run(
+                date_in_zone,
+                &[s("2006-01-02 15:04:05 MST"), noon, s("Europe/Berlin")]
+            ),
+            "2020-06-01 14:00:00 CEST"
+        );
         assert_eq!(run(html_date_in_zone, &[t, s("Asia/Tokyo")]), "2023-11-15");
         // Not a time: now (the fixed clock).
         assert_eq!(run(date, &[s("2006"), s("2023-01-01")]), "2024");
@@ -1334,6 +1358,49 @@ mod tests {
                 "02 Jan 06 15:04 -0700",
                 "03 Feb 20 10:11 +0100",
                 "2020-02-03 10:11:00 +0100 +0100",
+            ),
+            (
+                "2006-01-02 MST",
+                "2020-01-02 UTC",
+                "2020-01-02 00:00:00 +0000 UTC",
+            ),
+            (
+                "2006-01-02 MST",
+                "2020-01-02 GMT+3",
+                "2020-01-02 03:00:00 +0300 GMT+3",
+            ),
+            (
+                "2006-01-02 MST",
+                "2020-01-02 CEST",
+                "2020-01-02 00:00:00 +0000 CEST",
+            ),
+            (
+                "2006-01-02 -07",
+                "2020-01-02 +03",
+                "2020-01-02 00:00:00 +0300 +0300",
+            ),
+            (
+                "2006-01-02 Z07:00",
+                "2020-01-02 Z",
+                "2020-01-02 00:00:00 +0000 UTC",
+            ),
+            (
+                "2006-01-02 -07:00:00",
+                "2020-01-02 +01:02:03",
+                "2020-01-02 00:00:00 +0102 +0102",
+            ),
+            ("3:04PM", "9:05AM", "0000-01-01 09:05:00 +0000 UTC"),
+            (
+                "Monday, 02-Jan-06",
+                "Tuesday, 04-Feb-20",
+                "2020-02-04 00:00:00 +0000 UTC",
+            ),
+            ("2006-002", "2020-060", "2020-02-29 00:00:00 +0000 UTC"),
+            ("Jan _2", "Feb  3", "0000-02-03 00:00:00 +0000 UTC"),
+            (
+                "2006.01.02 15:04:05.999",
+                "2020.01.02 10:11:12",
+                "2020-01-02 10:11:12 +0000 UTC",
             ),
         ] {
             assert_eq!(time(layout, text).to_string(), want, "{layout}");
