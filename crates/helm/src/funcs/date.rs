@@ -1326,6 +1326,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::too_many_lines)] // Tables of Helm's answers.
     fn parses_go_layouts() {
         for (layout, text, want) in [
             ("2006-01-02", "2020-02-03", "2020-02-03 00:00:00 +0000 UTC"),
