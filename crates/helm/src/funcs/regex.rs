@@ -316,7 +316,9 @@ impl Translator<'_> {
             match bytes.get(i) {
                 Some(b'i' | b'm' | b's' | b'U') => {}
                 Some(b'-') if !negated => negated = true,
-                Some(b')' | b':') if i > 2 && bytes[i - 1] != b'-' => break,
+                // `(?:` is a plain non-capturing group and `(?)` an empty flag list; a dangling
+                // `-` is refused.
+                Some(b':' | b')') if bytes[i - 1] != b'-' => break,
                 Some(_) => {
                     let end = rest[i..]
                         .chars()
@@ -333,7 +335,10 @@ impl Translator<'_> {
             }
             i += 1;
         }
-        self.out.push_str(&rest[..=i]);
+        // `(?)` sets nothing; Rust would refuse the empty flag list.
+        if i > 2 || bytes[i] == b':' {
+            self.out.push_str(&rest[..=i]);
+        }
         let end = start + i + 1;
         while self.offset(self.at) < end {
             self.at += 1;
@@ -407,15 +412,21 @@ impl Translator<'_> {
                     }
                     value
                 } else {
+                    // Go reads both characters before checking them.
                     let mut value = 0;
+                    let mut valid = true;
                     for _ in 0..2 {
-                        match self.peek(0).and_then(|d| d.to_digit(16)) {
-                            Some(d) => {
-                                value = value * 16 + d;
-                                self.at += 1;
-                            }
-                            None => return Err(invalid(self)),
+                        let Some(c) = self.peek(0) else {
+                            return Err(invalid(self));
+                        };
+                        self.at += 1;
+                        match c.to_digit(16) {
+                            Some(d) => value = value * 16 + d,
+                            None => valid = false,
                         }
+                    }
+                    if !valid {
+                        return Err(invalid(self));
                     }
                     value
                 };
@@ -1102,6 +1113,342 @@ mod tests {
                 format!("ERR error parsing regexp: {want}"),
                 "{pattern}"
             );
+        }
+    }
+
+    /// Random patterns, texts and replacements with the answers Helm v4.2.3 gave (results as
+    /// JSON; an empty result stands for Go's nil slice, which `toJson` writes as `null`).
+    #[test]
+    fn random_cases_match_helm() {
+        let mut map = crate::template::FuncMap::new();
+        register(&mut map);
+        for (name, args, want) in [
+            (
+                "mustRegexReplaceAll",
+                "[\"(?:ab){2}[ab](?:ab)+?[\\\\w-]{1,2}\", \"\\u00c9\\u00e9 a1_b-c\", \"${g}x\"]",
+                "\"\u{00c9}\u{00e9} a1_b-c\"",
+            ),
+            (
+                "mustRegexSplit",
+                "[\"\\\\d{1,2}\", \"aaa bbb\", 1]",
+                "[\"aaa bbb\"]",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"$*?\\\\w+\\\\d+\", \"x\", 1]",
+                "null",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"[[:digit:]]{1,2}\", \"x\", \"[${1}]\"]",
+                "\"x\"",
+            ),
+            (
+                "mustRegexSplit",
+                "[\"\\u00e9+\", \"ab\\nab\", 2]",
+                "[\"ab\\nab\"]",
+            ),
+            ("mustRegexSplit", "[\"[a-c]+\", \"ab\\nab\", 0]", "null"),
+            ("mustRegexFind", "[\"(?:ab)?\\\\b\", \"ab\\nab\"]", "\"ab\""),
+            (
+                "mustRegexFindAll",
+                "[\"(?:ab){2}(?P<g>a)(?i)A\", \"x\", -1]",
+                "null",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"\\u00e9\\\\d+?(?:ab)\", \"\\u00c9\\u00e9 a1_b-c\", -1]",
+                "null",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\\\.+\", \"foo bar\\nbaz 42\", \"$g$$\"]",
+                "\"foo bar\\nbaz 42\"",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"[ab]\", \"\\u00c9\\u00e9 a1_b-c\"]",
+                "true",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"x{1,2}c[\\\\w-]{1,2}\", \"foo bar\\nbaz 42\"]",
+                "false",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\u00e9x?\", \"foo bar\\nbaz 42\", \"<$0>\"]",
+                "\"foo bar\\nbaz 42\"",
+            ),
+            ("mustRegexSplit", "[\"\\\\d+\", \"\", -1]", "[\"\"]"),
+            (
+                "mustRegexReplaceAll",
+                "[\"[a-c]*(a|b)\", \"ab\\nab\", \"<$0>\"]",
+                "\"\\u003cab\\u003e\\n\\u003cab\\u003e\"",
+            ),
+            ("mustRegexMatch", "[\"\\\\pL?\", \"\"]", "true"),
+            (
+                "mustRegexReplaceAll",
+                "[\"[a-c]+\\\\b+[^a]{2}\", \"aaa bbb\", \"[${1}]\"]",
+                "\"[]bb\"",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\\\b[a-c]*\\\\.{2}\", \"\", \"$g$$\"]",
+                "\"\"",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"[\\\\w-]{2}(?i)A[ab](?:ab)\", \"abc aab 12 x.y\", \"${g}x\"]",
+                "\"abc aab 12 x.y\"",
+            ),
+            (
+                "mustRegexFind",
+                "[\"${2}[^a]{2}\\\\d\\\\s\", \"ab\\nab\"]",
+                "\"\"",
+            ),
+            ("mustRegexFindAll", "[\"[^a](a|b)+\", \"x\", 0]", "null"),
+            (
+                "mustRegexSplit",
+                "[\"\\u00e9\", \"foo bar\\nbaz 42\", 1]",
+                "[\"foo bar\\nbaz 42\"]",
+            ),
+            ("mustRegexMatch", "[\"\\\\d{2}\\\\w[ab]?\", \"x\"]", "false"),
+            (
+                "mustRegexReplaceAll",
+                "[\"c[ab]{1,2}\", \"aaa bbb\", \"${g}x\"]",
+                "\"aaa bbb\"",
+            ),
+            ("mustRegexFind", "[\"[^a]{2}x+?${1,2}\", \"x\"]", "\"\""),
+            (
+                "mustRegexFindAll",
+                "[\"(?\\\\x4a+\", \"A]b\", -1]",
+                "ERR error parsing regexp: invalid or unsupported Perl syntax: `(?\\`",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"\\\\<[a--b]\\\\Z{2}\", \"foo bar\\nbaz 42\"]",
+                "ERR error parsing regexp: invalid character class range: `a--`",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"\\\\PL(?P<x>\", \"aaa bbb\"]",
+                "ERR error parsing regexp: missing closing ): `\\PL(?P<x>`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\\\/\\\\PL(?\", \"A]b\", \"<$0>\"]",
+                "ERR error parsing regexp: invalid or unsupported Perl syntax: `(?`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"[a-][&&][a--b]\", \"A]b\", -1]",
+                "ERR error parsing regexp: invalid character class range: `a--`",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"(\", \"A]b\"]",
+                "ERR error parsing regexp: missing closing ): `(`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"(?\", \"abc aab 12 x.y\", \"<$0>\"]",
+                "ERR error parsing regexp: invalid or unsupported Perl syntax: `(?`",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"#)\", \"\"]",
+                "ERR error parsing regexp: unexpected ): `#)`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"*\\\\\\\\0\\\\n\", \"foo bar\\nbaz 42\", -1]",
+                "ERR error parsing regexp: missing argument to repetition operator: `*`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\\\Qa*\\\\E[b(?i-s:x)\", \"\", \"<$0>\"]",
+                "ERR error parsing regexp: missing closing ]: `[b(?i-s:x)`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"(?x)\", \"aaa bbb\", -1]",
+                "ERR error parsing regexp: invalid or unsupported Perl syntax: `(?x`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"+\\\\Z(?-i)[]a]\", \"a&b~c-d\", -1]",
+                "ERR error parsing regexp: missing argument to repetition operator: `+`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"(?\\\\Qa*\\\\E\", \"aaa bbb\", -1]",
+                "ERR error parsing regexp: invalid or unsupported Perl syntax: `(?\\`",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"\\\\x{41}(?i-s:x)[\", \"\"]",
+                "ERR error parsing regexp: missing closing ]: `[`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"[a--b]\", \"A]b\", \"<$0>\"]",
+                "ERR error parsing regexp: invalid character class range: `a--`",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"&&\\\\8\\\\t(?i)\", \"abc aab 12 x.y\"]",
+                "ERR error parsing regexp: invalid escape sequence: `\\8`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"+[&&]\", \"abc aab 12 x.y\", -1]",
+                "ERR error parsing regexp: missing argument to repetition operator: `+`",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"(#\", \"foo bar\\nbaz 42\"]",
+                "ERR error parsing regexp: missing closing ): `(#`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"\\\\e]\", \"a&b~c-d\", -1]",
+                "ERR error parsing regexp: invalid escape sequence: `\\e`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"(?\", \"\", -1]",
+                "ERR error parsing regexp: invalid or unsupported Perl syntax: `(?`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"{2}\", \"foo bar\\nbaz 42\", \"<$0>\"]",
+                "ERR error parsing regexp: missing argument to repetition operator: `{2}`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"(?x)[a&&b]]\", \"\", \"<$0>\"]",
+                "ERR error parsing regexp: invalid or unsupported Perl syntax: `(?x`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"?][:alpha:] \", \"foo bar\\nbaz 42\", \"<$0>\"]",
+                "ERR error parsing regexp: missing argument to repetition operator: `?`",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"b(?:\", \"A]b\"]",
+                "ERR error parsing regexp: missing closing ): `b(?:`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"(?s:.)(\", \"foo bar\\nbaz 42\", -1]",
+                "ERR error parsing regexp: missing closing ): `(?s:.)(`",
+            ),
+            ("mustRegexMatch", "[\"\\\\t\", \"a&b~c-d\"]", "false"),
+            (
+                "mustRegexMatch",
+                "[\"\\\\0 +\\\\/\", \"foo bar\\nbaz 42\"]",
+                "false",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"[-a][a&&b](?i)\", \"abc aab 12 x.y\"]",
+                "true",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"(?-i)[^]a]+\\\\0\", \"foo bar\\nbaz 42\", -1]",
+                "null",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"a\\\\n\\\\/[&&]\", \"abc aab 12 x.y\", -1]",
+                "null",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\\\x{41}a[:alpha:]\", \"A]b\", \"<$0>\"]",
+                "\"A]b\"",
+            ),
+            ("mustRegexMatch", "[\"\\\\/\", \"a&b~c-d\"]", "false"),
+            (
+                "mustRegexReplaceAll",
+                "[\"[~~]}\\\\n\", \"abc aab 12 x.y\", \"<$0>\"]",
+                "\"abc aab 12 x.y\"",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"[:alpha:][]a][\\\\d-z]\", \"abc aab 12 x.y\", -1]",
+                "null",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"{,3}\\\\PL*\", \"a&b~c-d\", -1]",
+                "null",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"(?-i)]\\\\x{41}}\", \"foo bar\\nbaz 42\", -1]",
+                "null",
+            ),
+            ("mustRegexFindAll", "[\"\\\\n\\\\-\", \"A]b\", -1]", "null"),
+            (
+                "mustRegexMatch",
+                "[\"[]a]\\\\x{41}\\\\t\", \"A]b\"]",
+                "false",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"]\", \"foo bar\\nbaz 42\", -1]",
+                "null",
+            ),
+            ("mustRegexFindAll", "[\"{{,3}[a-]\", \"\", -1]", "null"),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\\\x4[~~](\\\\t\", \"a&b~c-d\", \"<$0>\"]",
+                "ERR error parsing regexp: invalid escape sequence: `\\x4[`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\\\Z\", \"foo bar\\nbaz 42\", \"<$0>\"]",
+                "ERR error parsing regexp: invalid escape sequence: `\\Z`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"[a--b]]\", \"A]b\", \"<$0>\"]",
+                "ERR error parsing regexp: invalid character class range: `a--`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\\\Z\", \"aaa bbb\", \"<$0>\"]",
+                "ERR error parsing regexp: invalid escape sequence: `\\Z`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"(?)\", \"a&b~c-d\", -1]",
+                "[\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\"]",
+            ),
+        ] {
+            let args: Vec<serde_json::Value> = serde_json::from_str(args).unwrap();
+            let values: Vec<Value> = args
+                .iter()
+                .map(|a| match a.as_i64() {
+                    Some(n) => Value::Int(n),
+                    None => Value::from_json(a),
+                })
+                .collect();
+            let got = match test_call(map[name], &values) {
+                Ok(v) => v.to_json(),
+                Err(e) => serde_json::Value::String(format!("ERR {e}")),
+            };
+            let want: serde_json::Value = if want.starts_with("ERR ") {
+                serde_json::Value::String(want.to_owned())
+            } else {
+                serde_json::from_str(want).unwrap()
+            };
+            let nil_slice = want.is_null() && got.as_array().is_some_and(Vec::is_empty);
+            assert!(got == want || nil_slice, "{name} {args:?}: {got} != {want}");
         }
     }
 }
