@@ -495,6 +495,24 @@ fn format_offset(out: &mut String, std: Std, offset: i32) {
 
 // ---- Parsing.
 
+/// Go's `skip`: the layout's literal text at the start of `value`, where a space in the layout
+/// matches any run of spaces (at least one, unless the value has ended).
+fn skip<'v>(mut value: &'v str, mut prefix: &str) -> Option<&'v str> {
+    while let Some(p) = prefix.chars().next() {
+        if p == ' ' {
+            if value.chars().next().is_some_and(|v| v != ' ') {
+                return None;
+            }
+            prefix = prefix.trim_start_matches(' ');
+            value = value.trim_start_matches(' ');
+            continue;
+        }
+        value = value.strip_prefix(p)?;
+        prefix = &prefix[p.len_utf8()..];
+    }
+    Some(value)
+}
+
 /// Leading digits as a number: one or two digits (exactly two when `fixed`).
 fn getnum(value: &str, fixed: bool) -> Option<(i64, &str)> {
     let b = value.as_bytes();
@@ -592,7 +610,7 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
     let mut value = value;
     loop {
         let (prefix, chunk, after) = next_chunk(layout_rest);
-        let Some(stripped) = value.strip_prefix(prefix) else {
+        let Some(stripped) = skip(value, prefix) else {
             return Err(err_as(value, prefix));
         };
         value = stripped;
@@ -665,7 +683,9 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
             Std::UnderYearDay | Std::ZeroYearDay => {
                 let mut v = value;
                 if std == Std::UnderYearDay {
-                    v = v.trim_start_matches(' ');
+                    for _ in 0..2 {
+                        v = v.strip_prefix(' ').unwrap_or(v);
+                    }
                 }
                 let (d, rest) = getnum3(v, std == Std::ZeroYearDay).ok_or_else(fail)?;
                 yday = d;
@@ -798,19 +818,46 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
     } else if am && hour == 12 {
         hour = 0;
     }
-    if yday >= 0 && month < 0 {
-        // Month and day from the day of the year.
+    if yday >= 0 {
+        // Month and day from the day of the year; they must agree with any given.
         let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-        if yday < 1 || yday > if leap { 366 } else { 365 } {
-            return Err(range("day-of-year"));
+        let mut count = yday;
+        let mut from_leap_day = None;
+        if leap {
+            if count == 31 + 29 {
+                from_leap_day = Some((2, 29));
+            } else if count > 31 + 29 {
+                count -= 1;
+            }
         }
-        let start = jiff::civil::Date::new(i16::try_from(year).map_err(|_| range("year"))?, 1, 1)
-            .map_err(|_| range("year"))?;
-        let d = start
-            .checked_add(jiff::Span::new().days(yday - 1))
-            .map_err(|_| range("day-of-year"))?;
-        month = i64::from(d.month());
-        day = i64::from(d.day());
+        if !(1..=365).contains(&count) {
+            return Err(format!(
+                "parsing time {}: day-of-year out of range",
+                go_quote(original_value)
+            ));
+        }
+        let (m, d) = from_leap_day.unwrap_or_else(|| {
+            const BEFORE: [i64; 13] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334, 365];
+            let mut m = count / 31 + 1;
+            if BEFORE[m as usize] < count {
+                m += 1;
+            }
+            (m, count - BEFORE[m as usize - 1])
+        });
+        let mismatch = |what: &str| {
+            format!(
+                "parsing time {}: day-of-year does not match {what}",
+                go_quote(original_value)
+            )
+        };
+        if month >= 0 && month != m {
+            return Err(mismatch("month"));
+        }
+        if day >= 0 && day != d {
+            return Err(mismatch("day"));
+        }
+        month = m;
+        day = d;
     }
     if month < 0 {
         month = 1;
@@ -841,7 +888,11 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
         if local.to_offset(instant).seconds() == offset {
             return Ok(Time::new(instant, Zone::Tz(local.clone())));
         }
-        return Ok(Time::new(instant, Zone::Fixed(String::new(), offset)));
+        // Go names the made-up zone after an abbreviation parsed alongside, if any.
+        return Ok(Time::new(
+            instant,
+            Zone::Fixed(zone_name.unwrap_or_default(), offset),
+        ));
     }
     if let Some(name) = zone_name {
         // The local zone's own abbreviation at that time, else a made-up zone of that name.
@@ -1539,5 +1590,267 @@ mod tests {
             v.starts_with("2024-05-06 07:08:09.123456789 +0000 UTC m=+"),
             "{v}"
         );
+    }
+
+    /// Random layouts, times and zones with the answers Helm v4.2.3 gave.
+    #[test]
+    #[allow(clippy::too_many_lines)] // One table of Helm's answers.
+    fn random_cases_match_helm() {
+        let mut map = crate::template::FuncMap::new();
+        register(&mut map);
+        for (name, args, want) in [
+            (
+                "dateInZone",
+                "[\"MonT02 .000000000.06:.000/03\", 1583067661, \"UTC\"]",
+                "SunT01 .000000000.20:.000/01",
+            ),
+            (
+                "dateInZone",
+                "[\"5.-0700TZ07:00, -0700,000-\", 951782400, \"Local\"]",
+                "0.+0000TZ, +0000,000-",
+            ),
+            ("dateInZone", "[\"JanT\", -630720000, \"\"]", "JanT"),
+            (
+                "dateInZone",
+                "[\"-0700:.000 Monday2/Jan, Z0700\", 1700000000, \"Australia/Lord_Howe\"]",
+                "+1100:.000 Wednesday15/Nov, +1100",
+            ),
+            (
+                "dateInZone",
+                "[\"2/-070000-074-Z07,\", -630720000, \"America/New_York\"]",
+                "5/-050000-050--05,",
+            ),
+            (
+                "dateInZone",
+                "[\"5-07:00:Z0700 Z07:00 at\", 2000000000, \"\"]",
+                "20+00:00:Z Z at",
+            ),
+            (
+                "dateInZone",
+                "[\".9 at -0700 2-\", 1583067661, \"UTC\"]",
+                " at +0000 1-",
+            ),
+            ("dateInZone", "[\"_2 at\", 0, \"Asia/Kolkata\"]", " 1 at"),
+            (
+                "dateInZone",
+                "[\"2-04,\", 1700000000, \"Australia/Lord_Howe\"]",
+                "15-13,",
+            ),
+            (
+                "dateInZone",
+                "[\"_2\", 951782400, \"America/New_York\"]",
+                "28",
+            ),
+            (
+                "dateInZone",
+                "[\"200601/\", 1700000000, \"Bogus/Zone\"]",
+                "202311/",
+            ),
+            (
+                "dateInZone",
+                "[\".000 Z0700:01 at\", -630720000, \"Europe/Berlin\"]",
+                ".000 +0100:01 at",
+            ),
+            (
+                "dateInZone",
+                "[\"-07Monday.04T\", -630720000, \"Asia/Kolkata\"]",
+                "+05Friday.30T",
+            ),
+            (
+                "dateInZone",
+                "[\".999.9 -07:00-2006:5\", 4102444800, \"Asia/Kolkata\"]",
+                " +05:30-2100:0",
+            ),
+            (
+                "dateInZone",
+                "[\"Monday, Z07:00 3TPM/03.1T\", 4102444800, \"Local\"]",
+                "Friday, Z 12TAM/12.1T",
+            ),
+            (
+                "dateInZone",
+                "[\"Z07:00:0001 at Z0702 at .000T.000000000/\", 2000000000, \"Australia/Lord_Howe\"]",
+                "+10:30:0005 at +1018 at .000T.000000000/",
+            ),
+            (
+                "dateInZone",
+                "[\".9-MST.Jan.MondayTZ0700.\", -630720000, \"Bogus/Zone\"]",
+                "-UTC.Jan.FridayTZ.",
+            ),
+            (
+                "dateInZone",
+                "[\"PM at MonZ07MST:\", 2000000000, \"Local\"]",
+                "AM at WedZUTC:",
+            ),
+            (
+                "dateInZone",
+                "[\"Z07:00-002.Z07:00:00 at .000\", 1234567890, \"Asia/Kolkata\"]",
+                "+05:30-045.+05:30:00 at .000",
+            ),
+            (
+                "dateInZone",
+                "[\".000000000 January\", 1234567890, \"\"]",
+                ".000000000 February",
+            ),
+            (
+                "dateInZone",
+                "[\"002 05, -07:00-,000\", 1700000000, \"Bogus/Zone\"]",
+                "318 20, +00:00-,000",
+            ),
+            (
+                "dateInZone",
+                "[\"02/Z07:00:0005\", 2000000000, \"Asia/Kolkata\"]",
+                "18/+05:30:0020",
+            ),
+            (
+                "dateInZone",
+                "[\"04/\", 1234567890, \"Australia/Lord_Howe\"]",
+                "31/",
+            ),
+            (
+                "dateInZone",
+                "[\"-07:.000000000.January __2,\", -630720000, \"Local\"]",
+                "+00:.000000000.January   6,",
+            ),
+            (
+                "dateInZone",
+                "[\".000T__203.04.002,\", 4102444800, \"UTC\"]",
+                ".000T  112.00.001,",
+            ),
+            (
+                "mustToDate",
+                "[\"1:1 at 2pm/\", \"2:2 at 28pm/\"]",
+                "0000-02-28 12:00:00 +0000 UTC",
+            ),
+            (
+                "mustToDate",
+                "[\"3, Z07:00:00 at JanT\", \"8, -05:00:00 at MarT\"]",
+                "0000-03-01 08:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\"-070000.-0700--0700.PMTMon-\", \"-050000.-0500--0500.PMTFri-\"]",
+                "0000-01-01 12:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\".000000000.9T\", \".000000000T\"]",
+                "0000-01-01 00:00:00 +0000 UTC",
+            ),
+            (
+                "mustToDate",
+                "[\"_2 at\", \"31 at\"]",
+                "0000-01-31 00:00:00 +0000 UTC",
+            ),
+            (
+                "mustToDate",
+                "[\"Z07:00:00.\", \"-05:00:00.\"]",
+                "0000-01-01 00:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\"pmT,000T.000000000:\", \"pmT,000T.000000000:\"]",
+                "0000-01-01 12:00:00 +0000 UTC",
+            ),
+            (
+                "mustToDate",
+                "[\"-07T__2.05Z07:00:00 15 01\", \"-04T137.20-04:00:00 23 05\"]",
+                "0000-05-16 23:00:20 -0400 -0400",
+            ),
+            (
+                "mustToDate",
+                "[\"January/Mon/Z070005Z07:00/\", \"February/Mon/-050000-05:00/\"]",
+                "0000-02-01 00:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\"1-Z07:00:00pm, 06, .000000000, pm:\", \"2--05:00:00pm, 00, .000000000, pm:\"]",
+                "2000-02-01 12:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\"Z07:00 at 2T\", \"-05:00 at 28T\"]",
+                "0000-01-28 00:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\",000--0700/.999/\", \",000--0500//\"]",
+                "0000-01-01 00:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\"-070000 3-\", \"-050000 7-\"]",
+                "0000-01-01 07:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\"02T.000 at Z07:00:00:4, Z07/.000:\", \"28T.000 at -05:00:00:0, -05/.000:\"]",
+                "0000-01-28 00:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\"Z07:00,000 at 2--07-5-0700 at\", \"-05:00,000 at 14--05-20-0500 at\"]",
+                "0000-01-14 00:00:20 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\"1,000, 3, PM at .9 at\", \"2,000, 6, PM at  at\"]",
+                "ERR parsing time \"2,000, 6, PM at  at\" as \"1,000, 3, PM at .9 at\": cannot parse \"at\" as \" at\"",
+            ),
+            (
+                "mustToDate",
+                "[\"03/__2 at 002-0700, -07T_2\", \"05/318 at 318-0500, -05T14\"]",
+                "ERR parsing time \"05/318 at 318-0500, -05T14\": day-of-year does not match day",
+            ),
+            (
+                "mustToDate",
+                "[\"15Mon--070000:MSTMonday\", \"18Fri--050000:ESTFriday\"]",
+                "ERR parsing time \"18Fri--050000:ESTFriday\" as \"15Mon--070000:MSTMonday\": cannot parse \"ESTFriday\" as \"MST\"",
+            ),
+            (
+                "mustToDate",
+                "[\"05TJanuary.Monday506.\", \"00TDecember.Wednesday069.\"]",
+                "ERR parsing time \"00TDecember.Wednesday069.\" as \"05TJanuary.Monday506.\": cannot parse \"9.\" as \"06\"",
+            ),
+            (
+                "mustToDate",
+                "[\"02.Z07, 5, 02-MSTT\", \"13.-05, 30, 13-ESTT\"]",
+                "ERR parsing time \"13.-05, 30, 13-ESTT\" as \"02.Z07, 5, 02-MSTT\": cannot parse \"\" as \"T\"",
+            ),
+            (
+                "mustToDate",
+                "[\".9._2/2006 at -0700:04 at\", \".17/2033 at -0400:33 at\"]",
+                "ERR parsing time \".17/2033 at -0400:33 at\" as \".9._2/2006 at -0700:04 at\": cannot parse \"/2033 at -0400:33 at\" as \".\"",
+            ),
+            (
+                "mustToDate",
+                "[\"06.999.01:-07:00\", \"09.02:-05:00\"]",
+                "ERR parsing time \"09.02:-05:00\" as \"06.999.01:-07:00\": cannot parse \":-05:00\" as \".\"",
+            ),
+            (
+                "mustToDate",
+                "[\"-070000, Monday:MST-002.000/_2T\", \"-040000, Tuesday:EDT-137.000/17T\"]",
+                "ERR parsing time \"-040000, Tuesday:EDT-137.000/17T\": day-of-year does not match day",
+            ),
+            (
+                "mustToDate",
+                "[\"02MSTJanuary:.999-.000 at\", \"31ESTDecember:-.000 at\"]",
+                "ERR parsing time \"31ESTDecember:-.000 at\" as \"02MSTJanuary:.999-.000 at\": cannot parse \"ESTDecember:-.000 at\" as \"MST\"",
+            ),
+            (
+                "mustToDate",
+                "[\"5._2:.9 at 15\", \"0.28: at 19\"]",
+                "ERR parsing time \"0.28: at 19\" as \"5._2:.9 at 15\": cannot parse \": at 19\" as \".\"",
+            ),
+        ] {
+            let args: Vec<serde_json::Value> = serde_json::from_str(args).unwrap();
+            let values: Vec<Value> = args
+                .iter()
+                .map(|a| match a.as_i64() {
+                    Some(n) => Value::Int(n),
+                    None => Value::from_json(a),
+                })
+                .collect();
+            assert_eq!(run(map[name], &values), want, "{name} {args:?}");
+        }
     }
 }
