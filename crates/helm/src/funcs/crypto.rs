@@ -480,6 +480,27 @@ pub(super) fn test_now() -> jiff::Zoned {
         .expect("a valid time")
 }
 
+/// Pseudo-random strings over `pool` for robustness tests (a fixed xorshift sequence).
+#[cfg(test)]
+pub(super) fn random_texts(pool: &str, count: usize, max_len: usize) -> Vec<String> {
+    let chars: Vec<char> = pool.chars().collect();
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    (0..count)
+        .map(|_| {
+            let len = (next() % (max_len as u64 + 1)) as usize;
+            (0..len)
+                .map(|_| chars[(next() % chars.len() as u64) as usize])
+                .collect()
+        })
+        .collect()
+}
+
 /// Calls `f` against `env` (for unit tests).
 #[cfg(test)]
 pub(super) fn test_call_env(
@@ -661,6 +682,17 @@ mod tests {
                 want,
                 "{input}"
             );
+        }
+    }
+
+    #[test]
+    fn odd_input_never_panics() {
+        for text in random_texts("AZaz09+/=\n\r -é☺", 3000, 24) {
+            let _ = go_base64_decode(&text);
+            let _ = test_call(decrypt_aes, &[s("k"), s(&text)]);
+        }
+        for text in random_texts("-----BEGIN PRIVATE KEY RSA EC\nAZaz09+/=", 500, 60) {
+            let _ = test_call(cert::register_probe(), &[s(&text)]);
         }
     }
 

@@ -2034,4 +2034,22 @@ mod tests {
             assert_eq!(run(map[name], &args), want, "{name} {arg:?}");
         }
     }
+
+    #[test]
+    fn odd_input_never_panics() {
+        use crate::funcs::crypto::random_texts;
+        let layouts = random_texts(
+            "2006-01-02T15:04:05.999Z07:00 MST PM pm Jan _2 __2 002 ,.é☺",
+            2000,
+            16,
+        );
+        let values = random_texts("0123456789 -+:.,TZ APMESTJanuary é☺", 2000, 16);
+        let utc = TimeZone::UTC;
+        for (layout, value) in layouts.iter().zip(&values) {
+            let _ = parse(layout, value, &utc);
+            let t = Time::new(Timestamp::UNIX_EPOCH, Zone::Tz(TimeZone::UTC));
+            let _ = format(&t, layout);
+            let _ = parse_duration(value);
+        }
+    }
 }

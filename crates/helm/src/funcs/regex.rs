@@ -1452,4 +1452,18 @@ mod tests {
             assert!(got == want || nil_slice, "{name} {args:?}: {got} != {want}");
         }
     }
+
+    #[test]
+    fn odd_patterns_never_panic() {
+        for pattern in crate::funcs::crypto::random_texts(
+            "()[]{}*+?|^$.\\-:=<>!P0123456789aAxpQEdwsbz,é☺",
+            5000,
+            12,
+        ) {
+            if let Ok(re) = compile(&pattern) {
+                let _ = replace_all(&re, "aé☺ b\nc", "$1${x}$$", false);
+                let _ = split(&re, "aé☺ b", -1);
+            }
+        }
+    }
 }

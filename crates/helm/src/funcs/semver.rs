@@ -627,4 +627,12 @@ mod tests {
             assert_eq!(a.compare(&b), Ordering::Less, "{pair:?}");
         }
     }
+
+    #[test]
+    fn odd_input_never_panics() {
+        for text in crate::funcs::crypto::random_texts("0123456789.xX*-+v<>=!~^|, abé", 3000, 14) {
+            let _ = compare(&text, "1.2.3");
+            let _ = compare(">=1", &text);
+        }
+    }
 }

@@ -414,6 +414,17 @@ fn generate_dsa(call: &mut Call<'_>) -> String {
     }
 }
 
+/// A function that reads a PEM private key (for robustness tests of the PEM and key readers).
+#[cfg(test)]
+pub(super) fn register_probe() -> crate::template::Function {
+    fn probe(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
+        let text = args.first().and_then(Value::as_str).unwrap_or_default();
+        let _ = pem_decode(text);
+        parse_private_key(text).map(|_| Value::Nil)
+    }
+    probe
+}
+
 // ---- Certificates.
 
 /// What Sprig's base template varies: the subject, alternative names, validity and whether it
