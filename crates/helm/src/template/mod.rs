@@ -4,11 +4,41 @@
 //! A [`Set`] holds named templates (files and `define`s) parsed against a [`FuncMap`]; executing
 //! one writes its text. Functions get a [`Call`]: the per-render [`Env`] (random source, clock,
 //! cluster lookups) and, for Helm's `include` and `tpl`, the running set.
+//!
+//! What matches Go 1.24 (as Helm v4 uses it, `missingkey=zero`), checked against Helm's SDK:
+//! the lexer and parser with their error texts (`template: NAME:LINE: …`), trim markers and
+//! comments, all actions (`if`/`else if`, `with`/`else with`, `range` over lists, maps in key
+//! order and integers with `break`/`continue`, `define`, `template`, `block`), variables and
+//! assignment with Go's scoping, the builtins (`and`/`or` short-circuit, `eq` with several
+//! operands, `lt`/`le`/`gt`/`ge`, `index`, `slice`, `len`, `not`, `print`/`printf`/`println`,
+//! `html`, `js`, `urlquery`, `call`), Go's distinction between a missing value (prints
+//! `<no value>`, field access yields nil) and a nil map element (field access fails with
+//! `nil pointer evaluating interface {}.x`), and execution errors in Go's form
+//! (`template: NAME:LINE:COL: executing "NAME" at <NODE>: MSG`). Functions declared with a
+//! [`Signature`] get Go's argument checks (`wrong number of args for …`, `wrong type for
+//! value; …`); `include` and `tpl` follow Helm (`include` fails past 1000 nested calls of one
+//! name; `tpl` parses into a layer over the running set as the template `gotpl`).
+//!
+//! Deliberate limits, where Go would exhaust memory or crash: `{{template}}` calls nest at most
+//! [`MAX_TEMPLATE_DEPTH`] deep (Go: 100000), with Go's message; `tpl` calls nest at most
+//! [`Env::max_depth`] deep (Helm overflows its stack); control structures nest at most 10000
+//! deep in one template. Native stack grows on the heap (`stacker`), so deep but legal input
+//! never overflows the stack.
 
 use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::value::Value;
+
+mod builtins;
+mod exec;
+pub use exec::MAX_TEMPLATE_DEPTH;
+mod lex;
+mod parse;
+mod signatures;
+pub use signatures::helm_signatures;
+#[cfg(test)]
+mod tests;
 
 /// A template function: Sprig's, Helm's or a caller's. Returns the value, or the message Go
 /// prints after `error calling NAME: `.
@@ -17,6 +47,63 @@ pub type Function = fn(&mut Call<'_>, &[Value]) -> Result<Value, String>;
 /// Functions by name, as `template.FuncMap`. Parsing refuses names that are neither here nor
 /// builtins (`function "x" not defined`).
 pub type FuncMap = HashMap<&'static str, Function>;
+
+/// A Go parameter type. Go's `text/template` checks and converts arguments against the called
+/// function's parameter types before the call; a [`Signature`] lets a [`Function`] get the same
+/// checks and error messages (`wrong number of args for NAME: want 2 got 1`, `wrong type for
+/// value; expected string; got float64`, `expected integer; found 1.5`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Param {
+    /// `interface{}`: anything, nil included.
+    Any,
+    /// `string`.
+    String,
+    /// `int`.
+    Int,
+    /// `int64`.
+    Int64,
+    /// `float64`.
+    Float64,
+    /// `bool`.
+    Bool,
+    /// `[]interface{}`.
+    List,
+    /// `[]string`.
+    StringList,
+    /// `map[string]interface{}`.
+    Map,
+}
+
+impl Param {
+    /// The Go type's name as Go's messages print it.
+    pub fn go_name(self) -> &'static str {
+        match self {
+            Param::Any => "interface {}",
+            Param::String => "string",
+            Param::Int => "int",
+            Param::Int64 => "int64",
+            Param::Float64 => "float64",
+            Param::Bool => "bool",
+            Param::List => "[]interface {}",
+            Param::StringList => "[]string",
+            Param::Map => "map[string]interface {}",
+        }
+    }
+}
+
+/// A function's Go parameter list: the fixed parameters, then the element type of a final
+/// variadic parameter (`...interface{}` is `Some(Param::Any)`).
+#[derive(Debug, Clone, Copy)]
+pub struct Signature {
+    /// The fixed parameters.
+    pub params: &'static [Param],
+    /// The variadic parameter's element type, if the function is variadic.
+    pub variadic: Option<Param>,
+}
+
+/// Signatures by function name. A function without one takes any number of arguments of any
+/// type, unchecked.
+pub type Signatures = HashMap<&'static str, Signature>;
 
 /// What a render provides to functions beyond their arguments.
 pub struct Env {
@@ -60,7 +147,9 @@ impl Default for Env {
 
 impl std::fmt::Debug for Env {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Env").field("now", &self.now).finish_non_exhaustive()
+        f.debug_struct("Env")
+            .field("now", &self.now)
+            .finish_non_exhaustive()
     }
 }
 
@@ -107,10 +196,27 @@ pub struct Error {
     pub message: String,
 }
 
+/// The name Helm gives the template `tpl` parses, and the name of its root template.
+pub(crate) const TPL_NAME: &str = "gotpl";
+
+/// One layer of templates by name. `tpl` stacks a new layer over the running set instead of
+/// copying it, so a `tpl` call costs one parse, not a copy of every template.
+#[derive(Clone, Default)]
+struct Layer {
+    templates: HashMap<Rc<str>, Rc<parse::Tree>>,
+    parent: Option<Rc<Layer>>,
+}
+
 /// A set of named templates sharing one function map (Go's `*template.Template` tree).
+///
+/// Cloning is cheap: the parsed templates are shared.
 #[derive(Clone)]
 pub struct Set {
     funcs: Rc<FuncMap>,
+    signatures: Rc<Signatures>,
+    layer: Rc<Layer>,
+    /// The name `$`, shared by every execution's variable stack.
+    dollar: Rc<str>,
 }
 
 impl std::fmt::Debug for Set {
@@ -120,32 +226,101 @@ impl std::fmt::Debug for Set {
 }
 
 impl Set {
-    /// An empty set using `funcs` (plus the builtins).
+    /// An empty set using `funcs` (plus the builtins; a function in `funcs` replaces the
+    /// builtin of the same name).
     pub fn new(funcs: Rc<FuncMap>) -> Self {
-        Set { funcs }
+        Set::with_signatures(funcs, Rc::new(Signatures::new()))
+    }
+
+    /// An empty set using `funcs`, whose arguments are checked against `signatures` as Go
+    /// checks them against the functions' parameter types.
+    pub fn with_signatures(funcs: Rc<FuncMap>, signatures: Rc<Signatures>) -> Self {
+        Set {
+            funcs,
+            signatures,
+            layer: Rc::new(Layer::default()),
+            dollar: Rc::from("$"),
+        }
     }
 
     /// Parses `text` as the template `name`, adding it and every `define`/`block` in it to the
-    /// set (a later definition of a name replaces the earlier one, as Go's `Parse` does).
+    /// set (a later definition of a name replaces the earlier one, as Go's `Parse` does, except
+    /// that an empty definition never replaces a non-empty one).
     pub fn parse(&mut self, name: &str, text: &str) -> Result<(), Error> {
-        let _ = (name, text, &self.funcs);
-        Err(Error {
-            message: "template engine not built yet".into(),
+        let trees = stacker::maybe_grow(128 * 1024, 4 * 1024 * 1024, || {
+            parse::parse(name, text, &self.funcs)
         })
+        .map_err(|message| Error { message })?;
+        for tree in trees {
+            if tree.is_empty() && self.lookup(&tree.name).is_some() {
+                continue;
+            }
+            let layer = Rc::make_mut(&mut self.layer);
+            layer.templates.insert(tree.name.clone(), Rc::new(tree));
+        }
+        Ok(())
     }
 
     /// Whether the set holds a template `name`.
     pub fn has(&self, name: &str) -> bool {
-        let _ = name;
-        false
+        self.lookup(name).is_some()
     }
 
     /// Executes the template `name` with `data` as dot and returns its text. `missingkey=zero`:
     /// a missing map key is nil and prints as `<no value>`, as in Helm.
     pub fn execute(&self, name: &str, data: Value, env: &mut Env) -> Result<String, Error> {
-        let _ = (name, data, env);
-        Err(Error {
-            message: "template engine not built yet".into(),
-        })
+        let mut shared = exec::Shared {
+            includes: HashMap::new(),
+            tpl_depth: 0,
+        };
+        self.execute_shared(name, data, env, &mut shared)
+    }
+
+    fn execute_shared(
+        &self,
+        name: &str,
+        data: Value,
+        env: &mut Env,
+        shared: &mut exec::Shared,
+    ) -> Result<String, Error> {
+        let Some(tree) = self.lookup(name) else {
+            return Err(Error {
+                message: format!(
+                    "template: no template {} associated with template {}",
+                    lex::go_quote(name),
+                    lex::go_quote(TPL_NAME)
+                ),
+            });
+        };
+        let mut state = exec::Exec::new(self, tree, env, shared);
+        state.run(data)?;
+        Ok(state.out)
+    }
+
+    fn signature(&self, name: &str) -> Option<Signature> {
+        self.signatures.get(name).copied()
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Rc<parse::Tree>> {
+        let mut layer = &*self.layer;
+        loop {
+            if let Some(t) = layer.templates.get(name) {
+                return Some(t);
+            }
+            layer = layer.parent.as_deref()?;
+        }
+    }
+
+    /// A set over this one whose parses do not touch it (what `tpl` parses into).
+    fn layered(&self) -> Set {
+        Set {
+            funcs: self.funcs.clone(),
+            signatures: self.signatures.clone(),
+            layer: Rc::new(Layer {
+                templates: HashMap::new(),
+                parent: Some(self.layer.clone()),
+            }),
+            dollar: self.dollar.clone(),
+        }
     }
 }
