@@ -707,3 +707,109 @@ mod tests {
         );
     }
 }
+
+/// Templates calling this area's functions, rendered by the template engine with Helm's
+/// argument checks, against the text Helm v4.2.3 rendered for them.
+#[cfg(test)]
+mod rendered {
+    use std::rc::Rc;
+
+    #[test]
+    fn templates_render_as_helm_renders_them() {
+        let mut map = crate::template::FuncMap::new();
+        crate::funcs::register_sprig(&mut map);
+        let map = Rc::new(map);
+        let signatures = Rc::new(crate::template::helm_signatures());
+        for (text, want) in [
+            (
+                "{{ (semver \"v1.2.3-rc.1+b\").Major }} {{ semver \"1.2\" }} {{ (semver \"1.2.3\").Original }} {{ (semver \"1.2.3-rc.1+b\").Prerelease }} {{ (semver \"1.2.3-rc.1+b\").Metadata }}",
+                "1 1.2.0 1.2.3 rc.1 b",
+            ),
+            (
+                "{{ $v := semver \"1.2.3\" }}{{ $v.IncMinor }} {{ $v.LessThan (semver \"1.3.0\") }} {{ ($v.SetPrerelease \"rc.1\").Prerelease }} {{ $v.Compare (semver \"1.2.3\") }} {{ $v }}",
+                "1.3.0 true rc.1 0 1.2.3",
+            ),
+            (
+                "{{ if semverCompare \">=1.21-0\" \"v1.30.0-gke.1\" }}yes{{ end }} {{ semverCompare \"^1.2\" \"1.3.0\" }}",
+                "yes true",
+            ),
+            (
+                "{{ semverCompare \"foo\" \"1.2.3\" }}",
+                "ERR template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <semverCompare \"foo\" \"1.2.3\">: error calling semverCompare: improper constraint: \"foo\"",
+            ),
+            (
+                "{{ semver \"x\" }}",
+                "ERR template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <semver \"x\">: error calling semver: invalid semantic version",
+            ),
+            (
+                "{{ regexReplaceAll \"(\\\\w+)@(\\\\w+)\" \"me@host\" \"${2}.${1}\" }} {{ regexFindAll \"[0-9]+\" \"a1b22c333\" -1 }} {{ regexSplit \",\" \"a,b\" -1 }} {{ index (regexSplit \",\" \"a,b\" -1) 1 }}",
+                "host.me [1 22 333] [a b] b",
+            ),
+            (
+                "{{ mustRegexMatch \"(\" \"x\" }}",
+                "ERR template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <mustRegexMatch \"(\" \"x\">: error calling mustRegexMatch: error parsing regexp: missing closing ): `(`",
+            ),
+            (
+                "{{ regexFind \"(\" \"x\" }}",
+                "ERR template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <regexFind \"(\" \"x\">: error calling regexFind: regexp: Compile(`(`): error parsing regexp: missing closing ): `(`",
+            ),
+            (
+                "{{ \"abc\" | regexMatch \"b\" }} {{ regexQuoteMeta \"a.b\" }}",
+                "true a\\.b",
+            ),
+            (
+                "{{ date \"2006-01-02 15:04 MST\" 1700000000 }} {{ dateInZone \"Mon Jan _2 15:04:05 MST 2006\" 0 \"Asia/Tokyo\" }}",
+                "2023-11-14 22:13 UTC Thu Jan  1 09:00:00 JST 1970",
+            ),
+            (
+                "{{ $t := toDate \"2006-01-02\" \"2020-02-03\" }}{{ $t }} {{ $t.Unix }} {{ $t.Year }} {{ $t | date \"Jan 2\" }} {{ $t | unixEpoch }} {{ dateModify \"-1h\" $t }} {{ $t.Format \"2006\" }}",
+                "2020-02-03 00:00:00 +0000 UTC 1580688000 2020 Feb 3 1580688000 2020-02-02 23:00:00 +0000 UTC 2020",
+            ),
+            (
+                "{{ mustToDate \"2006-01-02\" \"x\" }}",
+                "ERR template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <mustToDate \"2006-01-02\" \"x\">: error calling mustToDate: parsing time \"x\" as \"2006-01-02\": cannot parse \"x\" as \"2006\"",
+            ),
+            (
+                "{{ duration \"3661\" }} {{ durationRound \"400h\" }} {{ (toDate \"2006\" \"2020\") | htmlDate }}",
+                "1h1m1s 16d 2020-01-01",
+            ),
+            (
+                "{{ sha256sum \"abc\" }} {{ \"abc\" | sha1sum }} {{ adler32sum \"abc\" }}",
+                "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad a9993e364706816aba3e25717850c26c9cd0d89d 38600999",
+            ),
+            (
+                "{{ derivePassword 1 \"long\" \"password\" \"user\" \"example.com\" }}",
+                "ZedaFaxcZaso9*",
+            ),
+            (
+                "{{ $ca := genCA \"ca\" 10 }}{{ gt (len $ca.Cert) 1000 }} {{ gt (len $ca.Key) 1500 }}",
+                "true true",
+            ),
+            (
+                "{{ len (genPrivateKey \"ed25519\") }} {{ genPrivateKey \"foo\" }}",
+                "119 Unknown type foo",
+            ),
+            (
+                "{{ $e := encryptAES \"k\" \"secret\" }}{{ decryptAES \"k\" $e }}",
+                "secret",
+            ),
+            (
+                "{{ randAlphaNum 10 | len }} {{ randInt 1 2 }} {{ uuidv4 | len }}",
+                "10 1 36",
+            ),
+            (
+                "{{ decryptAES \"k\" \"YWJj\" }}",
+                "ERR template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <decryptAES \"k\" \"YWJj\">: error calling decryptAES: runtime error: slice bounds out of range [:16] with capacity 3",
+            ),
+        ] {
+            let mut set = crate::template::Set::with_signatures(map.clone(), signatures.clone());
+            let mut env = crate::template::Env::fixed(1, super::test_now());
+            let name = "t/templates/t.yaml";
+            let got = set
+                .parse(name, text)
+                .and_then(|()| set.execute(name, crate::Value::empty_map(), &mut env));
+            let got = got.unwrap_or_else(|e| format!("ERR {}", e.message));
+            assert_eq!(got, want, "{text}");
+        }
+    }
+}
