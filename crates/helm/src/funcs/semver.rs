@@ -274,9 +274,18 @@ fn uint64(n: u64) -> Value {
     Value::Int64(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
-fn version_arg(name: &str, args: &[Value]) -> Result<Rc<dyn Object>, String> {
+fn version_arg(name: &str, args: &[Value]) -> Result<Version, String> {
     match args {
-        [Value::Object(o)] if o.type_name() == "*semver.Version" => Ok(o.clone()),
+        [Value::Object(o)] => o
+            .as_any()
+            .and_then(|a| a.downcast_ref::<Version>())
+            .cloned()
+            .ok_or_else(|| {
+                format!(
+                    "wrong type for value; expected *semver.Version; got {}",
+                    o.type_name()
+                )
+            }),
         [other] => Err(format!(
             "wrong type for value; expected *semver.Version; got {}",
             other.type_name()
@@ -314,13 +323,8 @@ impl Object for Version {
             }
         };
         let object = |v: Version| Value::Object(Rc::new(v));
-        let compare_with = |f: fn(Ordering) -> Value| {
-            version_arg(name, args).and_then(|other| {
-                let text = other.format();
-                let other = Version::parse(&text)?;
-                Ok(f(self.compare(&other)))
-            })
-        };
+        let compare_with =
+            |f: fn(Ordering) -> Value| version_arg(name, args).map(|other| f(self.compare(&other)));
         Some(match name {
             "Major" => niladic(uint64(self.major)),
             "Minor" => niladic(uint64(self.minor)),
@@ -392,6 +396,10 @@ impl Object for Version {
     fn to_data(&self) -> Value {
         // Masterminds marshals a version to JSON as its string.
         Value::str(self.to_string())
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 }
 
