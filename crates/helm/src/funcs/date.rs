@@ -29,6 +29,7 @@ pub fn register(map: &mut FuncMap) {
     map.insert("dateModify", date_modify);
     map.insert("date_modify", date_modify);
     map.insert("mustDateModify", must_date_modify);
+    map.insert("must_date_modify", must_date_modify);
     map.insert("ago", ago);
     map.insert("duration", duration);
     map.insert("durationRound", duration_round);
