@@ -52,7 +52,7 @@ pub(super) fn want_args(call: &Call<'_>, args: &[Value], want: usize) -> Result<
 }
 
 /// A `string` parameter: only a Go string converts (Go's templates do not stringify).
-pub(super) fn str_arg<'v>(value: &'v Value, _what: &str) -> Result<&'v str, String> {
+pub(super) fn str_arg(value: &Value) -> Result<&str, String> {
     match value {
         Value::String(s) => Ok(s),
         Value::Nil => Err("wrong type for value; expected string; got interface {}".into()),
@@ -193,25 +193,25 @@ fn hex(bytes: &[u8]) -> String {
 
 fn sha1sum(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    let input = str_arg(&args[0], "string")?;
+    let input = str_arg(&args[0])?;
     Ok(Value::str(hex(&sha1::Sha1::digest(input.as_bytes()))))
 }
 
 fn sha256sum(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    let input = str_arg(&args[0], "string")?;
+    let input = str_arg(&args[0])?;
     Ok(Value::str(hex(&sha2::Sha256::digest(input.as_bytes()))))
 }
 
 fn sha512sum(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    let input = str_arg(&args[0], "string")?;
+    let input = str_arg(&args[0])?;
     Ok(Value::str(hex(&sha2::Sha512::digest(input.as_bytes()))))
 }
 
 fn adler32sum(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    let input = str_arg(&args[0], "string")?;
+    let input = str_arg(&args[0])?;
     let mut adler = adler2::Adler32::new();
     adler.write_slice(input.as_bytes());
     Ok(Value::str(adler.checksum().to_string()))
@@ -236,7 +236,7 @@ fn bcrypt_hash(call: &mut Call<'_>, password: &str) -> Result<String, String> {
 
 fn bcrypt_fn(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    let input = str_arg(&args[0], "string")?;
+    let input = str_arg(&args[0])?;
     // Sprig returns the failure as the text.
     Ok(Value::str(bcrypt_hash(call, input).unwrap_or_else(|e| {
         format!("failed to encrypt string with bcrypt: {e}")
@@ -245,8 +245,8 @@ fn bcrypt_fn(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 
 fn htpasswd(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let user = str_arg(&args[0], "string")?;
-    let password = str_arg(&args[1], "string")?;
+    let user = str_arg(&args[0])?;
+    let password = str_arg(&args[1])?;
     if user.contains(':') {
         return Ok(Value::str(format!("invalid username: {user}")));
     }
@@ -362,10 +362,10 @@ fn derive_password(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String>
             ));
         }
     };
-    let kind = str_arg(&args[1], "string")?;
-    let password = str_arg(&args[2], "string")?;
-    let user = str_arg(&args[3], "string")?;
-    let site = str_arg(&args[4], "string")?;
+    let kind = str_arg(&args[1])?;
+    let password = str_arg(&args[2])?;
+    let user = str_arg(&args[3])?;
+    let site = str_arg(&args[4])?;
     Ok(Value::str(master_password(
         counter, kind, password, user, site,
     )))
@@ -385,8 +385,8 @@ fn aes_key(password: &str) -> [u8; 32] {
 fn encrypt_aes(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     use aes::cipher::{BlockModeEncrypt as _, KeyIvInit as _};
     want_args(call, args, 2)?;
-    let password = str_arg(&args[0], "string")?;
-    let text = str_arg(&args[1], "string")?;
+    let password = str_arg(&args[0])?;
+    let text = str_arg(&args[1])?;
     if text.is_empty() {
         return Ok(Value::str(""));
     }
@@ -409,8 +409,8 @@ fn encrypt_aes(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 fn decrypt_aes(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     use aes::cipher::{BlockModeDecrypt as _, KeyIvInit as _};
     want_args(call, args, 2)?;
-    let password = str_arg(&args[0], "string")?;
-    let encoded = str_arg(&args[1], "string")?;
+    let password = str_arg(&args[0])?;
+    let encoded = str_arg(&args[1])?;
     let data = go_base64_decode(encoded)?;
     if data.is_empty() {
         return Ok(Value::str(""));

@@ -1184,14 +1184,14 @@ fn format_in(call: &Call<'_>, layout: &str, date: &Value, zone: &str) -> String 
 
 fn date(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let layout = str_arg(&args[0], "string")?;
+    let layout = str_arg(&args[0])?;
     Ok(Value::str(format_in(call, layout, &args[1], "Local")))
 }
 
 fn date_in_zone(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 3)?;
-    let layout = str_arg(&args[0], "string")?;
-    let zone = str_arg(&args[2], "string")?;
+    let layout = str_arg(&args[0])?;
+    let zone = str_arg(&args[2])?;
     Ok(Value::str(format_in(call, layout, &args[1], zone)))
 }
 
@@ -1202,12 +1202,12 @@ fn html_date(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 
 fn html_date_in_zone(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let zone = str_arg(&args[1], "string")?;
+    let zone = str_arg(&args[1])?;
     Ok(Value::str(format_in(call, "2006-01-02", &args[0], zone)))
 }
 
 fn modify(args: &[Value]) -> Result<Result<Value, String>, String> {
-    let spec = str_arg(&args[0], "string")?;
+    let spec = str_arg(&args[0])?;
     let t = typed_time(&args[1])?;
     Ok(parse_duration(spec).map(|nanos| time_value(t.add(i128::from(nanos)))))
 }
@@ -1287,8 +1287,8 @@ fn duration_round(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> 
 }
 
 fn parse_with(call: &Call<'_>, args: &[Value]) -> Result<Result<Time, String>, String> {
-    let layout = str_arg(&args[0], "string")?;
-    let text = str_arg(&args[1], "string")?;
+    let layout = str_arg(&args[0])?;
+    let text = str_arg(&args[1])?;
     Ok(parse(layout, text, &local_zone(call)))
 }
 

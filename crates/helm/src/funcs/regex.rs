@@ -807,8 +807,8 @@ type Compiler = fn(&str) -> Result<Rc<regex::Regex>, String>;
 
 fn match_with(call: &Call<'_>, args: &[Value], compile: Compiler) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let re = compile(str_arg(&args[0], "string")?)?;
-    Ok(Value::Bool(re.is_match(str_arg(&args[1], "string")?)))
+    let re = compile(str_arg(&args[0])?)?;
+    Ok(Value::Bool(re.is_match(str_arg(&args[1])?)))
 }
 
 fn regex_match(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
@@ -825,8 +825,8 @@ fn must_regex_match(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String
 
 fn find_with(call: &Call<'_>, args: &[Value], compile: Compiler) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let re = compile(str_arg(&args[0], "string")?)?;
-    let text = str_arg(&args[1], "string")?;
+    let re = compile(str_arg(&args[0])?)?;
+    let text = str_arg(&args[1])?;
     Ok(Value::str(re.find(text).map_or("", |m| m.as_str())))
 }
 
@@ -840,8 +840,8 @@ fn must_regex_find(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String>
 
 fn find_all_with(call: &Call<'_>, args: &[Value], compile: Compiler) -> Result<Value, String> {
     want_args(call, args, 3)?;
-    let re = compile(str_arg(&args[0], "string")?)?;
-    let text = str_arg(&args[1], "string")?;
+    let re = compile(str_arg(&args[0])?)?;
+    let text = str_arg(&args[1])?;
     let n = int_arg(&args[2])?;
     let found = find_all(&re, text, n);
     Ok(Value::List(
@@ -870,9 +870,9 @@ fn replace_with(
     literal: bool,
 ) -> Result<Value, String> {
     want_args(call, args, 3)?;
-    let re = compile(str_arg(&args[0], "string")?)?;
-    let text = str_arg(&args[1], "string")?;
-    let replacement = str_arg(&args[2], "string")?;
+    let re = compile(str_arg(&args[0])?)?;
+    let text = str_arg(&args[1])?;
+    let replacement = str_arg(&args[2])?;
     Ok(Value::str(replace_all(&re, text, replacement, literal)))
 }
 
@@ -894,8 +894,8 @@ fn must_regex_replace_all_literal(call: &mut Call<'_>, args: &[Value]) -> Result
 
 fn split_with(call: &Call<'_>, args: &[Value], compile: Compiler) -> Result<Value, String> {
     want_args(call, args, 3)?;
-    let re = compile(str_arg(&args[0], "string")?)?;
-    let text = str_arg(&args[1], "string")?;
+    let re = compile(str_arg(&args[0])?)?;
+    let text = str_arg(&args[1])?;
     let n = int_arg(&args[2])?;
     Ok(Value::string_list(split(&re, text, n)))
 }
@@ -910,7 +910,7 @@ fn must_regex_split(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String
 
 fn regex_quote_meta(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    Ok(Value::str(quote_meta(str_arg(&args[0], "string")?)))
+    Ok(Value::str(quote_meta(str_arg(&args[0])?)))
 }
 
 #[cfg(test)]

@@ -27,15 +27,15 @@ pub fn register(map: &mut FuncMap) {
 
 fn semver(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    let text = str_arg(&args[0], "string")?;
+    let text = str_arg(&args[0])?;
     let version = Version::parse(text)?;
     Ok(Value::Object(Rc::new(version)))
 }
 
 fn semver_compare(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let constraint = str_arg(&args[0], "string")?;
-    let version = str_arg(&args[1], "string")?;
+    let constraint = str_arg(&args[0])?;
+    let version = str_arg(&args[1])?;
     let constraint = cached_constraint(constraint)?;
     let version = Version::parse(version)?;
     Ok(Value::Bool(constraint.matches(&version.to_semver())))

@@ -416,7 +416,7 @@ fn parse_pkcs8(der: &[u8]) -> Result<Key, String> {
 
 fn gen_private_key(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    let kind = str_arg(&args[0], "string")?;
+    let kind = str_arg(&args[0])?;
     let key = match kind {
         "rsa" => Key::generate_rsa(call, 4096),
         "dsa" => return Ok(Value::str(generate_dsa(call))),
@@ -605,7 +605,7 @@ fn template(
     days: &Value,
     is_ca: bool,
 ) -> Result<Template, String> {
-    let cn = str_arg(cn, "string")?.to_owned();
+    let cn = str_arg(cn)?.to_owned();
     let ips = list_arg(ips)?;
     let dns = list_arg(dns)?;
     let days = int_arg(days)?;
@@ -667,8 +667,8 @@ fn gen_ca(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 fn gen_ca_with_key(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 3)?;
     let template = template(&args[0], &Value::Nil, &Value::Nil, &args[1], true)?;
-    let key = parse_private_key(str_arg(&args[2], "string")?)
-        .map_err(|e| format!("parsing private key: {e}"))?;
+    let key =
+        parse_private_key(str_arg(&args[2])?).map_err(|e| format!("parsing private key: {e}"))?;
     let cert = create_certificate(call, &template, &key, None)?;
     certificate_value(cert, &key)
 }
@@ -684,8 +684,8 @@ fn gen_self_signed_cert(call: &mut Call<'_>, args: &[Value]) -> Result<Value, St
 fn gen_self_signed_cert_with_key(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 5)?;
     let template = template(&args[0], &args[1], &args[2], &args[3], false)?;
-    let key = parse_private_key(str_arg(&args[4], "string")?)
-        .map_err(|e| format!("parsing private key: {e}"))?;
+    let key =
+        parse_private_key(str_arg(&args[4])?).map_err(|e| format!("parsing private key: {e}"))?;
     let cert = create_certificate(call, &template, &key, None)?;
     certificate_value(cert, &key)
 }
@@ -743,16 +743,16 @@ fn gen_signed_cert_with_key(call: &mut Call<'_>, args: &[Value]) -> Result<Value
     want_args(call, args, 6)?;
     let template = template(&args[0], &args[1], &args[2], &args[3], false)?;
     let ca = certificate_arg(&args[4])?;
-    let key = parse_private_key(str_arg(&args[5], "string")?)
-        .map_err(|e| format!("parsing private key: {e}"))?;
+    let key =
+        parse_private_key(str_arg(&args[5])?).map_err(|e| format!("parsing private key: {e}"))?;
     sign_with_ca(call, &template, &key, &ca)
 }
 
 fn build_custom_cert(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let cert = super::go_base64_decode(str_arg(&args[0], "string")?)
+    let cert = super::go_base64_decode(str_arg(&args[0])?)
         .map_err(|_| "unable to decode base64 certificate".to_owned())?;
-    let key = super::go_base64_decode(str_arg(&args[1], "string")?)
+    let key = super::go_base64_decode(str_arg(&args[1])?)
         .map_err(|_| "unable to decode base64 private key".to_owned())?;
     let cert = String::from_utf8_lossy(&cert).into_owned();
     let key = String::from_utf8_lossy(&key).into_owned();
