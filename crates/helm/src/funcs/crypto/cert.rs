@@ -926,6 +926,9 @@ mod tests {
             assert_eq!(cert_of(&leaf).key, key);
             parse(&cert_of(&leaf).cert);
         }
+        // SEC 1 with the curve and the public key, as Go's MarshalECPrivateKey: "MHcCAQEEI…".
+        let ec = test_call_env(gen_private_key, &[s("ecdsa")], &mut env).unwrap();
+        assert!(ec.as_str().unwrap().contains("\nMHcCAQEEI"), "{ec}");
         let ed = test_call_env(gen_private_key, &[s("ed25519")], &mut env).unwrap();
         // Go's PKCS #8 v1 form: 48 bytes, "MC4CAQAwBQYDK2VwBCIEI…".
         assert!(ed.as_str().unwrap().contains("\nMC4CAQAwBQYDK2VwBCIEI"));
