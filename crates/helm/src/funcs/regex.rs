@@ -452,7 +452,11 @@ impl Translator<'_> {
         };
         let name = body.trim_start_matches('{').trim_end_matches('}');
         let name = name.strip_prefix('^').unwrap_or(name);
-        if name.is_empty() || regex::Regex::new(&format!("\\p{{{name}}}")).is_err() {
+        // Go takes category and script names (any case), not Rust's `Script=…` forms.
+        if name.is_empty()
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            || regex::Regex::new(&format!("\\p{{{name}}}")).is_err()
+        {
             return Err(bad());
         }
         Ok(body)
@@ -500,9 +504,7 @@ impl Translator<'_> {
             'z' => self.out.push_str("\\z"),
             'p' | 'P' => {
                 let body = self.unicode_class(start)?;
-                self.out.push('\\');
-                self.out.push(c);
-                self.out.push_str(&body);
+                push_unicode_class(&mut self.out, c, &body);
             }
             'Q' => {
                 // Literal text up to `\E` (or the end).
@@ -614,9 +616,7 @@ impl Translator<'_> {
             'S' => "[^\\t\\n\\f\\r ]",
             'p' | 'P' => {
                 let body = self.unicode_class(item_start)?;
-                self.out.push('\\');
-                self.out.push(e);
-                self.out.push_str(&body);
+                push_unicode_class(&mut self.out, e, &body);
                 return Ok(None);
             }
             _ => {
@@ -631,6 +631,20 @@ impl Translator<'_> {
         };
         self.out.push_str(text);
         Ok(None)
+    }
+}
+
+/// Writes `\p…`/`\P…` (`letter`) with `body` (`L` or `{Greek}`); Go's `{^Greek}` negation is
+/// written as the opposite letter, which is how Rust spells it.
+fn push_unicode_class(out: &mut String, letter: char, body: &str) {
+    out.push('\\');
+    if let Some(name) = body.strip_prefix("{^") {
+        out.push(if letter == 'p' { 'P' } else { 'p' });
+        out.push('{');
+        out.push_str(name);
+    } else {
+        out.push(letter);
+        out.push_str(body);
     }
 }
 
@@ -1078,6 +1092,15 @@ mod tests {
             (run(regex_find, &[s("\\Aab"), s("abab")]), "ab"),
             (run(regex_find, &[s("ab\\z"), s("abab")]), "ab"),
             (run(regex_quote_meta, &[s("é-_")]), "é-_"),
+            (run(must_regex_match, &[s("\\p{greek}"), s("α")]), "true"),
+            (run(must_regex_match, &[s("\\p{Letter}"), s("α")]), "true"),
+            (run(must_regex_match, &[s("\\p{^Greek}"), s("a")]), "true"),
+            (run(must_regex_match, &[s("\\p{Any}"), s("a")]), "true"),
+            (
+                run(must_regex_match, &[s("[\\p{Greek}\\d]"), s("1")]),
+                "true",
+            ),
+            (run(must_regex_match, &[s("\\p{Common}"), s("1")]), "true"),
         ] {
             assert_eq!(got, want);
         }
@@ -1107,6 +1130,16 @@ mod tests {
             ("[[:foo:]]", "invalid character class range: `[:foo:]`"),
             ("\\p{Foo}", "invalid character class range: `\\p{Foo}`"),
             ("a|*", "missing argument to repetition operator: `*`"),
+            ("\\p{L&}", "invalid character class range: `\\p{L&}`"),
+            (
+                "\\p{Latin_Extended}",
+                "invalid character class range: `\\p{Latin_Extended}`",
+            ),
+            (
+                "\\p{Script=Greek}",
+                "invalid character class range: `\\p{Script=Greek}`",
+            ),
+            ("\\p{Greek", "invalid character class range: `\\p{Greek`"),
         ] {
             assert_eq!(
                 run(must_regex_match, &[s(pattern), s("x")]),
