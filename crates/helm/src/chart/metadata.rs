@@ -110,7 +110,21 @@ pub(crate) fn parse_chart_yaml(data: &[u8]) -> Result<Metadata, Error> {
     if let Some(deps) = map.get("dependencies") {
         metadata.dependencies = parse_dependencies(deps).map_err(load_error)?;
     }
-    // Check the remaining typed fields now so a bad Chart.yaml fails at load, as in Helm.
+    check_fields(&map)?;
+    for (key, value) in map {
+        if !TYPED.contains(&key.as_str()) {
+            metadata.extra.insert(key, value);
+        }
+    }
+    if metadata.api_version.is_empty() {
+        metadata.api_version = "v1".into();
+    }
+    Ok(metadata)
+}
+
+/// Checks the fields kept untyped in `extra` have the types Go's struct wants, so a bad
+/// Chart.yaml fails at load as in Helm.
+fn check_fields(map: &serde_json::Map<String, Json>) -> Result<(), Error> {
     for (_, key) in EXTRA_STRINGS {
         if let Some(v) = map.get(*key) {
             string_field(v, "Metadata", key).map_err(load_error)?;
@@ -178,15 +192,7 @@ pub(crate) fn parse_chart_yaml(data: &[u8]) -> Result<Metadata, Error> {
             }
         }
     }
-    for (key, value) in map {
-        if !TYPED.contains(&key.as_str()) {
-            metadata.extra.insert(key, value);
-        }
-    }
-    if metadata.api_version.is_empty() {
-        metadata.api_version = "v1".into();
-    }
-    Ok(metadata)
+    Ok(())
 }
 
 /// Reads `requirements.yaml` (apiVersion v1 charts): its `dependencies`.

@@ -139,3 +139,6 @@ pub struct Dependency {
     /// `alias`: the name the subchart takes in this parent.
     pub alias: String,
 }
+
+#[cfg(test)]
+mod tests;

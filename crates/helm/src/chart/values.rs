@@ -124,8 +124,7 @@ fn coalesce_globals(dest: &mut Values, src: &Values) {
                 match dest_global.get(&key) {
                     None => {}
                     Some(Json::Object(existing)) => {
-                        let mut existing = existing.clone();
-                        coalesce_tables_at(&mut merged, &mut existing, true, 0);
+                        coalesce_tables_at(&mut merged, existing, true, 0);
                     }
                     // A non-table under the same key: Helm skips with a conflict warning.
                     Some(_) => continue,
@@ -147,9 +146,7 @@ fn coalesce_globals(dest: &mut Values, src: &Values) {
 fn coalesce_chart_values(chart: &Chart, dest: &mut Values, merge: bool) {
     for (key, default) in &chart.values {
         match dest.get_mut(key) {
-            None => {
-                dest.insert(key.clone(), default.clone());
-            }
+            None => insert_default(dest, key, default, merge),
             Some(Json::Null) if !merge => {
                 dest.remove(key);
             }
@@ -162,8 +159,7 @@ fn coalesce_chart_values(chart: &Chart, dest: &mut Values, merge: bool) {
                             .dependencies
                             .iter()
                             .any(|sub| &sub.metadata.name == key);
-                    let mut src = default_table.clone();
-                    coalesce_tables_at(user_table, &mut src, merge, 0);
+                    coalesce_tables_at(user_table, default_table, merge, 0);
                 }
             }
             Some(_) => {}
@@ -174,24 +170,18 @@ fn coalesce_chart_values(chart: &Chart, dest: &mut Values, merge: bool) {
 /// Helm's `CoalesceTables` (`merge` false) and `MergeTables` (`merge` true): `src` under
 /// `dst`, `dst` authoritative.
 pub fn coalesce_tables(dst: &mut Values, src: &Values, merge: bool) {
-    let mut src = src.clone();
-    coalesce_tables_at(dst, &mut src, merge, 0);
+    coalesce_tables_at(dst, src, merge, 0);
 }
 
-fn coalesce_tables_at(dst: &mut Values, src: &mut Values, merge: bool, depth: usize) {
-    for (key, value) in dst.iter() {
-        if value.is_null() {
-            src.insert(key.clone(), Json::Null);
-        }
-    }
-    for (key, value) in src.iter_mut() {
+fn coalesce_tables_at(dst: &mut Values, src: &Values, merge: bool, depth: usize) {
+    // A `null` in dst deletes the key only where src has it: user nulls with no default
+    // behind them stay (Helm v4 renders them as null).
+    for (key, value) in src {
         match dst.get_mut(key) {
             Some(Json::Null) if !merge => {
                 dst.remove(key);
             }
-            None => {
-                dst.insert(key.clone(), value.clone());
-            }
+            None => insert_default(dst, key, value, merge),
             Some(existing) => {
                 if let Json::Object(src_table) = value
                     && let Json::Object(dst_table) = existing
@@ -202,6 +192,30 @@ fn coalesce_tables_at(dst: &mut Values, src: &mut Values, merge: bool, depth: us
                 // Otherwise dst wins; Helm only warns on table/non-table mismatches.
             }
         }
+    }
+}
+
+/// Copies a default into values that lack the key. When coalescing (not merging), Helm v4
+/// leaves out the `null`s of chart defaults, in nested maps too (not inside lists).
+fn insert_default(dest: &mut Values, key: &str, value: &Json, merge: bool) {
+    if merge {
+        dest.insert(key.to_string(), value.clone());
+        return;
+    }
+    if let Some(value) = without_nulls(value, 0) {
+        dest.insert(key.to_string(), value);
+    }
+}
+
+fn without_nulls(value: &Json, depth: usize) -> Option<Json> {
+    match value {
+        Json::Null => None,
+        Json::Object(map) if depth < MAX_DEPTH => Some(Json::Object(
+            map.iter()
+                .filter_map(|(k, v)| Some((k.clone(), without_nulls(v, depth + 1)?)))
+                .collect(),
+        )),
+        other => Some(other.clone()),
     }
 }
 
@@ -267,6 +281,27 @@ mod tests {
         chart.values = map(values);
         chart.dependencies = dependencies;
         chart
+    }
+
+    #[test]
+    fn default_nulls_left_out() {
+        // Helm v4.2.3, defaults {a: null, b: {c: null, d: 1, k: {m: null, q: 1}}, e: 1,
+        // l: [null, {z: null}]}, user values {b: {x: null, k: {r: null}}}.
+        let chart = chart(
+            "n",
+            json!({"a": null, "b": {"c": null, "d": 1, "k": {"m": null, "q": 1}}, "e": 1,
+                   "l": [null, {"z": null}]}),
+            vec![],
+        );
+        let user = map(json!({"b": {"x": null, "k": {"r": null}}}));
+        assert_eq!(
+            Json::Object(coalesce_values(&chart, &user)),
+            json!({"b": {"d": 1, "k": {"q": 1, "r": null}, "x": null}, "e": 1, "l": [null, {"z": null}]})
+        );
+        assert_eq!(
+            Json::Object(coalesce_values(&chart, &Values::new())),
+            json!({"b": {"d": 1, "k": {"q": 1}}, "e": 1, "l": [null, {"z": null}]})
+        );
     }
 
     #[test]
