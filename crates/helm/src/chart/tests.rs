@@ -115,3 +115,76 @@ fn corpus_value_sets_prepare_as_helm() {
     }
     assert_eq!(checked, 63);
 }
+
+/// Numbers as `f64` so YAML readers that keep integers compare equal to Helm's `float64`s.
+fn floats(value: Json) -> Json {
+    match value {
+        Json::Number(n) => n
+            .as_f64()
+            .and_then(serde_json::Number::from_f64)
+            .map_or(Json::Number(n), Json::Number),
+        Json::Array(items) => Json::Array(items.into_iter().map(floats).collect()),
+        Json::Object(map) => Json::Object(map.into_iter().map(|(k, v)| (k, floats(v))).collect()),
+        other => other,
+    }
+}
+
+fn json(text: &str) -> Json {
+    floats(serde_json::from_str(text).expect("json"))
+}
+
+/// `testdata/deps`: one subchart three times under aliases (a comma condition, a tag, and
+/// import-values in both forms) plus a library chart. Expectations are Helm v4.2.3's
+/// `{{ toJson .Values }} {{ toJson .Chart.Dependencies }}` in the parent and the list of
+/// subcharts it rendered.
+#[test]
+fn dependencies_as_helm() {
+    let chart = load(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/chart/testdata/deps"))
+        .expect("deps chart");
+    let sub = r#"{"cfg":{"k":"v","other":"o"},"enabled":true,"exports":{"data":{"fromExport":1}},"global":{},"name":"subDefault"}"#;
+    let cases = [
+        (
+            "{}",
+            format!(
+                r#"{{"fromExport":1,"imported":{{"k":"parentWins","other":"o"}},"lib":{{"global":{{}}}},"one":{{"enabled":false}},"tags":{{"t":true}},"three":{{"cfg":{{"k":"v","other":"o"}},"enabled":true,"exports":{{"data":{{"fromExport":1}}}},"global":{{}},"name":"fromParent"}},"two":{sub}}}"#
+            ),
+            r#"[{"Alias":"two","Condition":"","Enabled":true,"ImportValues":[],"Name":"two","Repository":"","Tags":["t"],"Version":">=0.1.0"},{"Alias":"three","Condition":"three.missing,three.enabled","Enabled":true,"ImportValues":[{"child":"exports.data","parent":"."},{"child":"cfg","parent":"imported"}],"Name":"three","Repository":"","Tags":[],"Version":"~0.1"},{"Alias":"","Condition":"","Enabled":true,"ImportValues":[],"Name":"lib","Repository":"","Tags":[],"Version":"1.x"}]"#,
+            vec!["two", "three", "lib"],
+        ),
+        (
+            r#"{"tags": {"t": false}, "global": {"oneEnabled": true}, "one": {"enabled": null}}"#,
+            r#"{"fromExport":1,"global":{"oneEnabled":true},"imported":{"k":"parentWins","other":"o"},"lib":{"global":{"oneEnabled":true}},"one":{"cfg":{"k":"v","other":"o"},"exports":{"data":{"fromExport":1}},"global":{"oneEnabled":true},"name":"subDefault"},"tags":{"t":false},"three":{"cfg":{"k":"v","other":"o"},"enabled":true,"exports":{"data":{"fromExport":1}},"global":{"oneEnabled":true},"name":"fromParent"}}"#.to_string(),
+            r#"[{"Alias":"one","Condition":"one.enabled,global.oneEnabled","Enabled":true,"ImportValues":[],"Name":"one","Repository":"","Tags":[],"Version":"0.1.0"},{"Alias":"three","Condition":"three.missing,three.enabled","Enabled":true,"ImportValues":[{"child":"exports.data","parent":"."},{"child":"cfg","parent":"imported"}],"Name":"three","Repository":"","Tags":[],"Version":"~0.1"},{"Alias":"","Condition":"","Enabled":true,"ImportValues":[],"Name":"lib","Repository":"","Tags":[],"Version":"1.x"}]"#,
+            vec!["one", "three", "lib"],
+        ),
+        (
+            r#"{"three": {"enabled": false}, "one": {"enabled": true}}"#,
+            format!(
+                r#"{{"imported":{{"k":"parentWins"}},"lib":{{"global":{{}}}},"one":{sub},"tags":{{"t":true}},"three":{{"enabled":false,"name":"fromParent"}},"two":{sub}}}"#
+            ),
+            r#"[{"Alias":"one","Condition":"one.enabled,global.oneEnabled","Enabled":true,"ImportValues":[],"Name":"one","Repository":"","Tags":[],"Version":"0.1.0"},{"Alias":"two","Condition":"","Enabled":true,"ImportValues":[],"Name":"two","Repository":"","Tags":["t"],"Version":">=0.1.0"},{"Alias":"","Condition":"","Enabled":true,"ImportValues":[],"Name":"lib","Repository":"","Tags":[],"Version":"1.x"}]"#,
+            vec!["one", "two", "lib"],
+        ),
+    ];
+    for (user, want_values, want_deps, want_charts) in cases {
+        let Json::Object(user_values) = json(user) else {
+            panic!("user values");
+        };
+        let (prepared, values) = prepare(&chart, &user_values).expect("prepare");
+        assert_eq!(floats(Json::Object(values)), json(&want_values), "{user}");
+        let deps = Json::Array(
+            prepared
+                .metadata
+                .dependencies
+                .iter()
+                .map(|d| d.to_value().to_json())
+                .collect(),
+        );
+        assert_eq!(floats(deps), json(want_deps), "{user}");
+        let mut names: Vec<&str> = prepared.dependencies.iter().map(Chart::name).collect();
+        let mut want: Vec<&str> = want_charts;
+        names.sort_unstable();
+        want.sort_unstable();
+        assert_eq!(names, want, "{user}");
+    }
+}
