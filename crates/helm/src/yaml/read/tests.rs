@@ -1,5 +1,4 @@
 use super::*;
-use std::fmt::Write as _;
 
 fn json(text: &str) -> String {
     match parse(text) {
