@@ -17,17 +17,7 @@ const MAX_DEPTH: usize = 256;
 
 /// Reads one YAML document into JSON data.
 pub(crate) fn parse_yaml(text: &str) -> Result<Json, String> {
-    match crate::yaml::parse(text) {
-        Ok(value) => Ok(value),
-        Err(e) if e.message == "YAML reader not built yet" => fallback_yaml(text),
-        Err(e) => Err(e.message),
-    }
-}
-
-/// Until the crate's own YAML reader lands, values are read with serde-saphyr.
-fn fallback_yaml(text: &str) -> Result<Json, String> {
-    let value: Option<Json> = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
-    Ok(value.unwrap_or(Json::Null))
+    crate::yaml::parse(text).map_err(|e| e.message)
 }
 
 /// Reads a values file: an empty document is an empty map; anything but a map is an error.
