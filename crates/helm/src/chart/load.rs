@@ -377,6 +377,136 @@ pub(crate) fn load_files(files: Vec<File>, depth: usize) -> Result<Chart, Error>
 mod tests {
     use super::*;
 
+    /// A tar entry written byte by byte, so tests can build archives the `tar` crate's
+    /// builder would refuse (`..`, links).
+    fn entry(out: &mut tar::Builder<Vec<u8>>, name: &str, kind: tar::EntryType, data: &[u8]) {
+        let mut header = tar::Header::new_gnu();
+        let bytes = name.as_bytes();
+        if let Some(gnu) = header.as_gnu_mut() {
+            gnu.name[..bytes.len()].copy_from_slice(bytes);
+        }
+        header.set_entry_type(kind);
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        if kind == tar::EntryType::Symlink {
+            header.set_link_name("/etc/passwd").expect("link name");
+        }
+        header.set_cksum();
+        out.append(&header, data).expect("append");
+    }
+
+    fn archive(entries: &[(&str, tar::EntryType, &[u8])]) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        for (name, kind, data) in entries {
+            entry(&mut builder, name, *kind, data);
+        }
+        let tar = builder.into_inner().expect("tar");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &tar).expect("gzip");
+        gz.finish().expect("gzip")
+    }
+
+    const REGULAR: tar::EntryType = tar::EntryType::Regular;
+    const CHART: &[u8] = b"apiVersion: v2\nname: c\nversion: 0.1.0\n";
+
+    #[test]
+    fn archives_load_with_nested_archives() {
+        let sub = archive(&[
+            (
+                "sub/Chart.yaml",
+                REGULAR,
+                b"apiVersion: v2\nname: sub\nversion: 1.0.0\n",
+            ),
+            ("sub/templates/s.yaml", REGULAR, b"s"),
+        ]);
+        let top = archive(&[
+            ("c/Chart.yaml", REGULAR, CHART),
+            ("c/values.yaml", REGULAR, b"\xef\xbb\xbfa: 1\n"),
+            ("c/templates/t.yaml", REGULAR, b"t"),
+            ("c/crds/x.yaml", REGULAR, b"crd"),
+            ("c/charts/sub-1.0.0.tgz", REGULAR, &sub),
+        ]);
+        let chart = load_archive(&top).expect("chart");
+        assert_eq!(chart.metadata.name, "c");
+        assert_eq!(
+            chart.values.get("a").and_then(serde_json::Value::as_f64),
+            Some(1.0)
+        );
+        let names: Vec<&str> = chart.files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["crds/x.yaml"]);
+        assert_eq!(chart.dependencies.len(), 1);
+        assert_eq!(chart.dependencies[0].metadata.name, "sub");
+        assert_eq!(chart.dependencies[0].templates[0].name, "templates/s.yaml");
+    }
+
+    #[test]
+    fn unsafe_archives_refused() {
+        let escape = archive(&[
+            ("c/Chart.yaml", REGULAR, CHART),
+            ("c/../../etc/x", REGULAR, b"x"),
+        ]);
+        let message = load_archive(&escape).expect_err("escape").message;
+        assert!(message.contains("parent directory"), "{message}");
+        let link = archive(&[
+            ("c/Chart.yaml", REGULAR, CHART),
+            ("c/templates/l.yaml", tar::EntryType::Symlink, b""),
+        ]);
+        let message = load_archive(&link).expect_err("link").message;
+        assert!(
+            message.contains("c/templates/l.yaml") && message.contains("link"),
+            "{message}"
+        );
+        let big = vec![b'a'; usize::try_from(MAX_FILE_SIZE).unwrap_or(0) + 1];
+        let oversize = archive(&[
+            ("c/Chart.yaml", REGULAR, CHART),
+            ("c/big.txt", REGULAR, &big),
+        ]);
+        let message = load_archive(&oversize).expect_err("oversize").message;
+        assert!(
+            message.contains("c/big.txt") && message.contains("maximum file size"),
+            "{message}"
+        );
+        let top_level = archive(&[("Chart.yaml", REGULAR, CHART)]);
+        assert_eq!(
+            load_archive(&top_level).expect_err("top").message,
+            "chart yaml not in base directory"
+        );
+        assert!(load_archive(b"not gzip").is_err());
+    }
+
+    #[test]
+    fn directories_as_helm() {
+        // Checked with Helm v4.2.3: `.Files` holds only `.helmignore` here; `docs/` is
+        // ignored, hidden templates are dropped, values.schema.json and Chart.lock are not
+        // files; a stray file under charts/ fails the load.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        let write = |path: &str, text: &str| {
+            let full = root.join(path);
+            std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+            std::fs::write(full, text).expect("write");
+        };
+        write("Chart.yaml", "apiVersion: v2\nname: L\nversion: 0.1.0\n");
+        write("values.schema.json", "{\"type\":\"object\"}");
+        write("templates/.hidden", "x");
+        write("templates/t.yaml", "t");
+        write("Chart.lock", "generated: x\n");
+        write("docs/a.md", "z");
+        write(".helmignore", "docs/\n");
+        std::fs::create_dir_all(root.join("charts/_skip")).expect("mkdir");
+        let chart = load(root).expect("chart");
+        let files: Vec<&str> = chart.files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(files, [".helmignore"]);
+        let templates: Vec<&str> = chart.templates.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(templates, ["templates/t.yaml"]);
+        assert!(chart.schema.is_some());
+        write("charts/README.md", "readme");
+        assert_eq!(
+            load(root).expect_err("stray").message,
+            "error unpacking subchart README.md in L: Chart.yaml file is missing"
+        );
+    }
+
     #[test]
     fn entry_names() {
         assert_eq!(
