@@ -36,7 +36,7 @@ pub(crate) fn validate_chart(chart: &Chart, values: &Values, depth: usize) -> Op
     (!out.is_empty()).then_some(out)
 }
 
-/// One schema against one values tree: `Err` with Helm's text (ending in a blank line).
+/// One schema against one values tree: `Err` with Helm's text (each line ending in `\n`).
 fn validate_one(schema: &[u8], values: &Values) -> Result<(), String> {
     let schema: Json = serde_json::from_slice(schema)
         .map_err(|e| format!("unable to parse the values schema: {e}\n"))?;
@@ -53,7 +53,6 @@ fn validate_one(schema: &[u8], values: &Values) -> Result<(), String> {
     for child in tree.flattened_children() {
         child.write(&mut out, 0);
     }
-    out.push('\n');
     Err(out)
 }
 
@@ -70,6 +69,8 @@ struct Leaf {
 #[derive(Debug, Clone, Default)]
 struct Node {
     step: String,
+    /// The text of a group that has one (`'allOf' failed`) instead of `validation failed`.
+    label: Option<&'static str>,
     instance: Option<String>,
     message: Option<String>,
     children: Vec<Node>,
@@ -83,7 +84,7 @@ impl Node {
 
     fn flattened(&self) -> &Node {
         let mut node = self;
-        while node.message.is_none() && node.children.len() == 1 {
+        while node.message.is_none() && node.label.is_none() && node.children.len() == 1 {
             node = &node.children[0];
         }
         node
@@ -112,7 +113,11 @@ impl Node {
     }
 
     fn write(&self, out: &mut String, indent: usize) {
-        let message = self.message.as_deref().unwrap_or("validation failed");
+        let message = self
+            .message
+            .as_deref()
+            .or(self.label)
+            .unwrap_or("validation failed");
         let _ = writeln!(
             out,
             "{:indent$}- at '{}': {message}",
@@ -141,6 +146,7 @@ fn build(leaves: Vec<Leaf>) -> Node {
             } else {
                 node.children.push(Node {
                     step: step.clone(),
+                    label: (step == "allOf").then_some("'allOf' failed"),
                     ..Node::default()
                 });
                 node.children.len() - 1
@@ -148,10 +154,10 @@ fn build(leaves: Vec<Leaf>) -> Node {
             node = &mut node.children[index];
         }
         node.children.push(Node {
-            step: String::new(),
             instance: Some(leaf.instance),
             message: Some(leaf.message),
             children: leaf.children,
+            ..Node::default()
         });
     }
     merge_required(&mut root);
@@ -228,6 +234,10 @@ fn steps(evaluation_path: &str) -> Vec<String> {
         let named = NAMED.contains(&segment)
             || (segment == "items" && segments[i + 1].bytes().all(|b| b.is_ascii_digit()));
         if named && i + 2 < segments.len() {
+            if segment == "allOf" {
+                // Helm groups the failing branches of an allOf under one `'allOf' failed`.
+                steps.push("allOf".to_string());
+            }
             steps.push(format!("{segment}/{}", segments[i + 1]));
             i += 2;
         } else {
@@ -276,14 +286,12 @@ fn branches(context: &[Vec<jsonschema::ValidationError<'static>>]) -> Vec<Node> 
         .map(|errors| {
             let tree = build(errors.iter().map(leaf).collect());
             let flat = tree.flattened();
-            if flat.message.is_some() {
+            if flat.message.is_some() || flat.label.is_some() {
                 flat.clone()
             } else {
                 Node {
-                    step: String::new(),
-                    instance: None,
-                    message: None,
                     children: tree.flattened_children().into_iter().cloned().collect(),
+                    ..Node::default()
                 }
             }
         })
@@ -353,7 +361,8 @@ fn message(kind: &ValidationErrorKind, instance: &Json) -> String {
         }
         ValidationErrorKind::AdditionalProperties { unexpected }
         | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
-            let names: Vec<String> = unexpected.iter().map(|u| format!("'{u}'")).collect();
+            let mut names: Vec<String> = unexpected.iter().map(|u| format!("'{u}'")).collect();
+            names.sort();
             format!("additional properties {} not allowed", names.join(", "))
         }
         ValidationErrorKind::Enum { options } => match options.as_ref() {
@@ -404,7 +413,12 @@ fn message(kind: &ValidationErrorKind, instance: &Json) -> String {
             format!("{} does not match pattern '{pattern}'", quoted(instance))
         }
         ValidationErrorKind::Format { format } => {
-            format!("{} is not valid {format}", quoted(instance))
+            // Helm's validator adds its reason; the commonest one is reproduced.
+            let reason = match instance {
+                Json::String(s) if format == "email" && !s.contains('@') => ": missing @",
+                _ => "",
+            };
+            format!("{} is not valid {format}{reason}", quoted(instance))
         }
         ValidationErrorKind::UniqueItems => {
             let (mut first, mut second) = (0, 0);

@@ -99,7 +99,8 @@ fn corpus_value_sets_prepare_as_helm() {
             match (result, expected) {
                 (Ok(_), None) => {}
                 (Err(e), Some(text)) => {
-                    assert_eq!(format!("HelmValuesError: {e}"), text, "{set}");
+                    // The corpus files end with the newline the recorder added.
+                    assert_eq!(format!("HelmValuesError: {e}\n"), text, "{set}");
                 }
                 (Ok(_), Some(text)) => {
                     assert!(
@@ -187,4 +188,129 @@ fn dependencies_as_helm() {
         want.sort_unstable();
         assert_eq!(names, want, "{user}");
     }
+}
+
+/// Every keyword's message as Helm v4.2.3 words it. Helm lists a schema's property failures
+/// in Go's random map order, so the lines are compared as a set.
+#[test]
+fn schema_messages_as_helm() {
+    let schema = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/chart/testdata/schema/values.schema.json"),
+    )
+    .expect("schema");
+    let mut chart = Chart::default();
+    chart.metadata.name = "s".into();
+    chart.schema = Some(schema);
+    let Json::Object(values) = serde_json::json!({"e":"z","e1":"b","c":"j","m":1,"mx":5,"xm":3,"ml":"ab","p":"b","mi":[1],"u":[1,1],"mo":3,"t":1.5,"i":1.5,"n":"s","a":true,"o":[],"f":1,"nest":{"q":1,"w":2},"nb":null,"ob":[]})
+    else {
+        panic!("values");
+    };
+    let message = prepare(&chart, &values).expect_err("invalid").message;
+    let want = "values don't meet the specifications of the schema(s) in the following chart(s):
+s:
+- at '': missing properties 'r1', 'r2'
+- at '/i': got number, want integer
+- at '/p': 'b' does not match pattern '^a+$'
+- at '/nb': got null, want boolean
+- at '/mi': minItems: got 1, want 2
+- at '/m': minimum: got 1, want 3
+- at '/nest': validation failed
+  - at '/nest/q': got number, want string
+  - at '/nest/w': got number, want string
+- at '/ob': got array, want object
+- at '/e1': value must be 'a'
+- at '/t': got number, want integer or string
+- at '/n': 'not' failed
+- at '/c': value must be 'k'
+- at '/xm': exclusiveMinimum: got 3, want 3
+- at '/a': 'anyOf' failed
+  - at '/a': got boolean, want string
+  - at '/a': got boolean, want integer
+- at '/mo': multipleOf: got 3, want 2
+- at '/e': value must be one of 'a', 1, <nil>
+- at '/f': false schema
+- at '/mx': maximum: got 5, want 3
+- at '/o': 'oneOf' failed, none matched
+  - at '/o': got array, want string
+  - at '/o': got array, want integer
+- at '/u': items at 0 and 1 are equal
+- at '/ml': minLength: got 2, want 3
+";
+    // Group each top-level entry with its nested lines, then compare as sets.
+    let entries = |text: &str| {
+        let mut out: Vec<String> = Vec::new();
+        for line in text.lines() {
+            if line.starts_with("  ") {
+                if let Some(last) = out.last_mut() {
+                    last.push('\n');
+                    last.push_str(line);
+                }
+            } else {
+                out.push(line.to_string());
+            }
+        }
+        out.sort();
+        out
+    };
+    assert_eq!(entries(&message), entries(want));
+    assert!(message.ends_with('\n') && !message.ends_with("\n\n"));
+}
+
+/// Groups each top-level entry of a schema failure with its nested lines, sorted, since Helm
+/// lists property failures in Go's random map order.
+fn schema_entries(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut section = String::new();
+    for line in text.lines() {
+        if !line.starts_with(' ') && !line.starts_with('-') {
+            section = line.to_string();
+            out.push(section.clone());
+            continue;
+        }
+        // Lines under a group (`validation failed`, `'anyOf' failed`) stay with it; a group's
+        // direct children are entries of their own.
+        if line.starts_with("    ") {
+            if let Some(last) = out.last_mut() {
+                last.push('\n');
+                last.push_str(line);
+            }
+        } else {
+            out.push(format!("{section} {line}"));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A draft-07 schema behind a root `$ref`, allOf/oneOf/items/additionalProperties/if-then,
+/// and a subchart's own schema, as Helm v4.2.3 reported them.
+#[test]
+fn schema_groups_as_helm() {
+    let chart = load(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/chart/testdata/schema2"))
+        .expect("chart");
+    let Json::Object(values) = serde_json::json!({"fm":"nope","o2":1,"l":["a",1,2],"ap":{"x":1,"y":2,"w":3},"mx":"abc","it":"abc","req":{},"allof":1,"sub":{"k":"s"}})
+    else {
+        panic!("values");
+    };
+    let message = prepare(&chart, &values).expect_err("invalid").message;
+    let want = "values don't meet the specifications of the schema(s) in the following chart(s):
+s2:
+- at '': validation failed
+  - at '/l': validation failed
+    - at '/l/1': got number, want string
+    - at '/l/2': got number, want string
+  - at '/req': missing property 'z'
+  - at '/ap': additional properties 'w', 'y' not allowed
+  - at '/it': minLength: got 3, want 5
+  - at '/fm': 'nope' is not valid email: missing @
+  - at '/mx': maxLength: got 3, want 2
+  - at '/o2': 'oneOf' failed, subschemas 0, 1 matched
+  - at '/allof': 'allOf' failed
+    - at '/allof': got number, want string
+    - at '/allof': minimum: got 1, want 3
+sub:
+- at '': missing property 'must'
+- at '/k': got string, want integer
+";
+    assert_eq!(schema_entries(&message), schema_entries(want), "{message}");
 }
