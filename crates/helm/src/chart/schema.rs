@@ -334,6 +334,22 @@ fn got_want(keyword: &str, got: impl std::fmt::Display, want: impl std::fmt::Dis
     format!("{keyword}: got {got}, want {want}")
 }
 
+/// `type`: what was found against what the schema wants (`got number, want integer or string`).
+fn type_message(kind: &TypeKind, instance: &Json) -> String {
+    let mut want: Vec<String> = match kind {
+        TypeKind::Single(t) => vec![t.to_string()],
+        TypeKind::Multiple(set) => set.iter().map(|t| t.to_string()).collect(),
+    };
+    want.sort();
+    let mut got = type_name(instance);
+    // An integral number fails `type: integer` only when it is not integral; a whole
+    // number failing another type reads as a number, as Go's float64 does.
+    if got == "integer" && !want.iter().any(|w| w == "number") {
+        got = "number";
+    }
+    format!("got {got}, want {}", want.join(" or "))
+}
+
 fn message(kind: &ValidationErrorKind, instance: &Json) -> String {
     let length = |v: &Json| match v {
         Json::String(s) => s.chars().count(),
@@ -342,20 +358,7 @@ fn message(kind: &ValidationErrorKind, instance: &Json) -> String {
         _ => 0,
     };
     match kind {
-        ValidationErrorKind::Type { kind } => {
-            let mut want: Vec<String> = match kind {
-                TypeKind::Single(t) => vec![t.to_string()],
-                TypeKind::Multiple(set) => set.iter().map(|t| t.to_string()).collect(),
-            };
-            want.sort();
-            let mut got = type_name(instance);
-            // An integral number fails `type: integer` only when it is not integral; a whole
-            // number failing another type reads as a number, as Go's float64 does.
-            if got == "integer" && !want.iter().any(|w| w == "number") {
-                got = "number";
-            }
-            format!("got {got}, want {}", want.join(" or "))
-        }
+        ValidationErrorKind::Type { kind } => type_message(kind, instance),
         ValidationErrorKind::Required { property } => {
             format!("\u{0}required:{}", property.as_str().unwrap_or_default())
         }
