@@ -336,11 +336,11 @@ fn got_want(keyword: &str, got: impl std::fmt::Display, want: impl std::fmt::Dis
 
 /// `type`: what was found against what the schema wants (`got number, want integer or string`).
 fn type_message(kind: &TypeKind, instance: &Json) -> String {
-    let mut want: Vec<String> = match kind {
+    let want: Vec<String> = match kind {
         TypeKind::Single(t) => vec![t.to_string()],
         TypeKind::Multiple(set) => set.iter().map(|t| t.to_string()).collect(),
     };
-    want.sort();
+    // jsonschema's type order (null, boolean, integer, number, …) is the one Helm prints.
     let mut got = type_name(instance);
     // An integral number fails `type: integer` only when it is not integral; a whole
     // number failing another type reads as a number, as Go's float64 does.
@@ -367,6 +367,19 @@ fn message(kind: &ValidationErrorKind, instance: &Json) -> String {
             let mut names: Vec<String> = unexpected.iter().map(|u| format!("'{u}'")).collect();
             names.sort();
             format!("additional properties {} not allowed", names.join(", "))
+        }
+        // With a list or map among the choices Helm gives up on listing them.
+        ValidationErrorKind::Enum { options }
+            if options
+                .as_array()
+                .is_some_and(|items| items.iter().any(|i| i.is_array() || i.is_object())) =>
+        {
+            "'enum' failed".into()
+        }
+        ValidationErrorKind::Constant { expected_value }
+            if expected_value.is_array() || expected_value.is_object() =>
+        {
+            "'const' failed".into()
         }
         ValidationErrorKind::Enum { options } => match options.as_ref() {
             Json::Array(items) if items.len() == 1 => {

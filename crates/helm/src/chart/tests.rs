@@ -254,6 +254,23 @@ s:
     };
     assert_eq!(entries(&message), entries(want));
     assert!(message.ends_with('\n') && !message.ends_with("\n\n"));
+
+    let mut chart = Chart::default();
+    chart.metadata.name = "s3".into();
+    chart.schema = Some(br#"{"properties":{"a":{"type":"string"},"b":{"type":["boolean","null"]},"c":{"type":"object"},"d":{"enum":[{"x":1},[1,2],true,2.5]}, "e":{"const":{"x":"y"}}}}"#.to_vec());
+    let Json::Object(values) = serde_json::json!({"a":1,"b":1,"c":"1","d":3,"e":1}) else {
+        panic!("values");
+    };
+    let message = prepare(&chart, &values).expect_err("invalid").message;
+    let want = "values don't meet the specifications of the schema(s) in the following chart(s):
+s3:
+- at '/e': 'const' failed
+- at '/a': got number, want string
+- at '/b': got number, want null or boolean
+- at '/c': got string, want object
+- at '/d': 'enum' failed
+";
+    assert_eq!(schema_entries(&message), schema_entries(want), "{message}");
 }
 
 /// Groups each top-level entry of a schema failure with its nested lines, sorted, since Helm
