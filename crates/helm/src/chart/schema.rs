@@ -350,13 +350,54 @@ fn type_message(kind: &TypeKind, instance: &Json) -> String {
     format!("got {got}, want {}", want.join(" or "))
 }
 
-fn message(kind: &ValidationErrorKind, instance: &Json) -> String {
+/// The numeric and size limits: `minimum: got 1, want 3`.
+fn limit_message(kind: &ValidationErrorKind, instance: &Json) -> Option<String> {
     let length = |v: &Json| match v {
         Json::String(s) => s.chars().count(),
         Json::Array(a) => a.len(),
         Json::Object(o) => o.len(),
         _ => 0,
     };
+    Some(match kind {
+        ValidationErrorKind::Minimum { limit } => {
+            got_want("minimum", number_or_json(instance), number_or_json(limit))
+        }
+        ValidationErrorKind::Maximum { limit } => {
+            got_want("maximum", number_or_json(instance), number_or_json(limit))
+        }
+        ValidationErrorKind::ExclusiveMinimum { limit } => got_want(
+            "exclusiveMinimum",
+            number_or_json(instance),
+            number_or_json(limit),
+        ),
+        ValidationErrorKind::ExclusiveMaximum { limit } => got_want(
+            "exclusiveMaximum",
+            number_or_json(instance),
+            number_or_json(limit),
+        ),
+        ValidationErrorKind::MultipleOf { multiple_of } => got_want(
+            "multipleOf",
+            number_or_json(instance),
+            crate::value::Value::Float(*multiple_of),
+        ),
+        ValidationErrorKind::MinLength { limit } => got_want("minLength", length(instance), limit),
+        ValidationErrorKind::MaxLength { limit } => got_want("maxLength", length(instance), limit),
+        ValidationErrorKind::MinItems { limit } => got_want("minItems", length(instance), limit),
+        ValidationErrorKind::MaxItems { limit } => got_want("maxItems", length(instance), limit),
+        ValidationErrorKind::MinProperties { limit } => {
+            got_want("minProperties", length(instance), limit)
+        }
+        ValidationErrorKind::MaxProperties { limit } => {
+            got_want("maxProperties", length(instance), limit)
+        }
+        _ => return None,
+    })
+}
+
+fn message(kind: &ValidationErrorKind, instance: &Json) -> String {
+    if let Some(text) = limit_message(kind, instance) {
+        return text;
+    }
     match kind {
         ValidationErrorKind::Type { kind } => type_message(kind, instance),
         ValidationErrorKind::Required { property } => {
@@ -393,37 +434,6 @@ fn message(kind: &ValidationErrorKind, instance: &Json) -> String {
         },
         ValidationErrorKind::Constant { expected_value } => {
             format!("value must be {}", quoted(expected_value))
-        }
-        ValidationErrorKind::Minimum { limit } => {
-            got_want("minimum", number_or_json(instance), number_or_json(limit))
-        }
-        ValidationErrorKind::Maximum { limit } => {
-            got_want("maximum", number_or_json(instance), number_or_json(limit))
-        }
-        ValidationErrorKind::ExclusiveMinimum { limit } => got_want(
-            "exclusiveMinimum",
-            number_or_json(instance),
-            number_or_json(limit),
-        ),
-        ValidationErrorKind::ExclusiveMaximum { limit } => got_want(
-            "exclusiveMaximum",
-            number_or_json(instance),
-            number_or_json(limit),
-        ),
-        ValidationErrorKind::MultipleOf { multiple_of } => got_want(
-            "multipleOf",
-            number_or_json(instance),
-            crate::value::Value::Float(*multiple_of),
-        ),
-        ValidationErrorKind::MinLength { limit } => got_want("minLength", length(instance), limit),
-        ValidationErrorKind::MaxLength { limit } => got_want("maxLength", length(instance), limit),
-        ValidationErrorKind::MinItems { limit } => got_want("minItems", length(instance), limit),
-        ValidationErrorKind::MaxItems { limit } => got_want("maxItems", length(instance), limit),
-        ValidationErrorKind::MinProperties { limit } => {
-            got_want("minProperties", length(instance), limit)
-        }
-        ValidationErrorKind::MaxProperties { limit } => {
-            got_want("maxProperties", length(instance), limit)
         }
         ValidationErrorKind::Pattern { pattern } => {
             format!("{} does not match pattern '{pattern}'", quoted(instance))
