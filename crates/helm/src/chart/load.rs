@@ -309,8 +309,13 @@ pub(crate) fn load_files(files: Vec<File>, depth: usize) -> Result<Chart, Error>
             "Chart.yaml" => chart_yaml = Some(file.data),
             "values.yaml" => values = Some(file.data),
             "values.schema.json" => chart.schema = Some(file.data),
-            "requirements.yaml" => requirements = Some(file.data),
-            "Chart.lock" | "requirements.lock" => {}
+            // Helm keeps the v1 files visible to `.Files` (checked with Helm v4.2.3), but
+            // not Chart.lock.
+            "requirements.yaml" => {
+                requirements = Some(file.data.clone());
+                chart.files.push(file);
+            }
+            "Chart.lock" => {}
             name if name.starts_with("templates/") => chart.templates.push(file),
             name if name.starts_with("charts/") => {
                 if Path::new(name).extension().is_some_and(|e| e == "prov") {

@@ -57,6 +57,37 @@ pub fn prepare(chart: &Chart, user_values: &Values) -> Result<(Chart, Values), E
     Ok((chart, values))
 }
 
+/// Helm's `CheckDependencies`, which `helm template` runs before rendering: every dependency
+/// in Chart.yaml must have its chart under `charts/` (matched by chart name, before aliases).
+pub fn check_dependencies(chart: &Chart) -> Result<(), Error> {
+    let missing: Vec<&str> = chart
+        .metadata
+        .dependencies
+        .iter()
+        .filter(|dep| {
+            !chart
+                .dependencies
+                .iter()
+                .any(|c| c.metadata.name == dep.name)
+        })
+        .map(|dep| dep.name.as_str())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(format!(
+        "found in Chart.yaml, but missing in charts/ directory: {}",
+        missing.join(", ")
+    )))
+}
+
+/// Whether `version` satisfies the Masterminds constraint `constraint` (`>=1.20.0-0`,
+/// `^1.2 || ~2.0`); `None` when either does not parse. Helm checks `kubeVersion` and
+/// dependency versions this way.
+pub fn version_matches(constraint: &str, version: &str) -> Option<bool> {
+    constraint::satisfies(constraint, version)
+}
+
 impl Chart {
     /// The chart's name (after dependency processing, its alias in the parent).
     pub fn name(&self) -> &str {

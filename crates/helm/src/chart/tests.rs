@@ -331,3 +331,40 @@ sub:
 ";
     assert_eq!(schema_entries(&message), schema_entries(want), "{message}");
 }
+
+/// An apiVersion v1 chart (no apiVersion in Chart.yaml) with requirements.yaml: an aliased,
+/// conditional subchart; requirements.yaml and .lock stay in `.Files`. Helm v4.2.3 rendered
+/// `.Values` as below for each user value set.
+#[test]
+fn v1_requirements_as_helm() {
+    let chart = load(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/chart/testdata/v1"))
+        .expect("v1 chart");
+    assert_eq!(chart.metadata.api_version, "v1");
+    let files: Vec<&str> = chart.files.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(files, ["requirements.lock", "requirements.yaml"]);
+    let cases = [
+        ("{}", r#"{"renamed":{"global":{},"x":1}}"#, 1),
+        (
+            r#"{"sub":{"on":false},"renamed":{"on":false}}"#,
+            r#"{"renamed":{"on":false},"sub":{"on":false}}"#,
+            0,
+        ),
+    ];
+    for (user, want, deps) in cases {
+        let Json::Object(user_values) = json(user) else {
+            panic!("user values");
+        };
+        let (prepared, values) = prepare(&chart, &user_values).expect("prepare");
+        assert_eq!(floats(Json::Object(values)), json(want), "{user}");
+        assert_eq!(prepared.metadata.dependencies.len(), deps, "{user}");
+    }
+    let mut missing = chart.clone();
+    missing.dependencies.clear();
+    assert_eq!(
+        super::check_dependencies(&missing)
+            .expect_err("missing")
+            .message,
+        "found in Chart.yaml, but missing in charts/ directory: sub"
+    );
+    assert_eq!(super::version_matches(">=1.20.0-0", "v1.29.0"), Some(true));
+}
