@@ -168,8 +168,11 @@ fn coalesce_tables_at(dst: &mut Values, src: &Values, merge: bool, depth: usize)
     // behind them stay (Helm v4 renders them as null).
     for (key, value) in src {
         match dst.get_mut(key) {
+            // A null over a default deletes it; a null over a null default stays (Helm v4).
             Some(Json::Null) if !merge => {
-                dst.remove(key);
+                if !value.is_null() {
+                    dst.remove(key);
+                }
             }
             None => insert_default(dst, key, value, merge),
             Some(existing) => {
@@ -292,6 +295,45 @@ mod tests {
             Json::Object(coalesce_values(&chart, &Values::new())),
             json!({"b": {"d": 1, "k": {"q": 1}}, "e": 1, "l": [null, {"z": null}]})
         );
+    }
+
+    #[test]
+    fn nested_nulls_as_helm() {
+        // Helm v4.2.3 with defaults {b: {k: {m: null, q: 1}, c: null, d: 1}, e: {f: 1}}.
+        let chart = chart(
+            "n",
+            json!({"b": {"k": {"m": null, "q": 1}, "c": null, "d": 1}, "e": {"f": 1}}),
+            vec![],
+        );
+        let cases = [
+            (
+                json!({"b": {}}),
+                json!({"b": {"d": 1, "k": {"q": 1}}, "e": {"f": 1}}),
+            ),
+            (
+                json!({"b": {"c": null}}),
+                json!({"b": {"c": null, "d": 1, "k": {"q": 1}}, "e": {"f": 1}}),
+            ),
+            (
+                json!({"b": {"k": null}}),
+                json!({"b": {"d": 1}, "e": {"f": 1}}),
+            ),
+            (
+                json!({"b": {"k": {"m": null}}}),
+                json!({"b": {"d": 1, "k": {"m": null, "q": 1}}, "e": {"f": 1}}),
+            ),
+            (
+                json!({"e": {"f": null, "g": null}}),
+                json!({"b": {"d": 1, "k": {"q": 1}}, "e": {"g": null}}),
+            ),
+        ];
+        for (user, want) in cases {
+            assert_eq!(
+                Json::Object(coalesce_values(&chart, &map(user.clone()))),
+                want,
+                "{user}"
+            );
+        }
     }
 
     #[test]
