@@ -837,6 +837,14 @@ mod tests {
             Ok(json!({"a": {"b": 1, "c": 2}}))
         );
         assert_eq!(run("set", ""), Ok(json!({})));
+        // The end of the expression, even inside an index or a dotted key, ends parsing
+        // quietly with what was read so far.
+        assert_eq!(run("set", " =,[1"), Ok(json!({" ": ""})));
+        assert_eq!(run("set", "-."), Ok(json!({})));
+        assert_eq!(run("set", "a[0]["), Ok(json!({"a": []})));
+        assert_eq!(run("set", "a=1,b[0]"), Ok(json!({"a": 1, "b": []})));
+        assert_eq!(run("set", "a.b."), Ok(json!({})));
+        assert_eq!(run("set", "a.b"), Err("key \"b\" has no value".into()));
     }
 
     #[test]
