@@ -187,7 +187,8 @@ fn strip_bom(data: &mut Vec<u8>) {
 /// Loads a chart directory, honouring its `.helmignore`.
 fn load_dir(root: &Path) -> Result<Chart, Error> {
     let rules = match std::fs::read_to_string(root.join(".helmignore")) {
-        Ok(text) => Rules::parse(&text).map_err(|e| Error::new(format!(".helmignore: {e}")))?,
+        // Helm reports a bad rule without naming the file; so does this.
+        Ok(text) => Rules::parse(&text).map_err(Error::new)?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Rules::parse("").map_err(Error::new)?
         }
@@ -510,6 +511,70 @@ mod tests {
             load(root).expect_err("stray").message,
             "error unpacking subchart README.md in L: Chart.yaml file is missing"
         );
+    }
+
+    /// Helm v4.2.3's load errors for broken charts.
+    #[test]
+    fn bad_charts_as_helm() {
+        let chart = |yaml: &str| File {
+            name: "Chart.yaml".into(),
+            data: yaml.as_bytes().to_vec(),
+        };
+        let values = |yaml: &str| File {
+            name: "values.yaml".into(),
+            data: yaml.as_bytes().to_vec(),
+        };
+        let good = "apiVersion: v2\nname: b\nversion: 0.1.0\n";
+        let cases: Vec<(Vec<File>, &str)> = vec![
+            (
+                vec![chart(good), values("- a\n")],
+                "cannot load values.yaml: cannot unmarshal yaml document: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go value of type map[string]interface {}",
+            ),
+            (
+                vec![chart(good), values("a: b: c\n")],
+                "cannot load values.yaml: cannot unmarshal yaml document: error converting YAML to JSON: yaml: mapping values are not allowed in this context",
+            ),
+            (
+                vec![chart("apiVersion: v2\nversion: 0.1.0\n")],
+                "validation: chart.metadata.name is required",
+            ),
+            (
+                vec![chart("apiVersion: v2\nname: b\n")],
+                "validation: chart.metadata.version is required",
+            ),
+            (
+                vec![chart("apiVersion: v2\nname: a/b\nversion: 1.0.0\n")],
+                "validation: chart.metadata.name \"a/b\" is invalid",
+            ),
+            (
+                vec![chart(
+                    "apiVersion: v2\nname: b\nversion: 0.1.0\ntype: foo\n",
+                )],
+                "validation: chart.metadata.type must be application or library",
+            ),
+            (
+                vec![chart(
+                    "apiVersion: v2\nname: b\nversion: 0.1.0\ndependencies:\n  - name: x\n    alias: a.b\n",
+                )],
+                "validation: dependency \"x\" has disallowed characters in the alias",
+            ),
+            (
+                vec![chart(
+                    "apiVersion: v2\nname: b\nversion: 0.1.0\ndependencies:\n  - name: x\n    alias: z\n  - name: z\n",
+                )],
+                "validation: more than one dependency with name or alias \"z\"",
+            ),
+            (
+                vec![chart(
+                    "apiVersion: v2\nname: b\nversion: 1.0.0\ndependencies:\n  - null\n",
+                )],
+                "validation: dependencies must not contain empty or null nodes",
+            ),
+            (vec![values("a: 1\n")], "Chart.yaml file is missing"),
+        ];
+        for (files, want) in cases {
+            assert_eq!(load_files(files, 0).expect_err(want).message, want);
+        }
     }
 
     #[test]

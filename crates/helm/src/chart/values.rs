@@ -20,14 +20,16 @@ pub(crate) fn parse_yaml(text: &str) -> Result<Json, String> {
     crate::yaml::parse(text).map_err(|e| e.message)
 }
 
-/// Reads a values file: an empty document is an empty map; anything but a map is an error.
+/// Reads a values file: an empty document is an empty map; anything but a map is an error
+/// (`cannot unmarshal yaml document: …`, as Helm words it).
 pub fn read_values(data: &[u8]) -> Result<Values, String> {
+    const PREFIX: &str = "cannot unmarshal yaml document: ";
     let text = String::from_utf8_lossy(data);
-    match parse_yaml(&text)? {
+    match parse_yaml(&text).map_err(|e| format!("{PREFIX}{e}"))? {
         Json::Null => Ok(Values::new()),
         Json::Object(map) => Ok(map),
         other => Err(format!(
-            "error unmarshaling JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            "{PREFIX}error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
             match other {
                 Json::Array(_) => "array",
                 Json::String(_) => "string",
