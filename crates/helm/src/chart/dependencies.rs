@@ -13,9 +13,9 @@ const MAX_NESTING: usize = 64;
 
 /// Processes `chart`'s dependencies against the user's values: enabled subcharts kept (under
 /// their aliases), disabled ones removed, import-values applied.
-pub fn process(chart: &mut Chart, user: &Values) {
-    process_enabled(chart, user, "", 0);
-    process_imports(chart, 0);
+pub fn process(chart: &mut Chart, user: &Values) -> Result<(), String> {
+    process_enabled(chart, user, "", 0)?;
+    process_imports(chart, 0)
 }
 
 fn compatible(constraint: &str, version: &str) -> bool {
@@ -34,9 +34,14 @@ fn alias_dependency(charts: &[Chart], dep: &Dependency) -> Option<Chart> {
     Some(out)
 }
 
-fn process_enabled(chart: &mut Chart, user: &Values, path: &str, depth: usize) {
+fn process_enabled(
+    chart: &mut Chart,
+    user: &Values,
+    path: &str,
+    depth: usize,
+) -> Result<(), String> {
     if chart.metadata.dependencies.is_empty() || depth > MAX_NESTING {
-        return;
+        return Ok(());
     }
     // Subcharts no dependency entry claims are kept as they are.
     let mut kept: Vec<Chart> = chart
@@ -62,7 +67,7 @@ fn process_enabled(chart: &mut Chart, user: &Values, path: &str, depth: usize) {
     for req in &mut chart.metadata.dependencies {
         req.enabled = true;
     }
-    let coalesced = values::coalesce_values(chart, user);
+    let coalesced = values::coalesce_values(chart, user)?;
     apply_tags(&mut chart.metadata.dependencies, &coalesced);
     apply_conditions(&mut chart.metadata.dependencies, &coalesced, path);
     let removed: Vec<String> = chart
@@ -81,8 +86,9 @@ fn process_enabled(chart: &mut Chart, user: &Values, path: &str, depth: usize) {
         .retain(|d| !removed.contains(&d.name));
     for sub in &mut chart.dependencies {
         let sub_path = format!("{path}{}.", sub.metadata.name);
-        process_enabled(sub, &coalesced, &sub_path, depth + 1);
+        process_enabled(sub, &coalesced, &sub_path, depth + 1)?;
     }
+    Ok(())
 }
 
 /// `tags`: a dependency with only false tags is disabled; any true tag (or none set) enables.
@@ -118,17 +124,17 @@ fn apply_conditions(deps: &mut [Dependency], values: &Values, path: &str) {
     }
 }
 
-fn process_imports(chart: &mut Chart, depth: usize) {
+fn process_imports(chart: &mut Chart, depth: usize) -> Result<(), String> {
     if depth > MAX_NESTING {
-        return;
+        return Ok(());
     }
     for sub in &mut chart.dependencies {
-        process_imports(sub, depth + 1);
+        process_imports(sub, depth + 1)?;
     }
     if chart.metadata.dependencies.is_empty() {
-        return;
+        return Ok(());
     }
-    let merged = values::merge_values(chart, &Values::new());
+    let merged = values::merge_values(chart, &Values::new())?;
     let mut imported = Values::new();
     for dep in &mut chart.metadata.dependencies {
         let mut normalized = Vec::new();
@@ -166,6 +172,7 @@ fn process_imports(chart: &mut Chart, depth: usize) {
     let mut out = merged;
     values::coalesce_tables(&mut out, &imported, true);
     chart.values = out;
+    Ok(())
 }
 
 /// Go's `%v` of a map entry that should be a string (`<nil>` when missing).

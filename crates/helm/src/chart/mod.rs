@@ -47,8 +47,8 @@ impl Error {
 /// values `.Values` holds at the top.
 pub fn prepare(chart: &Chart, user_values: &Values) -> Result<(Chart, Values), Error> {
     let mut chart = chart.clone();
-    dependencies::process(&mut chart, user_values);
-    let values = coalesce_values(&chart, user_values);
+    dependencies::process(&mut chart, user_values).map_err(Error::new)?;
+    let values = coalesce_values(&chart, user_values).map_err(Error::new)?;
     if let Some(message) = schema::validate_chart(&chart, &values, 0) {
         return Err(Error::new(format!(
             "values don't meet the specifications of the schema(s) in the following chart(s):\n{message}"
