@@ -368,3 +368,22 @@ fn v1_requirements_as_helm() {
     );
     assert_eq!(super::version_matches(">=1.20.0-0", "v1.29.0"), Some(true));
 }
+
+/// `import-values` in both forms landing in one table: Helm merges the child's tables by
+/// reference, so the second import also grows the first's source in the subchart's values.
+/// Expected: Helm v4.2.3's `.Values` for this chart (found by a generated differential run).
+#[test]
+fn overlapping_imports_as_helm() {
+    let chart = load(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/chart/testdata/imports"))
+        .expect("chart");
+    let Json::Object(user) = json(r#"{"al": {"a": [1, null], "c": 1, "b": {"b": true}}}"#) else {
+        panic!("user values");
+    };
+    let (_, values) = prepare(&chart, &user).expect("prepare");
+    assert_eq!(
+        floats(Json::Object(values)),
+        json(
+            r#"{"a":{"d":{"a":{"b":{}}}},"al":{"a":[1,null],"b":{"b":true},"c":1,"exports":{"data":{"a":{"d":{"a":{"b":{}}}},"c":{"a":"s"},"d":{"c":null,"d":1}}},"global":{}},"b":[1,null],"c":{"a":"s"},"d":{"d":1}}"#
+        )
+    );
+}

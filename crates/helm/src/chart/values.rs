@@ -118,9 +118,18 @@ fn go_bool_verb(value: &Json) -> String {
             format!("%!t(float64={})", crate::value::Value::from_json(value))
         }
         Json::Number(n) => format!("%!t(int64={n})"),
+        // Inside a slice a nil element prints as `<nil>`.
         Json::Array(items) => format!(
             "[{}]",
-            items.iter().map(go_bool_verb).collect::<Vec<_>>().join(" ")
+            items
+                .iter()
+                .map(|item| if item.is_null() {
+                    "<nil>".to_string()
+                } else {
+                    go_bool_verb(item)
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
         ),
         Json::Object(_) => format!("{}", crate::value::Value::from_json(value)),
     }
