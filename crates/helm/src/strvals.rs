@@ -744,8 +744,9 @@ fn number_end(chars: &[char], start: usize) -> Result<Option<usize>, Error> {
     Ok(Some(i))
 }
 
-/// Go's `encoding/json` wording for serde_json's syntax errors.
-fn json_error(error: &serde_json::Error, text: &str) -> Error {
+/// Go's `encoding/json` wording for serde_json's syntax errors (shared with the schema
+/// reader, whose parse errors Helm prints the same way).
+pub(crate) fn json_error(error: &serde_json::Error, text: &str) -> Error {
     if error.is_eof() {
         return Error {
             message: "unexpected EOF".into(),
