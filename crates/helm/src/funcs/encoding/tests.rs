@@ -144,3 +144,25 @@ fn writers_as_helm() {
         Some("wrong number of args for toYaml: want 1 got 2")
     );
 }
+
+/// Compares `fromYaml DOC | toJson` with the Helm SDK's answers (set `FROM_YAML_CASES` to a
+/// JSON file of `[[document, expected], …]`).
+#[test]
+#[ignore = "needs a case file from the Helm SDK"]
+fn from_yaml_cases_from_file() {
+    let Ok(path) = std::env::var("FROM_YAML_CASES") else {
+        return;
+    };
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let cases: Vec<(String, String)> = serde_json::from_str(&text).unwrap_or_default();
+    let mut failures = 0;
+    for (doc, want) in &cases {
+        let got = json_of("fromYaml", doc);
+        if &got != want {
+            failures += 1;
+            eprintln!("doc {doc:?}\n want {want}\n  got {got}");
+        }
+    }
+    eprintln!("{} of {} documents differ", failures, cases.len());
+    assert_eq!(failures, 0);
+}
