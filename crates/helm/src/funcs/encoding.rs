@@ -220,6 +220,10 @@ fn from_json_array(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String>
 /// `toToml`: TOML as BurntSushi's encoder writes it; an error gives its message as the text.
 fn to_toml(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     let v = one(call, args)?;
+    if v.is_nil() {
+        // BurntSushi's encoder panics on a nil document; the panic becomes the call's error.
+        return yaml::toml::encode(v).map(Value::from);
+    }
     Ok(Value::from(yaml::toml::encode(v).unwrap_or_else(|e| e)))
 }
 
