@@ -268,10 +268,70 @@ impl Encoder {
     }
 }
 
-/// `fromToml`'s map, or the decoder's error message.
+/// `fromToml`'s map, or the decoder's error message (`toml: line N: …`; the wording after the
+/// line is the `toml` crate's, not BurntSushi's).
 pub fn decode(text: &str) -> Result<Value, String> {
-    let _ = text;
-    Err("toml: fromToml is not supported".into())
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let line = e.span().map_or(1, |span| {
+            text.get(..span.start)
+                .map_or(1, |t| t.matches('\n').count() + 1)
+        });
+        format!("toml: line {line}: {}", e.message().trim_end())
+    })?;
+    Ok(from_toml(toml::Value::Table(table)))
+}
+
+/// A TOML value as BurntSushi decodes it into `interface{}`: integers `int64`, floats
+/// `float64`, datetimes `time.Time` (here its RFC 3339 text, as `toJson` shows it).
+fn from_toml(value: toml::Value) -> Value {
+    match value {
+        toml::Value::String(s) => Value::from(s),
+        toml::Value::Integer(i) => Value::Int64(i),
+        toml::Value::Float(f) => Value::Float(f),
+        toml::Value::Boolean(b) => Value::Bool(b),
+        toml::Value::Datetime(d) => Value::from(datetime(&d)),
+        toml::Value::Array(items) => Value::list(items.into_iter().map(from_toml).collect()),
+        toml::Value::Table(table) => {
+            Value::map(table.into_iter().map(|(k, v)| (k, from_toml(v))).collect())
+        }
+    }
+}
+
+/// Go's `time.RFC3339Nano` text of a TOML datetime (local ones in UTC, as Helm runs them).
+fn datetime(d: &toml::value::Datetime) -> String {
+    let mut out = String::new();
+    match d.date {
+        Some(date) => {
+            let _ = write!(out, "{:04}-{:02}-{:02}", date.year, date.month, date.day);
+        }
+        None => out.push_str("0000-01-01"),
+    }
+    out.push('T');
+    match d.time {
+        Some(time) => {
+            let _ = write!(
+                out,
+                "{:02}:{:02}:{:02}",
+                time.hour, time.minute, time.second
+            );
+            let nanos = time.nanosecond;
+            if nanos > 0 {
+                let fraction = format!("{nanos:09}");
+                out.push('.');
+                out.push_str(fraction.trim_end_matches('0'));
+            }
+        }
+        None => out.push_str("00:00:00"),
+    }
+    match d.offset {
+        Some(toml::value::Offset::Custom { minutes }) if minutes != 0 => {
+            let sign = if minutes < 0 { '-' } else { '+' };
+            let minutes = minutes.unsigned_abs();
+            let _ = write!(out, "{sign}{:02}:{:02}", minutes / 60, minutes % 60);
+        }
+        _ => out.push('Z'),
+    }
+    out
 }
 
 #[cfg(test)]
@@ -307,6 +367,27 @@ mod tests {
             encode(&Value::Nil).unwrap_err(),
             "reflect: call of reflect.Value.Type on zero Value"
         );
+    }
+
+    #[test]
+    fn toml_decodes_as_helm() {
+        let text = "a = 1\nb = 1.5\nc = [1, \"x\"]\n[d]\ne = true\nf = 1979-05-27T07:32:00Z\ng = 1979-05-27\nh = 0x10\n";
+        let value = decode(text).unwrap_or_default();
+        assert_eq!(
+            crate::yaml::json::marshal(&value).unwrap_or_default(),
+            r#"{"a":1,"b":1.5,"c":[1,"x"],"d":{"e":true,"f":"1979-05-27T07:32:00Z","g":"1979-05-27T00:00:00Z","h":16}}"#
+        );
+        let arrays = decode("[[x]]\na = 1\n[[x]]\nb = \"s\"\n").unwrap_or_default();
+        assert_eq!(
+            crate::yaml::json::marshal(&arrays).unwrap_or_default(),
+            r#"{"x":[{"a":1},{"b":"s"}]}"#
+        );
+        assert!(
+            decode("a = 1\na = 2")
+                .unwrap_err()
+                .starts_with("toml: line 2")
+        );
+        assert!(decode("a = ").unwrap_err().starts_with("toml: line 1"));
     }
 
     /// 300 values and what Helm v4.2.3's `toToml` gave for each.
