@@ -426,7 +426,7 @@ fn is_printable(c: char) -> bool {
 }
 
 #[allow(clippy::too_many_lines)] // one pass, as libyaml's analysis
-fn analyze(value: &str) -> Analysis {
+fn analyze(value: &str, flavour: Flavour) -> Analysis {
     if value.is_empty() {
         return Analysis {
             multiline: false,
@@ -440,6 +440,7 @@ fn analyze(value: &str) -> Analysis {
     let mut flow_indicators = false;
     let mut line_breaks = false;
     let mut special_characters = false;
+    let mut tab_characters = false;
     let mut leading_space = false;
     let mut leading_break = false;
     let mut trailing_space = false;
@@ -495,7 +496,10 @@ fn analyze(value: &str) -> Analysis {
                 _ => {}
             }
         }
-        if !is_printable(c) {
+        if c == '\t' && flavour == Flavour::V3 {
+            // yaml.v3 lets tabs into block scalars (never into plain or single-quoted ones).
+            tab_characters = true;
+        } else if !is_printable(c) {
             special_characters = true;
         }
         if c == ' ' {
@@ -549,10 +553,12 @@ fn analyze(value: &str) -> Analysis {
         analysis.block_plain_allowed = false;
         analysis.single_quoted_allowed = false;
     }
-    if space_break || special_characters {
+    if space_break || tab_characters || special_characters {
         analysis.flow_plain_allowed = false;
         analysis.block_plain_allowed = false;
         analysis.single_quoted_allowed = false;
+    }
+    if space_break || special_characters {
         analysis.block_allowed = false;
     }
     if line_breaks {
@@ -665,7 +671,7 @@ impl Emitter {
                 for (key, value) in &entries {
                     self.write_indent();
                     let style = string_style(key);
-                    let analysis = analyze(key);
+                    let analysis = analyze(key, self.flavour);
                     if !analysis.multiline && key.len() <= MAX_SIMPLE_KEY {
                         self.scalar_analyzed(key, style, analysis, Context::SIMPLE_KEY);
                         self.write_indicator(":", false, false, false);
@@ -689,7 +695,7 @@ impl Emitter {
     }
 
     fn scalar(&mut self, text: &str, requested: Style, context: Context) {
-        let analysis = analyze(text);
+        let analysis = analyze(text, self.flavour);
         self.scalar_analyzed(text, requested, analysis, context);
     }
 
