@@ -322,9 +322,7 @@ fn merge_sort<T>(items: &mut Vec<(Vec<char>, T)>) {
 
 fn key_less(a: &str, b: &str) -> bool {
     if a.is_ascii() && b.is_ascii() {
-        let a: Vec<char> = a.chars().collect();
-        let b: Vec<char> = b.chars().collect();
-        return runes_less(&a, &b);
+        return runes_less(a.as_bytes(), b.as_bytes());
     }
     runes_less(
         &a.chars().collect::<Vec<_>>(),
@@ -342,9 +340,11 @@ fn is_digit(c: char) -> bool {
 
 /// `yaml.v2`'s key order for two strings: letters by code point, runs of digits by value,
 /// and a non-letter before a letter.
-fn runes_less(a: &[char], b: &[char]) -> bool {
+fn runes_less<T: Copy + Into<char>>(a: &[T], b: &[T]) -> bool {
+    let at = |i: usize| -> char { a[i].into() };
+    let bt = |i: usize| -> char { b[i].into() };
     for i in 0..a.len().min(b.len()) {
-        let (ca, cb) = (a[i], b[i]);
+        let (ca, cb) = (at(i), bt(i));
         if ca == cb {
             continue;
         }
@@ -359,9 +359,9 @@ fn runes_less(a: &[char], b: &[char]) -> bool {
         if ca == '0' || cb == '0' {
             // A zero inside a number (after a non-zero digit) counts as a digit of it.
             let mut j = i;
-            while j > 0 && is_digit(a[j - 1]) {
+            while j > 0 && is_digit(at(j - 1)) {
                 j -= 1;
-                if a[j] != '0' {
+                if at(j) != '0' {
                     an = 1;
                     bn = 1;
                     break;
@@ -369,17 +369,17 @@ fn runes_less(a: &[char], b: &[char]) -> bool {
             }
         }
         let mut ai = i;
-        while ai < a.len() && is_digit(a[ai]) {
+        while ai < a.len() && is_digit(at(ai)) {
             an = an
                 .wrapping_mul(10)
-                .wrapping_add(i64::from(u32::from(a[ai])) - 48);
+                .wrapping_add(i64::from(u32::from(at(ai))) - 48);
             ai += 1;
         }
         let mut bi = i;
-        while bi < b.len() && is_digit(b[bi]) {
+        while bi < b.len() && is_digit(bt(bi)) {
             bn = bn
                 .wrapping_mul(10)
-                .wrapping_add(i64::from(u32::from(b[bi])) - 48);
+                .wrapping_add(i64::from(u32::from(bt(bi))) - 48);
             bi += 1;
         }
         if an != bn {

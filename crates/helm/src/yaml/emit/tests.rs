@@ -72,3 +72,24 @@ fn basics() {
         "a:\n  c: x\nb:\n- 1\n- 2\n"
     );
 }
+
+/// Times reading and writing a large values file (run with `--ignored --nocapture`, set
+/// `YAML_BENCH` to the file).
+#[test]
+#[ignore = "a timing, not a test"]
+fn timing() {
+    let Ok(path) = std::env::var("YAML_BENCH") else {
+        return;
+    };
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let start = std::time::Instant::now();
+    let json = crate::yaml::parse(&text).unwrap_or_default();
+    eprintln!("parse: {:?}", start.elapsed());
+    let value = Value::from_json_floats(&json);
+    let start = std::time::Instant::now();
+    let mut total = 0;
+    for _ in 0..20 {
+        total += to_yaml(&value).map(|s| s.len()).unwrap_or_default();
+    }
+    eprintln!("to_yaml x20: {:?} ({total} bytes)", start.elapsed());
+}
