@@ -18,8 +18,9 @@ const BEST_WIDTH: usize = 80;
 const BEST_INDENT: i64 = 2;
 /// Keys longer than this (in bytes) are written as `? key`.
 const MAX_SIMPLE_KEY: usize = 128;
-/// Nesting deeper than this is refused (Go would overflow its stack long before).
-const MAX_DEPTH: usize = 10_000;
+/// Nesting deeper than this is refused (Go has no bound; this one keeps the recursion within a
+/// small thread stack).
+const MAX_DEPTH: usize = 1_000;
 
 /// Writes `value` as `sigs.k8s.io/yaml.Marshal` does, with the trailing newline.
 pub(crate) fn to_yaml(value: &Value) -> Result<String, Error> {

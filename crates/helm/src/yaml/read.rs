@@ -19,7 +19,7 @@ use super::resolve::{Scalar, go_parse_float, go_parse_int, resolve};
 const MAX_DEPTH: usize = 10_000;
 /// How deep the decoder recurses; deeper documents are refused rather than overflowing the
 /// stack.
-const MAX_DECODE_DEPTH: usize = 2_000;
+const MAX_DECODE_DEPTH: usize = 1_000;
 
 const CORE: &str = "tag:yaml.org,2002:";
 
