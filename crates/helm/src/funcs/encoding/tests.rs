@@ -187,9 +187,11 @@ fn deep_nesting_is_bounded() {
     for depth in [100, 999, 1_001, 2_500, 50_000] {
         let flow = format!("a: {}{}", "[".repeat(depth), "]".repeat(depth));
         let _ = json_of("fromYaml", &flow);
-        let block: String = (0..depth.min(3_000))
-            .map(|i| format!("{}- \n", "  ".repeat(i)))
-            .collect();
+        let mut block = String::new();
+        for i in 0..depth.min(3_000) {
+            block.push_str(&"  ".repeat(i));
+            block.push_str("- \n");
+        }
         let _ = json_of("fromYamlArray", &block);
         let json = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
         let _ = json_of("fromJsonArray", &json);
