@@ -45,18 +45,26 @@ fn syntax_error(e: &ScanError, text: &str) -> Error {
     // Where Go's scanner stands at the end of the input (its line counted from 0).
     let eof_line =
         text.matches('\n').count() + usize::from(!text.is_empty() && !text.ends_with('\n'));
-    if let Some(rest) = info.strip_prefix("unclosed bracket '") {
-        let close = if rest.starts_with('{') { '}' } else { ']' };
-        return if eof_line == 0 {
-            error(format!("yaml: did not find expected ',' or '{close}'"))
+    let with_line = |line: usize, problem: &str| {
+        if line == 0 {
+            error(format!("yaml: {problem}"))
         } else {
-            error(format!(
-                "yaml: line {eof_line}: did not find expected ',' or '{close}'"
-            ))
-        };
+            error(format!("yaml: line {line}: {problem}"))
+        }
+    };
+    if let Some(rest) = info.strip_prefix("unclosed bracket '") {
+        // At the end of the input Go expects either another entry (after `[`, `{` or `,`) or
+        // the closing bracket.
+        let last = text.trim_end().chars().last();
+        if matches!(last, Some('[' | '{' | ',')) {
+            return with_line(eof_line, "did not find expected node content");
+        }
+        let close = if rest.starts_with('{') { '}' } else { ']' };
+        return with_line(eof_line, &format!("did not find expected ',' or '{close}'"));
     }
-    if info.contains("unknown anchor") {
-        return error("yaml: unknown anchor referenced");
+    if info.contains("simple key expected ':'") {
+        // Go notices the missing ':' only at the end of the input, a line past it.
+        return with_line(eof_line + 1, "could not find expected ':'");
     }
     // libyaml's messages carry a "while parsing …, " context that Go does not print.
     let problem = info
@@ -64,7 +72,29 @@ fn syntax_error(e: &ScanError, text: &str) -> Error {
         .filter(|(context, _)| context.starts_with("while "))
         .map_or(info.as_str(), |(_, problem)| problem)
         .to_string();
-    let parser_error = problem.starts_with("did not find expected");
+    let problem = match problem.as_str() {
+        "unexpected eof" | "unexpected end of plain scalar" | "unclosed quote" => {
+            "found unexpected end of stream"
+        }
+        p if p.starts_with("tabs disallowed") || p.starts_with("unexpected character") => {
+            "found character that cannot start any token"
+        }
+        p if p.starts_with("invalid trailing content after") => "did not find expected key",
+        p if p.starts_with("misplaced bracket") || p.starts_with("mismatched bracket") => {
+            "did not find expected node content"
+        }
+        "found a tab" => "found a tab character that violates indentation",
+        p if p.contains("cannot start with a tab") => {
+            "found a tab character where an indentation space is expected"
+        }
+        // Go's own spelling.
+        p if p.starts_with("did not find expected hexadecimal number") => {
+            "did not find expected hexdecimal number"
+        }
+        other => other,
+    };
+    let parser_error =
+        problem.starts_with("did not find expected") && !problem.contains("hexdecimal");
     let line = e.marker().line();
     // Go counts from 0 and adds 1 for scanner errors only; line 0 is not printed.
     let line = if parser_error {
@@ -74,19 +104,84 @@ fn syntax_error(e: &ScanError, text: &str) -> Error {
     } else {
         0
     };
-    let problem = match problem.as_str() {
-        "unexpected eof" | "unexpected end of plain scalar" | "unclosed quote" => {
-            "found unexpected end of stream"
-        }
-        p if p.starts_with("tabs disallowed") || p.starts_with("unexpected character") => {
-            "found character that cannot start any token"
-        }
-        other => other,
+    if problem.starts_with("found a tab character") {
+        return with_line(first_indenting_tab(text), problem);
+    }
+    with_line(line, problem)
+}
+
+/// libyaml refuses a tab where a block scalar's indentation is still being measured (or short
+/// of it): `|` then a line of spaces and a tab. Lines are 1-based, `first` is the header's.
+fn check_block_tabs(text: &str, first: usize, last: usize) -> Result<(), Error> {
+    let lines: Vec<&str> = text.lines().collect();
+    // The event's span may start at the header (`key: |`) or at the first content line.
+    let Some(start) = first.checked_sub(1) else {
+        return Ok(());
     };
-    if line == 0 {
-        error(format!("yaml: {problem}"))
+    let (header, content) = match lines.get(start) {
+        Some(line) if block_header(line).is_some() => (block_header(line), start + 1),
+        _ => (
+            start
+                .checked_sub(1)
+                .and_then(|i| lines.get(i))
+                .and_then(|l| block_header(l)),
+            start,
+        ),
+    };
+    // An explicit indentation indicator (`|2`) fixes the indentation: not measured here.
+    if header != Some(false) {
+        return Ok(());
+    }
+    let mut indent: Option<usize> = None;
+    for (index, line) in lines.iter().enumerate().take(last).skip(content) {
+        let spaces = line.len() - line.trim_start_matches(' ').len();
+        let rest = &line[spaces..];
+        if rest.starts_with('\t') && indent.is_none_or(|indent| spaces < indent) {
+            return Err(error(format!(
+                "yaml: line {}: found a tab character where an indentation space is expected",
+                index + 1
+            )));
+        }
+        if indent.is_none() && !rest.trim().is_empty() {
+            indent = Some(spaces);
+        }
+    }
+    Ok(())
+}
+
+/// Whether `line` ends with a block scalar header (`|`, `>-`, `|2+`, …): `Some(true)` when it
+/// has an indentation indicator, `Some(false)` when not, `None` when it is no header.
+fn block_header(line: &str) -> Option<bool> {
+    let code = line.split(" #").next().unwrap_or(line).trim_end();
+    let token = code.rsplit([' ', '\t']).next().unwrap_or(code);
+    let rest = token.strip_prefix(['|', '>'])?;
+    if !rest
+        .chars()
+        .all(|c| c == '+' || c == '-' || c.is_ascii_digit())
+    {
+        return None;
+    }
+    Some(rest.chars().any(|c| c.is_ascii_digit()))
+}
+
+/// The 1-based line of the first tab in a line's leading whitespace.
+fn first_indenting_tab(text: &str) -> usize {
+    text.lines()
+        .position(|line| line.trim_start_matches(' ').starts_with('\t'))
+        .map_or(0, |index| index + 1)
+}
+
+/// Go's YAML reader accepts only printable characters (tab, line breaks and NEL included).
+fn check_characters(text: &str) -> Result<(), Error> {
+    let allowed = |c: char| {
+        matches!(u32::from(c),
+            0x09 | 0x0A | 0x0D | 0x20..=0x7E | 0x85 | 0xA0..=0xD7FF | 0xE000..=0xFFFD
+            | 0x10000..=0x0010_FFFF)
+    };
+    if text.chars().all(allowed) {
+        Ok(())
     } else {
-        error(format!("yaml: line {line}: {problem}"))
+        Err(error("yaml: control characters are not allowed"))
     }
 }
 
@@ -106,7 +201,7 @@ fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
     let mut root: Option<Rc<Node>> = None;
     let mut in_document = false;
     while let Some(event) = parser.next_event() {
-        let (event, _span) = event.map_err(|e| syntax_error(&e, text))?;
+        let (event, span) = event.map_err(|e| syntax_error(&e, text))?;
         let (node, anchor) = match event {
             Event::DocumentStart(..) => {
                 in_document = true;
@@ -146,6 +241,9 @@ fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
                 (node, 0)
             }
             Event::Scalar(value, style, anchor, tag) => {
+                if matches!(style, ScalarStyle::Literal | ScalarStyle::Folded) {
+                    check_block_tabs(text, span.start.line(), span.end.line())?;
+                }
                 let tag = tag.map(|t| format!("{}{}", t.handle(), t.suffix()));
                 (
                     Rc::new(Node::Scalar {
@@ -649,6 +747,7 @@ fn number(f: f64) -> Result<serde_json::Value, Error> {
 }
 
 pub(crate) fn parse(text: &str) -> Result<serde_json::Value, Error> {
+    check_characters(text)?;
     let Some(root) = read_tree(text)? else {
         return Ok(serde_json::Value::Null);
     };
