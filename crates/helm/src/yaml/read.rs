@@ -254,18 +254,15 @@ fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
                     anchor,
                 )
             }
-            Event::SequenceStart(_, anchor, _) => {
+            Event::SequenceStart(_, anchor, _) | Event::MappingStart(_, anchor, _) => {
                 if stack.len() >= MAX_DEPTH {
                     return Err(error(format!("yaml: exceeded max depth of {MAX_DEPTH}")));
                 }
-                stack.push(Open::Sequence(anchor, Vec::new()));
-                continue;
-            }
-            Event::MappingStart(_, anchor, _) => {
-                if stack.len() >= MAX_DEPTH {
-                    return Err(error(format!("yaml: exceeded max depth of {MAX_DEPTH}")));
-                }
-                stack.push(Open::Mapping(anchor, Vec::new()));
+                stack.push(if matches!(event, Event::SequenceStart(..)) {
+                    Open::Sequence(anchor, Vec::new())
+                } else {
+                    Open::Mapping(anchor, Vec::new())
+                });
                 continue;
             }
             Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
