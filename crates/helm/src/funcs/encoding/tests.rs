@@ -158,6 +158,44 @@ fn from_yaml_helm_answers() {
     }
 }
 
+#[test]
+fn non_finite_floats_as_helm() {
+    let nan = Value::Float(f64::NAN);
+    let inf = Value::Float(f64::INFINITY);
+    let ninf = Value::Float(f64::NEG_INFINITY);
+    let map = |k: &str, v: &Value| Value::map(BTreeMap::from([(k.to_string(), v.clone())]));
+    let text = |name: &str, v: &Value| call(name, std::slice::from_ref(v)).map(|v| v.to_string());
+    assert_eq!(
+        text("mustToYaml", &map("a", &nan)).err().as_deref(),
+        Some("error marshaling into JSON: json: unsupported value: NaN")
+    );
+    assert_eq!(text("toYaml", &map("a", &inf)).as_deref(), Ok(""));
+    assert_eq!(text("toJson", &inf).as_deref(), Ok(""));
+    assert_eq!(text("toPrettyJson", &inf).as_deref(), Ok(""));
+    assert_eq!(
+        text("mustToJson", &nan).err().as_deref(),
+        Some("json: unsupported value: NaN")
+    );
+    assert_eq!(
+        text("toRawJson", &nan).err().as_deref(),
+        Some("json: unsupported value: NaN")
+    );
+    assert_eq!(
+        text("mustToPrettyJson", &ninf).err().as_deref(),
+        Some("json: unsupported value: -Inf")
+    );
+    assert_eq!(text("toYamlPretty", &nan).as_deref(), Ok(".nan"));
+    assert_eq!(
+        text("toYamlPretty", &map("a", &ninf)).as_deref(),
+        Ok("a: -.inf")
+    );
+    let both = Value::map(BTreeMap::from([
+        ("a".to_string(), nan.clone()),
+        ("b".to_string(), ninf.clone()),
+    ]));
+    assert_eq!(text("toToml", &both).as_deref(), Ok("a = nan\nb = -inf\n"));
+}
+
 /// Compares `fromYaml DOC | toJson` with the Helm SDK's answers (set `FROM_YAML_CASES` to a
 /// JSON file of `[[document, expected], …]`).
 #[test]
