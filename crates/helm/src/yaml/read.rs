@@ -445,9 +445,9 @@ impl Decoder {
                 Ok(Go::Seq(out))
             }
             Node::Mapping(pairs) => {
-                let mut out = Vec::with_capacity(pairs.len());
+                let mut out = MapBuilder::default();
                 self.mapping(pairs, &mut out, depth)?;
-                Ok(Go::Map(out))
+                Ok(Go::Map(out.entries))
             }
         };
         if shared {
@@ -459,7 +459,7 @@ impl Decoder {
     fn mapping(
         &mut self,
         pairs: &[(Rc<Node>, Rc<Node>)],
-        out: &mut Vec<(Go, Go)>,
+        out: &mut MapBuilder,
         depth: usize,
     ) -> Result<(), Error> {
         for (key, value) in pairs {
@@ -472,17 +472,12 @@ impl Decoder {
                 return Err(error(format!("yaml: invalid map key: {}", key.go_syntax())));
             }
             let value = self.decode(value, depth + 1)?;
-            set(out, key, value);
+            out.set(key, value);
         }
         Ok(())
     }
 
-    fn merge(
-        &mut self,
-        node: &Rc<Node>,
-        out: &mut Vec<(Go, Go)>,
-        depth: usize,
-    ) -> Result<(), Error> {
+    fn merge(&mut self, node: &Rc<Node>, out: &mut MapBuilder, depth: usize) -> Result<(), Error> {
         let want_map = || error("yaml: map merge requires map or sequence of maps as the value");
         match &**node {
             Node::Mapping(pairs) => {
@@ -505,25 +500,53 @@ impl Decoder {
     }
 }
 
-fn same_key(a: &Go, b: &Go) -> bool {
-    match (a, b) {
-        (Go::Nil, Go::Nil) => true,
-        (Go::Bool(x), Go::Bool(y)) => x == y,
-        (Go::Int(x), Go::Int(y)) => x == y,
-        (Go::Uint(x), Go::Uint(y)) => x == y,
-        (Go::Float(x), Go::Float(y)) => x.to_bits() == y.to_bits(),
-        (Go::Str(x), Go::Str(y)) => x == y,
-        _ => false,
+/// A Go map's key identity: the same value of the same type.
+#[derive(PartialEq, Eq, Hash)]
+enum KeyId {
+    Nil,
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Float(u64),
+    Str(String),
+}
+
+impl KeyId {
+    fn of(key: &Go) -> Option<KeyId> {
+        Some(match key {
+            Go::Nil => KeyId::Nil,
+            Go::Bool(b) => KeyId::Bool(*b),
+            Go::Int(i) => KeyId::Int(*i),
+            Go::Uint(u) => KeyId::Uint(*u),
+            Go::Float(f) => KeyId::Float(f.to_bits()),
+            Go::Str(s) => KeyId::Str(s.clone()),
+            Go::Seq(_) | Go::Map(_) => return None,
+        })
     }
 }
 
-/// Sets a key in a Go map: a later value replaces an earlier one.
-fn set(out: &mut Vec<(Go, Go)>, key: Go, value: Go) {
-    // Most maps are small; larger ones are checked from the end, where repeats tend to be.
-    if let Some(entry) = out.iter_mut().rev().find(|(k, _)| same_key(k, &key)) {
-        entry.1 = value;
-    } else {
-        out.push((key, value));
+/// A Go map being filled: entries in document order, a later value for a key replacing the
+/// earlier one in place.
+#[derive(Default)]
+struct MapBuilder {
+    entries: Vec<(Go, Go)>,
+    index: HashMap<KeyId, usize>,
+}
+
+impl MapBuilder {
+    fn set(&mut self, key: Go, value: Go) {
+        let Some(id) = KeyId::of(&key) else {
+            self.entries.push((key, value));
+            return;
+        };
+        if let Some(&at) = self.index.get(&id)
+            && let Some(entry) = self.entries.get_mut(at)
+        {
+            entry.1 = value;
+            return;
+        }
+        self.index.insert(id, self.entries.len());
+        self.entries.push((key, value));
     }
 }
 
