@@ -250,7 +250,9 @@ fn deep_nesting_is_bounded() {
 /// Data equality with numbers compared by value (`-0` is `0`, as Go's JSON round trip has it).
 fn same_data(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Float(x), Value::Float(y)) => x == y || (x.is_nan() && y.is_nan()),
+        (Value::Float(x), Value::Float(y)) => {
+            x.total_cmp(y).is_eq() || (*x == 0.0 && *y == 0.0) || (x.is_nan() && y.is_nan())
+        }
         (Value::List(x, _), Value::List(y, _)) => {
             x.len() == y.len() && x.iter().zip(y.iter()).all(|(x, y)| same_data(x, y))
         }
