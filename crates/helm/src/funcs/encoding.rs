@@ -182,17 +182,29 @@ fn to_raw_json(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     .map_err(|e| e.message)
 }
 
-/// `fromJson` (Helm's): a map; a parse error is in its `Error` key.
+/// `fromJson` (Helm's): a map; a parse error is in its `Error` key (beside whatever Go
+/// decoded before giving up on a number).
 fn from_json(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     let text = string_arg(call, args)?;
-    Ok(match gojson::parse(text) {
+    Ok(match gojson::decode(text) {
         Err(message) => error_map(message),
         // Go's decoder sets the map to nil, which prints as `null`.
-        Ok(Value::Nil) => Value::Nil,
-        Ok(map @ Value::Map(_)) => map,
+        Ok(gojson::Decoded {
+            value: Value::Nil, ..
+        }) => Value::Nil,
+        Ok(gojson::Decoded {
+            value: map @ Value::Map(_),
+            error,
+        }) => {
+            if let (Some(message), Value::Map(m)) = (error, &map) {
+                m.borrow_mut()
+                    .insert("Error".to_string(), Value::from(message));
+            }
+            map
+        }
         Ok(other) => error_map(format!(
             "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-            gojson::kind(&other)
+            gojson::kind(&other.value)
         )),
     })
 }
@@ -206,13 +218,22 @@ fn must_from_json(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> 
 /// `fromJsonArray`: a list; a parse error is its only item.
 fn from_json_array(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     let text = string_arg(call, args)?;
-    Ok(match gojson::parse(text) {
-        Err(message) => Value::list(vec![Value::from(message)]),
-        Ok(Value::Nil) => Value::Nil,
-        Ok(list @ Value::List(..)) => list,
+    Ok(match gojson::decode(text) {
+        Err(message)
+        | Ok(gojson::Decoded {
+            value: Value::List(..),
+            error: Some(message),
+        }) => Value::list(vec![Value::from(message)]),
+        Ok(gojson::Decoded {
+            value: Value::Nil, ..
+        }) => Value::Nil,
+        Ok(gojson::Decoded {
+            value: list @ Value::List(..),
+            error: None,
+        }) => list,
         Ok(other) => Value::list(vec![Value::from(format!(
             "json: cannot unmarshal {} into Go value of type []interface {{}}",
-            gojson::kind(&other)
+            gojson::kind(&other.value)
         ))]),
     })
 }

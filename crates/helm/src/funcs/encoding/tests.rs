@@ -326,3 +326,47 @@ fn mutated_input_never_panics() {
         }
     }
 }
+
+/// 400 documents (valid and mutated JSON) and what Helm v4.2.3's `fromJson DOC | toJson` and
+/// `fromJsonArray DOC | toJson` gave for each.
+#[test]
+fn from_json_helm_answers() {
+    let cases: Vec<(String, String)> =
+        serde_json::from_str(include_str!("../../yaml/testdata/from_json.json"))
+            .unwrap_or_default();
+    assert_eq!(cases.len(), 400);
+    for (doc, want) in &cases {
+        let got = format!(
+            "{}|{}",
+            json_of("fromJson", doc),
+            json_of("fromJsonArray", doc)
+        );
+        assert_eq!(&got, want, "{doc:?}");
+    }
+}
+
+/// Compares `fromJson DOC | toJson` and `fromJsonArray DOC | toJson` with the Helm SDK's
+/// answers (set `FROM_JSON_CASES` to a JSON file of `[[document, "map|array"], …]`).
+#[test]
+#[ignore = "needs a case file from the Helm SDK"]
+fn from_json_cases_from_file() {
+    let Ok(path) = std::env::var("FROM_JSON_CASES") else {
+        return;
+    };
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let cases: Vec<(String, String)> = serde_json::from_str(&text).unwrap_or_default();
+    let mut failures = 0;
+    for (doc, want) in &cases {
+        let got = format!(
+            "{}|{}",
+            json_of("fromJson", doc),
+            json_of("fromJsonArray", doc)
+        );
+        if &got != want {
+            failures += 1;
+            eprintln!("doc {doc:?}\n want {want}\n  got {got}");
+        }
+    }
+    eprintln!("{} of {} documents differ", failures, cases.len());
+    assert_eq!(failures, 0);
+}
