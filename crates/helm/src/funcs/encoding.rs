@@ -272,7 +272,7 @@ fn b64enc(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 fn b64dec(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     let text = string_arg(call, args)?;
     Ok(Value::from(match yaml::base64_decode(text.as_bytes()) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Ok(bytes) => yaml::go_lossy(&bytes),
         Err(at) => format!("illegal base64 data at input byte {at}"),
     }))
 }
@@ -286,7 +286,7 @@ fn b32enc(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 fn b32dec(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     let text = string_arg(call, args)?;
     Ok(Value::from(match base32_decode(text.as_bytes()) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Ok(bytes) => yaml::go_lossy(&bytes),
         Err(at) => format!("illegal base32 data at input byte {at}"),
     }))
 }

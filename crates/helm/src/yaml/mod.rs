@@ -37,6 +37,19 @@ pub fn to_yaml_pretty(value: &Value) -> Result<String, Error> {
     emit::to_yaml_with(value, emit::Flavour::V3)
 }
 
+/// Bytes as a Go string seen through `range` or `encoding/json`: each byte that is not part
+/// of valid UTF-8 becomes U+FFFD on its own (Rust's lossy conversion merges runs).
+pub fn go_lossy(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for _ in chunk.invalid() {
+            out.push('\u{fffd}');
+        }
+    }
+    out
+}
+
 fn base64_value(c: u8) -> Option<u32> {
     match c {
         b'A'..=b'Z' => Some(u32::from(c - b'A')),

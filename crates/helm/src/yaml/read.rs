@@ -562,7 +562,7 @@ fn scalar(value: &str, plain: bool, tag: Option<&str>) -> Result<Go, Error> {
         (_, Some("binary")) => {
             let data = base64_decode(value.as_bytes())
                 .map_err(|_| error("yaml: !!binary value contains invalid base64 data"))?;
-            return Ok(Go::Str(String::from_utf8_lossy(&data).into_owned()));
+            return Ok(Go::Str(super::go_lossy(&data)));
         }
         _ => {}
     }
