@@ -168,3 +168,24 @@ fn alias_bombs_are_refused() {
     let deep = "[".repeat(100_000);
     assert!(json(&deep).starts_with("ERR"));
 }
+
+#[test]
+fn values_documents_split_as_helm() {
+    use crate::yaml::split_documents;
+    fn docs(text: &str) -> Result<Vec<&str>, String> {
+        split_documents(text).map_err(|e| e.message)
+    }
+    assert_eq!(
+        docs("a: 1\nb: {c: 1}\n---\nb: {c: 3}\n"),
+        Ok(vec!["a: 1\nb: {c: 1}\n", "b: {c: 3}\n"])
+    );
+    assert_eq!(docs("---\na: 1"), Ok(vec!["a: 1"]));
+    assert_eq!(docs("a: 1\n---\n"), Ok(vec!["a: 1\n"]));
+    assert_eq!(docs("a: 1\n--- # c\nb: 2\n"), Ok(vec!["a: 1\n", "b: 2\n"]));
+    assert_eq!(docs(""), Ok(vec![]));
+    assert_eq!(docs("a: |\n  x\n  ---\n"), Ok(vec!["a: |\n  x\n  ---\n"]));
+    assert_eq!(
+        docs("a: 1\n---x\nb: 2"),
+        Err("invalid Yaml document separator: x".to_string())
+    );
+}
