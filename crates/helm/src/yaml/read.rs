@@ -171,6 +171,43 @@ fn first_indenting_tab(text: &str) -> usize {
         .map_or(0, |index| index + 1)
 }
 
+/// libyaml does not skip a tab where a line may start a key: before the first token of the
+/// stream (or of a document after `---`) a tab in the indentation is an error.
+fn check_leading_tabs(text: &str) -> Result<(), Error> {
+    for (index, line) in text.lines().enumerate() {
+        let content = line.trim_start_matches([' ', '\t']);
+        let indentation = &line[..line.len() - content.len()];
+        if indentation.contains('\t') {
+            return Err(if index == 0 {
+                error("yaml: found character that cannot start any token")
+            } else {
+                error(format!(
+                    "yaml: line {}: found character that cannot start any token",
+                    index + 1
+                ))
+            });
+        }
+        let directive = indentation.is_empty()
+            && (content.starts_with('%')
+                || content
+                    .strip_prefix("---")
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t'])));
+        if !(content.is_empty() || content.starts_with('#') || directive) {
+            return Ok(());
+        }
+        if directive && content.starts_with("---") {
+            // Content may follow the marker on its line: it starts the document.
+            let rest = content
+                .trim_start_matches('-')
+                .trim_start_matches([' ', '\t']);
+            if !rest.is_empty() && !rest.starts_with('#') {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Go's YAML reader accepts only printable characters (tab, line breaks and NEL included).
 fn check_characters(text: &str) -> Result<(), Error> {
     let allowed = |c: char| {
@@ -768,6 +805,7 @@ fn number(f: f64) -> Result<serde_json::Value, Error> {
 
 pub(crate) fn parse(text: &str) -> Result<serde_json::Value, Error> {
     check_characters(text)?;
+    check_leading_tabs(text)?;
     let Some(root) = read_tree(text)? else {
         return Ok(serde_json::Value::Null);
     };

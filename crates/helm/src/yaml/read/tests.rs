@@ -135,6 +135,22 @@ fn more_errors_as_helm_words_them() {
             "yaml: did not find expected hexdecimal number",
         ),
         ("a: *nope", "yaml: unknown anchor 'nope' referenced"),
+        (
+            "\ta: 1",
+            "yaml: found character that cannot start any token",
+        ),
+        (
+            "\t# comment\na: 1",
+            "yaml: found character that cannot start any token",
+        ),
+        (
+            "---\n\ta: 1",
+            "yaml: line 2: found character that cannot start any token",
+        ),
+        (
+            "\n\ta: 1",
+            "yaml: line 2: found character that cannot start any token",
+        ),
         ("a: &a [*a]", "yaml: anchor 'a' value contains itself"),
         (
             "d:\n  <<: 1\n",
@@ -147,6 +163,8 @@ fn more_errors_as_helm_words_them() {
     ] {
         assert_eq!(json(doc), format!("{prefix}{want}"), "{doc:?}");
     }
+    // Tabs after a value indicator are whitespace.
+    assert_eq!(json("a:\t1"), r#"{"a":1}"#);
     // Tabs after a block scalar's indentation are content.
     assert_eq!(
         json("a: |-\n    x {\n    \ty\n    }\n"),
