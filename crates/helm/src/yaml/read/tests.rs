@@ -209,3 +209,40 @@ fn values_documents_split_as_helm() {
         Err("invalid Yaml document separator: x".to_string())
     );
 }
+
+/// Times each stage of reading a large values file (run with `--ignored --nocapture`, set
+/// `YAML_BENCH` to the file).
+#[test]
+#[ignore = "a timing, not a test"]
+fn timing_stages() {
+    let Ok(path) = std::env::var("YAML_BENCH") else {
+        return;
+    };
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    for _ in 0..3 {
+        let t = std::time::Instant::now();
+        let _ = check_characters(&text);
+        let _ = check_leading_tabs(&text);
+        eprintln!("checks: {:?}", t.elapsed());
+        let t = std::time::Instant::now();
+        let root = read_tree(&text).ok().flatten();
+        eprintln!("read_tree: {:?}", t.elapsed());
+        let t = std::time::Instant::now();
+        let mut decoder = Decoder {
+            decode_count: 0,
+            alias_count: 0,
+            alias_depth: 0,
+        };
+        let go = root.map(|r| decoder.decode(&r, 0));
+        eprintln!("decode: {:?}", t.elapsed());
+        let t = std::time::Instant::now();
+        if let Some(Ok(go)) = go {
+            let _ = check_keys(&go);
+            let _ = first_non_finite(&go);
+            eprintln!("checks2: {:?}", t.elapsed());
+            let t = std::time::Instant::now();
+            let _ = to_json(go);
+            eprintln!("to_json: {:?}", t.elapsed());
+        }
+    }
+}
