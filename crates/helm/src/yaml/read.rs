@@ -71,6 +71,15 @@ fn syntax_error(e: &ScanError, text: &str) -> Error {
             &format!("did not find expected ',' or '{close}'"),
         );
     }
+    if info.contains("unclosed quote") {
+        // Go's scanner reaches the end of the input inside the quotes (its line counted from
+        // 0, printed plus one, and not at all on the first line).
+        let line = text.matches('\n').count();
+        return with_line(
+            if line == 0 { 0 } else { line + 1 },
+            "found unexpected end of stream",
+        );
+    }
     if info.contains("simple key expected ':'") {
         // Go notices the missing ':' only at the end of the input, a line past it.
         return with_line(eof_line + 1, "could not find expected ':'");
@@ -955,10 +964,67 @@ fn number(f: f64) -> Result<serde_json::Value, Error> {
         })
 }
 
+/// The 1-based line of the parser's first error when that error is a quoted scalar's
+/// continuation line indented too little.
+fn underindented_quote_line(text: &str) -> Option<usize> {
+    let mut parser = Parser::new_from_str(text);
+    while let Some(event) = parser.next_event() {
+        if let Err(e) = event {
+            return matches!(
+                e.kind(),
+                granit_parser::ErrorKind::InvalidQuotedScalarIndent
+            )
+            .then(|| e.marker().line());
+        }
+    }
+    None
+}
+
+/// `text` with line `line` (1-based) indented past every line before it.
+fn indent_line(text: &str, line: usize) -> String {
+    let deepest = text
+        .lines()
+        .take(line)
+        .map(|l| l.len() - l.trim_start_matches(' ').len())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::with_capacity(text.len() + deepest + 1);
+    for (index, source) in text.split_inclusive('\n').enumerate() {
+        if index + 1 == line {
+            out.extend(std::iter::repeat_n(' ', deepest + 1));
+        }
+        out.push_str(source);
+    }
+    out
+}
+
+/// How many under-indented quoted-scalar lines are re-indented before giving up.
+const MAX_REINDENTS: usize = 64;
+
 pub(crate) fn parse(text: &str) -> Result<serde_json::Value, Error> {
     check_characters(text)?;
     check_leading_tabs(text)?;
-    let Some(root) = read_tree(text)? else {
+    // libyaml accepts a quoted scalar's continuation lines at any indentation (their leading
+    // whitespace is folded away); the YAML 1.2 parser wants them inside the enclosing block.
+    // Such lines are indented further and the text read again.
+    let mut current = std::borrow::Cow::Borrowed(text);
+    let mut reindents = 0;
+    let root = loop {
+        match read_tree(&current) {
+            Ok(root) => break root,
+            Err(e) => {
+                let line = (reindents < MAX_REINDENTS)
+                    .then(|| underindented_quote_line(&current))
+                    .flatten();
+                let Some(line) = line else {
+                    return Err(e);
+                };
+                current = std::borrow::Cow::Owned(indent_line(&current, line));
+                reindents += 1;
+            }
+        }
+    };
+    let Some(root) = root else {
         return Ok(serde_json::Value::Null);
     };
     let mut decoder = Decoder {

@@ -163,6 +163,17 @@ fn more_errors_as_helm_words_them() {
     ] {
         assert_eq!(json(doc), format!("{prefix}{want}"), "{doc:?}");
     }
+    // A quoted scalar's continuation lines may sit at any indentation, as in libyaml.
+    assert_eq!(json("a: \"x\ny\""), r#"{"a":"x y"}"#);
+    assert_eq!(json("a:\n  b: 'x\ny'"), r#"{"a":{"b":"x y"}}"#);
+    assert_eq!(
+        json("a: 'one\n\n  two\nthree'\nb: 2"),
+        r#"{"a":"one\ntwo three","b":2}"#
+    );
+    assert_eq!(
+        json("k: \"x\ny"),
+        "ERR error converting YAML to JSON: yaml: line 2: found unexpected end of stream"
+    );
     // Tabs after a value indicator, inside flow collections and inside scalars are fine.
     assert_eq!(json("a:\t1"), r#"{"a":1}"#);
     assert_eq!(json("a: [1,\t2]"), r#"{"a":[1,2]}"#);
