@@ -182,17 +182,29 @@ fn to_raw_json(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     .map_err(|e| e.message)
 }
 
-/// `fromJson` (Helm's): a map; a parse error is in its `Error` key.
+/// `fromJson` (Helm's): a map; a parse error is in its `Error` key (beside whatever Go
+/// decoded before giving up on a number).
 fn from_json(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     let text = string_arg(call, args)?;
-    Ok(match gojson::parse(text) {
+    Ok(match gojson::decode(text) {
         Err(message) => error_map(message),
         // Go's decoder sets the map to nil, which prints as `null`.
-        Ok(Value::Nil) => Value::Nil,
-        Ok(map @ Value::Map(_)) => map,
+        Ok(gojson::Decoded {
+            value: Value::Nil, ..
+        }) => Value::Nil,
+        Ok(gojson::Decoded {
+            value: map @ Value::Map(_),
+            error,
+        }) => {
+            if let (Some(message), Value::Map(m)) = (error, &map) {
+                m.borrow_mut()
+                    .insert("Error".to_string(), Value::from(message));
+            }
+            map
+        }
         Ok(other) => error_map(format!(
             "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-            gojson::kind(&other)
+            gojson::kind(&other.value)
         )),
     })
 }
@@ -206,13 +218,22 @@ fn must_from_json(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> 
 /// `fromJsonArray`: a list; a parse error is its only item.
 fn from_json_array(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     let text = string_arg(call, args)?;
-    Ok(match gojson::parse(text) {
-        Err(message) => Value::list(vec![Value::from(message)]),
-        Ok(Value::Nil) => Value::Nil,
-        Ok(list @ Value::List(..)) => list,
+    Ok(match gojson::decode(text) {
+        Err(message)
+        | Ok(gojson::Decoded {
+            value: Value::List(..),
+            error: Some(message),
+        }) => Value::list(vec![Value::from(message)]),
+        Ok(gojson::Decoded {
+            value: Value::Nil, ..
+        }) => Value::Nil,
+        Ok(gojson::Decoded {
+            value: list @ Value::List(..),
+            error: None,
+        }) => list,
         Ok(other) => Value::list(vec![Value::from(format!(
             "json: cannot unmarshal {} into Go value of type []interface {{}}",
-            gojson::kind(&other)
+            gojson::kind(&other.value)
         ))]),
     })
 }
@@ -220,6 +241,10 @@ fn from_json_array(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String>
 /// `toToml`: TOML as BurntSushi's encoder writes it; an error gives its message as the text.
 fn to_toml(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     let v = one(call, args)?;
+    if v.is_nil() {
+        // BurntSushi's encoder panics on a nil document; the panic becomes the call's error.
+        return yaml::toml::encode(v).map(Value::from);
+    }
     Ok(Value::from(yaml::toml::encode(v).unwrap_or_else(|e| e)))
 }
 
@@ -246,8 +271,8 @@ fn b64enc(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 /// `b64dec`: the decoded text, or Go's error message as the result.
 fn b64dec(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     let text = string_arg(call, args)?;
-    Ok(Value::from(match base64_decode(text.as_bytes()) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+    Ok(Value::from(match yaml::base64_decode(text.as_bytes()) {
+        Ok(bytes) => yaml::go_lossy(&bytes),
         Err(at) => format!("illegal base64 data at input byte {at}"),
     }))
 }
@@ -261,7 +286,7 @@ fn b32enc(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 fn b32dec(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     let text = string_arg(call, args)?;
     Ok(Value::from(match base32_decode(text.as_bytes()) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Ok(bytes) => yaml::go_lossy(&bytes),
         Err(at) => format!("illegal base32 data at input byte {at}"),
     }))
 }
@@ -285,84 +310,6 @@ fn base32_encode(src: &[u8]) -> String {
         }
     }
     out
-}
-
-fn base64_value(c: u8) -> Option<u32> {
-    match c {
-        b'A'..=b'Z' => Some(u32::from(c - b'A')),
-        b'a'..=b'z' => Some(u32::from(c - b'a') + 26),
-        b'0'..=b'9' => Some(u32::from(c - b'0') + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    }
-}
-
-/// Go's `base64.StdEncoding.DecodeString`: newlines skipped, padding required, the error
-/// being the offset Go reports.
-fn base64_decode(src: &[u8]) -> Result<Vec<u8>, usize> {
-    let mut out = Vec::with_capacity(src.len() / 4 * 3);
-    let mut si = 0;
-    let skip_newlines = |si: &mut usize| {
-        while *si < src.len() && matches!(src[*si], b'\n' | b'\r') {
-            *si += 1;
-        }
-    };
-    loop {
-        let mut quantum = [0u32; 4];
-        let mut len = 4;
-        let mut j = 0;
-        let mut done = false;
-        while j < 4 {
-            if si == src.len() {
-                if j == 0 {
-                    return Ok(out);
-                }
-                // Padding is required: a short final quantum is corrupt.
-                return Err(si - j);
-            }
-            let c = src[si];
-            si += 1;
-            if let Some(v) = base64_value(c) {
-                quantum[j] = v;
-                j += 1;
-                continue;
-            }
-            if c == b'\n' || c == b'\r' {
-                continue;
-            }
-            if c != b'=' {
-                return Err(si - 1);
-            }
-            match j {
-                0 | 1 => return Err(si - 1),
-                2 => {
-                    skip_newlines(&mut si);
-                    if si == src.len() {
-                        return Err(src.len());
-                    }
-                    if src[si] != b'=' {
-                        return Err(si - 1);
-                    }
-                    si += 1;
-                }
-                _ => {}
-            }
-            skip_newlines(&mut si);
-            if si < src.len() {
-                return Err(si);
-            }
-            len = j;
-            done = true;
-            break;
-        }
-        let bits = (quantum[0] << 18) | (quantum[1] << 12) | (quantum[2] << 6) | quantum[3];
-        let bytes = bits.to_be_bytes();
-        out.extend_from_slice(&bytes[1..len]);
-        if done {
-            return Ok(out);
-        }
-    }
 }
 
 /// Go's `base32.StdEncoding.DecodeString`: newlines removed first, padding required.
