@@ -12,7 +12,8 @@ use capstan_helm::output::split_manifests;
 
 /// The repository root (two levels above this crate).
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    std::fs::canonicalize(&root).unwrap_or(root)
 }
 
 /// The shared corpus: `$CAPSTAN_CORPUS`, else `../shared/corpus` beside the repository.
@@ -328,10 +329,24 @@ pub fn first_text_difference(want: &str, got: &str) -> String {
             (None, None) => return "texts differ (whitespace)".into(),
             (a, b) if a == b => line += 1,
             (a, b) => {
+                let (a, b) = (a.unwrap_or("<end>"), b.unwrap_or("<end>"));
+                // Show the lines from a little before where they part.
+                let same = a
+                    .char_indices()
+                    .zip(b.chars())
+                    .take_while(|((_, x), y)| x == y)
+                    .last()
+                    .map_or(0, |((i, _), _)| i);
+                let from = a
+                    .char_indices()
+                    .map(|(i, _)| i)
+                    .rfind(|i| *i + 40 <= same)
+                    .unwrap_or(0);
+                let tail = |s: &str| s.get(from..).unwrap_or(s).to_owned();
                 return format!(
                     "line {line}: want {:?} got {:?}",
-                    short(a.unwrap_or("<end>")),
-                    short(b.unwrap_or("<end>"))
+                    short(&tail(a)),
+                    short(&tail(b))
                 );
             }
         }
