@@ -990,8 +990,8 @@ impl Template {
     }
 }
 
-/// Loads the chart for [`Template::execute`].
-fn load_chart(path: &Path) -> Result<Chart, Error> {
+/// Loads a chart directory or `.tgz` archive (Helm's `loader.Load`), its error in Helm's words.
+pub fn load_chart(path: &Path) -> Result<Chart, Error> {
     // The chart loader lands on branch helm-chart as `chart::load`.
     Err(Error::new(format!(
         "{}: the chart loader is not built yet",
