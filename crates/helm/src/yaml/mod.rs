@@ -5,6 +5,7 @@
 use crate::value::Value;
 
 mod emit;
+pub mod gojson;
 pub mod json;
 mod read;
 mod resolve;
