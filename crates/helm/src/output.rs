@@ -668,8 +668,8 @@ impl ValueSource {
 
 /// Applies one `--set*` source to the values (Helm's `strvals` parsers); the error is the
 /// parser's message.
-pub type SetValue =
-    dyn Fn(&ValueSource, &mut serde_json::Map<String, serde_json::Value>) -> Result<(), String>;
+pub type SetValue<'a> = dyn Fn(&ValueSource, &mut serde_json::Map<String, serde_json::Value>) -> Result<(), String>
+    + 'a;
 
 /// `helm template [NAME] CHART [flags]` as a library call: the arguments and flags Helm's
 /// command takes that matter offline.
@@ -748,7 +748,7 @@ impl Template {
     pub fn values(
         &self,
         base: &Path,
-        set: &SetValue,
+        set: &SetValue<'_>,
     ) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
         let mut values = serde_json::Map::new();
         for source in &self.values {
@@ -866,7 +866,10 @@ impl Template {
         })?;
         let (files, notes) = without_notes(&chart.metadata.name, files);
         let crds = if self.print.include_crds {
-            crd_objects(chart)
+            // Helm lists the CRDs of the processed chart: disabled subcharts out, aliases in.
+            let (processed, _) =
+                crate::chart::prepare(chart, values).map_err(|e| Error::new(e.message))?;
+            crd_objects(&processed)
         } else {
             Vec::new()
         };
@@ -898,7 +901,7 @@ impl Template {
         if !chart_path.exists() {
             return Err(Error::new(format!("path {chart_ref:?} not found")));
         }
-        let values = self.values(cwd, &apply_set)?;
+        let values = self.values(cwd, &|source, values| apply_set(cwd, source, values))?;
         let chart = load_chart(&chart_path)?;
         self.run(&name, &chart, &values, env)
     }
@@ -992,20 +995,32 @@ impl Template {
 
 /// Loads a chart directory or `.tgz` archive (Helm's `loader.Load`), its error in Helm's words.
 pub fn load_chart(path: &Path) -> Result<Chart, Error> {
-    // The chart loader lands on branch helm-chart as `chart::load`.
-    Err(Error::new(format!(
-        "{}: the chart loader is not built yet",
-        path.display()
-    )))
+    crate::chart::load(path).map_err(|e| Error::new(e.message))
 }
 
-/// Applies a `--set*` flag for [`Template::execute`] (Helm's `strvals`).
+/// Applies a `--set*` flag for [`Template::execute`] with Helm's `strvals` parsers; `--set-file`
+/// paths are read relative to `cwd`.
 fn apply_set(
+    cwd: &Path,
     source: &ValueSource,
-    _values: &mut serde_json::Map<String, serde_json::Value>,
+    values: &mut serde_json::Map<String, serde_json::Value>,
 ) -> Result<(), String> {
-    // The parsers land on branch helm-chart as `crate::strvals`.
-    Err(format!("{} is not built yet", source.flag()))
+    let result = match source {
+        ValueSource::Set(e) => crate::strvals::parse_into(e, values),
+        ValueSource::SetString(e) => crate::strvals::parse_string_into(e, values),
+        ValueSource::SetJson(e) => crate::strvals::parse_json_into(e, values),
+        ValueSource::SetLiteral(e) => crate::strvals::parse_literal_into(e, values),
+        ValueSource::SetFile(e) => {
+            let mut read = |path: &str| -> Result<String, String> {
+                std::fs::read(cwd.join(path))
+                    .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                    .map_err(|err| format!("open {path}: {}", io_reason(&err)))
+            };
+            crate::strvals::parse_file_into(e, values, &mut read)
+        }
+        ValueSource::File(_) => Ok(()),
+    };
+    result.map_err(|e| e.message)
 }
 
 /// Helm's `CheckDependencies`: every dependency in Chart.yaml must be under `charts/`.
