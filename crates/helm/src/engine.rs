@@ -1,10 +1,27 @@
 //! A render of a chart: every template executed with its chart's values, as Helm's
-//! `engine.Render` does.
+//! `engine.Render` does after the install action has prepared the values.
+//!
+//! All templates of the chart and its subcharts form one template set, named by path
+//! (`chart/templates/x.yaml`, `chart/charts/sub/templates/y.yaml`) and parsed deepest first so
+//! that a parent's `define` replaces a subchart's of the same name. Every template that is not a
+//! partial (`_*`) is executed with its chart's scope as dot: `.Values` scoped by the (alias)
+//! name, `.Chart`, `.Files`, `.Subcharts`, and the shared `.Release` and `.Capabilities`.
+
+mod capabilities;
+mod errors;
+mod files;
+mod glob;
 
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
-use crate::chart::Chart;
-use crate::template::Env;
+pub use capabilities::{Capabilities, KubeVersion};
+pub use files::Files;
+pub use glob::Glob;
+
+use crate::chart::{Chart, Metadata};
+use crate::template::{Env, Set};
+use crate::value::Value;
 
 /// What a render is told about the release and the cluster (Helm's install/upgrade action and
 /// `--kube-version`/`--api-versions`).
@@ -58,8 +75,342 @@ pub fn render(
     options: &Options,
     env: &mut Env,
 ) -> Result<BTreeMap<String, String>, Error> {
-    let _ = (chart, values, options, env);
-    Err(Error {
-        message: "the Helm engine is not built yet".into(),
-    })
+    let capabilities = Capabilities::new(options.kube_version.as_deref(), &options.api_versions)
+        .map_err(Error::new)?;
+    let (chart, values) = prepare(chart, values)?;
+    let values = Value::from_json(&serde_json::Value::Object(values));
+    render_values(&chart, values, options, capabilities, env)
+}
+
+/// Renders an already prepared chart (dependencies processed, `values` coalesced and
+/// validated): Helm's `engine.Render` proper.
+pub fn render_values(
+    chart: &Chart,
+    values: Value,
+    options: &Options,
+    capabilities: Capabilities,
+    env: &mut Env,
+) -> Result<BTreeMap<String, String>, Error> {
+    let top = Scope {
+        release: release(options),
+        capabilities: Value::Object(Rc::new(capabilities)),
+        values,
+    };
+    let mut renderables = BTreeMap::new();
+    collect(chart, None, &top, &mut renderables);
+
+    // Helm's parse and execution order: more path segments first, then names descending.
+    let mut order: Vec<&String> = renderables.keys().collect();
+    order.sort_by(|a, b| {
+        let depth = |s: &str| s.bytes().filter(|&c| c == b'/').count();
+        depth(b).cmp(&depth(a)).then_with(|| b.cmp(a))
+    });
+
+    let mut set = Set::new(Rc::new(crate::funcs::helm()));
+    for name in &order {
+        let renderable = &renderables[*name];
+        set.parse(name, &renderable.text)
+            .map_err(|e| Error::new(errors::parse_error(name, &e.message)))?;
+    }
+
+    let mut rendered = BTreeMap::new();
+    for name in order {
+        if is_partial(name) {
+            continue;
+        }
+        let renderable = &renderables[name];
+        if let Value::Map(scope) = &renderable.scope {
+            let template = BTreeMap::from([
+                ("Name".to_string(), Value::str(name)),
+                ("BasePath".to_string(), Value::str(&renderable.base_path)),
+            ]);
+            scope
+                .borrow_mut()
+                .insert("Template".into(), Value::map(template));
+        }
+        let text = set
+            .execute(name, renderable.scope.clone(), env)
+            .map_err(|e| Error::new(errors::exec_error(name, &e.message)))?;
+        rendered.insert(name.clone(), text.replace("<no value>", ""));
+    }
+    Ok(rendered)
+}
+
+impl Error {
+    fn new(message: impl Into<String>) -> Self {
+        Error {
+            message: message.into(),
+        }
+    }
+}
+
+/// What every chart's scope shares.
+struct Scope {
+    release: Value,
+    capabilities: Value,
+    values: Value,
+}
+
+/// One template to parse and maybe execute.
+struct Renderable {
+    text: String,
+    /// The dot of the template: its chart's scope map (shared by the chart's templates).
+    scope: Value,
+    base_path: String,
+}
+
+/// Whether a template path names a partial (Helm never outputs those).
+fn is_partial(path: &str) -> bool {
+    path.rsplit('/').next().unwrap_or(path).starts_with('_')
+}
+
+/// Adds `chart`'s templates (and its subcharts') to `out` and returns its scope map (Helm's
+/// `recAllTpls`).
+fn collect(
+    chart: &Chart,
+    parent: Option<(&str, &Value)>,
+    top: &Scope,
+    out: &mut BTreeMap<String, Renderable>,
+) -> Value {
+    let name = &chart.metadata.name;
+    let full_path = match parent {
+        Some((parent_path, _)) => format!("{parent_path}/charts/{name}"),
+        None => name.clone(),
+    };
+    let values = match parent {
+        None => top.values.clone(),
+        Some((_, parent_scope)) => sub_table(parent_scope, name).unwrap_or_else(Value::empty_map),
+    };
+    let subcharts = Value::empty_map();
+    let scope = Value::map(BTreeMap::from([
+        (
+            "Chart".to_string(),
+            chart_value(&chart.metadata, parent.is_none()),
+        ),
+        (
+            "Files".to_string(),
+            Value::Object(Rc::new(Files::new(&chart.files))),
+        ),
+        ("Release".to_string(), top.release.clone()),
+        ("Capabilities".to_string(), top.capabilities.clone()),
+        ("Values".to_string(), values),
+        ("Subcharts".to_string(), subcharts.clone()),
+    ]));
+
+    for child in &chart.dependencies {
+        let child_scope = collect(child, Some((&full_path, &scope)), top, out);
+        if let Value::Map(map) = &subcharts {
+            map.borrow_mut()
+                .insert(child.metadata.name.clone(), child_scope);
+        }
+    }
+
+    let library = chart.metadata.chart_type.eq_ignore_ascii_case("library");
+    for template in &chart.templates {
+        if library && !is_partial(&template.name) {
+            continue;
+        }
+        out.insert(
+            format!("{full_path}/{}", template.name),
+            Renderable {
+                text: String::from_utf8_lossy(&template.data).into_owned(),
+                scope: scope.clone(),
+                base_path: format!("{full_path}/templates"),
+            },
+        );
+    }
+    scope
+}
+
+/// `parent_scope.Values.<name>` when it is a map (Helm's `Values.Table`; a dotted name walks
+/// down, as Helm splits the path on dots).
+fn sub_table(parent_scope: &Value, name: &str) -> Option<Value> {
+    let mut table = parent_scope.as_map()?.borrow().get("Values")?.clone();
+    for key in name.split('.') {
+        let next = table.as_map()?.borrow().get(key)?.clone();
+        next.as_map()?;
+        table = next;
+    }
+    Some(table)
+}
+
+/// `.Release`.
+fn release(options: &Options) -> Value {
+    Value::map(BTreeMap::from([
+        ("Name".to_string(), Value::str(&options.release_name)),
+        ("Namespace".to_string(), Value::str(&options.namespace)),
+        ("IsUpgrade".to_string(), Value::Bool(options.is_upgrade)),
+        ("IsInstall".to_string(), Value::Bool(options.is_install)),
+        (
+            "Revision".to_string(),
+            Value::Int(i64::from(options.revision)),
+        ),
+        ("Service".to_string(), Value::str("Helm")),
+    ]))
+}
+
+/// `.Chart`: Helm v4 hands templates the metadata as a map of its Go field names (nested
+/// structs as maps, slices as `[]interface{}`), plus `IsRoot`.
+pub fn chart_value(metadata: &Metadata, is_root: bool) -> Value {
+    let extra = &metadata.extra;
+    let text = |key: &str| Value::str(extra.get(key).and_then(|v| v.as_str()).unwrap_or(""));
+    let strings = |key: &str| {
+        let items = extra
+            .get(key)
+            .and_then(|v| v.as_array())
+            .map(|items| items.iter().map(Value::from_json).collect())
+            .unwrap_or_default();
+        Value::list(items)
+    };
+    let maintainers = extra
+        .get("maintainers")
+        .and_then(|v| v.as_array())
+        .map(|items| {
+            items
+                .iter()
+                .map(|m| match m.as_object() {
+                    None => Value::Nil,
+                    Some(m) => {
+                        let field =
+                            |k: &str| Value::str(m.get(k).and_then(|v| v.as_str()).unwrap_or(""));
+                        Value::map(BTreeMap::from([
+                            ("Name".to_string(), field("name")),
+                            ("Email".to_string(), field("email")),
+                            ("URL".to_string(), field("url")),
+                        ]))
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let annotations = extra
+        .get("annotations")
+        .and_then(|v| v.as_object())
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), Value::str(v.as_str().unwrap_or(""))))
+                .collect()
+        })
+        .unwrap_or_default();
+    let dependencies = metadata
+        .dependencies
+        .iter()
+        .map(|d| {
+            Value::map(BTreeMap::from([
+                ("Name".to_string(), Value::str(&d.name)),
+                ("Version".to_string(), Value::str(&d.version)),
+                ("Repository".to_string(), Value::str(&d.repository)),
+                ("Condition".to_string(), Value::str(&d.condition)),
+                (
+                    "Tags".to_string(),
+                    Value::list(d.tags.iter().map(Value::str).collect()),
+                ),
+                ("Enabled".to_string(), Value::Bool(d.enabled)),
+                (
+                    "ImportValues".to_string(),
+                    Value::list(d.import_values.iter().map(Value::from_json).collect()),
+                ),
+                ("Alias".to_string(), Value::str(&d.alias)),
+            ]))
+        })
+        .collect();
+    Value::map(BTreeMap::from([
+        ("Name".to_string(), Value::str(&metadata.name)),
+        ("Home".to_string(), text("home")),
+        ("Sources".to_string(), strings("sources")),
+        ("Version".to_string(), Value::str(&metadata.version)),
+        ("Description".to_string(), text("description")),
+        ("Keywords".to_string(), strings("keywords")),
+        ("Maintainers".to_string(), Value::list(maintainers)),
+        ("Icon".to_string(), text("icon")),
+        ("APIVersion".to_string(), Value::str(&metadata.api_version)),
+        ("Condition".to_string(), text("condition")),
+        ("Tags".to_string(), text("tags")),
+        ("AppVersion".to_string(), Value::str(&metadata.app_version)),
+        (
+            "Deprecated".to_string(),
+            Value::Bool(
+                extra
+                    .get("deprecated")
+                    .and_then(serde_json::Value::as_bool)
+                    .unwrap_or(false),
+            ),
+        ),
+        ("Annotations".to_string(), Value::map(annotations)),
+        (
+            "KubeVersion".to_string(),
+            Value::str(&metadata.kube_version),
+        ),
+        ("Dependencies".to_string(), Value::list(dependencies)),
+        ("Type".to_string(), Value::str(&metadata.chart_type)),
+        ("IsRoot".to_string(), Value::Bool(is_root)),
+    ]))
+}
+
+/// Dependencies, coalescing and schema validation (the chart module's `prepare`).
+fn prepare(
+    chart: &Chart,
+    values: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(Chart, serde_json::Map<String, serde_json::Value>), Error> {
+    interim::prepare(chart, values)
+}
+
+/// A stand-in for `chart::prepare` until it lands: user values over chart defaults, subchart
+/// defaults under their names, `global` copied down, `null` deleting a key.
+mod interim {
+    use super::{Chart, Error};
+    use serde_json::{Map, Value};
+
+    #[allow(clippy::unnecessary_wraps, reason = "the shape of chart::prepare")]
+    pub fn prepare(
+        chart: &Chart,
+        values: &Map<String, Value>,
+    ) -> Result<(Chart, Map<String, Value>), Error> {
+        let mut out = values.clone();
+        coalesce(chart, &mut out);
+        Ok((chart.clone(), out))
+    }
+
+    fn coalesce(chart: &Chart, values: &mut Map<String, Value>) {
+        merge_defaults(values, &chart.values);
+        let global = values.get("global").cloned();
+        for child in &chart.dependencies {
+            let entry = values
+                .entry(child.metadata.name.clone())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(sub) = entry {
+                if let Some(Value::Object(global)) = &global {
+                    let mut sub_global = match sub.remove("global") {
+                        Some(Value::Object(g)) => g,
+                        _ => Map::new(),
+                    };
+                    for (k, v) in global {
+                        sub_global.insert(k.clone(), v.clone());
+                    }
+                    sub.insert("global".into(), Value::Object(sub_global));
+                }
+                coalesce(child, sub);
+            }
+        }
+    }
+
+    fn merge_defaults(values: &mut Map<String, Value>, defaults: &Map<String, Value>) {
+        for (key, default) in defaults {
+            match values.get_mut(key) {
+                Some(Value::Null) => {
+                    values.remove(key);
+                }
+                Some(Value::Object(user)) => {
+                    if let Value::Object(default) = default {
+                        merge_defaults(user, default);
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    values.insert(key.clone(), default.clone());
+                }
+            }
+        }
+        values.retain(|_, v| !v.is_null());
+    }
 }
