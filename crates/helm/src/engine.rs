@@ -414,3 +414,277 @@ mod interim {
         values.retain(|_, v| !v.is_null());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chart::{Dependency, File};
+
+    fn file(name: &str, text: &str) -> File {
+        File {
+            name: name.into(),
+            data: text.as_bytes().to_vec(),
+        }
+    }
+
+    fn metadata(name: &str, version: &str) -> Metadata {
+        Metadata {
+            api_version: "v2".into(),
+            name: name.into(),
+            version: version.into(),
+            ..Metadata::default()
+        }
+    }
+
+    fn values(json: &str) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::from_str(json).expect("test values are JSON")
+    }
+
+    fn env() -> Env {
+        Env::fixed(1, jiff::Zoned::now())
+    }
+
+    fn options() -> Options {
+        Options {
+            release_name: "r".into(),
+            namespace: "ns".into(),
+            ..Options::default()
+        }
+    }
+
+    /// A parent with the same subchart twice (once under an alias), as `prepare` leaves it.
+    fn parent_chart() -> Chart {
+        let sub = |name: &str, v: &str| Chart {
+            metadata: metadata(name, "0.2.0"),
+            templates: vec![
+                file(
+                    "templates/b.yaml",
+                    "name: {{ .Chart.Name }} root={{ .Chart.IsRoot }} v={{ .Values.v }} \
+                     g={{ .Values.global.g }} mut={{ .Values.mut }} tmpl={{ .Template.Name }}\n\
+                     {{ include \"shared\" . }}\n",
+                ),
+                file(
+                    "templates/_h.tpl",
+                    "{{ define \"shared\" }}sub {{ .Chart.Name }}{{ end }}\n",
+                ),
+                file("templates/NOTES.txt", "sub notes\n"),
+                file("templates/empty.yaml", ""),
+            ],
+            values: values(&format!(r#"{{"v":"{v}"}}"#)),
+            ..Chart::default()
+        };
+        let mut meta = metadata("par", "0.1.0");
+        meta.extra = values(
+            r#"{"description":"d","keywords":["a","b"],
+                "maintainers":[{"name":"me","email":"m@x"}],"annotations":{"x":"y"}}"#,
+        );
+        meta.dependencies = vec![
+            Dependency {
+                name: "s1".into(),
+                version: "0.2.0".into(),
+                tags: vec!["t".into()],
+                enabled: true,
+                import_values: vec![serde_json::json!({"child": "exports.data", "parent": "."})],
+                alias: "s1".into(),
+                ..Dependency::default()
+            },
+            Dependency {
+                name: "sub".into(),
+                version: "0.2.0".into(),
+                condition: "s2.enabled".into(),
+                enabled: true,
+                ..Dependency::default()
+            },
+        ];
+        Chart {
+            metadata: meta,
+            templates: vec![
+                file(
+                    "templates/a.yaml",
+                    "chart: {{ .Chart }}\nkeys: {{ .Subcharts | keys | sortAlpha }}\n\
+                     tmpl: {{ .Template }}\nover: {{ include \"shared\" . }}\n\
+                     {{ $_ := set .Values \"mut\" \"fromA\" }}\n",
+                ),
+                file(
+                    "templates/_h.tpl",
+                    "{{ define \"shared\" }}parent {{ .Chart.Name }}{{ end }}\n",
+                ),
+                file("templates/NOTES.txt", "notes {{ .Release.Name }}\n"),
+            ],
+            values: values(r#"{"a":1,"global":{"g":1},"s1":{"v":"one"}}"#),
+            dependencies: vec![sub("s1", "def"), sub("sub", "def")],
+            ..Chart::default()
+        }
+    }
+
+    #[test]
+    fn scopes_order_and_overrides_as_helm() {
+        let out = render(
+            &parent_chart(),
+            &values(r#"{"s2":{"enabled":true}}"#),
+            &options(),
+            &mut env(),
+        )
+        .unwrap();
+        // Helm v4.2.3's render of the same chart.
+        let want = [
+            ("par/charts/s1/templates/NOTES.txt", "sub notes\n"),
+            (
+                "par/charts/s1/templates/b.yaml",
+                "name: s1 root=false v=one g=1 mut= tmpl=par/charts/s1/templates/b.yaml\n\
+                 parent s1\n",
+            ),
+            ("par/charts/s1/templates/empty.yaml", ""),
+            ("par/charts/sub/templates/NOTES.txt", "sub notes\n"),
+            (
+                "par/charts/sub/templates/b.yaml",
+                "name: sub root=false v=def g=1 mut= tmpl=par/charts/sub/templates/b.yaml\n\
+                 parent sub\n",
+            ),
+            ("par/charts/sub/templates/empty.yaml", ""),
+            ("par/templates/NOTES.txt", "notes r\n"),
+            (
+                "par/templates/a.yaml",
+                "chart: map[APIVersion:v2 Annotations:map[x:y] AppVersion: Condition: \
+                 Dependencies:[map[Alias:s1 Condition: Enabled:true \
+                 ImportValues:[map[child:exports.data parent:.]] Name:s1 Repository: \
+                 Tags:[t] Version:0.2.0] map[Alias: Condition:s2.enabled Enabled:true \
+                 ImportValues:[] Name:sub Repository: Tags:[] Version:0.2.0]] \
+                 Deprecated:false Description:d Home: Icon: IsRoot:true Keywords:[a b] \
+                 KubeVersion: Maintainers:[map[Email:m@x Name:me URL:]] Name:par Sources:[] \
+                 Tags: Type: Version:0.1.0]\nkeys: [s1 sub]\n\
+                 tmpl: map[BasePath:par/templates Name:par/templates/a.yaml]\n\
+                 over: parent par\n\n",
+            ),
+        ];
+        let got: Vec<(&str, &str)> = out.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn capabilities_files_and_release_as_helm() {
+        let mut meta = metadata("c2", "1.0.0");
+        meta.app_version = "2.0".into();
+        let chart = Chart {
+            metadata: meta,
+            templates: vec![file(
+                "templates/t.yaml",
+                "kube: {{ .Capabilities.KubeVersion.Version }} \
+                 {{ .Capabilities.KubeVersion.Major }} {{ .Capabilities.KubeVersion.Minor }} \
+                 {{ .Capabilities.KubeVersion.GitVersion }}\n\
+                 has: {{ .Capabilities.APIVersions.Has \"x.example.com/v1/Widget\" }} \
+                 {{ .Capabilities.APIVersions.Has \"apps/v1\" }}\n\
+                 helm: {{ .Capabilities.HelmVersion.Version }}\n\
+                 get: {{ .Files.Get \"files/b.txt\" }}\
+                 lines: {{ .Files.Lines \"files/a.yaml\" }}\n\
+                 x: {{ .Values.x }} missing: {{ .Values.nope }}!\n\
+                 release: {{ .Release.Name }} {{ .Release.Namespace }} {{ .Release.Revision }} \
+                 {{ .Release.IsInstall }} {{ .Release.IsUpgrade }} {{ .Release.Service }}\n\
+                 app: {{ .Chart.AppVersion }} {{ .Template.BasePath }}\n",
+            )],
+            files: vec![file("files/a.yaml", "a: 1\n"), file("files/b.txt", "b\n")],
+            values: values(r#"{"x":1000000.0}"#),
+            ..Chart::default()
+        };
+        let options = Options {
+            release_name: "rel".into(),
+            namespace: "nsx".into(),
+            revision: 3,
+            is_install: false,
+            is_upgrade: true,
+            kube_version: Some("1.29.3".into()),
+            api_versions: vec!["x.example.com/v1/Widget".into()],
+        };
+        let out = render(&chart, &values("{}"), &options, &mut env()).unwrap();
+        assert_eq!(
+            out["c2/templates/t.yaml"],
+            "kube: v1.29.3 1 29 v1.29.3\nhas: true true\nhelm: v4.2\nget: b\n\
+             lines: [a: 1]\nx: 1e+06 missing: !\nrelease: rel nsx 3 false true Helm\n\
+             app: 2.0 c2/templates\n"
+        );
+        let bad = Options {
+            kube_version: Some("abc".into()),
+            ..Options::default()
+        };
+        assert_eq!(
+            render(&chart, &values("{}"), &bad, &mut env())
+                .unwrap_err()
+                .message,
+            "could not parse \"abc\" as version"
+        );
+    }
+
+    #[test]
+    fn failures_name_the_template_as_helm() {
+        let chart = |text: &str| Chart {
+            metadata: metadata("t", "0.1.0"),
+            templates: vec![file("templates/t.yaml", text)],
+            ..Chart::default()
+        };
+        let fails = |text: &str| {
+            render(&chart(text), &values("{}"), &options(), &mut env())
+                .unwrap_err()
+                .message
+        };
+        assert_eq!(
+            fails("{{ fail \"a\\nb\" }}"),
+            "execution error at (t/templates/t.yaml:1:3): a\nb"
+        );
+        assert_eq!(
+            fails("{{ required \"need x\" .Values.x }}"),
+            "execution error at (t/templates/t.yaml:1:3): need x"
+        );
+        assert_eq!(
+            fails("{{ if }}"),
+            "parse error at (t/templates/t.yaml:1): missing value for if"
+        );
+        assert_eq!(
+            fails("{{ .Values.x }}|{{ .Values.x.y }}"),
+            "t/templates/t.yaml:1:26\n  executing \"t/templates/t.yaml\" at <.Values.x.y>:\n    \
+             nil pointer evaluating interface {}.y"
+        );
+        assert_eq!(
+            fails("{{ define \"x\" }}{{ fail \"in x\" }}{{ end }}{{ include \"x\" . }}"),
+            "execution error at (t/templates/t.yaml:1:45): in x"
+        );
+        // A failing NOTES.txt of a subchart fails the render.
+        let mut parent = chart("ok");
+        let mut sub = chart("");
+        sub.metadata.name = "sub".into();
+        sub.templates = vec![file("templates/NOTES.txt", "{{ fail \"notes\" }}")];
+        parent.dependencies.push(sub);
+        assert_eq!(
+            render(&parent, &values("{}"), &options(), &mut env())
+                .unwrap_err()
+                .message,
+            "execution error at (t/charts/sub/templates/NOTES.txt:1:3): notes"
+        );
+    }
+
+    #[test]
+    fn library_charts_give_only_partials() {
+        let mut lib = Chart {
+            metadata: metadata("lib", "1.0.0"),
+            templates: vec![
+                file(
+                    "templates/_x.tpl",
+                    "{{ define \"lib.x\" }}from lib{{ end }}",
+                ),
+                file("templates/cm.yaml", "never rendered"),
+            ],
+            ..Chart::default()
+        };
+        lib.metadata.chart_type = "library".into();
+        let app = Chart {
+            metadata: metadata("app", "1.0.0"),
+            templates: vec![file("templates/a.yaml", "{{ include \"lib.x\" . }}")],
+            dependencies: vec![lib.clone()],
+            ..Chart::default()
+        };
+        let out = render(&app, &values("{}"), &options(), &mut env()).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out["app/templates/a.yaml"], "from lib");
+        let alone = render(&lib, &values("{}"), &options(), &mut env()).unwrap();
+        assert!(alone.is_empty());
+    }
+}
