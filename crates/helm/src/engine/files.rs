@@ -98,6 +98,9 @@ impl Files {
     }
 }
 
+/// The methods of `engine.files`.
+const METHODS: &[&str] = &["Get", "GetBytes", "Glob", "Lines", "AsConfig", "AsSecrets"];
+
 fn one_string<'a>(method: &str, args: &'a [Value]) -> Result<&'a str, String> {
     match args {
         [Value::String(s)] => Ok(s),
@@ -119,7 +122,11 @@ impl Object for Files {
     }
 
     fn field(&self, name: &str) -> Option<Value> {
-        // A map type: `.Files.x` is the entry, or the zero `[]byte`.
+        // A map type: `.Files.x` is the entry, or the zero `[]byte` — except for the method
+        // names, which Go resolves as methods first.
+        if METHODS.contains(&name) {
+            return None;
+        }
         Some(Value::Bytes(self.bytes(name)))
     }
 
