@@ -1,0 +1,39 @@
+use super::*;
+
+fn yaml_of(json: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+    to_yaml(&Value::from_json_floats(&value)).unwrap_or_default()
+}
+
+/// Compares with cases the Helm SDK answered (set `YAML_CASES` to a JSON file of
+/// `[[input_json, expected], …]`).
+#[test]
+#[ignore = "needs a case file from the Helm SDK"]
+fn oracle_cases_from_file() {
+    let Ok(path) = std::env::var("YAML_CASES") else {
+        return;
+    };
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let cases: Vec<(String, String)> = serde_json::from_str(&text).unwrap_or_default();
+    let mut failures = 0;
+    for (input, want) in &cases {
+        let got = yaml_of(input);
+        let got = got.strip_suffix('\n').unwrap_or(&got);
+        if got != want {
+            failures += 1;
+            if failures < 40 {
+                eprintln!("input {input}\n want {want:?}\n  got {got:?}");
+            }
+        }
+    }
+    eprintln!("{} of {} cases differ", failures, cases.len());
+    assert_eq!(failures, 0);
+}
+
+#[test]
+fn basics() {
+    assert_eq!(
+        yaml_of(r#"{"b":[1,2],"a":{"c":"x"}}"#),
+        "a:\n  c: x\nb:\n- 1\n- 2\n"
+    );
+}

@@ -1,0 +1,1 @@
+//! JSON as Go's `encoding/json` writes it.

@@ -1,0 +1,1 @@
+//! TOML as BurntSushi's encoder writes it.
