@@ -11,13 +11,7 @@ use crate::value::Value;
 pub fn to_i64(v: &Value) -> i64 {
     match v {
         Value::Int(i) | Value::Int64(i) => *i,
-        Value::Float(f) => {
-            if f.is_finite() {
-                f.trunc() as i64
-            } else {
-                0
-            }
-        }
+        Value::Float(f) if f.is_finite() => f.trunc() as i64,
         Value::Bool(b) => i64::from(*b),
         Value::String(s) => parse_go_int(trim_zero_decimal(s)).unwrap_or(0),
         _ => 0,

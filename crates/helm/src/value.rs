@@ -187,6 +187,7 @@ impl Value {
     }
 
     /// A deep copy: new maps all the way down (Sprig's `deepCopy`, Helm's per-render values).
+    #[must_use]
     pub fn deep_copy(&self) -> Value {
         match self {
             Value::Map(m) => Value::map(
