@@ -238,4 +238,34 @@ mod tests {
         );
         assert!(f.method("Nope", &[]).is_none());
     }
+
+    #[test]
+    fn as_config_and_as_secrets_as_helm() {
+        let f = Files::new(&[
+            File {
+                name: "files/a.yaml".into(),
+                data: b"a: 1\n".to_vec(),
+            },
+            File {
+                name: "files/b.txt".into(),
+                data: b"b\n".to_vec(),
+            },
+        ]);
+        assert_eq!(
+            call(&f, "AsConfig", &[]).unwrap().to_string(),
+            "a.yaml: |\n  a: 1\nb.txt: |\n  b"
+        );
+        assert_eq!(
+            call(&f, "AsSecrets", &[]).unwrap().to_string(),
+            "a.yaml: YTogMQo=\nb.txt: Ygo="
+        );
+        let none = call(&f, "Glob", &[Value::str("nothing")]).unwrap();
+        let Value::Object(none) = none else {
+            panic!("an object")
+        };
+        assert_eq!(
+            none.method("AsConfig", &[]).unwrap().unwrap().to_string(),
+            "{}"
+        );
+    }
 }
