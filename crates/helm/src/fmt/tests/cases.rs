@@ -3,6 +3,7 @@
     clippy::approx_constant,
     clippy::too_many_lines
 )]
+
 use crate::value::Value;
 
 // Generated from the Helm SDK oracle: (format, operands, Helm's output).
@@ -327,5 +328,219 @@ pub(super) fn cases() -> Vec<(&'static str, Vec<Value>, &'static str)> {
             ],
             "   3.1|abc|    0.6667",
         ),
+        (
+            "%d|%s|%s|%d|%v",
+            vec![
+                Value::Float(8080.0_f64),
+                Value::Int(5),
+                Value::Float(1.5_f64),
+                Value::Float(1e+21_f64),
+                Value::Float(8080.0_f64),
+            ],
+            "%!d(float64=8080)|%!s(int=5)|%!s(float64=1.5)|%!d(float64=1e+21)|8080",
+        ),
+        (
+            "%q|%x|%X|%s|%5s|%v",
+            vec![
+                Value::from_json_floats(&serde_json::json!(["a", "b"])),
+                Value::from_json_floats(&serde_json::json!(["hi", "yo"])),
+                Value::from_json_floats(&serde_json::json!([255, "a"])),
+                Value::from_json_floats(&serde_json::json!({"a": 1})),
+                Value::from_json_floats(&serde_json::json!(["x", null])),
+                Value::from_json_floats(&serde_json::json!({"a": {"b": [1, {"c": null}]}})),
+            ],
+            "[\"a\" \"b\"]|[6869 796f]|[0X1.FEP+07 61]|map[a:%!s(float64=1)]|[    x <nil>]|map[a:map[b:[1 map[c:<nil>]]]]",
+        ),
+        (
+            "%-08d|%08d|%+08d|%x|%#x|%#o|%#b|%o",
+            vec![
+                Value::Int(-5),
+                Value::Int(-5),
+                Value::Int(5),
+                Value::Int(-255),
+                Value::Int(-255),
+                Value::Int(0),
+                Value::Int(0),
+                Value::Int(-8),
+            ],
+            "-5      |-0000005|+0000005|-ff|-0xff|0|0b0|-10",
+        ),
+        (
+            "%U|%c|%c|%q|%q|%+q|%#q",
+            vec![
+                Value::Int(-1),
+                Value::Int(-1),
+                Value::Int(1114112),
+                Value::Int(55296),
+                Value::Int(127),
+                Value::Int(128512),
+                Value::Int(65),
+            ],
+            "U+FFFFFFFFFFFFFFFF|\u{fffd}|\u{fffd}|'\u{fffd}'|'\\x7f'|'\\U0001f600'|'A'",
+        ),
+        (
+            "%08.3f|%-08.3f|% 08.3f|%+.3e|%.3E|%10.2e|%-10.1g|",
+            vec![
+                Value::Float(-3.14159_f64),
+                Value::Float(3.14159_f64),
+                Value::Float(3.14159_f64),
+                Value::Float(123456.789_f64),
+                Value::Float(0.000123456_f64),
+                Value::Float(1e+100_f64),
+                Value::Float(5e-324_f64),
+            ],
+            "-003.142|3.142   | 003.142|+1.235e+05|1.235E-04| 1.00e+100|5e-324    |",
+        ),
+        (
+            "%g|%g|%g|%g|%G|%.1g|%.0g|%.20g",
+            vec![
+                Value::Float(1e+20_f64),
+                Value::Float(1e+21_f64),
+                Value::Float(1.7976931348623157e+308_f64),
+                Value::Float(5e-324_f64),
+                Value::Float(1e-07_f64),
+                Value::Float(0.05_f64),
+                Value::Float(0.5_f64),
+                Value::Float(0.1_f64),
+            ],
+            "1e+20|1e+21|1.7976931348623157e+308|5e-324|1E-07|0.05|0.5|0.10000000000000000555",
+        ),
+        (
+            "%f|%.0f|%.1f|%.15f|%.20f|%.2f",
+            vec![
+                Value::Float(1e-07_f64),
+                Value::Float(0.5_f64),
+                Value::Float(0.05_f64),
+                Value::Float(0.1_f64),
+                Value::Float(0.1_f64),
+                Value::Float(2.675_f64),
+            ],
+            "0.000000|0|0.1|0.100000000000000|0.10000000000000000555|2.67",
+        ),
+        (
+            "%e|%.2e|%.0e|%e",
+            vec![
+                Value::Float(1e-07_f64),
+                Value::Float(9.995_f64),
+                Value::Float(9.5_f64),
+                Value::Float(123456789.0_f64),
+            ],
+            "1.000000e-07|9.99e+00|1e+01|1.234568e+08",
+        ),
+        (
+            "%v|%.2v|%5.1v|%#.2v",
+            vec![
+                Value::from_json_floats(&serde_json::json!([1.5, 2.25])),
+                Value::from_json_floats(&serde_json::json!([1.5, 2.25])),
+                Value::from_json_floats(&serde_json::json!({"a": 3.14159})),
+                Value::Float(1.0_f64),
+            ],
+            "[1.5 2.25]|[1.5 2.2]|map[    a:    3]|1",
+        ),
+        (
+            "%t|%5t|%-6t|%q",
+            vec![
+                Value::Bool(false),
+                Value::Bool(true),
+                Value::Bool(false),
+                Value::Bool(true),
+            ],
+            "false| true|false |%!q(bool=true)",
+        ),
+        (
+            "%s|%q|%x|%.1q|%10.3q|%-10q|",
+            vec![
+                Value::str(""),
+                Value::str(""),
+                Value::str(""),
+                Value::str("\u{65e5}\u{672c}\u{8a9e}"),
+                Value::str("\u{65e5}\u{672c}\u{8a9e}"),
+                Value::str("ab"),
+            ],
+            "|\"\"||\"\u{65e5}\"|     \"\u{65e5}\u{672c}\u{8a9e}\"|\"ab\"      |",
+        ),
+        (
+            "%x|% X|%#x|%# x|%.1x|%10x|%-10x|",
+            vec![
+                Value::str("h\u{e9}llo"),
+                Value::str("h\u{e9}llo"),
+                Value::str(""),
+                Value::str("ab"),
+                Value::str("abc"),
+                Value::str("ab"),
+                Value::str("ab"),
+            ],
+            "68c3a96c6c6f|68 C3 A9 6C 6C 6F||0x61 0x62|61|      6162|6162      |",
+        ),
+        (
+            "%v %v %v",
+            vec![Value::Int64(1), Value::Int(2), Value::Float(3.0_f64)],
+            "1 2 3",
+        ),
+        ("%[1]v %[1]T %[1]q", vec![Value::str("x")], "x string \"x\""),
+        (
+            "%[3]v %v %[1]v %v",
+            vec![Value::Int(1), Value::Int(2), Value::Int(3)],
+            "3 %!v(MISSING) 1 2",
+        ),
+        (
+            "%.[2]d|%[2]*d",
+            vec![Value::Int(1), Value::Int(3)],
+            "3|%!d(MISSING)",
+        ),
+        (
+            "%[2]5d",
+            vec![Value::Int(1), Value::Int(2)],
+            "%!d(BADINDEX)",
+        ),
+        ("%*[2]d", vec![Value::Int(3), Value::Int(4)], "  4"),
+        ("%.*[1]d", vec![Value::Int(2), Value::Int(7)], "02"),
+        (
+            "%-*d|%0*d",
+            vec![Value::Int(-4), Value::Int(1), Value::Int(4), Value::Int(2)],
+            "1   |0002",
+        ),
+        (
+            "%*d",
+            vec![Value::Float(1.5_f64), Value::Int(2)],
+            "%!(BADWIDTH)2",
+        ),
+        ("%*d", vec![Value::Int64(3), Value::Int(2)], "  2"),
+        (
+            "%v|%d|%s",
+            vec![
+                Value::from_json_floats(&serde_json::json!({"k": [null]})),
+                Value::from_json_floats(&serde_json::json!([null, 1])),
+                Value::from_json_floats(&serde_json::json!([null])),
+            ],
+            "map[k:[<nil>]]|[<nil> %!d(float64=1)]|[<nil>]",
+        ),
+        (
+            "%#v|%#v|%#v|%#v|%#v",
+            vec![
+                Value::Bool(true),
+                Value::Int(5),
+                Value::str("s\n"),
+                Value::from_json_floats(&serde_json::json!([])),
+                Value::from_json_floats(&serde_json::json!({})),
+            ],
+            "true|5|\"s\\n\"|[]interface {}{}|map[string]interface {}{}",
+        ),
+        (
+            "%+v|%+d|%+s|%+x",
+            vec![Value::Int(5), Value::Int(5), Value::str("s"), Value::Int(5)],
+            "5|+5|s|+5",
+        ),
+        (
+            "%\u{2603}|%\u{e9}",
+            vec![Value::Int(1), Value::Int(2)],
+            "%!\u{2603}(int=1)|%!\u{e9}(int=2)",
+        ),
+        ("%5.2%|%-5%|%c", vec![Value::Int(65)], "%|%|A"),
+        ("%!d", vec![Value::Int(1)], "%!!(int=1)d"),
+        ("%d%", vec![Value::Int(1)], "1%!(NOVERB)"),
+        ("%.", vec![Value::Int(1)], "%!.(int=1)"),
+        ("%5", vec![Value::Int(1)], "%!(NOVERB)%!(EXTRA int=1)"),
+        ("%-", vec![], "%!(NOVERB)"),
     ]
 }
