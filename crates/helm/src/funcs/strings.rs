@@ -1,5 +1,6 @@
 //! Sprig's string functions (v3.3.0 as Helm v4 ships it): case, trimming, slicing, quoting,
-//! wrapping, splitting and joining, Go's `path` helpers, and `toString`/`toStrings`/`atoi`.
+//! wrapping, splitting and joining, Go's `path` helpers, `urlParse`/`urlJoin`, and
+//! `toString`/`toStrings`/`atoi`.
 //!
 //! Each function behaves as its Go original, including the odd corners charts can hit:
 //! byte-based slicing in `trunc`/`substr`/`abbrev` (a cut inside a multi-byte character gives
@@ -73,7 +74,11 @@ pub fn register(map: &mut FuncMap) {
     map.insert("osClean", clean);
     map.insert("osExt", ext);
     map.insert("osIsAbs", is_abs);
+    map.insert("urlParse", url::url_parse);
+    map.insert("urlJoin", url::url_join);
 }
+
+mod url;
 
 type Result = std::result::Result<Value, String>;
 
