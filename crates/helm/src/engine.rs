@@ -352,67 +352,7 @@ fn prepare(
     chart: &Chart,
     values: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<(Chart, serde_json::Map<String, serde_json::Value>), Error> {
-    interim::prepare(chart, values)
-}
-
-/// A stand-in for `chart::prepare` until it lands: user values over chart defaults, subchart
-/// defaults under their names, `global` copied down, `null` deleting a key.
-mod interim {
-    use super::{Chart, Error};
-    use serde_json::{Map, Value};
-
-    #[allow(clippy::unnecessary_wraps, reason = "the shape of chart::prepare")]
-    pub fn prepare(
-        chart: &Chart,
-        values: &Map<String, Value>,
-    ) -> Result<(Chart, Map<String, Value>), Error> {
-        let mut out = values.clone();
-        coalesce(chart, &mut out);
-        Ok((chart.clone(), out))
-    }
-
-    fn coalesce(chart: &Chart, values: &mut Map<String, Value>) {
-        merge_defaults(values, &chart.values);
-        let global = values.get("global").cloned();
-        for child in &chart.dependencies {
-            let entry = values
-                .entry(child.metadata.name.clone())
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(sub) = entry {
-                if let Some(Value::Object(global)) = &global {
-                    let mut sub_global = match sub.remove("global") {
-                        Some(Value::Object(g)) => g,
-                        _ => Map::new(),
-                    };
-                    for (k, v) in global {
-                        sub_global.insert(k.clone(), v.clone());
-                    }
-                    sub.insert("global".into(), Value::Object(sub_global));
-                }
-                coalesce(child, sub);
-            }
-        }
-    }
-
-    fn merge_defaults(values: &mut Map<String, Value>, defaults: &Map<String, Value>) {
-        for (key, default) in defaults {
-            match values.get_mut(key) {
-                Some(Value::Null) => {
-                    values.remove(key);
-                }
-                Some(Value::Object(user)) => {
-                    if let Value::Object(default) = default {
-                        merge_defaults(user, default);
-                    }
-                }
-                Some(_) => {}
-                None => {
-                    values.insert(key.clone(), default.clone());
-                }
-            }
-        }
-        values.retain(|_, v| !v.is_null());
-    }
+    crate::chart::prepare(chart, values).map_err(|e| Error::new(e.message))
 }
 
 #[cfg(test)]
@@ -452,7 +392,7 @@ mod tests {
         }
     }
 
-    /// A parent with the same subchart twice (once under an alias), as `prepare` leaves it.
+    /// A parent with the same subchart twice (once under an alias).
     fn parent_chart() -> Chart {
         let sub = |name: &str, v: &str| Chart {
             metadata: metadata(name, "0.2.0"),
@@ -480,11 +420,10 @@ mod tests {
         );
         meta.dependencies = vec![
             Dependency {
-                name: "s1".into(),
+                name: "sub".into(),
                 version: "0.2.0".into(),
                 tags: vec!["t".into()],
-                enabled: true,
-                import_values: vec![serde_json::json!({"child": "exports.data", "parent": "."})],
+                import_values: vec![serde_json::json!("data")],
                 alias: "s1".into(),
                 ..Dependency::default()
             },
@@ -492,7 +431,6 @@ mod tests {
                 name: "sub".into(),
                 version: "0.2.0".into(),
                 condition: "s2.enabled".into(),
-                enabled: true,
                 ..Dependency::default()
             },
         ];
@@ -512,7 +450,7 @@ mod tests {
                 file("templates/NOTES.txt", "notes {{ .Release.Name }}\n"),
             ],
             values: values(r#"{"a":1,"global":{"g":1},"s1":{"v":"one"}}"#),
-            dependencies: vec![sub("s1", "def"), sub("sub", "def")],
+            dependencies: vec![sub("sub", "def")],
             ..Chart::default()
         }
     }
