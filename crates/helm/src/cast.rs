@@ -11,13 +11,7 @@ use crate::value::Value;
 pub fn to_i64(v: &Value) -> i64 {
     match v {
         Value::Int(i) | Value::Int64(i) => *i,
-        Value::Float(f) => {
-            if f.is_finite() {
-                f.trunc() as i64
-            } else {
-                0
-            }
-        }
+        Value::Float(f) => float_to_int(*f),
         Value::Bool(b) => i64::from(*b),
         Value::String(s) => parse_go_int(trim_zero_decimal(s)).unwrap_or(0),
         _ => 0,
@@ -30,9 +24,63 @@ pub fn to_f64(v: &Value) -> f64 {
         Value::Int(i) | Value::Int64(i) => *i as f64,
         Value::Float(f) => *f,
         Value::Bool(b) => f64::from(u8::from(*b)),
-        Value::String(s) => s.trim().parse().unwrap_or(0.0),
+        Value::String(s) => parse_go_float(s).unwrap_or(0.0),
         _ => 0.0,
     }
+}
+
+/// Go's `int64(f)` conversion as amd64 performs it: truncation toward zero, and the smallest
+/// int64 for NaN and for values out of range (Go leaves those to the hardware; Helm runs there).
+pub fn float_to_int(f: f64) -> i64 {
+    // -2^63 and 2^63 are exact in f64; the valid range is [-2^63, 2^63).
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if f.is_nan() || !(-LIMIT..LIMIT).contains(&f) {
+        i64::MIN
+    } else {
+        f as i64
+    }
+}
+
+/// `strconv.ParseFloat(s, 64)` for decimal input: no surrounding spaces, `_` only between digits,
+/// `inf`/`infinity`/`nan` in any case (a sign only before the infinities), and `None` when the
+/// value overflows (Go's range error). Hexadecimal floats (`0x1p4`) are not read.
+pub fn parse_go_float(s: &str) -> Option<f64> {
+    let (sign, body) = match s.as_bytes().first() {
+        Some(b'-') => (-1.0, &s[1..]),
+        Some(b'+') => (1.0, &s[1..]),
+        _ => (1.0, s),
+    };
+    if body.eq_ignore_ascii_case("inf") || body.eq_ignore_ascii_case("infinity") {
+        return Some(sign * f64::INFINITY);
+    }
+    if s.eq_ignore_ascii_case("nan") {
+        return Some(f64::NAN);
+    }
+    let bytes = body.as_bytes();
+    if matches!(bytes.first(), Some(b'+' | b'-')) {
+        return None;
+    }
+    let mut digits = String::with_capacity(body.len());
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-' => digits.push(char::from(b)),
+            b'_' => {
+                let between_digits = i > 0
+                    && bytes[i - 1].is_ascii_digit()
+                    && bytes.get(i + 1).is_some_and(u8::is_ascii_digit);
+                if !between_digits {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+    }
+    // Rust accepts the same decimal grammar once the characters are restricted as above.
+    let value: f64 = digits.parse().ok()?;
+    if value.is_infinite() {
+        return None;
+    }
+    Some(sign * value)
 }
 
 /// Sprig's `strval`: strings as they are, `[]byte` as text, objects through their `%v` (Go's
@@ -89,6 +137,10 @@ pub fn parse_go_int(s: &str) -> Option<i64> {
         _ => (false, s),
     };
     let lower = rest.to_ascii_lowercase();
+    let prefixed = ["0x", "0o", "0b"].iter().any(|p| lower.starts_with(p));
+    if !underscores_ok(lower.as_bytes(), if prefixed { 2 } else { 0 }) {
+        return None;
+    }
     let (radix, digits) = if let Some(d) = lower.strip_prefix("0x") {
         (16, d.replace('_', ""))
     } else if let Some(d) = lower.strip_prefix("0o") {
@@ -98,7 +150,7 @@ pub fn parse_go_int(s: &str) -> Option<i64> {
     } else if lower.len() > 1 && lower.starts_with('0') {
         (8, lower[1..].replace('_', ""))
     } else {
-        (10, lower.clone())
+        (10, lower.replace('_', ""))
     };
     if digits.is_empty() || digits.starts_with(['+', '-']) {
         return None;
@@ -108,11 +160,80 @@ pub fn parse_go_int(s: &str) -> Option<i64> {
     i64::try_from(value).ok()
 }
 
+/// Go's rule for `_` in a number: each one sits between two digits, or right after a base
+/// prefix (of length `prefix`) and before a digit.
+fn underscores_ok(bytes: &[u8], prefix: usize) -> bool {
+    bytes.iter().enumerate().all(|(i, &b)| {
+        b != b'_'
+            || ((i == prefix && prefix > 0 || i > prefix && bytes[i - 1].is_ascii_alphanumeric())
+                && bytes.get(i + 1).is_some_and(u8::is_ascii_alphanumeric))
+    })
+}
+
+/// Go's check that a function with `want` parameters got as many arguments; the message is the
+/// one `text/template` gives (`wrong number of args for NAME: want 2 got 1`).
+pub fn want_args(name: &str, args: &[Value], want: usize) -> Result<(), String> {
+    if args.len() == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "wrong number of args for {name}: want {want} got {}",
+            args.len()
+        ))
+    }
+}
+
+/// As [`want_args`] for a variadic function with `want` fixed parameters before the `...`.
+pub fn want_at_least(name: &str, args: &[Value], want: usize) -> Result<(), String> {
+    if args.len() >= want {
+        Ok(())
+    } else {
+        Err(format!(
+            "wrong number of args for {name}: want at least {want} got {}",
+            args.len()
+        ))
+    }
+}
+
+/// The Go type `text/template` reports for an argument it cannot pass: nil values come out of
+/// maps and functions as empty `interface {}`s.
+fn reported_type(v: &Value) -> String {
+    if v.is_nil() {
+        "interface {}".into()
+    } else {
+        v.type_name()
+    }
+}
+
+/// A Go `string` parameter: only strings pass (templates do not convert arguments), anything
+/// else fails as `text/template` does.
+pub fn go_string(v: &Value) -> Result<&str, String> {
+    match v {
+        Value::String(s) => Ok(s),
+        other => Err(format!(
+            "wrong type for value; expected string; got {}",
+            reported_type(other)
+        )),
+    }
+}
+
+/// A Go `int` parameter: only `int` values pass (not `int64`, not `float64`).
+pub fn go_int(v: &Value) -> Result<i64, String> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        other => Err(format!(
+            "wrong type for value; expected int; got {}",
+            reported_type(other)
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
+    #[expect(clippy::float_cmp, reason = "the conversions are exact")]
     fn conversions_follow_cast() {
         assert_eq!(to_i64(&Value::str("0x1f")), 31);
         assert_eq!(to_i64(&Value::str("010")), 8);
@@ -121,5 +242,14 @@ mod tests {
         assert_eq!(to_i64(&Value::Float(-2.9)), -2);
         assert_eq!(to_string(&Value::Float(1e6)), "1e+06");
         assert_eq!(to_string_list(&Value::str("a")), vec!["a"]);
+        // Oracle (`float64 "…"`, `int 1e30`): Go's ParseFloat and amd64 conversions.
+        assert_eq!(to_f64(&Value::str("1_0.5")), 10.5);
+        assert_eq!(to_f64(&Value::str(" 2")), 0.0);
+        assert_eq!(to_f64(&Value::str("0x10")), 0.0);
+        assert_eq!(to_f64(&Value::str("inf")), f64::INFINITY);
+        assert_eq!(to_f64(&Value::str("1e400")), 0.0);
+        assert_eq!(to_f64(&Value::str("-.5")), -0.5);
+        assert_eq!(to_i64(&Value::Float(1e30)), i64::MIN);
+        assert_eq!(to_i64(&Value::Float(-1e30)), i64::MIN);
     }
 }

@@ -246,7 +246,7 @@ fn b64enc(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 /// `b64dec`: the decoded text, or Go's error message as the result.
 fn b64dec(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     let text = string_arg(call, args)?;
-    Ok(Value::from(match base64_decode(text.as_bytes()) {
+    Ok(Value::from(match yaml::base64_decode(text.as_bytes()) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(at) => format!("illegal base64 data at input byte {at}"),
     }))
@@ -285,84 +285,6 @@ fn base32_encode(src: &[u8]) -> String {
         }
     }
     out
-}
-
-fn base64_value(c: u8) -> Option<u32> {
-    match c {
-        b'A'..=b'Z' => Some(u32::from(c - b'A')),
-        b'a'..=b'z' => Some(u32::from(c - b'a') + 26),
-        b'0'..=b'9' => Some(u32::from(c - b'0') + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    }
-}
-
-/// Go's `base64.StdEncoding.DecodeString`: newlines skipped, padding required, the error
-/// being the offset Go reports.
-fn base64_decode(src: &[u8]) -> Result<Vec<u8>, usize> {
-    let mut out = Vec::with_capacity(src.len() / 4 * 3);
-    let mut si = 0;
-    let skip_newlines = |si: &mut usize| {
-        while *si < src.len() && matches!(src[*si], b'\n' | b'\r') {
-            *si += 1;
-        }
-    };
-    loop {
-        let mut quantum = [0u32; 4];
-        let mut len = 4;
-        let mut j = 0;
-        let mut done = false;
-        while j < 4 {
-            if si == src.len() {
-                if j == 0 {
-                    return Ok(out);
-                }
-                // Padding is required: a short final quantum is corrupt.
-                return Err(si - j);
-            }
-            let c = src[si];
-            si += 1;
-            if let Some(v) = base64_value(c) {
-                quantum[j] = v;
-                j += 1;
-                continue;
-            }
-            if c == b'\n' || c == b'\r' {
-                continue;
-            }
-            if c != b'=' {
-                return Err(si - 1);
-            }
-            match j {
-                0 | 1 => return Err(si - 1),
-                2 => {
-                    skip_newlines(&mut si);
-                    if si == src.len() {
-                        return Err(src.len());
-                    }
-                    if src[si] != b'=' {
-                        return Err(si - 1);
-                    }
-                    si += 1;
-                }
-                _ => {}
-            }
-            skip_newlines(&mut si);
-            if si < src.len() {
-                return Err(si);
-            }
-            len = j;
-            done = true;
-            break;
-        }
-        let bits = (quantum[0] << 18) | (quantum[1] << 12) | (quantum[2] << 6) | quantum[3];
-        let bytes = bits.to_be_bytes();
-        out.extend_from_slice(&bytes[1..len]);
-        if done {
-            return Ok(out);
-        }
-    }
 }
 
 /// Go's `base32.StdEncoding.DecodeString`: newlines removed first, padding required.

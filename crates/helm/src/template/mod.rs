@@ -10,6 +10,13 @@ use std::rc::Rc;
 
 use crate::value::Value;
 
+mod builtins;
+mod exec;
+mod lex;
+mod parse;
+#[cfg(test)]
+mod tests;
+
 /// A template function: Sprig's, Helm's or a caller's. Returns the value, or the message Go
 /// prints after `error calling NAME: `.
 pub type Function = fn(&mut Call<'_>, &[Value]) -> Result<Value, String>;
@@ -60,7 +67,9 @@ impl Default for Env {
 
 impl std::fmt::Debug for Env {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Env").field("now", &self.now).finish_non_exhaustive()
+        f.debug_struct("Env")
+            .field("now", &self.now)
+            .finish_non_exhaustive()
     }
 }
 
@@ -107,10 +116,24 @@ pub struct Error {
     pub message: String,
 }
 
+/// The name Helm gives the template `tpl` parses, and the name of its root template.
+pub(crate) const TPL_NAME: &str = "gotpl";
+
+/// One layer of templates by name. `tpl` stacks a new layer over the running set instead of
+/// copying it, so a `tpl` call costs one parse, not a copy of every template.
+#[derive(Clone, Default)]
+struct Layer {
+    templates: HashMap<Rc<str>, Rc<parse::Tree>>,
+    parent: Option<Rc<Layer>>,
+}
+
 /// A set of named templates sharing one function map (Go's `*template.Template` tree).
+///
+/// Cloning is cheap: the parsed templates are shared.
 #[derive(Clone)]
 pub struct Set {
     funcs: Rc<FuncMap>,
+    layer: Rc<Layer>,
 }
 
 impl std::fmt::Debug for Set {
@@ -120,32 +143,87 @@ impl std::fmt::Debug for Set {
 }
 
 impl Set {
-    /// An empty set using `funcs` (plus the builtins).
+    /// An empty set using `funcs` (plus the builtins; a function in `funcs` replaces the
+    /// builtin of the same name).
     pub fn new(funcs: Rc<FuncMap>) -> Self {
-        Set { funcs }
+        Set {
+            funcs,
+            layer: Rc::new(Layer::default()),
+        }
     }
 
     /// Parses `text` as the template `name`, adding it and every `define`/`block` in it to the
-    /// set (a later definition of a name replaces the earlier one, as Go's `Parse` does).
+    /// set (a later definition of a name replaces the earlier one, as Go's `Parse` does, except
+    /// that an empty definition never replaces a non-empty one).
     pub fn parse(&mut self, name: &str, text: &str) -> Result<(), Error> {
-        let _ = (name, text, &self.funcs);
-        Err(Error {
-            message: "template engine not built yet".into(),
+        let trees = stacker::maybe_grow(128 * 1024, 4 * 1024 * 1024, || {
+            parse::parse(name, text, &self.funcs)
         })
+        .map_err(|message| Error { message })?;
+        for tree in trees {
+            if tree.is_empty() && self.lookup(&tree.name).is_some() {
+                continue;
+            }
+            let layer = Rc::make_mut(&mut self.layer);
+            layer.templates.insert(tree.name.clone(), Rc::new(tree));
+        }
+        Ok(())
     }
 
     /// Whether the set holds a template `name`.
     pub fn has(&self, name: &str) -> bool {
-        let _ = name;
-        false
+        self.lookup(name).is_some()
     }
 
     /// Executes the template `name` with `data` as dot and returns its text. `missingkey=zero`:
     /// a missing map key is nil and prints as `<no value>`, as in Helm.
     pub fn execute(&self, name: &str, data: Value, env: &mut Env) -> Result<String, Error> {
-        let _ = (name, data, env);
-        Err(Error {
-            message: "template engine not built yet".into(),
-        })
+        let mut shared = exec::Shared {
+            includes: HashMap::new(),
+            tpl_depth: 0,
+        };
+        self.execute_shared(name, data, env, &mut shared)
+    }
+
+    fn execute_shared(
+        &self,
+        name: &str,
+        data: Value,
+        env: &mut Env,
+        shared: &mut exec::Shared,
+    ) -> Result<String, Error> {
+        let Some(tree) = self.lookup(name) else {
+            return Err(Error {
+                message: format!(
+                    "template: no template {} associated with template {}",
+                    lex::go_quote(name),
+                    lex::go_quote(TPL_NAME)
+                ),
+            });
+        };
+        let mut state = exec::Exec::new(self, tree, env, shared);
+        state.run(data)?;
+        Ok(state.out)
+    }
+
+    fn lookup(&self, name: &str) -> Option<&Rc<parse::Tree>> {
+        let mut layer = &*self.layer;
+        loop {
+            if let Some(t) = layer.templates.get(name) {
+                return Some(t);
+            }
+            layer = layer.parent.as_deref()?;
+        }
+    }
+
+    /// A set over this one whose parses do not touch it (what `tpl` parses into).
+    fn layered(&self) -> Set {
+        Set {
+            funcs: self.funcs.clone(),
+            layer: Rc::new(Layer {
+                templates: HashMap::new(),
+                parent: Some(self.layer.clone()),
+            }),
+        }
     }
 }

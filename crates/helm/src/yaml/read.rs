@@ -9,9 +9,10 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
-use granit_parser::{Event, Parser, ScalarStyle, ScanError};
+use granit_parser::{Event, Options, Parser, ScalarStyle, ScanError};
 
 use super::Error;
+use super::base64_decode;
 use super::resolve::{Scalar, go_parse_float, go_parse_int, resolve};
 
 /// How deep collections may nest (`yaml.v2`'s own parser limit).
@@ -95,7 +96,11 @@ fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
         Sequence(usize, Vec<Rc<Node>>),
         Mapping(usize, Vec<Rc<Node>>),
     }
-    let mut parser = Parser::new_from_str(text);
+    let mut options = Options::default();
+    options.emit_unresolved_aliases = true;
+    options.emit_anchor_events = true;
+    let mut parser = Parser::new_from_str_with_options(text, options);
+    let mut names: HashMap<usize, String> = HashMap::new();
     let mut anchors: HashMap<usize, Rc<Node>> = HashMap::new();
     let mut stack: Vec<Open> = Vec::new();
     let mut root: Option<Rc<Node>> = None;
@@ -115,11 +120,29 @@ fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
                 continue;
             }
             Event::StreamEnd => break,
+            Event::Anchor(id, name) => {
+                names.insert(id, name.into_owned());
+                continue;
+            }
+            Event::UnresolvedAlias(name) => {
+                let open = stack.iter().any(|open| {
+                    let (Open::Sequence(id, _) | Open::Mapping(id, _)) = open;
+                    names.get(id).is_some_and(|n| *n == name)
+                });
+                return Err(if open {
+                    error(format!("yaml: anchor '{name}' value contains itself"))
+                } else {
+                    error(format!("yaml: unknown anchor '{name}' referenced"))
+                });
+            }
             Event::Alias(id) => {
-                let node = anchors
-                    .get(&id)
-                    .cloned()
-                    .ok_or_else(|| error("yaml: unknown anchor referenced"))?;
+                let Some(node) = anchors.get(&id).cloned() else {
+                    // Known to the parser but not finished: the alias is inside its anchor.
+                    let name = names.get(&id).cloned().unwrap_or_default();
+                    return Err(error(format!(
+                        "yaml: anchor '{name}' value contains itself"
+                    )));
+                };
                 (node, 0)
             }
             Event::Scalar(value, style, anchor, tag) => {
@@ -185,10 +208,17 @@ enum Go {
 }
 
 impl Go {
-    /// `%+#v`, as the key errors print values.
+    /// `%+#v`, as the key errors print values (a nil inside a container is typed).
     fn go_syntax(&self) -> String {
         match self {
             Go::Nil => "<nil>".into(),
+            _ => self.go_syntax_inner(),
+        }
+    }
+
+    fn go_syntax_inner(&self) -> String {
+        match self {
+            Go::Nil => "interface {}(nil)".into(),
             Go::Bool(b) => b.to_string(),
             Go::Int(i) => i.to_string(),
             Go::Uint(u) => format!("0x{u:x}"),
@@ -202,14 +232,46 @@ impl Go {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            Go::Map(entries) => format!(
-                "map[interface {{}}]interface {{}}{{{}}}",
-                entries
-                    .iter()
-                    .map(|(k, v)| format!("{}:{}", k.go_syntax(), v.go_syntax()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Go::Map(entries) => {
+                // fmt prints map keys sorted: by type, then by value.
+                let mut sorted: Vec<&(Go, Go)> = entries.iter().collect();
+                sorted.sort_by(|(a, _), (b, _)| {
+                    a.sort_class()
+                        .cmp(&b.sort_class())
+                        .then_with(|| a.sort_key(b))
+                });
+                format!(
+                    "map[interface {{}}]interface {{}}{{{}}}",
+                    sorted
+                        .iter()
+                        .map(|(k, v)| format!("{}:{}", k.go_syntax_inner(), v.go_syntax_inner()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        }
+    }
+
+    fn sort_class(&self) -> u8 {
+        match self {
+            Go::Nil => 0,
+            Go::Str(_) => 1,
+            Go::Int(_) => 2,
+            Go::Uint(_) => 3,
+            Go::Float(_) => 4,
+            Go::Bool(_) => 5,
+            Go::Seq(_) | Go::Map(_) => 6,
+        }
+    }
+
+    fn sort_key(&self, other: &Go) -> std::cmp::Ordering {
+        match (self, other) {
+            (Go::Str(a), Go::Str(b)) => a.cmp(b),
+            (Go::Int(a), Go::Int(b)) => a.cmp(b),
+            (Go::Uint(a), Go::Uint(b)) => a.cmp(b),
+            (Go::Float(a), Go::Float(b)) => a.total_cmp(b),
+            (Go::Bool(a), Go::Bool(b)) => a.cmp(b),
+            _ => std::cmp::Ordering::Equal,
         }
     }
 
@@ -380,9 +442,7 @@ fn scalar(value: &str, plain: bool, tag: Option<&str>) -> Result<Go, Error> {
             return Ok(Go::Str(value.to_string()));
         }
         (_, Some("binary")) => {
-            use base64::Engine as _;
-            let data = base64::engine::general_purpose::STANDARD
-                .decode(value)
+            let data = base64_decode(value.as_bytes())
                 .map_err(|_| error("yaml: !!binary value contains invalid base64 data"))?;
             return Ok(Go::Str(String::from_utf8_lossy(&data).into_owned()));
         }
@@ -416,7 +476,8 @@ fn scalar(value: &str, plain: bool, tag: Option<&str>) -> Result<Go, Error> {
         let (got, ok) = match &go {
             Go::Nil => ("null", want == "null"),
             Go::Bool(_) => ("bool", want == "bool"),
-            Go::Int(_) | Go::Uint(_) => ("int", want == "int" || want == "float"),
+            Go::Int(_) => ("int", want == "int" || want == "float"),
+            Go::Uint(_) => ("int", want == "int"),
             Go::Float(_) => ("float", want == "float"),
             _ => ("str", want == "timestamp"),
         };
@@ -467,10 +528,11 @@ fn float32_g(f: f64) -> String {
     #[allow(clippy::cast_possible_truncation)]
     let single = f as f32;
     if single.is_infinite() {
+        // Go formats "+Inf" and then renames it as YAML spells it.
         return if f > 0.0 {
-            "+Inf".into()
+            ".inf".into()
         } else {
-            "-Inf".into()
+            "-.inf".into()
         };
     }
     if single == 0.0 {
@@ -545,6 +607,36 @@ fn to_json(value: Go) -> Result<serde_json::Value, Error> {
     })
 }
 
+/// The first key that `sigs.k8s.io/yaml` cannot turn into a string (checked before any value
+/// is encoded, as Go converts the keys first).
+fn check_keys(value: &Go) -> Result<(), Error> {
+    match value {
+        Go::Seq(items) => items.iter().try_for_each(check_keys),
+        Go::Map(entries) => entries.iter().try_for_each(|(key, value)| {
+            key_string(key, value)?;
+            check_keys(value)
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The first NaN or infinity in the order Go's JSON encoder meets them: map entries by key, a
+/// repeated key counting once with its last value.
+fn first_non_finite(value: &Go) -> Option<f64> {
+    match value {
+        Go::Float(f) if !f.is_finite() => Some(*f),
+        Go::Seq(items) => items.iter().find_map(first_non_finite),
+        Go::Map(entries) => {
+            let by_key: std::collections::BTreeMap<String, &Go> = entries
+                .iter()
+                .filter_map(|(k, v)| key_string(k, v).ok().map(|k| (k, v)))
+                .collect();
+            by_key.values().find_map(|v| first_non_finite(v))
+        }
+        _ => None,
+    }
+}
+
 fn number(f: f64) -> Result<serde_json::Value, Error> {
     serde_json::Number::from_f64(f)
         .map(serde_json::Value::Number)
@@ -566,6 +658,13 @@ pub(crate) fn parse(text: &str) -> Result<serde_json::Value, Error> {
         alias_depth: 0,
     };
     let go = decoder.decode(&root, 0)?;
+    check_keys(&go)?;
+    if let Some(bad) = first_non_finite(&go) {
+        return Err(error(format!(
+            "json: unsupported value: {}",
+            crate::value::format_float_g(bad)
+        )));
+    }
     to_json(go)
 }
 

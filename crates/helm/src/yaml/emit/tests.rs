@@ -30,6 +30,19 @@ fn oracle_cases_from_file() {
     assert_eq!(failures, 0);
 }
 
+/// 1200 values (awkward strings in every position, long lines, numbers, key orders) and the
+/// text Helm v4.2.3's `toYaml` gave for each.
+#[test]
+fn helm_answers() {
+    let cases: Vec<(String, String)> =
+        serde_json::from_str(include_str!("../testdata/to_yaml.json")).unwrap_or_default();
+    assert_eq!(cases.len(), 1200);
+    for (input, want) in &cases {
+        let got = yaml_of(input);
+        assert_eq!(got.strip_suffix('\n').unwrap_or(&got), want, "{input}");
+    }
+}
+
 #[test]
 fn basics() {
     assert_eq!(

@@ -1,0 +1,55 @@
+//! Go `fmt` against outputs recorded from Helm's Go SDK (`tests/oracle.py`).
+
+use super::*;
+
+mod cases;
+
+#[test]
+fn sprintf_matches_go() {
+    let mut failures = Vec::new();
+    let all = cases::cases();
+    for (format, args, want) in &all {
+        let got = sprintf(format, args);
+        if got != *want {
+            failures.push(format!("{format:?}\n   got {got:?}\n  want {want:?}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} differ:\n{}",
+        failures.len(),
+        all.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn sprint_spaces_between_non_strings() {
+    let args = [
+        Value::Int(1),
+        Value::Int(2),
+        Value::str("a"),
+        Value::Int(3),
+        Value::Nil,
+        Value::str("b"),
+        Value::str("c"),
+    ];
+    assert_eq!(sprint(&args), "1 2a3 <nil>bc");
+    assert_eq!(sprintln(&args), "1 2 a 3 <nil> b c\n");
+    assert_eq!(sprint(&[]), "");
+}
+
+#[test]
+fn oversized_widths_are_refused_as_go_does() {
+    assert_eq!(
+        sprintf("%1234567890d|", &[Value::Int(1)]),
+        "%!(NOVERB)%!(EXTRA int=1)"
+    );
+    let args = [
+        Value::Int(10_000_001),
+        Value::Int(1),
+        Value::Int(-10_000_001),
+        Value::Int(2),
+    ];
+    assert_eq!(sprintf("%.*d|%*d", &args), "%!(BADPREC)1|%!(BADWIDTH)2");
+}

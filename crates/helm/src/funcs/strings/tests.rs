@@ -1,0 +1,112 @@
+//! Sprig's string functions against outputs recorded from Helm's Go SDK (`tests/oracle.py`).
+
+use super::*;
+use crate::template::{Env, Runtime};
+
+mod cases;
+
+struct NoRuntime;
+
+impl Runtime for NoRuntime {
+    fn include(&mut self, _: &mut Env, _: &str, _: Value) -> std::result::Result<String, String> {
+        Err("no templates here".into())
+    }
+    fn tpl(&mut self, _: &mut Env, _: &str, _: Value) -> std::result::Result<String, String> {
+        Err("no templates here".into())
+    }
+}
+
+fn json(text: &str) -> Value {
+    Value::from_json_floats(&serde_json::from_str(text).expect("test JSON"))
+}
+
+fn run(env: &mut Env, name: &str, args: &[Value]) -> Result {
+    let mut map = FuncMap::new();
+    register(&mut map);
+    let function = map
+        .get(name)
+        .copied()
+        .unwrap_or_else(|| panic!("{name} not registered"));
+    let mut runtime = NoRuntime;
+    let mut call = Call::new(name, env, &mut runtime);
+    function(&mut call, args)
+}
+
+fn env() -> Env {
+    Env::fixed(7, jiff::Zoned::now())
+}
+
+#[test]
+fn functions_match_sprig() {
+    let mut env = env();
+    let all = cases::cases();
+    let mut failures = Vec::new();
+    for (name, args, want) in &all {
+        let got = run(&mut env, name, args).map(|v| crate::fmt::sprint(&[v]));
+        let want = want.map(str::to_string).map_err(|e| (*e).to_string());
+        if got != want {
+            failures.push(format!("{name} {args:?}\n   got {got:?}\n  want {want:?}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} differ:\n{}",
+        failures.len(),
+        all.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn result_types_are_sprigs() {
+    let mut env = env();
+    let list = run(&mut env, "splitList", &[Value::str(","), Value::str("a,b")]).unwrap();
+    assert_eq!(list.type_name(), "[]string");
+    let sorted = run(&mut env, "sortAlpha", &[json(r#"["b","a"]"#)]).unwrap();
+    assert_eq!(sorted.type_name(), "[]string");
+    let n = run(&mut env, "atoi", &[Value::str("5")]).unwrap();
+    assert_eq!(n.type_name(), "int");
+    let b = run(&mut env, "contains", &[Value::str("a"), Value::str("cat")]).unwrap();
+    assert_eq!(b.type_name(), "bool");
+}
+
+#[test]
+fn shuffle_permutes_characters_with_the_seeded_source() {
+    let mut env = env();
+    let shuffled = run(&mut env, "shuffle", &[Value::str("héllo wörld")]).unwrap();
+    let mut got: Vec<char> = shuffled.to_string().chars().collect();
+    let mut want: Vec<char> = "héllo wörld".chars().collect();
+    got.sort_unstable();
+    want.sort_unstable();
+    assert_eq!(got, want);
+    let again = run(
+        &mut Env::fixed(7, jiff::Zoned::now()),
+        "shuffle",
+        &[Value::str("héllo wörld")],
+    );
+    assert_eq!(again.unwrap().to_string(), shuffled.to_string());
+}
+
+#[test]
+fn huge_results_are_refused() {
+    let mut env = env();
+    let err = run(&mut env, "repeat", &[Value::Int(1 << 40), Value::str("ab")]).unwrap_err();
+    assert!(err.contains("64 MiB"), "{err}");
+    let err = run(
+        &mut env,
+        "indent",
+        &[Value::Int(1 << 30), Value::str("a\nb")],
+    )
+    .unwrap_err();
+    assert!(err.contains("64 MiB"), "{err}");
+    let big = Value::str("x".repeat(1 << 20));
+    let err = run(
+        &mut env,
+        "replace",
+        &[Value::str("x"), Value::str("y".repeat(100)), big],
+    )
+    .unwrap_err();
+    assert!(err.contains("64 MiB"), "{err}");
+    let ok = run(&mut env, "repeat", &[Value::Int(3), Value::str("ab")]).unwrap();
+    assert_eq!(ok.to_string(), "ababab");
+}
