@@ -36,13 +36,20 @@ pub(crate) fn validate_chart(chart: &Chart, values: &Values, depth: usize) -> Op
     (!out.is_empty()).then_some(out)
 }
 
-/// One schema against one values tree: `Err` with Helm's text (ending in a blank line).
+/// One schema against one values tree: `Err` with Helm's text (each line ending in `\n`).
 fn validate_one(schema: &[u8], values: &Values) -> Result<(), String> {
-    let schema: Json = serde_json::from_slice(schema)
-        .map_err(|e| format!("unable to parse the values schema: {e}\n"))?;
+    let schema: Json = serde_json::from_slice(schema).map_err(|e| {
+        let text = String::from_utf8_lossy(schema);
+        format!("{}\n", crate::strvals::json_error(&e, &text).message)
+    })?;
+    // No resolver is configured: a remote `$ref` fails here instead of being fetched (Helm
+    // would download it).
     let validator = jsonschema::options()
         .build(&schema)
-        .map_err(|e| format!("unable to compile the values schema: {e}\n"))?;
+        .map_err(|e| match e.kind() {
+            ValidationErrorKind::Referencing(reference) => format!("failing loading {reference}\n"),
+            _ => format!("\"file:///values.schema.json#\" is not valid against metaschema: {e}\n"),
+        })?;
     let instance = Json::Object(values.clone());
     let errors: Vec<Leaf> = validator.iter_errors(&instance).map(|e| leaf(&e)).collect();
     if errors.is_empty() {
@@ -53,7 +60,6 @@ fn validate_one(schema: &[u8], values: &Values) -> Result<(), String> {
     for child in tree.flattened_children() {
         child.write(&mut out, 0);
     }
-    out.push('\n');
     Err(out)
 }
 
@@ -70,6 +76,8 @@ struct Leaf {
 #[derive(Debug, Clone, Default)]
 struct Node {
     step: String,
+    /// The text of a group that has one (`'allOf' failed`) instead of `validation failed`.
+    label: Option<&'static str>,
     instance: Option<String>,
     message: Option<String>,
     children: Vec<Node>,
@@ -83,7 +91,7 @@ impl Node {
 
     fn flattened(&self) -> &Node {
         let mut node = self;
-        while node.message.is_none() && node.children.len() == 1 {
+        while node.message.is_none() && node.label.is_none() && node.children.len() == 1 {
             node = &node.children[0];
         }
         node
@@ -112,7 +120,11 @@ impl Node {
     }
 
     fn write(&self, out: &mut String, indent: usize) {
-        let message = self.message.as_deref().unwrap_or("validation failed");
+        let message = self
+            .message
+            .as_deref()
+            .or(self.label)
+            .unwrap_or("validation failed");
         let _ = writeln!(
             out,
             "{:indent$}- at '{}': {message}",
@@ -141,6 +153,7 @@ fn build(leaves: Vec<Leaf>) -> Node {
             } else {
                 node.children.push(Node {
                     step: step.clone(),
+                    label: (step == "allOf").then_some("'allOf' failed"),
                     ..Node::default()
                 });
                 node.children.len() - 1
@@ -148,10 +161,10 @@ fn build(leaves: Vec<Leaf>) -> Node {
             node = &mut node.children[index];
         }
         node.children.push(Node {
-            step: String::new(),
             instance: Some(leaf.instance),
             message: Some(leaf.message),
             children: leaf.children,
+            ..Node::default()
         });
     }
     merge_required(&mut root);
@@ -228,6 +241,10 @@ fn steps(evaluation_path: &str) -> Vec<String> {
         let named = NAMED.contains(&segment)
             || (segment == "items" && segments[i + 1].bytes().all(|b| b.is_ascii_digit()));
         if named && i + 2 < segments.len() {
+            if segment == "allOf" {
+                // Helm groups the failing branches of an allOf under one `'allOf' failed`.
+                steps.push("allOf".to_string());
+            }
             steps.push(format!("{segment}/{}", segments[i + 1]));
             i += 2;
         } else {
@@ -276,14 +293,12 @@ fn branches(context: &[Vec<jsonschema::ValidationError<'static>>]) -> Vec<Node> 
         .map(|errors| {
             let tree = build(errors.iter().map(leaf).collect());
             let flat = tree.flattened();
-            if flat.message.is_some() {
+            if flat.message.is_some() || flat.label.is_some() {
                 flat.clone()
             } else {
                 Node {
-                    step: String::new(),
-                    instance: None,
-                    message: None,
                     children: tree.flattened_children().into_iter().cloned().collect(),
+                    ..Node::default()
                 }
             }
         })
@@ -326,49 +341,31 @@ fn got_want(keyword: &str, got: impl std::fmt::Display, want: impl std::fmt::Dis
     format!("{keyword}: got {got}, want {want}")
 }
 
-fn message(kind: &ValidationErrorKind, instance: &Json) -> String {
+/// `type`: what was found against what the schema wants (`got number, want integer or string`).
+fn type_message(kind: &TypeKind, instance: &Json) -> String {
+    let want: Vec<String> = match kind {
+        TypeKind::Single(t) => vec![t.to_string()],
+        TypeKind::Multiple(set) => set.iter().map(|t| t.to_string()).collect(),
+    };
+    // jsonschema's type order (null, boolean, integer, number, …) is the one Helm prints.
+    let mut got = type_name(instance);
+    // An integral number fails `type: integer` only when it is not integral; a whole
+    // number failing another type reads as a number, as Go's float64 does.
+    if got == "integer" && !want.iter().any(|w| w == "number") {
+        got = "number";
+    }
+    format!("got {got}, want {}", want.join(" or "))
+}
+
+/// The numeric and size limits: `minimum: got 1, want 3`.
+fn limit_message(kind: &ValidationErrorKind, instance: &Json) -> Option<String> {
     let length = |v: &Json| match v {
         Json::String(s) => s.chars().count(),
         Json::Array(a) => a.len(),
         Json::Object(o) => o.len(),
         _ => 0,
     };
-    match kind {
-        ValidationErrorKind::Type { kind } => {
-            let mut want: Vec<String> = match kind {
-                TypeKind::Single(t) => vec![t.to_string()],
-                TypeKind::Multiple(set) => set.iter().map(|t| t.to_string()).collect(),
-            };
-            want.sort();
-            let mut got = type_name(instance);
-            // An integral number fails `type: integer` only when it is not integral; a whole
-            // number failing another type reads as a number, as Go's float64 does.
-            if got == "integer" && !want.iter().any(|w| w == "number") {
-                got = "number";
-            }
-            format!("got {got}, want {}", want.join(" or "))
-        }
-        ValidationErrorKind::Required { property } => {
-            format!("\u{0}required:{}", property.as_str().unwrap_or_default())
-        }
-        ValidationErrorKind::AdditionalProperties { unexpected }
-        | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
-            let names: Vec<String> = unexpected.iter().map(|u| format!("'{u}'")).collect();
-            format!("additional properties {} not allowed", names.join(", "))
-        }
-        ValidationErrorKind::Enum { options } => match options.as_ref() {
-            Json::Array(items) if items.len() == 1 => {
-                format!("value must be {}", quoted(&items[0]))
-            }
-            Json::Array(items) => format!(
-                "value must be one of {}",
-                items.iter().map(quoted).collect::<Vec<_>>().join(", ")
-            ),
-            other => format!("value must be one of {}", quoted(other)),
-        },
-        ValidationErrorKind::Constant { expected_value } => {
-            format!("value must be {}", quoted(expected_value))
-        }
+    Some(match kind {
         ValidationErrorKind::Minimum { limit } => {
             got_want("minimum", number_or_json(instance), number_or_json(limit))
         }
@@ -400,11 +397,61 @@ fn message(kind: &ValidationErrorKind, instance: &Json) -> String {
         ValidationErrorKind::MaxProperties { limit } => {
             got_want("maxProperties", length(instance), limit)
         }
+        _ => return None,
+    })
+}
+
+fn message(kind: &ValidationErrorKind, instance: &Json) -> String {
+    if let Some(text) = limit_message(kind, instance) {
+        return text;
+    }
+    match kind {
+        ValidationErrorKind::Type { kind } => type_message(kind, instance),
+        ValidationErrorKind::Required { property } => {
+            format!("\u{0}required:{}", property.as_str().unwrap_or_default())
+        }
+        ValidationErrorKind::AdditionalProperties { unexpected }
+        | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+            let mut names: Vec<String> = unexpected.iter().map(|u| format!("'{u}'")).collect();
+            names.sort();
+            format!("additional properties {} not allowed", names.join(", "))
+        }
+        // With a list or map among the choices Helm gives up on listing them.
+        ValidationErrorKind::Enum { options }
+            if options
+                .as_array()
+                .is_some_and(|items| items.iter().any(|i| i.is_array() || i.is_object())) =>
+        {
+            "'enum' failed".into()
+        }
+        ValidationErrorKind::Constant { expected_value }
+            if expected_value.is_array() || expected_value.is_object() =>
+        {
+            "'const' failed".into()
+        }
+        ValidationErrorKind::Enum { options } => match options.as_ref() {
+            Json::Array(items) if items.len() == 1 => {
+                format!("value must be {}", quoted(&items[0]))
+            }
+            Json::Array(items) => format!(
+                "value must be one of {}",
+                items.iter().map(quoted).collect::<Vec<_>>().join(", ")
+            ),
+            other => format!("value must be one of {}", quoted(other)),
+        },
+        ValidationErrorKind::Constant { expected_value } => {
+            format!("value must be {}", quoted(expected_value))
+        }
         ValidationErrorKind::Pattern { pattern } => {
             format!("{} does not match pattern '{pattern}'", quoted(instance))
         }
         ValidationErrorKind::Format { format } => {
-            format!("{} is not valid {format}", quoted(instance))
+            // Helm's validator adds its reason; the commonest one is reproduced.
+            let reason = match instance {
+                Json::String(s) if format == "email" && !s.contains('@') => ": missing @",
+                _ => "",
+            };
+            format!("{} is not valid {format}{reason}", quoted(instance))
         }
         ValidationErrorKind::UniqueItems => {
             let (mut first, mut second) = (0, 0);
