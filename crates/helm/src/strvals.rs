@@ -91,10 +91,23 @@ enum End {
     Eof,
 }
 
-/// The outcome of reading a key: more may follow, or the expression is done.
-enum Step {
-    More,
-    Done,
+/// Why reading stopped: the end of the expression (which ends parsing quietly, as Go's
+/// `io.EOF` does even when wrapped) or a real error.
+enum Fail {
+    Eof,
+    Error(Error),
+}
+
+impl From<Error> for Fail {
+    fn from(error: Error) -> Self {
+        Fail::Error(error)
+    }
+}
+
+fn fail<T>(message: impl Into<String>) -> Result<T, Fail> {
+    Err(Fail::Error(Error {
+        message: message.into(),
+    }))
 }
 
 /// What a `{a,b}` list attempt found.
@@ -268,9 +281,10 @@ impl<'r> Parser<'r> {
 
     fn parse(mut self, dest: &mut Map<String, Json>) -> Result<(), Error> {
         loop {
-            match self.key(dest, 0)? {
-                Step::More => {}
-                Step::Done => return Ok(()),
+            match self.key(dest, 0) {
+                Ok(()) => {}
+                Err(Fail::Eof) => return Ok(()),
+                Err(Fail::Error(e)) => return Err(e),
             }
         }
     }
@@ -323,9 +337,8 @@ impl<'r> Parser<'r> {
         }
     }
 
-    fn key(&mut self, data: &mut Map<String, Json>, level: usize) -> Result<Step, Error> {
-        let literal = self.mode == Mode::Literal;
-        let stops: &[char] = if literal {
+    fn key(&mut self, data: &mut Map<String, Json>, level: usize) -> Result<(), Fail> {
+        let stops: &[char] = if self.mode == Mode::Literal {
             &['=', '[', '.']
         } else {
             &['=', '[', ',', '.']
@@ -333,18 +346,14 @@ impl<'r> Parser<'r> {
         let (runes, end) = self.until(stops);
         let key: String = runes.iter().collect();
         match end {
-            End::Eof => {
-                if key.is_empty() {
-                    return Ok(Step::Done);
-                }
-                err(format!("key {} has no value", go_quote(&key)))
-            }
+            End::Eof if key.is_empty() => Err(Fail::Eof),
+            End::Eof => fail(format!("key {} has no value", go_quote(&key))),
             End::Stop('[') => {
                 let index = self.key_index()?;
                 let list = match data.get(&key) {
                     None => Vec::new(),
                     Some(Json::Array(items)) => items.clone(),
-                    Some(other) => return Err(conversion_error(other, "[]interface {}")),
+                    Some(other) => return Err(conversion_error(other, "[]interface {}").into()),
                 };
                 let (list, result) = self.list_item(list, index, level, 0);
                 set(data, &key, Json::Array(list));
@@ -353,7 +362,7 @@ impl<'r> Parser<'r> {
             End::Stop('=') => self.assign(data, &key),
             End::Stop(',') => {
                 set(data, &key, Json::String(String::new()));
-                err(format!(
+                fail(format!(
                     "key {} has no value (cannot end with ,)",
                     go_quote(&key)
                 ))
@@ -361,7 +370,7 @@ impl<'r> Parser<'r> {
             End::Stop(_) => {
                 let level = level + 1;
                 if level > MAX_NESTED_NAME_LEVEL {
-                    return err(format!(
+                    return fail(format!(
                         "value name nested level is greater than maximum supported nested level of {MAX_NESTED_NAME_LEVEL}"
                     ));
                 }
@@ -369,7 +378,7 @@ impl<'r> Parser<'r> {
                     None => Map::new(),
                     Some(Json::Object(map)) => map.clone(),
                     Some(other) => {
-                        return Err(conversion_error(other, "map[string]interface {}"));
+                        return Err(conversion_error(other, "map[string]interface {}").into());
                     }
                 };
                 let result = self.key(&mut inner, level);
@@ -378,7 +387,7 @@ impl<'r> Parser<'r> {
                     set(data, &key, Json::Object(inner));
                 }
                 match result {
-                    Ok(_) if empty => err(format!("key map {} has no value", go_quote(&key))),
+                    Ok(()) if empty => fail(format!("key map {} has no value", go_quote(&key))),
                     other => other,
                 }
             }
@@ -386,41 +395,58 @@ impl<'r> Parser<'r> {
     }
 
     /// After `key=`: the value in this parser's mode.
-    fn assign(&mut self, data: &mut Map<String, Json>, key: &str) -> Result<Step, Error> {
+    fn assign(&mut self, data: &mut Map<String, Json>, key: &str) -> Result<(), Fail> {
         match self.mode {
             Mode::Literal => {
                 let (runes, _) = self.until(&[]);
                 set(data, key, Json::String(runes.iter().collect()));
-                Ok(Step::More)
+                Ok(())
             }
             Mode::Json => {
                 let value = self.json_value()?;
                 set(data, key, value);
-                Ok(Step::More)
+                Ok(())
             }
             _ => match self.value_list()? {
                 ListRead::List(items) => {
                     set(data, key, Json::Array(items));
-                    Ok(Step::More)
+                    Ok(())
                 }
                 ListRead::Eof => {
                     set(data, key, Json::String(String::new()));
-                    Ok(Step::Done)
+                    Err(Fail::Eof)
                 }
                 ListRead::NotList => {
-                    let (runes, end) = self.until(&[',']);
-                    let value = self.value_of(&runes);
-                    match value {
+                    let (runes, _) = self.until(&[',']);
+                    match self.value_of(&runes) {
                         Ok(value) => {
                             set(data, key, value);
-                            Ok(if end == End::Eof {
-                                Step::Done
-                            } else {
-                                Step::More
-                            })
+                            Ok(())
                         }
-                        Err(e) => Err(e),
+                        Err(e) => {
+                            set(data, key, Json::String(String::new()));
+                            Err(e.into())
+                        }
                     }
+                }
+            },
+        }
+    }
+
+    /// The value after `[i]=`, in this parser's mode.
+    fn item_value(&mut self) -> Result<Json, Error> {
+        match self.mode {
+            Mode::Literal => {
+                let (runes, _) = self.until(&[]);
+                Ok(Json::String(runes.iter().collect()))
+            }
+            Mode::Json => self.json_value(),
+            _ => match self.value_list()? {
+                ListRead::List(items) => Ok(Json::Array(items)),
+                ListRead::Eof => Ok(Json::String(String::new())),
+                ListRead::NotList => {
+                    let (runes, _) = self.until(&[',']);
+                    self.value_of(&runes)
                 }
             },
         }
@@ -432,16 +458,8 @@ impl<'r> Parser<'r> {
         if self.empty_value() {
             return Ok(Json::Null);
         }
-        let rest: String = self.chars[self.pos..].iter().collect();
-        let mut stream = serde_json::Deserializer::from_str(&rest).into_iter::<Json>();
-        let value = match stream.next() {
-            Some(Ok(value)) => value,
-            Some(Err(e)) => return Err(json_error(&e, &rest)),
-            None => return err("EOF"),
-        };
-        let consumed = rest
-            .get(..stream.byte_offset())
-            .map_or(0, |s| s.chars().count());
+        let rest = &self.chars[self.pos..];
+        let (value, consumed) = decode_json_prefix(rest)?;
         self.pos += consumed;
         self.empty_value();
         Ok(json_floats(value))
@@ -462,14 +480,17 @@ impl<'r> Parser<'r> {
         }
     }
 
-    fn key_index(&mut self) -> Result<i64, Error> {
+    /// The index inside `[…]`; the end of the expression ends parsing quietly.
+    fn key_index(&mut self) -> Result<i64, Fail> {
         let (runes, end) = self.until(&[']']);
         if end == End::Eof {
-            return err("error parsing index: EOF");
+            return Err(Fail::Eof);
         }
         let text: String = runes.iter().collect();
-        atoi(&text).map_err(|e| Error {
-            message: format!("error parsing index: {}", e.message),
+        atoi(&text).map_err(|e| {
+            Fail::Error(Error {
+                message: format!("error parsing index: {}", e.message),
+            })
         })
     }
 
@@ -501,74 +522,42 @@ impl<'r> Parser<'r> {
         }
     }
 
-    /// What follows `[i]`: `=value`, `.key…` or another `[j]`. Returns the list (updated as
-    /// far as parsing got) and the outcome.
+    /// What follows `[i]`: `=value`, `.key…` or another `[j]`. Returns the list (unchanged
+    /// when reading failed, as Helm's parser leaves it) and the outcome.
     fn list_item(
         &mut self,
         list: Vec<Json>,
         index: i64,
         level: usize,
         depth: usize,
-    ) -> (Vec<Json>, Result<Step, Error>) {
+    ) -> (Vec<Json>, Result<(), Fail>) {
         if index < 0 {
-            return (list, err(format!("negative {index} index not allowed")));
+            return (list, fail(format!("negative {index} index not allowed")));
         }
         if depth > MAX_LIST_NESTING {
             return (
                 list,
-                err(format!("lists nest deeper than {MAX_LIST_NESTING} levels")),
+                fail(format!("lists nest deeper than {MAX_LIST_NESTING} levels")),
             );
         }
         let (runes, end) = self.until(&['[', '.', '=']);
         if !runes.is_empty() {
-            return (
-                list,
-                err(format!(
-                    "unexpected data at end of array index: {}",
-                    go_quote_runes(&runes)
-                )),
+            let message = format!(
+                "unexpected data at end of array index: {}",
+                go_quote_runes(&runes)
             );
+            return (list, fail(message));
         }
         let slot = usize::try_from(index)
             .ok()
             .and_then(|i| list.get(i))
             .cloned();
-        match end {
-            End::Eof => (list, Ok(Step::Done)),
-            End::Stop('=') => {
-                let value = match self.mode {
-                    Mode::Literal => {
-                        let (runes, _) = self.until(&[]);
-                        Ok((Json::String(runes.iter().collect()), Step::More))
-                    }
-                    Mode::Json => self.json_value().map(|v| (v, Step::More)),
-                    _ => match self.value_list() {
-                        Ok(ListRead::List(items)) => Ok((Json::Array(items), Step::More)),
-                        Ok(ListRead::Eof) => Ok((Json::String(String::new()), Step::Done)),
-                        Ok(ListRead::NotList) => {
-                            let (runes, end) = self.until(&[',']);
-                            self.value_of(&runes).map(|v| {
-                                (
-                                    v,
-                                    if end == End::Eof {
-                                        Step::Done
-                                    } else {
-                                        Step::More
-                                    },
-                                )
-                            })
-                        }
-                        Err(e) => Err(e),
-                    },
-                };
-                match value {
-                    Ok((value, step)) => match set_index(list.clone(), index, value) {
-                        Ok(list) => (list, Ok(step)),
-                        Err(e) => (list, Err(e)),
-                    },
-                    Err(e) => (list, Err(e)),
-                }
-            }
+        let value = match end {
+            End::Eof => return (list, Err(Fail::Eof)),
+            End::Stop('=') => match self.item_value() {
+                Ok(value) => value,
+                Err(e) => return (list, Err(e.into())),
+            },
             End::Stop('[') => {
                 let next = match self.key_index() {
                     Ok(next) => next,
@@ -577,15 +566,13 @@ impl<'r> Parser<'r> {
                 let inner = match slot {
                     None | Some(Json::Null) => Vec::new(),
                     Some(Json::Array(items)) => items,
-                    Some(other) => return (list, Err(conversion_error(&other, "[]interface {}"))),
+                    Some(other) => {
+                        return (list, Err(conversion_error(&other, "[]interface {}").into()));
+                    }
                 };
-                let (inner, result) = self.list_item(inner, next, level, depth + 1);
-                if let Err(e) = result {
-                    return (list, Err(e));
-                }
-                match set_index(list.clone(), index, Json::Array(inner)) {
-                    Ok(list) => (list, result),
-                    Err(e) => (list, Err(e)),
+                match self.list_item(inner, next, level, depth + 1) {
+                    (inner, Ok(())) => Json::Array(inner),
+                    (_, Err(e)) => return (list, Err(e)),
                 }
             }
             End::Stop(_) => {
@@ -594,21 +581,172 @@ impl<'r> Parser<'r> {
                     Some(Json::Object(map)) => map,
                     _ => Map::new(),
                 };
-                let result = self.key(&mut inner, level);
-                if let Err(e) = result {
+                if let Err(e) = self.key(&mut inner, level) {
                     return (list, Err(e));
                 }
-                match set_index(list.clone(), index, Json::Object(inner)) {
-                    Ok(list) => (list, result),
-                    Err(e) => (list, Err(e)),
-                }
+                Json::Object(inner)
             }
+        };
+        match set_index(list.clone(), index, value) {
+            Ok(list) => (list, Ok(())),
+            Err(e) => (list, Err(e.into())),
         }
     }
 }
 
-/// Go's `encoding/json` wording for the common decode failures.
-fn json_error(error: &serde_json::Error, text: &str) -> Error {
+/// Go's quoting of a character in JSON syntax errors (`'x'`, `'\\'`, `'\x01'`).
+fn quote_json_char(c: char) -> String {
+    match c {
+        '\'' => "'\\''".into(),
+        '"' => "'\"'".into(),
+        '\\' => "'\\\\'".into(),
+        '\n' => "'\\n'".into(),
+        '\r' => "'\\r'".into(),
+        '\t' => "'\\t'".into(),
+        c if c.is_control() => format!("'\\x{:02x}'", u32::from(c)),
+        c => format!("'{c}'"),
+    }
+}
+
+fn invalid(c: char, context: &str) -> Error {
+    Error {
+        message: format!("invalid character {} {context}", quote_json_char(c)),
+    }
+}
+
+/// Reads the first JSON value at the start of `chars` as Go's `json.Decoder` does: a number
+/// or literal ends at the first character that cannot continue it (`10b` reads `10`), and the
+/// rest stays for the caller. Returns the value and how many characters it took.
+fn decode_json_prefix(chars: &[char]) -> Result<(Json, usize), Error> {
+    let start = chars.iter().take_while(|c| c.is_whitespace()).count();
+    let Some(&first) = chars.get(start) else {
+        return err("EOF");
+    };
+    let end = match first {
+        '{' | '[' | '"' => structured_end(chars, start),
+        't' | 'f' | 'n' => literal_end(chars, start)?,
+        '-' | '0'..='9' => number_end(chars, start)?,
+        c => return Err(invalid(c, "looking for beginning of value")),
+    };
+    let Some(end) = end else {
+        // The value runs to the end: let serde_json say what is wrong or incomplete.
+        let text: String = chars[start..].iter().collect();
+        return match serde_json::from_str::<Json>(&text) {
+            Ok(value) => Ok((value, chars.len())),
+            Err(e) => Err(json_error(&e, &text)),
+        };
+    };
+    let text: String = chars[start..end].iter().collect();
+    match serde_json::from_str::<Json>(&text) {
+        Ok(value) => Ok((value, end)),
+        Err(e) => Err(json_error(&e, &text)),
+    }
+}
+
+/// Where a bracketed value or string ends (`None` when it never closes).
+fn structured_end(chars: &[char], start: usize) -> Option<usize> {
+    let mut depth = 0_usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, &c) in chars.iter().enumerate().skip(start) {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' | '[' => depth += 1,
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn literal_end(chars: &[char], start: usize) -> Result<Option<usize>, Error> {
+    let word = match chars[start] {
+        't' => "true",
+        'f' => "false",
+        _ => "null",
+    };
+    for (offset, want) in word.chars().enumerate().skip(1) {
+        match chars.get(start + offset) {
+            None => return Ok(None),
+            Some(&c) if c == want => {}
+            Some(&c) => {
+                return Err(invalid(
+                    c,
+                    &format!("in literal {word} (expecting {})", quote_json_char(want)),
+                ));
+            }
+        }
+    }
+    Ok(Some(start + word.len()))
+}
+
+/// Go's number scanner: `-? (0 | [1-9][0-9]*) (\.[0-9]+)? ([eE][+-]?[0-9]+)?`.
+fn number_end(chars: &[char], start: usize) -> Result<Option<usize>, Error> {
+    let digit = |i: usize| chars.get(i).is_some_and(char::is_ascii_digit);
+    let need_digit = |i: usize, context: &str| match chars.get(i) {
+        None => Ok(None),
+        Some(c) if c.is_ascii_digit() => Ok(Some(())),
+        Some(&c) => Err(invalid(c, context)),
+    };
+    let mut i = start;
+    if chars[i] == '-' {
+        i += 1;
+        if need_digit(i, "in numeric literal")?.is_none() {
+            return Ok(None);
+        }
+    }
+    if chars[i] == '0' {
+        i += 1;
+    } else {
+        while digit(i) {
+            i += 1;
+        }
+    }
+    if chars.get(i) == Some(&'.') {
+        i += 1;
+        if need_digit(i, "after decimal point in numeric literal")?.is_none() {
+            return Ok(None);
+        }
+        while digit(i) {
+            i += 1;
+        }
+    }
+    if matches!(chars.get(i), Some('e' | 'E')) {
+        i += 1;
+        if matches!(chars.get(i), Some('+' | '-')) {
+            i += 1;
+        }
+        if need_digit(i, "in exponent of numeric literal")?.is_none() {
+            return Ok(None);
+        }
+        while digit(i) {
+            i += 1;
+        }
+    }
+    Ok(Some(i))
+}
+
+/// Go's `encoding/json` wording for serde_json's syntax errors (shared with the schema
+/// reader, whose parse errors Helm prints the same way).
+pub(crate) fn json_error(error: &serde_json::Error, text: &str) -> Error {
     if error.is_eof() {
         return Error {
             message: "unexpected EOF".into(),
@@ -624,9 +762,27 @@ fn json_error(error: &serde_json::Error, text: &str) -> Error {
         .chars()
         .nth(line_start + error.column().saturating_sub(1))
         .unwrap_or(' ');
-    Error {
-        message: format!("invalid character '{found}' looking for beginning of value"),
-    }
+    let description = error.to_string();
+    let context = if description.starts_with("key must be a string") {
+        "looking for beginning of object key string"
+    } else if description.starts_with("expected `:`") {
+        "after object key"
+    } else if description.starts_with("expected `,` or `}`") {
+        "after object key:value pair"
+    } else if description.starts_with("expected `,` or `]`") {
+        "after array element"
+    } else if description.starts_with("trailing comma") {
+        if found == '}' {
+            "looking for beginning of object key string"
+        } else {
+            "looking for beginning of value"
+        }
+    } else if description.starts_with("invalid number") {
+        "in numeric literal"
+    } else {
+        "looking for beginning of value"
+    };
+    invalid(found, context)
 }
 
 #[cfg(test)]
@@ -682,6 +838,14 @@ mod tests {
             Ok(json!({"a": {"b": 1, "c": 2}}))
         );
         assert_eq!(run("set", ""), Ok(json!({})));
+        // The end of the expression, even inside an index or a dotted key, ends parsing
+        // quietly with what was read so far.
+        assert_eq!(run("set", " =,[1"), Ok(json!({" ": ""})));
+        assert_eq!(run("set", "-."), Ok(json!({})));
+        assert_eq!(run("set", "a[0]["), Ok(json!({"a": []})));
+        assert_eq!(run("set", "a=1,b[0]"), Ok(json!({"a": 1, "b": []})));
+        assert_eq!(run("set", "a.b."), Ok(json!({})));
+        assert_eq!(run("set", "a.b"), Err("key \"b\" has no value".into()));
     }
 
     #[test]
@@ -760,6 +924,21 @@ mod tests {
         );
         assert_eq!(run("json", "a=1 2"), Err("key \"2\" has no value".into()));
         assert_eq!(run("json", "a={\"x\":"), Err("unexpected EOF".into()));
+        // Go's decoder stops a number or literal where it can no longer continue.
+        assert_eq!(run("json", ".-=10b"), Err("key \"b\" has no value".into()));
+        assert_eq!(run("json", "a=truex=1"), Ok(json!({"a": true, "x": 1.0})));
+        assert_eq!(
+            run("json", "a=2.x"),
+            Err("invalid character 'x' after decimal point in numeric literal".into())
+        );
+        assert_eq!(
+            run("json", "a={a"),
+            Err("invalid character 'a' looking for beginning of object key string".into())
+        );
+        assert_eq!(
+            run("json", "a=\\b"),
+            Err("invalid character '\\\\' looking for beginning of value".into())
+        );
         assert_eq!(run("literal", "a=b,c=d"), Ok(json!({"a": "b,c=d"})));
         assert_eq!(
             run("literal", "a.b[0]=x=y"),

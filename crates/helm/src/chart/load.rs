@@ -44,23 +44,25 @@ pub fn load(path: impl AsRef<Path>) -> Result<Chart, Error> {
 
 /// Loads a chart from the bytes of a `.tgz` archive (one top directory holding the chart).
 pub fn load_archive(bytes: &[u8]) -> Result<Chart, Error> {
-    load_archive_at(bytes, 0)
+    load_archive_at(bytes, 0, &mut 0)
 }
 
-fn load_archive_at(bytes: &[u8], depth: usize) -> Result<Chart, Error> {
-    let files = archive_files(bytes)?;
-    load_files(files, depth)
+/// `unpacked` counts what every archive of this load has decompressed so far: archives
+/// nested in archives share the one [`MAX_CHART_SIZE`] budget, so a chart of packed
+/// subcharts cannot multiply it.
+fn load_archive_at(bytes: &[u8], depth: usize, unpacked: &mut u64) -> Result<Chart, Error> {
+    let files = archive_files(bytes, unpacked)?;
+    load_files(files, depth, unpacked)
 }
 
 /// The files of a chart archive, their top directory stripped, refusing anything unsafe.
-fn archive_files(bytes: &[u8]) -> Result<Vec<File>, Error> {
+fn archive_files(bytes: &[u8], unpacked: &mut u64) -> Result<Vec<File>, Error> {
     let gz = flate2::read::GzDecoder::new(bytes);
     let mut archive = tar::Archive::new(gz);
     let entries = archive
         .entries()
         .map_err(|e| Error::new(format!("reading the chart archive: {e}")))?;
     let mut files = Vec::new();
-    let mut total: u64 = 0;
     for entry in entries {
         let mut entry = entry.map_err(|e| Error::new(format!("reading the chart archive: {e}")))?;
         let header_path = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
@@ -85,10 +87,10 @@ fn archive_files(bytes: &[u8]) -> Result<Vec<File>, Error> {
                 "decompressed chart file {header_path:?} is larger than the maximum file size {MAX_FILE_SIZE}"
             )));
         }
-        total = total.saturating_add(size);
-        if total > MAX_CHART_SIZE {
+        *unpacked = unpacked.saturating_add(size);
+        if *unpacked > MAX_CHART_SIZE {
             return Err(Error::new(format!(
-                "decompressed chart is larger than the maximum size {MAX_CHART_SIZE}"
+                "decompressed chart is larger than the maximum size {MAX_CHART_SIZE} (at {header_path:?})"
             )));
         }
         let mut data = Vec::new();
@@ -187,7 +189,8 @@ fn strip_bom(data: &mut Vec<u8>) {
 /// Loads a chart directory, honouring its `.helmignore`.
 fn load_dir(root: &Path) -> Result<Chart, Error> {
     let rules = match std::fs::read_to_string(root.join(".helmignore")) {
-        Ok(text) => Rules::parse(&text).map_err(|e| Error::new(format!(".helmignore: {e}")))?,
+        // Helm reports a bad rule without naming the file; so does this.
+        Ok(text) => Rules::parse(&text).map_err(Error::new)?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             Rules::parse("").map_err(Error::new)?
         }
@@ -204,7 +207,8 @@ fn load_dir(root: &Path) -> Result<Chart, Error> {
         total: 0,
     };
     walk.dir(root, "")?;
-    load_files(walk.files, 0)
+    let mut unpacked = walk.total;
+    load_files(walk.files, 0, &mut unpacked)
 }
 
 struct Walk {
@@ -295,7 +299,11 @@ impl Walk {
 
 /// Builds a chart from its files (Helm's `LoadFiles`): sorts them into metadata, values,
 /// schema, templates, other files and subcharts.
-pub(crate) fn load_files(files: Vec<File>, depth: usize) -> Result<Chart, Error> {
+pub(crate) fn load_files(
+    files: Vec<File>,
+    depth: usize,
+    unpacked: &mut u64,
+) -> Result<Chart, Error> {
     if depth > MAX_NESTING {
         return Err(Error::new("subcharts nest too deep"));
     }
@@ -309,8 +317,13 @@ pub(crate) fn load_files(files: Vec<File>, depth: usize) -> Result<Chart, Error>
             "Chart.yaml" => chart_yaml = Some(file.data),
             "values.yaml" => values = Some(file.data),
             "values.schema.json" => chart.schema = Some(file.data),
-            "requirements.yaml" => requirements = Some(file.data),
-            "Chart.lock" | "requirements.lock" => {}
+            // Helm keeps the v1 files visible to `.Files` (checked with Helm v4.2.3), but
+            // not Chart.lock.
+            "requirements.yaml" => {
+                requirements = Some(file.data.clone());
+                chart.files.push(file);
+            }
+            "Chart.lock" => {}
             name if name.starts_with("templates/") => chart.templates.push(file),
             name if name.starts_with("charts/") => {
                 if Path::new(name).extension().is_some_and(|e| e == "prov") {
@@ -351,7 +364,7 @@ pub(crate) fn load_files(files: Vec<File>, depth: usize) -> Result<Chart, Error>
         }
         let sub = if Path::new(&name).extension().is_some_and(|e| e == "tgz") {
             match files.as_slice() {
-                [file] if file.name == name => load_archive_at(&file.data, depth + 1),
+                [file] if file.name == name => load_archive_at(&file.data, depth + 1, unpacked),
                 _ => Err(Error::new(format!(
                     "error unpacking subchart tar in {}: expected {name}",
                     chart.metadata.name
@@ -360,7 +373,7 @@ pub(crate) fn load_files(files: Vec<File>, depth: usize) -> Result<Chart, Error>
         } else {
             // A lone file directly under charts/ is not a chart: Helm loads it as an empty one.
             let files: Vec<File> = files.into_iter().filter(|f| f.name != name).collect();
-            load_files(files, depth + 1)
+            load_files(files, depth + 1, unpacked)
         };
         let sub = sub.map_err(|e| {
             Error::new(format!(
@@ -505,6 +518,70 @@ mod tests {
             load(root).expect_err("stray").message,
             "error unpacking subchart README.md in L: Chart.yaml file is missing"
         );
+    }
+
+    /// Helm v4.2.3's load errors for broken charts.
+    #[test]
+    fn bad_charts_as_helm() {
+        let chart = |yaml: &str| File {
+            name: "Chart.yaml".into(),
+            data: yaml.as_bytes().to_vec(),
+        };
+        let values = |yaml: &str| File {
+            name: "values.yaml".into(),
+            data: yaml.as_bytes().to_vec(),
+        };
+        let good = "apiVersion: v2\nname: b\nversion: 0.1.0\n";
+        let cases: Vec<(Vec<File>, &str)> = vec![
+            (
+                vec![chart(good), values("- a\n")],
+                "cannot load values.yaml: cannot unmarshal yaml document: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go value of type map[string]interface {}",
+            ),
+            (
+                vec![chart(good), values("a: b: c\n")],
+                "cannot load values.yaml: cannot unmarshal yaml document: error converting YAML to JSON: yaml: mapping values are not allowed in this context",
+            ),
+            (
+                vec![chart("apiVersion: v2\nversion: 0.1.0\n")],
+                "validation: chart.metadata.name is required",
+            ),
+            (
+                vec![chart("apiVersion: v2\nname: b\n")],
+                "validation: chart.metadata.version is required",
+            ),
+            (
+                vec![chart("apiVersion: v2\nname: a/b\nversion: 1.0.0\n")],
+                "validation: chart.metadata.name \"a/b\" is invalid",
+            ),
+            (
+                vec![chart(
+                    "apiVersion: v2\nname: b\nversion: 0.1.0\ntype: foo\n",
+                )],
+                "validation: chart.metadata.type must be application or library",
+            ),
+            (
+                vec![chart(
+                    "apiVersion: v2\nname: b\nversion: 0.1.0\ndependencies:\n  - name: x\n    alias: a.b\n",
+                )],
+                "validation: dependency \"x\" has disallowed characters in the alias",
+            ),
+            (
+                vec![chart(
+                    "apiVersion: v2\nname: b\nversion: 0.1.0\ndependencies:\n  - name: x\n    alias: z\n  - name: z\n",
+                )],
+                "validation: more than one dependency with name or alias \"z\"",
+            ),
+            (
+                vec![chart(
+                    "apiVersion: v2\nname: b\nversion: 1.0.0\ndependencies:\n  - null\n",
+                )],
+                "validation: dependencies must not contain empty or null nodes",
+            ),
+            (vec![values("a: 1\n")], "Chart.yaml file is missing"),
+        ];
+        for (files, want) in cases {
+            assert_eq!(load_files(files, 0, &mut 0).expect_err(want).message, want);
+        }
     }
 
     #[test]

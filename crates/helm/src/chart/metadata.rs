@@ -28,6 +28,8 @@ const EXTRA_STRINGS: &[(&str, &str)] = &[
     ("Tags", "tags"),
 ];
 
+const NULL_DEPENDENCY: &str = "validation: dependencies must not contain empty or null nodes";
+
 fn load_error(message: impl std::fmt::Display) -> Error {
     Error::new(format!("cannot load Chart.yaml: {message}"))
 }
@@ -108,6 +110,12 @@ pub(crate) fn parse_chart_yaml(data: &[u8]) -> Result<Metadata, Error> {
     metadata.kube_version = get("kubeVersion")?;
     metadata.chart_type = get("type")?;
     if let Some(deps) = map.get("dependencies") {
+        if deps
+            .as_array()
+            .is_some_and(|items| items.iter().any(Json::is_null))
+        {
+            return Err(Error::new(NULL_DEPENDENCY));
+        }
         metadata.dependencies = parse_dependencies(deps).map_err(load_error)?;
     }
     check_fields(&map)?;
@@ -223,7 +231,7 @@ fn parse_dependencies(value: &Json) -> Result<Vec<Dependency>, String> {
     for item in items {
         let Json::Object(map) = item else {
             if item.is_null() {
-                return Err("validation: dependencies must not contain empty or null nodes".into());
+                return Err(NULL_DEPENDENCY.into());
             }
             return Err(unmarshal_error(
                 item,

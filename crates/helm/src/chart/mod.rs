@@ -10,6 +10,17 @@
 //!
 //! Errors name the file (`cannot load Chart.yaml: …`) or the chart whose schema failed, in
 //! Helm's words.
+//!
+//! ```no_run
+//! use capstan_helm::{chart, strvals};
+//!
+//! let loaded = chart::load("charts/podinfo")?;
+//! let mut values = chart::read_values(&std::fs::read("values-prod.yaml")?)?;
+//! strvals::parse_into("replicaCount=2,image.tag=6.5.0", &mut values)?;
+//! let (processed, values) = chart::prepare(&loaded, &values)?;
+//! println!("{} renders with {} top-level values", processed.name(), values.len());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod constraint;
 mod dependencies;
@@ -47,14 +58,45 @@ impl Error {
 /// values `.Values` holds at the top.
 pub fn prepare(chart: &Chart, user_values: &Values) -> Result<(Chart, Values), Error> {
     let mut chart = chart.clone();
-    dependencies::process(&mut chart, user_values);
-    let values = coalesce_values(&chart, user_values);
+    dependencies::process(&mut chart, user_values).map_err(Error::new)?;
+    let values = coalesce_values(&chart, user_values).map_err(Error::new)?;
     if let Some(message) = schema::validate_chart(&chart, &values, 0) {
         return Err(Error::new(format!(
             "values don't meet the specifications of the schema(s) in the following chart(s):\n{message}"
         )));
     }
     Ok((chart, values))
+}
+
+/// Helm's `CheckDependencies`, which `helm template` runs before rendering: every dependency
+/// in Chart.yaml must have its chart under `charts/` (matched by chart name, before aliases).
+pub fn check_dependencies(chart: &Chart) -> Result<(), Error> {
+    let missing: Vec<&str> = chart
+        .metadata
+        .dependencies
+        .iter()
+        .filter(|dep| {
+            !chart
+                .dependencies
+                .iter()
+                .any(|c| c.metadata.name == dep.name)
+        })
+        .map(|dep| dep.name.as_str())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(format!(
+        "found in Chart.yaml, but missing in charts/ directory: {}",
+        missing.join(", ")
+    )))
+}
+
+/// Whether `version` satisfies the Masterminds constraint `constraint` (`>=1.20.0-0`,
+/// `^1.2 || ~2.0`); `None` when either does not parse. Helm checks `kubeVersion` and
+/// dependency versions this way.
+pub fn version_matches(constraint: &str, version: &str) -> Option<bool> {
+    constraint::satisfies(constraint, version)
 }
 
 impl Chart {

@@ -38,11 +38,18 @@ pub(crate) fn validate_chart(chart: &Chart, values: &Values, depth: usize) -> Op
 
 /// One schema against one values tree: `Err` with Helm's text (each line ending in `\n`).
 fn validate_one(schema: &[u8], values: &Values) -> Result<(), String> {
-    let schema: Json = serde_json::from_slice(schema)
-        .map_err(|e| format!("unable to parse the values schema: {e}\n"))?;
+    let schema: Json = serde_json::from_slice(schema).map_err(|e| {
+        let text = String::from_utf8_lossy(schema);
+        format!("{}\n", crate::strvals::json_error(&e, &text).message)
+    })?;
+    // No resolver is configured: a remote `$ref` fails here instead of being fetched (Helm
+    // would download it).
     let validator = jsonschema::options()
         .build(&schema)
-        .map_err(|e| format!("unable to compile the values schema: {e}\n"))?;
+        .map_err(|e| match e.kind() {
+            ValidationErrorKind::Referencing(reference) => format!("failing loading {reference}\n"),
+            _ => format!("\"file:///values.schema.json#\" is not valid against metaschema: {e}\n"),
+        })?;
     let instance = Json::Object(values.clone());
     let errors: Vec<Leaf> = validator.iter_errors(&instance).map(|e| leaf(&e)).collect();
     if errors.is_empty() {
@@ -350,13 +357,54 @@ fn type_message(kind: &TypeKind, instance: &Json) -> String {
     format!("got {got}, want {}", want.join(" or "))
 }
 
-fn message(kind: &ValidationErrorKind, instance: &Json) -> String {
+/// The numeric and size limits: `minimum: got 1, want 3`.
+fn limit_message(kind: &ValidationErrorKind, instance: &Json) -> Option<String> {
     let length = |v: &Json| match v {
         Json::String(s) => s.chars().count(),
         Json::Array(a) => a.len(),
         Json::Object(o) => o.len(),
         _ => 0,
     };
+    Some(match kind {
+        ValidationErrorKind::Minimum { limit } => {
+            got_want("minimum", number_or_json(instance), number_or_json(limit))
+        }
+        ValidationErrorKind::Maximum { limit } => {
+            got_want("maximum", number_or_json(instance), number_or_json(limit))
+        }
+        ValidationErrorKind::ExclusiveMinimum { limit } => got_want(
+            "exclusiveMinimum",
+            number_or_json(instance),
+            number_or_json(limit),
+        ),
+        ValidationErrorKind::ExclusiveMaximum { limit } => got_want(
+            "exclusiveMaximum",
+            number_or_json(instance),
+            number_or_json(limit),
+        ),
+        ValidationErrorKind::MultipleOf { multiple_of } => got_want(
+            "multipleOf",
+            number_or_json(instance),
+            crate::value::Value::Float(*multiple_of),
+        ),
+        ValidationErrorKind::MinLength { limit } => got_want("minLength", length(instance), limit),
+        ValidationErrorKind::MaxLength { limit } => got_want("maxLength", length(instance), limit),
+        ValidationErrorKind::MinItems { limit } => got_want("minItems", length(instance), limit),
+        ValidationErrorKind::MaxItems { limit } => got_want("maxItems", length(instance), limit),
+        ValidationErrorKind::MinProperties { limit } => {
+            got_want("minProperties", length(instance), limit)
+        }
+        ValidationErrorKind::MaxProperties { limit } => {
+            got_want("maxProperties", length(instance), limit)
+        }
+        _ => return None,
+    })
+}
+
+fn message(kind: &ValidationErrorKind, instance: &Json) -> String {
+    if let Some(text) = limit_message(kind, instance) {
+        return text;
+    }
     match kind {
         ValidationErrorKind::Type { kind } => type_message(kind, instance),
         ValidationErrorKind::Required { property } => {
@@ -393,37 +441,6 @@ fn message(kind: &ValidationErrorKind, instance: &Json) -> String {
         },
         ValidationErrorKind::Constant { expected_value } => {
             format!("value must be {}", quoted(expected_value))
-        }
-        ValidationErrorKind::Minimum { limit } => {
-            got_want("minimum", number_or_json(instance), number_or_json(limit))
-        }
-        ValidationErrorKind::Maximum { limit } => {
-            got_want("maximum", number_or_json(instance), number_or_json(limit))
-        }
-        ValidationErrorKind::ExclusiveMinimum { limit } => got_want(
-            "exclusiveMinimum",
-            number_or_json(instance),
-            number_or_json(limit),
-        ),
-        ValidationErrorKind::ExclusiveMaximum { limit } => got_want(
-            "exclusiveMaximum",
-            number_or_json(instance),
-            number_or_json(limit),
-        ),
-        ValidationErrorKind::MultipleOf { multiple_of } => got_want(
-            "multipleOf",
-            number_or_json(instance),
-            crate::value::Value::Float(*multiple_of),
-        ),
-        ValidationErrorKind::MinLength { limit } => got_want("minLength", length(instance), limit),
-        ValidationErrorKind::MaxLength { limit } => got_want("maxLength", length(instance), limit),
-        ValidationErrorKind::MinItems { limit } => got_want("minItems", length(instance), limit),
-        ValidationErrorKind::MaxItems { limit } => got_want("maxItems", length(instance), limit),
-        ValidationErrorKind::MinProperties { limit } => {
-            got_want("minProperties", length(instance), limit)
-        }
-        ValidationErrorKind::MaxProperties { limit } => {
-            got_want("maxProperties", length(instance), limit)
         }
         ValidationErrorKind::Pattern { pattern } => {
             format!("{} does not match pattern '{pattern}'", quoted(instance))

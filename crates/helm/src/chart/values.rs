@@ -20,14 +20,16 @@ pub(crate) fn parse_yaml(text: &str) -> Result<Json, String> {
     crate::yaml::parse(text).map_err(|e| e.message)
 }
 
-/// Reads a values file: an empty document is an empty map; anything but a map is an error.
+/// Reads a values file: an empty document is an empty map; anything but a map is an error
+/// (`cannot unmarshal yaml document: …`, as Helm words it).
 pub fn read_values(data: &[u8]) -> Result<Values, String> {
+    const PREFIX: &str = "cannot unmarshal yaml document: ";
     let text = String::from_utf8_lossy(data);
-    match parse_yaml(&text)? {
+    match parse_yaml(&text).map_err(|e| format!("{PREFIX}{e}"))? {
         Json::Null => Ok(Values::new()),
         Json::Object(map) => Ok(map),
         other => Err(format!(
-            "error unmarshaling JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            "{PREFIX}error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
             match other {
                 Json::Array(_) => "array",
                 Json::String(_) => "string",
@@ -61,36 +63,75 @@ fn merge_maps_at(base: &Values, overlay: &Values, depth: usize) -> Values {
 
 /// Helm's `CoalesceValues`: the chart's defaults (and its subcharts', scoped under their
 /// names, with `global` passed down) under `user`; a `null` in `user` deletes the default.
-pub fn coalesce_values(chart: &Chart, user: &Values) -> Values {
+/// Fails as Helm does when a subchart's key holds something other than a map
+/// (`type mismatch on sub: %!t(string=x)`).
+pub fn coalesce_values(chart: &Chart, user: &Values) -> Result<Values, String> {
     let mut dest = user.clone();
-    coalesce(chart, &mut dest, false);
-    dest
+    coalesce(chart, &mut dest, false, 0)?;
+    Ok(dest)
 }
 
 /// Helm's `MergeValues`: as [`coalesce_values`] but `null`s are kept rather than deleting.
-pub fn merge_values(chart: &Chart, user: &Values) -> Values {
+pub fn merge_values(chart: &Chart, user: &Values) -> Result<Values, String> {
     let mut dest = user.clone();
-    coalesce(chart, &mut dest, true);
-    dest
+    coalesce(chart, &mut dest, true, 0)?;
+    Ok(dest)
 }
 
-fn coalesce(chart: &Chart, dest: &mut Values, merge: bool) {
+fn coalesce(chart: &Chart, dest: &mut Values, merge: bool, depth: usize) -> Result<(), String> {
     coalesce_chart_values(chart, dest, merge);
-    coalesce_dependencies(chart, dest, merge);
+    if depth < MAX_DEPTH {
+        coalesce_dependencies(chart, dest, merge, depth)?;
+    }
+    Ok(())
 }
 
-fn coalesce_dependencies(chart: &Chart, dest: &mut Values, merge: bool) {
+fn coalesce_dependencies(
+    chart: &Chart,
+    dest: &mut Values,
+    merge: bool,
+    depth: usize,
+) -> Result<(), String> {
     for sub in &chart.dependencies {
         let name = &sub.metadata.name;
         let mut sub_values = match dest.get(name) {
             None => Values::new(),
             Some(Json::Object(map)) => map.clone(),
-            // Helm reports a type mismatch here and renders on with what it has.
-            Some(_) => continue,
+            Some(other) => {
+                return Err(format!("type mismatch on {name}: {}", go_bool_verb(other)));
+            }
         };
         coalesce_globals(&mut sub_values, dest);
-        coalesce(sub, &mut sub_values, merge);
+        coalesce(sub, &mut sub_values, merge, depth + 1)?;
         dest.insert(name.clone(), Json::Object(sub_values));
+    }
+    Ok(())
+}
+
+/// Go's `%t` of a value that is not a map: `true`, or `%!t(string=x)` for other kinds.
+fn go_bool_verb(value: &Json) -> String {
+    match value {
+        Json::Bool(b) => b.to_string(),
+        Json::Null => "%!t(<nil>)".into(),
+        Json::String(s) => format!("%!t(string={s})"),
+        Json::Number(n) if n.is_f64() => {
+            format!("%!t(float64={})", crate::value::Value::from_json(value))
+        }
+        Json::Number(n) => format!("%!t(int64={n})"),
+        // Inside a slice a nil element prints as `<nil>`.
+        Json::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(|item| if item.is_null() {
+                    "<nil>".to_string()
+                } else {
+                    go_bool_verb(item)
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        Json::Object(_) => format!("{}", crate::value::Value::from_json(value)),
     }
 }
 
@@ -168,8 +209,11 @@ fn coalesce_tables_at(dst: &mut Values, src: &Values, merge: bool, depth: usize)
     // behind them stay (Helm v4 renders them as null).
     for (key, value) in src {
         match dst.get_mut(key) {
+            // A null over a default deletes it; a null over a null default stays (Helm v4).
             Some(Json::Null) if !merge => {
-                dst.remove(key);
+                if !value.is_null() {
+                    dst.remove(key);
+                }
             }
             None => insert_default(dst, key, value, merge),
             Some(existing) => {
@@ -285,13 +329,68 @@ mod tests {
         );
         let user = map(json!({"b": {"x": null, "k": {"r": null}}}));
         assert_eq!(
-            Json::Object(coalesce_values(&chart, &user)),
+            Json::Object(coalesce_values(&chart, &user).expect("coalesce")),
             json!({"b": {"d": 1, "k": {"q": 1, "r": null}, "x": null}, "e": 1, "l": [null, {"z": null}]})
         );
         assert_eq!(
-            Json::Object(coalesce_values(&chart, &Values::new())),
+            Json::Object(coalesce_values(&chart, &Values::new()).expect("coalesce")),
             json!({"b": {"d": 1, "k": {"q": 1}}, "e": 1, "l": [null, {"z": null}]})
         );
+    }
+
+    #[test]
+    fn nested_nulls_as_helm() {
+        // Helm v4.2.3 with defaults {b: {k: {m: null, q: 1}, c: null, d: 1}, e: {f: 1}}.
+        let chart = chart(
+            "n",
+            json!({"b": {"k": {"m": null, "q": 1}, "c": null, "d": 1}, "e": {"f": 1}}),
+            vec![],
+        );
+        let cases = [
+            (
+                json!({"b": {}}),
+                json!({"b": {"d": 1, "k": {"q": 1}}, "e": {"f": 1}}),
+            ),
+            (
+                json!({"b": {"c": null}}),
+                json!({"b": {"c": null, "d": 1, "k": {"q": 1}}, "e": {"f": 1}}),
+            ),
+            (
+                json!({"b": {"k": null}}),
+                json!({"b": {"d": 1}, "e": {"f": 1}}),
+            ),
+            (
+                json!({"b": {"k": {"m": null}}}),
+                json!({"b": {"d": 1, "k": {"m": null, "q": 1}}, "e": {"f": 1}}),
+            ),
+            (
+                json!({"e": {"f": null, "g": null}}),
+                json!({"b": {"d": 1, "k": {"q": 1}}, "e": {"g": null}}),
+            ),
+        ];
+        for (user, want) in cases {
+            assert_eq!(
+                Json::Object(coalesce_values(&chart, &map(user.clone())).expect("coalesce")),
+                want,
+                "{user}"
+            );
+        }
+    }
+
+    #[test]
+    fn subchart_type_mismatch_as_helm() {
+        let sub = chart("sub", json!({"n": null}), vec![]);
+        let parent = chart("q", json!({"tt": 1}), vec![sub]);
+        for (user, want) in [
+            (json!({"sub": "x"}), "type mismatch on sub: %!t(string=x)"),
+            (json!({"sub": 5.0}), "type mismatch on sub: %!t(float64=5)"),
+            (json!({"sub": null}), "type mismatch on sub: %!t(<nil>)"),
+        ] {
+            assert_eq!(coalesce_values(&parent, &map(user)).expect_err(want), want);
+        }
+        // A `global` that is not a map stays in the parent and reaches no subchart.
+        let out = coalesce_values(&parent, &map(json!({"global": 5}))).expect("coalesce");
+        assert_eq!(Json::Object(out), json!({"global": 5, "sub": {}, "tt": 1}));
     }
 
     #[test]
@@ -323,7 +422,7 @@ mod tests {
             json!({"a": {"b": null}, "d": null, "e": null, "global": {"g": 2},
                               "sub": {"w": {"z": null}, "x": null}}),
         );
-        let out = coalesce_values(&parent, &user);
+        let out = coalesce_values(&parent, &user).expect("coalesce");
         assert_eq!(
             Json::Object(out),
             json!({"a": {"c": 2}, "e": null, "global": {"g": 2},

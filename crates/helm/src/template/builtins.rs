@@ -104,10 +104,17 @@ impl Builtin {
             Builtin::Urlquery => Ok(Value::from(query_escape(&eval_args(args)))),
             Builtin::Eq => eq(args).map(Value::Bool),
             Builtin::Ne => eq(args).map(|b| Value::Bool(!b)),
-            Builtin::Lt => lt(&args[0], &args[1]).map(Value::Bool),
-            Builtin::Le => le(&args[0], &args[1]).map(Value::Bool),
-            Builtin::Gt => le(&args[0], &args[1]).map(|b| Value::Bool(!b)),
-            Builtin::Ge => lt(&args[0], &args[1]).map(|b| Value::Bool(!b)),
+            Builtin::Lt | Builtin::Le | Builtin::Gt | Builtin::Ge => {
+                let [a, b] = args else {
+                    return Err(format!("wrong number of args: want 2 got {}", args.len()));
+                };
+                match self {
+                    Builtin::Lt => lt(a, b).map(Value::Bool),
+                    Builtin::Le => le(a, b).map(Value::Bool),
+                    Builtin::Gt => le(a, b).map(|t| Value::Bool(!t)),
+                    _ => lt(a, b).map(|t| Value::Bool(!t)),
+                }
+            }
             Builtin::And | Builtin::Or | Builtin::Call => Err("internal error".into()),
         }
     }
@@ -136,6 +143,10 @@ fn length(item: &Value, iface: bool) -> Result<Value, String> {
         Value::Bytes(b) => b.len(),
         Value::List(items, _) => items.len(),
         Value::Map(m) => m.borrow().len(),
+        // Go map and slice types with methods (Helm's `.Files`, `.Capabilities.APIVersions`).
+        Value::Object(o) if matches!(o.kind_name(), "map" | "slice") => {
+            return length(&o.to_data(), iface);
+        }
         other => return Err(format!("len of type {}", other.type_name())),
     };
     Ok(Value::Int(i64::try_from(n).unwrap_or(i64::MAX)))

@@ -18,8 +18,9 @@ const BEST_WIDTH: usize = 80;
 const BEST_INDENT: i64 = 2;
 /// Keys longer than this (in bytes) are written as `? key`.
 const MAX_SIMPLE_KEY: usize = 128;
-/// Nesting deeper than this is refused (Go would overflow its stack long before).
-const MAX_DEPTH: usize = 10_000;
+/// Nesting deeper than this is refused (Go has no bound; this one keeps the recursion within a
+/// small thread stack).
+const MAX_DEPTH: usize = 1_000;
 
 /// Writes `value` as `sigs.k8s.io/yaml.Marshal` does, with the trailing newline.
 pub(crate) fn to_yaml(value: &Value) -> Result<String, Error> {
@@ -55,36 +56,28 @@ pub(crate) fn to_yaml_with(value: &Value, flavour: Flavour) -> Result<String, Er
     Ok(emitter.out)
 }
 
+/// Where a node is written, as far as the emitter's choices depend on it: a mapping value
+/// (sequences there are not indented) and a simple key (no block scalars, no folding).
 #[derive(Clone, Copy)]
 struct Context {
-    root: bool,
-    sequence: bool,
     mapping: bool,
     simple_key: bool,
 }
 
 impl Context {
     const ROOT: Context = Context {
-        root: true,
-        sequence: false,
         mapping: false,
         simple_key: false,
     };
     const ITEM: Context = Context {
-        root: false,
-        sequence: true,
         mapping: false,
         simple_key: false,
     };
     const VALUE: Context = Context {
-        root: false,
-        sequence: false,
         mapping: true,
         simple_key: false,
     };
     const SIMPLE_KEY: Context = Context {
-        root: false,
-        sequence: false,
         mapping: true,
         simple_key: true,
     };
@@ -322,9 +315,7 @@ fn merge_sort<T>(items: &mut Vec<(Vec<char>, T)>) {
 
 fn key_less(a: &str, b: &str) -> bool {
     if a.is_ascii() && b.is_ascii() {
-        let a: Vec<char> = a.chars().collect();
-        let b: Vec<char> = b.chars().collect();
-        return runes_less(&a, &b);
+        return runes_less(a.as_bytes(), b.as_bytes());
     }
     runes_less(
         &a.chars().collect::<Vec<_>>(),
@@ -342,9 +333,11 @@ fn is_digit(c: char) -> bool {
 
 /// `yaml.v2`'s key order for two strings: letters by code point, runs of digits by value,
 /// and a non-letter before a letter.
-fn runes_less(a: &[char], b: &[char]) -> bool {
+fn runes_less<T: Copy + Into<char>>(a: &[T], b: &[T]) -> bool {
+    let at = |i: usize| -> char { a[i].into() };
+    let bt = |i: usize| -> char { b[i].into() };
     for i in 0..a.len().min(b.len()) {
-        let (ca, cb) = (a[i], b[i]);
+        let (ca, cb) = (at(i), bt(i));
         if ca == cb {
             continue;
         }
@@ -359,9 +352,9 @@ fn runes_less(a: &[char], b: &[char]) -> bool {
         if ca == '0' || cb == '0' {
             // A zero inside a number (after a non-zero digit) counts as a digit of it.
             let mut j = i;
-            while j > 0 && is_digit(a[j - 1]) {
+            while j > 0 && is_digit(at(j - 1)) {
                 j -= 1;
-                if a[j] != '0' {
+                if at(j) != '0' {
                     an = 1;
                     bn = 1;
                     break;
@@ -369,17 +362,17 @@ fn runes_less(a: &[char], b: &[char]) -> bool {
             }
         }
         let mut ai = i;
-        while ai < a.len() && is_digit(a[ai]) {
+        while ai < a.len() && is_digit(at(ai)) {
             an = an
                 .wrapping_mul(10)
-                .wrapping_add(i64::from(u32::from(a[ai])) - 48);
+                .wrapping_add(i64::from(u32::from(at(ai))) - 48);
             ai += 1;
         }
         let mut bi = i;
-        while bi < b.len() && is_digit(b[bi]) {
+        while bi < b.len() && is_digit(bt(bi)) {
             bn = bn
                 .wrapping_mul(10)
-                .wrapping_add(i64::from(u32::from(b[bi])) - 48);
+                .wrapping_add(i64::from(u32::from(bt(bi))) - 48);
             bi += 1;
         }
         if an != bn {
@@ -426,7 +419,7 @@ fn is_printable(c: char) -> bool {
 }
 
 #[allow(clippy::too_many_lines)] // one pass, as libyaml's analysis
-fn analyze(value: &str) -> Analysis {
+fn analyze(value: &str, flavour: Flavour) -> Analysis {
     if value.is_empty() {
         return Analysis {
             multiline: false,
@@ -440,6 +433,7 @@ fn analyze(value: &str) -> Analysis {
     let mut flow_indicators = false;
     let mut line_breaks = false;
     let mut special_characters = false;
+    let mut tab_characters = false;
     let mut leading_space = false;
     let mut leading_break = false;
     let mut trailing_space = false;
@@ -495,7 +489,10 @@ fn analyze(value: &str) -> Analysis {
                 _ => {}
             }
         }
-        if !is_printable(c) {
+        if c == '\t' && flavour == Flavour::V3 {
+            // yaml.v3 lets tabs into block scalars (never into plain or single-quoted ones).
+            tab_characters = true;
+        } else if !is_printable(c) {
             special_characters = true;
         }
         if c == ' ' {
@@ -549,10 +546,12 @@ fn analyze(value: &str) -> Analysis {
         analysis.block_plain_allowed = false;
         analysis.single_quoted_allowed = false;
     }
-    if space_break || special_characters {
+    if space_break || tab_characters || special_characters {
         analysis.flow_plain_allowed = false;
         analysis.block_plain_allowed = false;
         analysis.single_quoted_allowed = false;
+    }
+    if space_break || special_characters {
         analysis.block_allowed = false;
     }
     if line_breaks {
@@ -665,7 +664,7 @@ impl Emitter {
                 for (key, value) in &entries {
                     self.write_indent();
                     let style = string_style(key);
-                    let analysis = analyze(key);
+                    let analysis = analyze(key, self.flavour);
                     if !analysis.multiline && key.len() <= MAX_SIMPLE_KEY {
                         self.scalar_analyzed(key, style, analysis, Context::SIMPLE_KEY);
                         self.write_indicator(":", false, false, false);
@@ -689,7 +688,7 @@ impl Emitter {
     }
 
     fn scalar(&mut self, text: &str, requested: Style, context: Context) {
-        let analysis = analyze(text);
+        let analysis = analyze(text, self.flavour);
         self.scalar_analyzed(text, requested, analysis, context);
     }
 
@@ -700,7 +699,6 @@ impl Emitter {
         analysis: Analysis,
         context: Context,
     ) {
-        let _ = (context.root, context.sequence);
         let mut style = requested;
         if context.simple_key && analysis.multiline {
             style = Style::DoubleQuoted;

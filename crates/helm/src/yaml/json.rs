@@ -35,8 +35,8 @@ pub fn write(value: &Value, options: Options) -> Result<String, Error> {
     Ok(out)
 }
 
-/// Nesting deeper than this is refused (Go's encoder reports cycles past 1000 levels).
-const MAX_DEPTH: usize = 10_000;
+/// Nesting deeper than this is refused (Go's encoder reports a cycle past 1000 levels).
+const MAX_DEPTH: usize = 1_000;
 
 fn newline(out: &mut String, options: Options, level: usize) {
     out.push('\n');

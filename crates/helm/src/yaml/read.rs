@@ -19,7 +19,7 @@ use super::resolve::{Scalar, go_parse_float, go_parse_int, resolve};
 const MAX_DEPTH: usize = 10_000;
 /// How deep the decoder recurses; deeper documents are refused rather than overflowing the
 /// stack.
-const MAX_DECODE_DEPTH: usize = 2_000;
+const MAX_DECODE_DEPTH: usize = 1_000;
 
 const CORE: &str = "tag:yaml.org,2002:";
 
@@ -45,18 +45,26 @@ fn syntax_error(e: &ScanError, text: &str) -> Error {
     // Where Go's scanner stands at the end of the input (its line counted from 0).
     let eof_line =
         text.matches('\n').count() + usize::from(!text.is_empty() && !text.ends_with('\n'));
-    if let Some(rest) = info.strip_prefix("unclosed bracket '") {
-        let close = if rest.starts_with('{') { '}' } else { ']' };
-        return if eof_line == 0 {
-            error(format!("yaml: did not find expected ',' or '{close}'"))
+    let with_line = |line: usize, problem: &str| {
+        if line == 0 {
+            error(format!("yaml: {problem}"))
         } else {
-            error(format!(
-                "yaml: line {eof_line}: did not find expected ',' or '{close}'"
-            ))
-        };
+            error(format!("yaml: line {line}: {problem}"))
+        }
+    };
+    if let Some(rest) = info.strip_prefix("unclosed bracket '") {
+        // At the end of the input Go expects either another entry (after `[`, `{` or `,`) or
+        // the closing bracket.
+        let last = text.trim_end().chars().last();
+        if matches!(last, Some('[' | '{' | ',')) {
+            return with_line(eof_line, "did not find expected node content");
+        }
+        let close = if rest.starts_with('{') { '}' } else { ']' };
+        return with_line(eof_line, &format!("did not find expected ',' or '{close}'"));
     }
-    if info.contains("unknown anchor") {
-        return error("yaml: unknown anchor referenced");
+    if info.contains("simple key expected ':'") {
+        // Go notices the missing ':' only at the end of the input, a line past it.
+        return with_line(eof_line + 1, "could not find expected ':'");
     }
     // libyaml's messages carry a "while parsing …, " context that Go does not print.
     let problem = info
@@ -64,7 +72,29 @@ fn syntax_error(e: &ScanError, text: &str) -> Error {
         .filter(|(context, _)| context.starts_with("while "))
         .map_or(info.as_str(), |(_, problem)| problem)
         .to_string();
-    let parser_error = problem.starts_with("did not find expected");
+    let problem = match problem.as_str() {
+        "unexpected eof" | "unexpected end of plain scalar" | "unclosed quote" => {
+            "found unexpected end of stream"
+        }
+        p if p.starts_with("tabs disallowed") || p.starts_with("unexpected character") => {
+            "found character that cannot start any token"
+        }
+        p if p.starts_with("invalid trailing content after") => "did not find expected key",
+        p if p.starts_with("misplaced bracket") || p.starts_with("mismatched bracket") => {
+            "did not find expected node content"
+        }
+        "found a tab" => "found a tab character that violates indentation",
+        p if p.contains("cannot start with a tab") => {
+            "found a tab character where an indentation space is expected"
+        }
+        // Go's own spelling.
+        p if p.starts_with("did not find expected hexadecimal number") => {
+            "did not find expected hexdecimal number"
+        }
+        other => other,
+    };
+    let parser_error =
+        problem.starts_with("did not find expected") && !problem.contains("hexdecimal");
     let line = e.marker().line();
     // Go counts from 0 and adds 1 for scanner errors only; line 0 is not printed.
     let line = if parser_error {
@@ -74,19 +104,121 @@ fn syntax_error(e: &ScanError, text: &str) -> Error {
     } else {
         0
     };
-    let problem = match problem.as_str() {
-        "unexpected eof" | "unexpected end of plain scalar" | "unclosed quote" => {
-            "found unexpected end of stream"
-        }
-        p if p.starts_with("tabs disallowed") || p.starts_with("unexpected character") => {
-            "found character that cannot start any token"
-        }
-        other => other,
+    if problem.starts_with("found a tab character") {
+        return with_line(first_indenting_tab(text), problem);
+    }
+    with_line(line, problem)
+}
+
+/// libyaml refuses a tab where a block scalar's indentation is still being measured (or short
+/// of it): `|` then a line of spaces and a tab. Lines are 1-based, `first` is the header's.
+fn check_block_tabs(text: &str, first: usize, last: usize) -> Result<(), Error> {
+    let lines: Vec<&str> = text.lines().collect();
+    // The event's span may start at the header (`key: |`) or at the first content line.
+    let Some(start) = first.checked_sub(1) else {
+        return Ok(());
     };
-    if line == 0 {
-        error(format!("yaml: {problem}"))
+    let (header, content) = match lines.get(start) {
+        Some(line) if block_header(line).is_some() => (block_header(line), start + 1),
+        _ => (
+            start
+                .checked_sub(1)
+                .and_then(|i| lines.get(i))
+                .and_then(|l| block_header(l)),
+            start,
+        ),
+    };
+    // An explicit indentation indicator (`|2`) fixes the indentation: not measured here.
+    if header != Some(false) {
+        return Ok(());
+    }
+    let mut indent: Option<usize> = None;
+    for (index, line) in lines.iter().enumerate().take(last).skip(content) {
+        let spaces = line.len() - line.trim_start_matches(' ').len();
+        let rest = &line[spaces..];
+        if rest.starts_with('\t') && indent.is_none_or(|indent| spaces < indent) {
+            return Err(error(format!(
+                "yaml: line {}: found a tab character where an indentation space is expected",
+                index + 1
+            )));
+        }
+        if indent.is_none() && !rest.trim().is_empty() {
+            indent = Some(spaces);
+        }
+    }
+    Ok(())
+}
+
+/// Whether `line` ends with a block scalar header (`|`, `>-`, `|2+`, …): `Some(true)` when it
+/// has an indentation indicator, `Some(false)` when not, `None` when it is no header.
+fn block_header(line: &str) -> Option<bool> {
+    let code = line.split(" #").next().unwrap_or(line).trim_end();
+    let token = code.rsplit([' ', '\t']).next().unwrap_or(code);
+    let rest = token.strip_prefix(['|', '>'])?;
+    if !rest
+        .chars()
+        .all(|c| c == '+' || c == '-' || c.is_ascii_digit())
+    {
+        return None;
+    }
+    Some(rest.chars().any(|c| c.is_ascii_digit()))
+}
+
+/// The 1-based line of the first tab in a line's leading whitespace.
+fn first_indenting_tab(text: &str) -> usize {
+    text.lines()
+        .position(|line| line.trim_start_matches(' ').starts_with('\t'))
+        .map_or(0, |index| index + 1)
+}
+
+/// libyaml does not skip a tab where a line may start a key: before the first token of the
+/// stream (or of a document after `---`) a tab in the indentation is an error.
+fn check_leading_tabs(text: &str) -> Result<(), Error> {
+    for (index, line) in text.lines().enumerate() {
+        let content = line.trim_start_matches([' ', '\t']);
+        let indentation = &line[..line.len() - content.len()];
+        if indentation.contains('\t') {
+            return Err(if index == 0 {
+                error("yaml: found character that cannot start any token")
+            } else {
+                error(format!(
+                    "yaml: line {}: found character that cannot start any token",
+                    index + 1
+                ))
+            });
+        }
+        let directive = indentation.is_empty()
+            && (content.starts_with('%')
+                || content
+                    .strip_prefix("---")
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t'])));
+        if !(content.is_empty() || content.starts_with('#') || directive) {
+            return Ok(());
+        }
+        if directive && content.starts_with("---") {
+            // Content may follow the marker on its line: it starts the document.
+            let rest = content
+                .trim_start_matches('-')
+                .trim_start_matches([' ', '\t']);
+            if !rest.is_empty() && !rest.starts_with('#') {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Go's YAML reader accepts only printable characters (tab, line breaks and NEL included).
+fn check_characters(text: &str) -> Result<(), Error> {
+    let allowed = |c: char| {
+        matches!(u32::from(c),
+            0x09 | 0x0A | 0x0D | 0x20..=0x7E | 0x85 | 0xA0..=0xD7FF | 0xE000..=0xFFFD
+            | 0x10000..=0x0010_FFFF)
+    };
+    if text.chars().all(allowed) {
+        Ok(())
     } else {
-        error(format!("yaml: line {line}: {problem}"))
+        Err(error("yaml: control characters are not allowed"))
     }
 }
 
@@ -106,7 +238,7 @@ fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
     let mut root: Option<Rc<Node>> = None;
     let mut in_document = false;
     while let Some(event) = parser.next_event() {
-        let (event, _span) = event.map_err(|e| syntax_error(&e, text))?;
+        let (event, span) = event.map_err(|e| syntax_error(&e, text))?;
         let (node, anchor) = match event {
             Event::DocumentStart(..) => {
                 in_document = true;
@@ -146,6 +278,9 @@ fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
                 (node, 0)
             }
             Event::Scalar(value, style, anchor, tag) => {
+                if matches!(style, ScalarStyle::Literal | ScalarStyle::Folded) {
+                    check_block_tabs(text, span.start.line(), span.end.line())?;
+                }
                 let tag = tag.map(|t| format!("{}{}", t.handle(), t.suffix()));
                 (
                     Rc::new(Node::Scalar {
@@ -156,18 +291,15 @@ fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
                     anchor,
                 )
             }
-            Event::SequenceStart(_, anchor, _) => {
+            Event::SequenceStart(_, anchor, _) | Event::MappingStart(_, anchor, _) => {
                 if stack.len() >= MAX_DEPTH {
                     return Err(error(format!("yaml: exceeded max depth of {MAX_DEPTH}")));
                 }
-                stack.push(Open::Sequence(anchor, Vec::new()));
-                continue;
-            }
-            Event::MappingStart(_, anchor, _) => {
-                if stack.len() >= MAX_DEPTH {
-                    return Err(error(format!("yaml: exceeded max depth of {MAX_DEPTH}")));
-                }
-                stack.push(Open::Mapping(anchor, Vec::new()));
+                stack.push(if matches!(event, Event::SequenceStart(..)) {
+                    Open::Sequence(anchor, Vec::new())
+                } else {
+                    Open::Mapping(anchor, Vec::new())
+                });
                 continue;
             }
             Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
@@ -350,9 +482,9 @@ impl Decoder {
                 Ok(Go::Seq(out))
             }
             Node::Mapping(pairs) => {
-                let mut out = Vec::with_capacity(pairs.len());
+                let mut out = MapBuilder::default();
                 self.mapping(pairs, &mut out, depth)?;
-                Ok(Go::Map(out))
+                Ok(Go::Map(out.entries))
             }
         };
         if shared {
@@ -364,7 +496,7 @@ impl Decoder {
     fn mapping(
         &mut self,
         pairs: &[(Rc<Node>, Rc<Node>)],
-        out: &mut Vec<(Go, Go)>,
+        out: &mut MapBuilder,
         depth: usize,
     ) -> Result<(), Error> {
         for (key, value) in pairs {
@@ -377,17 +509,12 @@ impl Decoder {
                 return Err(error(format!("yaml: invalid map key: {}", key.go_syntax())));
             }
             let value = self.decode(value, depth + 1)?;
-            set(out, key, value);
+            out.set(key, value);
         }
         Ok(())
     }
 
-    fn merge(
-        &mut self,
-        node: &Rc<Node>,
-        out: &mut Vec<(Go, Go)>,
-        depth: usize,
-    ) -> Result<(), Error> {
+    fn merge(&mut self, node: &Rc<Node>, out: &mut MapBuilder, depth: usize) -> Result<(), Error> {
         let want_map = || error("yaml: map merge requires map or sequence of maps as the value");
         match &**node {
             Node::Mapping(pairs) => {
@@ -410,25 +537,53 @@ impl Decoder {
     }
 }
 
-fn same_key(a: &Go, b: &Go) -> bool {
-    match (a, b) {
-        (Go::Nil, Go::Nil) => true,
-        (Go::Bool(x), Go::Bool(y)) => x == y,
-        (Go::Int(x), Go::Int(y)) => x == y,
-        (Go::Uint(x), Go::Uint(y)) => x == y,
-        (Go::Float(x), Go::Float(y)) => x.to_bits() == y.to_bits(),
-        (Go::Str(x), Go::Str(y)) => x == y,
-        _ => false,
+/// A Go map's key identity: the same value of the same type.
+#[derive(PartialEq, Eq, Hash)]
+enum KeyId {
+    Nil,
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Float(u64),
+    Str(String),
+}
+
+impl KeyId {
+    fn of(key: &Go) -> Option<KeyId> {
+        Some(match key {
+            Go::Nil => KeyId::Nil,
+            Go::Bool(b) => KeyId::Bool(*b),
+            Go::Int(i) => KeyId::Int(*i),
+            Go::Uint(u) => KeyId::Uint(*u),
+            Go::Float(f) => KeyId::Float(f.to_bits()),
+            Go::Str(s) => KeyId::Str(s.clone()),
+            Go::Seq(_) | Go::Map(_) => return None,
+        })
     }
 }
 
-/// Sets a key in a Go map: a later value replaces an earlier one.
-fn set(out: &mut Vec<(Go, Go)>, key: Go, value: Go) {
-    // Most maps are small; larger ones are checked from the end, where repeats tend to be.
-    if let Some(entry) = out.iter_mut().rev().find(|(k, _)| same_key(k, &key)) {
-        entry.1 = value;
-    } else {
-        out.push((key, value));
+/// A Go map being filled: entries in document order, a later value for a key replacing the
+/// earlier one in place.
+#[derive(Default)]
+struct MapBuilder {
+    entries: Vec<(Go, Go)>,
+    index: HashMap<KeyId, usize>,
+}
+
+impl MapBuilder {
+    fn set(&mut self, key: Go, value: Go) {
+        let Some(id) = KeyId::of(&key) else {
+            self.entries.push((key, value));
+            return;
+        };
+        if let Some(&at) = self.index.get(&id)
+            && let Some(entry) = self.entries.get_mut(at)
+        {
+            entry.1 = value;
+            return;
+        }
+        self.index.insert(id, self.entries.len());
+        self.entries.push((key, value));
     }
 }
 
@@ -444,7 +599,7 @@ fn scalar(value: &str, plain: bool, tag: Option<&str>) -> Result<Go, Error> {
         (_, Some("binary")) => {
             let data = base64_decode(value.as_bytes())
                 .map_err(|_| error("yaml: !!binary value contains invalid base64 data"))?;
-            return Ok(Go::Str(String::from_utf8_lossy(&data).into_owned()));
+            return Ok(Go::Str(super::go_lossy(&data)));
         }
         _ => {}
     }
@@ -649,6 +804,8 @@ fn number(f: f64) -> Result<serde_json::Value, Error> {
 }
 
 pub(crate) fn parse(text: &str) -> Result<serde_json::Value, Error> {
+    check_characters(text)?;
+    check_leading_tabs(text)?;
     let Some(root) = read_tree(text)? else {
         return Ok(serde_json::Value::Null);
     };

@@ -105,7 +105,7 @@ fn unescape(s: &str, mode: Mode) -> Result<String, String> {
                     let end = (i + 3).min(bytes.len());
                     format!(
                         "invalid URL escape {}",
-                        crate::fmt::quote(&String::from_utf8_lossy(&bytes[i..end]))
+                        crate::fmt::quote_bytes(&bytes[i..end])
                     )
                 };
                 let (Some(hi), Some(lo)) = (
@@ -138,7 +138,7 @@ fn unescape(s: &str, mode: Mode) -> Result<String, String> {
             }
         }
     }
-    Ok(String::from_utf8_lossy(&out).into_owned())
+    Ok(crate::fmt::lossy_utf8(&out))
 }
 
 /// `:port` with digits only (or nothing).
@@ -162,6 +162,20 @@ fn parse_host(host: &str) -> Result<String, String> {
                 crate::fmt::quote(colon_port)
             ));
         }
+        // Only an IPv6 address may stand in brackets (Go checks it with netip.ParseAddr).
+        let literal = &host[1..close];
+        let address = literal
+            .split_once('%')
+            .map_or(literal, |(address, _)| address);
+        if address.parse::<std::net::Ipv4Addr>().is_ok() {
+            return Err("invalid IP-literal".into());
+        }
+        if address.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(format!(
+                "invalid host: ParseAddr({}): unable to parse IP",
+                crate::fmt::quote(literal)
+            ));
+        }
         // An IPv6 zone (`%25eth0`) has its own escaping rules.
         if let Some(zone) = host[..close].find("%25") {
             let head = unescape(&host[..zone], Mode::Host)?;
@@ -169,6 +183,8 @@ fn parse_host(host: &str) -> Result<String, String> {
             let tail = unescape(&host[close..], Mode::Host)?;
             return Ok(head + &zone_part + &tail);
         }
+    } else if host.contains('[') {
+        return Err("invalid IP-literal".into());
     } else if let Some(colon) = host.rfind(':') {
         let colon_port = &host[colon..];
         if !valid_optional_port(colon_port) {

@@ -97,6 +97,82 @@ fn errors_as_helm_words_them() {
 }
 
 #[test]
+fn more_errors_as_helm_words_them() {
+    let prefix = "ERR error converting YAML to JSON: ";
+    for (doc, want) in [
+        ("[", "yaml: line 1: did not find expected node content"),
+        ("{a: 1,", "yaml: line 1: did not find expected node content"),
+        (
+            "a:\n  - 1\n  - [2,\n",
+            "yaml: line 3: did not find expected node content",
+        ),
+        (
+            "key: value\n:bad",
+            "yaml: line 3: could not find expected ':'",
+        ),
+        (
+            "a: >\n x\n  y\nb",
+            "yaml: line 5: could not find expected ':'",
+        ),
+        (
+            "a: 1\n\tb: 2",
+            "yaml: line 2: found a tab character that violates indentation",
+        ),
+        (
+            "- |\n\tx",
+            "yaml: line 2: found a tab character where an indentation space is expected",
+        ),
+        (
+            "a: |\n  \tx",
+            "yaml: line 2: found a tab character where an indentation space is expected",
+        ),
+        ("a: \u{7}", "yaml: control characters are not allowed"),
+        ("a: 'b'c", "yaml: did not find expected key"),
+        ("a: {b: [}", "yaml: did not find expected node content"),
+        ("a: ]", "yaml: did not find expected node content"),
+        (
+            "x: \"\\u12\"",
+            "yaml: did not find expected hexdecimal number",
+        ),
+        ("a: *nope", "yaml: unknown anchor 'nope' referenced"),
+        (
+            "\ta: 1",
+            "yaml: found character that cannot start any token",
+        ),
+        (
+            "\t# comment\na: 1",
+            "yaml: found character that cannot start any token",
+        ),
+        (
+            "---\n\ta: 1",
+            "yaml: line 2: found character that cannot start any token",
+        ),
+        (
+            "\n\ta: 1",
+            "yaml: line 2: found character that cannot start any token",
+        ),
+        ("a: &a [*a]", "yaml: anchor 'a' value contains itself"),
+        (
+            "d:\n  <<: 1\n",
+            "yaml: map merge requires map or sequence of maps as the value",
+        ),
+        (
+            "k: !!float 18446744073709551615",
+            "yaml: cannot decode !!int `18446744073709551615` as a !!float",
+        ),
+    ] {
+        assert_eq!(json(doc), format!("{prefix}{want}"), "{doc:?}");
+    }
+    // Tabs after a value indicator are whitespace.
+    assert_eq!(json("a:\t1"), r#"{"a":1}"#);
+    // Tabs after a block scalar's indentation are content.
+    assert_eq!(
+        json("a: |-\n    x {\n    \ty\n    }\n"),
+        r#"{"a":"x {\n\ty\n}"}"#
+    );
+}
+
+#[test]
 fn alias_bombs_are_refused() {
     let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
     for i in 1..12 {
@@ -109,4 +185,25 @@ fn alias_bombs_are_refused() {
     assert!(json(&text).contains("excessive aliasing"));
     let deep = "[".repeat(100_000);
     assert!(json(&deep).starts_with("ERR"));
+}
+
+#[test]
+fn values_documents_split_as_helm() {
+    use crate::yaml::split_documents;
+    fn docs(text: &str) -> Result<Vec<&str>, String> {
+        split_documents(text).map_err(|e| e.message)
+    }
+    assert_eq!(
+        docs("a: 1\nb: {c: 1}\n---\nb: {c: 3}\n"),
+        Ok(vec!["a: 1\nb: {c: 1}\n", "b: {c: 3}\n"])
+    );
+    assert_eq!(docs("---\na: 1"), Ok(vec!["a: 1"]));
+    assert_eq!(docs("a: 1\n---\n"), Ok(vec!["a: 1\n"]));
+    assert_eq!(docs("a: 1\n--- # c\nb: 2\n"), Ok(vec!["a: 1\n", "b: 2\n"]));
+    assert_eq!(docs(""), Ok(vec![]));
+    assert_eq!(docs("a: |\n  x\n  ---\n"), Ok(vec!["a: |\n  x\n  ---\n"]));
+    assert_eq!(
+        docs("a: 1\n---x\nb: 2"),
+        Err("invalid Yaml document separator: x".to_string())
+    );
 }

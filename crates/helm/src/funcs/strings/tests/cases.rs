@@ -195,6 +195,16 @@ pub(super) fn cases() -> Vec<(
             Ok(""),
         ),
         (
+            "substr",
+            vec![Value::Int(-1), Value::Int(-1), Value::str("abc")],
+            Err("runtime error: slice bounds out of range [:-1]"),
+        ),
+        (
+            "substr",
+            vec![Value::Int(5), Value::Int(2), Value::str("abc")],
+            Err("runtime error: slice bounds out of range [5:2]"),
+        ),
+        (
             "repeat",
             vec![Value::Int(3), Value::str("ab")],
             Ok("ababab"),
@@ -330,6 +340,36 @@ pub(super) fn cases() -> Vec<(
             vec![Value::str("12abc34DEF")],
             Ok("12abc34_def"),
         ),
+        (
+            "snakecase",
+            vec![Value::str("\u{fffd}abA")],
+            Ok("\u{fffd}ab_a"),
+        ),
+        (
+            "snakecase",
+            vec![Value::str("a\u{fffd}B ")],
+            Ok("a_\u{fffd}b_"),
+        ),
+        (
+            "kebabcase",
+            vec![Value::str("_B.\u{fffd}\u{fffd}")],
+            Ok("-b.\u{fffd}\u{fffd}"),
+        ),
+        (
+            "snakecase",
+            vec![Value::str("\u{fffd}_\u{fffd}\u{fffd}\u{fffd}")],
+            Ok("\u{fffd}_\u{fffd}\u{fffd}\u{fffd}"),
+        ),
+        (
+            "snakecase",
+            vec![Value::str("AB\u{fffd}c")],
+            Ok("a_b\u{fffd}c"),
+        ),
+        (
+            "kebabcase",
+            vec![Value::str("b1\u{fffd}1\u{fffd}\u{fffd}")],
+            Ok("b1\u{fffd}1\u{fffd}\u{fffd}"),
+        ),
         ("kebabcase", vec![Value::str("FirstName")], Ok("first-name")),
         (
             "kebabcase",
@@ -395,6 +435,56 @@ pub(super) fn cases() -> Vec<(
         ("camelcase", vec![Value::str("fOO_BAR")], Ok("FOOBar")),
         ("camelcase", vec![Value::str("ab.CD")], Ok("Ab.CD")),
         ("camelcase", vec![Value::str("")], Ok("")),
+        (
+            "camelcase",
+            vec![Value::str("\u{3a9}\u{c5}?@\u{1c5}$\u{65e5}@\u{a0}%")],
+            Ok("\u{3a9}\u{e5}?@\u{1c5}$\u{65e5}@%"),
+        ),
+        (
+            "camelcase",
+            vec![Value::str("Z\u{3a3}aZ")],
+            Ok("Z\u{3c3}aZ"),
+        ),
+        (
+            "camelcase",
+            vec![Value::str("Z\u{3a3}ZZ")],
+            Ok("Z\u{3c3}zz"),
+        ),
+        ("camelcase", vec![Value::str("AB1D")], Ok("Ab1D")),
+        ("camelcase", vec![Value::str("AB-CdEF")], Ok("AbCdEF")),
+        (
+            "abbrevboth",
+            vec![
+                Value::Int(5),
+                Value::Int(10),
+                Value::str("\u{1c5}-\u{1fb3}\t\u{65e5}z:#\u{216b}\u{b2}\u{feff}/"),
+            ],
+            Ok("...\u{fffd}\t\u{fffd}\u{fffd}..."),
+        ),
+        (
+            "abbrev",
+            vec![Value::Int(5), Value::str("/\u{65e5}\u{672c}\u{8a9e}")],
+            Ok("/\u{fffd}..."),
+        ),
+        (
+            "trunc",
+            vec![Value::Int(2), Value::str("\u{65e5}\u{672c}")],
+            Ok("\u{fffd}\u{fffd}"),
+        ),
+        (
+            "wrapWith",
+            vec![
+                Value::Int(2),
+                Value::str("<>"),
+                Value::str("\u{1f600}/\u{2028}\u{3a3}zZ"),
+            ],
+            Ok("\u{fffd}\u{fffd}<>\u{fffd}\u{fffd}<>/\u{fffd}<>\u{fffd}\u{fffd}<>\u{3a3}<>zZ"),
+        ),
+        (
+            "substr",
+            vec![Value::Int(1), Value::Int(4), Value::str("\u{65e5}\u{672c}")],
+            Ok("\u{fffd}\u{fffd}\u{fffd}"),
+        ),
         (
             "wrap",
             vec![Value::Int(5), Value::str("Hello World")],
