@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use super::reflect::{
-    MAX_NESTING, is_empty, list_items, map_arg, string_arg, want_args, want_at_least,
+    MAX_NESTING, STACK_GROWTH, STACK_RED_ZONE, is_empty, list_items, map_arg, string_arg,
+    want_args, want_at_least,
 };
 use crate::cast;
 use crate::template::{Call, FuncMap};
@@ -30,9 +31,9 @@ pub fn register(map: &mut FuncMap) {
     map.insert("omit", omit);
     map.insert("values", values);
     map.insert("merge", merge);
-    map.insert("mustMerge", must_merge);
+    map.insert("mustMerge", merge);
     map.insert("mergeOverwrite", merge_overwrite);
-    map.insert("mustMergeOverwrite", must_merge_overwrite);
+    map.insert("mustMergeOverwrite", merge_overwrite);
     map.insert("deepCopy", deep_copy);
     map.insert("mustDeepCopy", deep_copy);
     map.insert("dig", dig);
@@ -67,8 +68,42 @@ fn set(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 3)?;
     let map = map_arg(&args[0])?.ok_or("assignment to entry in nil map")?;
     let key = string_arg(&args[1])?;
+    refuse_cycle(&args[2], map)?;
     map.borrow_mut().insert(key.to_string(), args[2].clone());
     Ok(args[0].clone())
+}
+
+/// Go lets a map hold itself, but then printing it (or `toYaml`) recurses until Helm dies of a
+/// stack overflow. We refuse to build such a map instead, which keeps every walker over values
+/// (printing, YAML, JSON, copies) finite.
+fn refuse_cycle(value: &Value, target: &Map) -> Result<(), String> {
+    if contains_map(value, target) {
+        Err("refusing to put a map inside itself (Helm would crash printing it)".into())
+    } else {
+        Ok(())
+    }
+}
+
+/// Whether `target` is `value` or reachable from it. Iterative, and each shared map is visited
+/// once, so deep or widely shared values cost no stack and linear time.
+fn contains_map(value: &Value, target: &Map) -> bool {
+    let mut seen = std::collections::HashSet::new();
+    let mut pending: Vec<Value> = vec![value.clone()];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::Map(m) => {
+                if Rc::ptr_eq(&m, target) {
+                    return true;
+                }
+                if seen.insert(Rc::as_ptr(&m)) {
+                    pending.extend(m.borrow().values().cloned());
+                }
+            }
+            Value::List(items, _) => pending.extend(items.iter().cloned()),
+            _ => {}
+        }
+    }
+    false
 }
 
 fn unset(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
@@ -168,40 +203,28 @@ fn omit(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 }
 
 /// `merge DST SRC…` (and its three siblings): each source merged into DST in turn, DST changed
-/// in place and returned. A nil DST becomes a new map. The outer error is a bad argument (every
-/// variant fails on it); the inner one a failed merge, which only the `must` variants report.
-fn merge_all(
-    call: &Call<'_>,
-    args: &[Value],
-    overwrite: bool,
-) -> Result<Result<Value, String>, String> {
+/// in place and returned. A nil DST becomes a new map.
+///
+/// Sprig's plain variants swallow mergo's errors and return "", but mergo only fails on
+/// mismatched Go types, which `map[string]interface {}` arguments never are; the `must` variants
+/// are therefore the same functions.
+fn merge_all(call: &Call<'_>, args: &[Value], overwrite: bool) -> Result<Value, String> {
     want_at_least(call, args, 1)?;
     let dst = map_arg(&args[0])?;
     let sources = maps_arg(&args[1..])?;
     let dst = dst.map_or_else(|| Rc::new(std::cell::RefCell::default()), Rc::clone);
     for source in sources.into_iter().flatten() {
-        if let Err(e) = merge_maps(&dst, source, overwrite, 0) {
-            return Ok(Err(e));
-        }
+        merge_maps(&dst, source, overwrite, 0)?;
     }
-    Ok(Ok(Value::Map(dst)))
+    Ok(Value::Map(dst))
 }
 
 fn merge(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
-    // Sprig swallows a failed merge and returns "".
-    Ok(merge_all(call, args, false)?.unwrap_or_else(|_| Value::str("")))
-}
-
-fn must_merge(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
-    merge_all(call, args, false)?
+    merge_all(call, args, false)
 }
 
 fn merge_overwrite(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
-    Ok(merge_all(call, args, true)?.unwrap_or_else(|_| Value::str("")))
-}
-
-fn must_merge_overwrite(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
-    merge_all(call, args, true)?
+    merge_all(call, args, true)
 }
 
 /// One step of `mergo.Merge` (`overwrite` false) or `mergo.MergeWithOverwrite` (true) on
@@ -215,7 +238,7 @@ fn must_merge_overwrite(call: &mut Call<'_>, args: &[Value]) -> Result<Value, St
 fn merge_maps(dst: &Map, src: &Map, overwrite: bool, depth: usize) -> Result<(), String> {
     if depth > MAX_NESTING {
         return Err(format!(
-            "merge: maps nested deeper than {MAX_NESTING} levels (a map containing itself?)"
+            "merge: maps nested deeper than {MAX_NESTING} levels"
         ));
     }
     // A snapshot: the source may be the destination itself, or contain it.
@@ -233,7 +256,9 @@ fn merge_maps(dst: &Map, src: &Map, overwrite: bool, depth: usize) -> Result<(),
             continue;
         }
         if let (Value::Map(src_map), Some(Value::Map(dst_map))) = (&value, &current) {
-            merge_maps(dst_map, src_map, overwrite, depth + 1)?;
+            stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || {
+                merge_maps(dst_map, src_map, overwrite, depth + 1)
+            })?;
         }
         // Emptiness is judged after the recursion: an empty destination map that received
         // keys is no longer empty.
@@ -242,6 +267,7 @@ fn merge_maps(dst: &Map, src: &Map, overwrite: bool, depth: usize) -> Result<(),
         {
             if list_items(&value).is_some() && !matches!(value, Value::Object(_)) {
                 if overwrite {
+                    refuse_cycle(&value, dst)?;
                     dst.borrow_mut().insert(key, value);
                 }
                 continue;
@@ -251,6 +277,7 @@ fn merge_maps(dst: &Map, src: &Map, overwrite: bool, depth: usize) -> Result<(),
             }
         }
         if overwrite || current.as_ref().is_none_or(is_empty) {
+            refuse_cycle(&value, dst)?;
             dst.borrow_mut().insert(key, value);
         }
     }
@@ -267,9 +294,13 @@ fn deep_copy(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 }
 
 fn copy_value(v: &Value, depth: usize) -> Result<Value, String> {
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || copy_value_at(v, depth))
+}
+
+fn copy_value_at(v: &Value, depth: usize) -> Result<Value, String> {
     if depth > MAX_NESTING {
         return Err(format!(
-            "deepCopy: value nested deeper than {MAX_NESTING} levels (a map containing itself?)"
+            "deepCopy: value nested deeper than {MAX_NESTING} levels"
         ));
     }
     Ok(match v {
@@ -645,20 +676,47 @@ mod tests {
     }
 
     #[test]
-    fn merging_a_map_into_itself_through_a_cycle_fails_cleanly() {
+    fn maps_never_come_to_hold_themselves() {
+        // Go allows these, then dies of a stack overflow printing the map (the oracle's
+        // process crashed on the merge case below); we refuse them.
+        const REFUSED: &str =
+            "error: refusing to put a map inside itself (Helm would crash printing it)";
         let d = dict(&[]);
-        d.as_map()
-            .expect("a map")
-            .borrow_mut()
-            .insert("self".into(), d.clone());
-        assert!(
-            show("mustMerge", &[d.clone(), d.clone()]).starts_with("error: merge: maps nested")
+        assert_eq!(show("set", &[d.clone(), s("self"), d.clone()]), REFUSED);
+        let wrapped = list(&[dict(&[("d", d.clone())])]);
+        assert_eq!(show("set", &[d.clone(), s("l"), wrapped]), REFUSED);
+        assert_eq!(d.to_string(), "map[]");
+        // $d.c.a is a shared empty map E; merging c: (a: (b: E)) fills E with b: E.
+        let shared = dict(&[]);
+        let dst = dict(&[("c", dict(&[("a", shared.clone())]))]);
+        let src = dict(&[("c", dict(&[("a", dict(&[("b", shared.clone())]))]))]);
+        for name in ["merge", "mustMerge", "mergeOverwrite", "mustMergeOverwrite"] {
+            assert_eq!(show(name, &[dst.clone(), src.clone()]), REFUSED, "{name}");
+        }
+        // Sharing without a cycle is fine.
+        let shared = dict(&[("k", int(1))]);
+        let twice = dict(&[("x", shared.clone())]);
+        assert_eq!(
+            show("set", &[twice, s("y"), shared]),
+            "map[x:map[k:1] y:map[k:1]] (map[string]interface {})"
         );
-        assert_eq!(show("merge", &[d.clone(), d.clone()]), " (string)");
-        assert!(
-            show("deepCopy", std::slice::from_ref(&d)).starts_with("error: deepCopy: value nested")
-        );
-        d.as_map().expect("a map").borrow_mut().clear();
+    }
+
+    #[test]
+    fn deeply_nested_values_do_not_overflow_the_stack() {
+        let nest = |leaf: Value| {
+            let mut v = leaf;
+            for _ in 0..2000 {
+                v = dict(&[("a", v)]);
+            }
+            v
+        };
+        let (a, b) = (nest(int(1)), nest(int(2)));
+        let copy = call("deepCopy", std::slice::from_ref(&a)).expect("copy");
+        assert_eq!(show("deepEqual", &[a.clone(), copy]), "true (bool)");
+        assert_eq!(show("deepEqual", &[a.clone(), b.clone()]), "false (bool)");
+        call("mergeOverwrite", &[a.clone(), b]).expect("merge");
+        assert_eq!(show("deepEqual", &[a, nest(int(2))]), "true (bool)");
     }
 
     #[test]

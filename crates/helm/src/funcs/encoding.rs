@@ -262,6 +262,13 @@ fn from_toml(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 
 fn b64enc(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     use base64::Engine as _;
+    // `.Files.Get` of a file that is not UTF-8 is a Go string holding raw bytes, which
+    // `Value::String` cannot; the engine hands it over as `[]byte`, encoded here as Go would.
+    if let [Value::Bytes(bytes)] = args {
+        return Ok(Value::from(
+            base64::engine::general_purpose::STANDARD.encode(bytes),
+        ));
+    }
     let text = string_arg(call, args)?;
     Ok(Value::from(
         base64::engine::general_purpose::STANDARD.encode(text),

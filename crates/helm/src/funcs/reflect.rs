@@ -14,8 +14,14 @@ use crate::template::{Call, FuncMap};
 use crate::value::{ListKind, Map, Value};
 
 /// How deep the recursive helpers (`deepEqual`, `merge`, `deepCopy`) follow nested values before
-/// they give up: far beyond real values, and short of a stack overflow on a map that holds itself.
-pub(crate) const MAX_NESTING: usize = 256;
+/// they give up: far beyond real values. They grow the stack as they go (see
+/// [`STACK_RED_ZONE`]), so the bound is about time and memory, not stack size.
+pub(crate) const MAX_NESTING: usize = 10_000;
+
+/// When less stack than this is left, the recursive helpers continue on a new segment…
+pub(crate) const STACK_RED_ZONE: usize = 64 * 1024;
+/// …of this size.
+pub(crate) const STACK_GROWTH: usize = 1024 * 1024;
 
 /// Adds this module's functions to `map`.
 pub fn register(map: &mut FuncMap) {
@@ -72,6 +78,12 @@ pub(crate) fn deep_equal(a: &Value, b: &Value) -> bool {
 }
 
 fn deep_equal_at(a: &Value, b: &Value, depth: usize) -> bool {
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || {
+        deep_equal_step(a, b, depth)
+    })
+}
+
+fn deep_equal_step(a: &Value, b: &Value, depth: usize) -> bool {
     if depth > MAX_NESTING {
         return false;
     }

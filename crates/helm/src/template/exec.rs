@@ -220,7 +220,14 @@ impl<'a, 's> Exec<'a, 's> {
     }
 
     fn walk_range(&mut self, dot: &Val, b: &'a super::parse::Branch) -> R<Flow> {
-        let v = self.eval_pipeline(dot, &b.pipe)?;
+        let mut v = self.eval_pipeline(dot, &b.pipe)?;
+        // A Go map or slice type with methods (Helm's `.Files`, `.Files.Glob`) ranges over
+        // its data.
+        if let Value::Object(o) = &v
+            && matches!(o.kind_name(), "map" | "slice")
+        {
+            v = o.to_data();
+        }
         let mark = self.vars.len();
         let decls = b.pipe.decl.len();
         // Runs the body once; returns whether the range must stop.
