@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 use jiff::Timestamp;
 use jiff::tz::{Offset, TimeZone};
 
-use super::crypto::{go_quote, str_arg, want_args};
+use super::crypto::{str_arg, want_args};
 use crate::template::{Call, FuncMap};
 use crate::value::{Object, Value};
 
@@ -29,6 +29,7 @@ pub fn register(map: &mut FuncMap) {
     map.insert("dateModify", date_modify);
     map.insert("date_modify", date_modify);
     map.insert("mustDateModify", must_date_modify);
+    map.insert("must_date_modify", must_date_modify);
     map.insert("ago", ago);
     map.insert("duration", duration);
     map.insert("durationRound", duration_round);
@@ -495,6 +496,24 @@ fn format_offset(out: &mut String, std: Std, offset: i32) {
 
 // ---- Parsing.
 
+/// Go's `skip`: the layout's literal text at the start of `value`, where a space in the layout
+/// matches any run of spaces (at least one, unless the value has ended).
+fn skip<'v>(mut value: &'v str, mut prefix: &str) -> Option<&'v str> {
+    while let Some(p) = prefix.chars().next() {
+        if p == ' ' {
+            if value.chars().next().is_some_and(|v| v != ' ') {
+                return None;
+            }
+            prefix = prefix.trim_start_matches(' ');
+            value = value.trim_start_matches(' ');
+            continue;
+        }
+        value = value.strip_prefix(p)?;
+        prefix = &prefix[p.len_utf8()..];
+    }
+    Some(value)
+}
+
 /// Leading digits as a number: one or two digits (exactly two when `fixed`).
 fn getnum(value: &str, fixed: bool) -> Option<(i64, &str)> {
     let b = value.as_bytes();
@@ -569,19 +588,20 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
     let err_as = |rest: &str, elem: &str| {
         format!(
             "parsing time {} as {}: cannot parse {} as {}",
-            go_quote(original_value),
-            go_quote(layout),
-            go_quote(rest),
-            go_quote(elem)
+            time_quote(original_value),
+            time_quote(layout),
+            time_quote(rest),
+            time_quote(elem)
         )
     };
     let range = |what: &str| {
         format!(
             "parsing time {}: {what} out of range",
-            go_quote(original_value)
+            time_quote(original_value)
         )
     };
-    let (mut year, mut month, mut day, mut yday) = (1_i64, -1_i64, -1_i64, -1_i64);
+    // Go's parse starts from year 0 (not the zero time's year 1).
+    let (mut year, mut month, mut day, mut yday) = (0_i64, -1_i64, -1_i64, -1_i64);
     let (mut hour, mut minute, mut second, mut nanos) = (0_i64, 0_i64, 0_i64, 0_i64);
     let (mut pm, mut am) = (false, false);
     let mut utc = false;
@@ -591,7 +611,7 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
     let mut value = value;
     loop {
         let (prefix, chunk, after) = next_chunk(layout_rest);
-        let Some(stripped) = value.strip_prefix(prefix) else {
+        let Some(stripped) = skip(value, prefix) else {
             return Err(err_as(value, prefix));
         };
         value = stripped;
@@ -599,8 +619,8 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
             if !value.is_empty() {
                 return Err(format!(
                     "parsing time {}: extra text: {}",
-                    go_quote(original_value),
-                    go_quote(value)
+                    time_quote(original_value),
+                    time_quote(value)
                 ));
             }
             break;
@@ -664,7 +684,9 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
             Std::UnderYearDay | Std::ZeroYearDay => {
                 let mut v = value;
                 if std == Std::UnderYearDay {
-                    v = v.trim_start_matches(' ');
+                    for _ in 0..2 {
+                        v = v.strip_prefix(' ').unwrap_or(v);
+                    }
                 }
                 let (d, rest) = getnum3(v, std == Std::ZeroYearDay).ok_or_else(fail)?;
                 yday = d;
@@ -797,19 +819,46 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
     } else if am && hour == 12 {
         hour = 0;
     }
-    if yday >= 0 && month < 0 {
-        // Month and day from the day of the year.
+    if yday >= 0 {
+        // Month and day from the day of the year; they must agree with any given.
         let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-        if yday < 1 || yday > if leap { 366 } else { 365 } {
-            return Err(range("day-of-year"));
+        let mut count = yday;
+        let mut from_leap_day = None;
+        if leap {
+            if count == 31 + 29 {
+                from_leap_day = Some((2, 29));
+            } else if count > 31 + 29 {
+                count -= 1;
+            }
         }
-        let start = jiff::civil::Date::new(i16::try_from(year).map_err(|_| range("year"))?, 1, 1)
-            .map_err(|_| range("year"))?;
-        let d = start
-            .checked_add(jiff::Span::new().days(yday - 1))
-            .map_err(|_| range("day-of-year"))?;
-        month = i64::from(d.month());
-        day = i64::from(d.day());
+        if !(1..=365).contains(&count) {
+            return Err(format!(
+                "parsing time {}: day-of-year out of range",
+                time_quote(original_value)
+            ));
+        }
+        let (m, d) = from_leap_day.unwrap_or_else(|| {
+            const BEFORE: [i64; 13] = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334, 365];
+            let mut m = count / 31 + 1;
+            if BEFORE[m as usize] < count {
+                m += 1;
+            }
+            (m, count - BEFORE[m as usize - 1])
+        });
+        let mismatch = |what: &str| {
+            format!(
+                "parsing time {}: day-of-year does not match {what}",
+                time_quote(original_value)
+            )
+        };
+        if month >= 0 && month != m {
+            return Err(mismatch("month"));
+        }
+        if day >= 0 && day != d {
+            return Err(mismatch("day"));
+        }
+        month = m;
+        day = d;
     }
     if month < 0 {
         month = 1;
@@ -840,7 +889,11 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
         if local.to_offset(instant).seconds() == offset {
             return Ok(Time::new(instant, Zone::Tz(local.clone())));
         }
-        return Ok(Time::new(instant, Zone::Fixed(String::new(), offset)));
+        // Go names the made-up zone after an abbreviation parsed alongside, if any.
+        return Ok(Time::new(
+            instant,
+            Zone::Fixed(zone_name.unwrap_or_default(), offset),
+        ));
     }
     if let Some(name) = zone_name {
         // The local zone's own abbreviation at that time, else a made-up zone of that name.
@@ -853,8 +906,8 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
             .strip_prefix("GMT")
             .and_then(|h| h.parse::<i32>().ok())
             .map_or(0, |h| h * 3600);
-        let instant = shift(offset)?;
-        return Ok(Time::new(instant, Zone::Fixed(name, offset)));
+        // Go keeps the fields as UTC here and only labels the zone (GMT+3 moves the clock).
+        return Ok(Time::new(as_utc, Zone::Fixed(name, offset)));
     }
     let zoned = civil.to_zoned(local.clone()).map_err(|e| e.to_string())?;
     Ok(Time::new(zoned.timestamp(), Zone::Tz(local.clone())))
@@ -901,6 +954,28 @@ fn parse_offset(value: &str, std: Std) -> Option<(i32, &str)> {
     }
     let offset = sign * (num(h)? * 3600 + num(m)? * 60 + num(s)?);
     Some((offset, &value[len..]))
+}
+
+/// How Go's time package quotes text in its errors: `"…"` with `"` and `\` escaped and every
+/// byte outside printable ASCII as `\xNN`.
+fn time_quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        if (' '..'\u{80}').contains(&c) {
+            if c == '"' || c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+        } else {
+            let mut buffer = [0_u8; 4];
+            for byte in c.encode_utf8(&mut buffer).bytes() {
+                let _ = write!(out, "\\x{byte:02x}");
+            }
+        }
+    }
+    out.push('"');
+    out
 }
 
 // ---- Durations.
@@ -957,7 +1032,7 @@ fn fraction(value: u64, scale: u64) -> String {
 
 /// Go's `time.ParseDuration`, in nanoseconds.
 pub fn parse_duration(text: &str) -> Result<i64, String> {
-    let invalid = || format!("time: invalid duration {}", go_quote(text));
+    let invalid = || format!("time: invalid duration {}", time_quote(text));
     let mut s = text;
     let negative = s.starts_with('-');
     if s.starts_with(['-', '+']) {
@@ -992,7 +1067,10 @@ pub fn parse_duration(text: &str) -> Result<i64, String> {
         s = &s[unit_len..];
         let scale: u128 = match unit {
             "" => {
-                return Err(format!("time: missing unit in duration {}", go_quote(text)));
+                return Err(format!(
+                    "time: missing unit in duration {}",
+                    time_quote(text)
+                ));
             }
             "ns" => 1,
             "us" | "µs" | "μs" => 1_000,
@@ -1003,8 +1081,8 @@ pub fn parse_duration(text: &str) -> Result<i64, String> {
             other => {
                 return Err(format!(
                     "time: unknown unit {} in duration {}",
-                    go_quote(other),
-                    go_quote(text)
+                    time_quote(other),
+                    time_quote(text)
                 ));
             }
         };
@@ -1106,14 +1184,14 @@ fn format_in(call: &Call<'_>, layout: &str, date: &Value, zone: &str) -> String 
 
 fn date(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let layout = str_arg(&args[0], "string")?;
+    let layout = str_arg(&args[0])?;
     Ok(Value::str(format_in(call, layout, &args[1], "Local")))
 }
 
 fn date_in_zone(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 3)?;
-    let layout = str_arg(&args[0], "string")?;
-    let zone = str_arg(&args[2], "string")?;
+    let layout = str_arg(&args[0])?;
+    let zone = str_arg(&args[2])?;
     Ok(Value::str(format_in(call, layout, &args[1], zone)))
 }
 
@@ -1124,12 +1202,12 @@ fn html_date(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 
 fn html_date_in_zone(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let zone = str_arg(&args[1], "string")?;
+    let zone = str_arg(&args[1])?;
     Ok(Value::str(format_in(call, "2006-01-02", &args[0], zone)))
 }
 
 fn modify(args: &[Value]) -> Result<Result<Value, String>, String> {
-    let spec = str_arg(&args[0], "string")?;
+    let spec = str_arg(&args[0])?;
     let t = typed_time(&args[1])?;
     Ok(parse_duration(spec).map(|nanos| time_value(t.add(i128::from(nanos)))))
 }
@@ -1209,8 +1287,8 @@ fn duration_round(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> 
 }
 
 fn parse_with(call: &Call<'_>, args: &[Value]) -> Result<Result<Time, String>, String> {
-    let layout = str_arg(&args[0], "string")?;
-    let text = str_arg(&args[1], "string")?;
+    let layout = str_arg(&args[0])?;
+    let text = str_arg(&args[1])?;
     Ok(parse(layout, text, &local_zone(call)))
 }
 
@@ -1295,6 +1373,29 @@ mod tests {
             "2023-11-14 22:13 UTC"
         );
         assert_eq!(run(html_date, std::slice::from_ref(&t)), "2023-11-14");
+        assert_eq!(
+            run(
+                date_in_zone,
+                &[
+                    s("Z07:00 -07 -070000 Z070000"),
+                    Value::Int(0),
+                    s("Asia/Kolkata")
+                ]
+            ),
+            "+05:30 +05 +053000 +053000"
+        );
+        assert_eq!(
+            run(date, &[s("2006-01-02"), Value::Int64(1_700_000_000)]),
+            "2023-11-14"
+        );
+        let noon = test_call(to_date, &[s("2006-01-02 15:04"), s("2020-06-01 12:00")]).unwrap();
+        assert_eq!(
+            run(
+                date_in_zone,
+                &[s("2006-01-02 15:04:05 MST"), noon, s("Europe/Berlin")]
+            ),
+            "2020-06-01 14:00:00 CEST"
+        );
         assert_eq!(run(html_date_in_zone, &[t, s("Asia/Tokyo")]), "2023-11-15");
         // Not a time: now (the fixed clock).
         assert_eq!(run(date, &[s("2006"), s("2023-01-01")]), "2024");
@@ -1302,6 +1403,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::too_many_lines)] // Tables of Helm's answers.
     fn parses_go_layouts() {
         for (layout, text, want) in [
             ("2006-01-02", "2020-02-03", "2020-02-03 00:00:00 +0000 UTC"),
@@ -1334,6 +1436,49 @@ mod tests {
                 "02 Jan 06 15:04 -0700",
                 "03 Feb 20 10:11 +0100",
                 "2020-02-03 10:11:00 +0100 +0100",
+            ),
+            (
+                "2006-01-02 MST",
+                "2020-01-02 UTC",
+                "2020-01-02 00:00:00 +0000 UTC",
+            ),
+            (
+                "2006-01-02 MST",
+                "2020-01-02 GMT+3",
+                "2020-01-02 03:00:00 +0300 GMT+3",
+            ),
+            (
+                "2006-01-02 MST",
+                "2020-01-02 CEST",
+                "2020-01-02 00:00:00 +0000 CEST",
+            ),
+            (
+                "2006-01-02 -07",
+                "2020-01-02 +03",
+                "2020-01-02 00:00:00 +0300 +0300",
+            ),
+            (
+                "2006-01-02 Z07:00",
+                "2020-01-02 Z",
+                "2020-01-02 00:00:00 +0000 UTC",
+            ),
+            (
+                "2006-01-02 -07:00:00",
+                "2020-01-02 +01:02:03",
+                "2020-01-02 00:00:00 +0102 +0102",
+            ),
+            ("3:04PM", "9:05AM", "0000-01-01 09:05:00 +0000 UTC"),
+            (
+                "Monday, 02-Jan-06",
+                "Tuesday, 04-Feb-20",
+                "2020-02-04 00:00:00 +0000 UTC",
+            ),
+            ("2006-002", "2020-060", "2020-02-29 00:00:00 +0000 UTC"),
+            ("Jan _2", "Feb  3", "0000-02-03 00:00:00 +0000 UTC"),
+            (
+                "2006.01.02 15:04:05.999",
+                "2020.01.02 10:11:12",
+                "2020-01-02 10:11:12 +0000 UTC",
             ),
         ] {
             assert_eq!(time(layout, text).to_string(), want, "{layout}");
@@ -1471,5 +1616,441 @@ mod tests {
             v.starts_with("2024-05-06 07:08:09.123456789 +0000 UTC m=+"),
             "{v}"
         );
+    }
+
+    /// Random layouts, times and zones with the answers Helm v4.2.3 gave.
+    #[test]
+    #[allow(clippy::too_many_lines)] // One table of Helm's answers.
+    fn random_cases_match_helm() {
+        let mut map = crate::template::FuncMap::new();
+        register(&mut map);
+        for (name, args, want) in [
+            (
+                "dateInZone",
+                "[\"MonT02 .000000000.06:.000/03\", 1583067661, \"UTC\"]",
+                "SunT01 .000000000.20:.000/01",
+            ),
+            (
+                "dateInZone",
+                "[\"5.-0700TZ07:00, -0700,000-\", 951782400, \"Local\"]",
+                "0.+0000TZ, +0000,000-",
+            ),
+            ("dateInZone", "[\"JanT\", -630720000, \"\"]", "JanT"),
+            (
+                "dateInZone",
+                "[\"-0700:.000 Monday2/Jan, Z0700\", 1700000000, \"Australia/Lord_Howe\"]",
+                "+1100:.000 Wednesday15/Nov, +1100",
+            ),
+            (
+                "dateInZone",
+                "[\"2/-070000-074-Z07,\", -630720000, \"America/New_York\"]",
+                "5/-050000-050--05,",
+            ),
+            (
+                "dateInZone",
+                "[\"5-07:00:Z0700 Z07:00 at\", 2000000000, \"\"]",
+                "20+00:00:Z Z at",
+            ),
+            (
+                "dateInZone",
+                "[\".9 at -0700 2-\", 1583067661, \"UTC\"]",
+                " at +0000 1-",
+            ),
+            ("dateInZone", "[\"_2 at\", 0, \"Asia/Kolkata\"]", " 1 at"),
+            (
+                "dateInZone",
+                "[\"2-04,\", 1700000000, \"Australia/Lord_Howe\"]",
+                "15-13,",
+            ),
+            (
+                "dateInZone",
+                "[\"_2\", 951782400, \"America/New_York\"]",
+                "28",
+            ),
+            (
+                "dateInZone",
+                "[\"200601/\", 1700000000, \"Bogus/Zone\"]",
+                "202311/",
+            ),
+            (
+                "dateInZone",
+                "[\".000 Z0700:01 at\", -630720000, \"Europe/Berlin\"]",
+                ".000 +0100:01 at",
+            ),
+            (
+                "dateInZone",
+                "[\"-07Monday.04T\", -630720000, \"Asia/Kolkata\"]",
+                "+05Friday.30T",
+            ),
+            (
+                "dateInZone",
+                "[\".999.9 -07:00-2006:5\", 4102444800, \"Asia/Kolkata\"]",
+                " +05:30-2100:0",
+            ),
+            (
+                "dateInZone",
+                "[\"Monday, Z07:00 3TPM/03.1T\", 4102444800, \"Local\"]",
+                "Friday, Z 12TAM/12.1T",
+            ),
+            (
+                "dateInZone",
+                "[\"Z07:00:0001 at Z0702 at .000T.000000000/\", 2000000000, \"Australia/Lord_Howe\"]",
+                "+10:30:0005 at +1018 at .000T.000000000/",
+            ),
+            (
+                "dateInZone",
+                "[\".9-MST.Jan.MondayTZ0700.\", -630720000, \"Bogus/Zone\"]",
+                "-UTC.Jan.FridayTZ.",
+            ),
+            (
+                "dateInZone",
+                "[\"PM at MonZ07MST:\", 2000000000, \"Local\"]",
+                "AM at WedZUTC:",
+            ),
+            (
+                "dateInZone",
+                "[\"Z07:00-002.Z07:00:00 at .000\", 1234567890, \"Asia/Kolkata\"]",
+                "+05:30-045.+05:30:00 at .000",
+            ),
+            (
+                "dateInZone",
+                "[\".000000000 January\", 1234567890, \"\"]",
+                ".000000000 February",
+            ),
+            (
+                "dateInZone",
+                "[\"002 05, -07:00-,000\", 1700000000, \"Bogus/Zone\"]",
+                "318 20, +00:00-,000",
+            ),
+            (
+                "dateInZone",
+                "[\"02/Z07:00:0005\", 2000000000, \"Asia/Kolkata\"]",
+                "18/+05:30:0020",
+            ),
+            (
+                "dateInZone",
+                "[\"04/\", 1234567890, \"Australia/Lord_Howe\"]",
+                "31/",
+            ),
+            (
+                "dateInZone",
+                "[\"-07:.000000000.January __2,\", -630720000, \"Local\"]",
+                "+00:.000000000.January   6,",
+            ),
+            (
+                "dateInZone",
+                "[\".000T__203.04.002,\", 4102444800, \"UTC\"]",
+                ".000T  112.00.001,",
+            ),
+            (
+                "mustToDate",
+                "[\"1:1 at 2pm/\", \"2:2 at 28pm/\"]",
+                "0000-02-28 12:00:00 +0000 UTC",
+            ),
+            (
+                "mustToDate",
+                "[\"3, Z07:00:00 at JanT\", \"8, -05:00:00 at MarT\"]",
+                "0000-03-01 08:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\"-070000.-0700--0700.PMTMon-\", \"-050000.-0500--0500.PMTFri-\"]",
+                "0000-01-01 12:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\".000000000.9T\", \".000000000T\"]",
+                "0000-01-01 00:00:00 +0000 UTC",
+            ),
+            (
+                "mustToDate",
+                "[\"_2 at\", \"31 at\"]",
+                "0000-01-31 00:00:00 +0000 UTC",
+            ),
+            (
+                "mustToDate",
+                "[\"Z07:00:00.\", \"-05:00:00.\"]",
+                "0000-01-01 00:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\"pmT,000T.000000000:\", \"pmT,000T.000000000:\"]",
+                "0000-01-01 12:00:00 +0000 UTC",
+            ),
+            (
+                "mustToDate",
+                "[\"-07T__2.05Z07:00:00 15 01\", \"-04T137.20-04:00:00 23 05\"]",
+                "0000-05-16 23:00:20 -0400 -0400",
+            ),
+            (
+                "mustToDate",
+                "[\"January/Mon/Z070005Z07:00/\", \"February/Mon/-050000-05:00/\"]",
+                "0000-02-01 00:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\"1-Z07:00:00pm, 06, .000000000, pm:\", \"2--05:00:00pm, 00, .000000000, pm:\"]",
+                "2000-02-01 12:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\"Z07:00 at 2T\", \"-05:00 at 28T\"]",
+                "0000-01-28 00:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\",000--0700/.999/\", \",000--0500//\"]",
+                "0000-01-01 00:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\"-070000 3-\", \"-050000 7-\"]",
+                "0000-01-01 07:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\"02T.000 at Z07:00:00:4, Z07/.000:\", \"28T.000 at -05:00:00:0, -05/.000:\"]",
+                "0000-01-28 00:00:00 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\"Z07:00,000 at 2--07-5-0700 at\", \"-05:00,000 at 14--05-20-0500 at\"]",
+                "0000-01-14 00:00:20 -0500 -0500",
+            ),
+            (
+                "mustToDate",
+                "[\"1,000, 3, PM at .9 at\", \"2,000, 6, PM at  at\"]",
+                "ERR parsing time \"2,000, 6, PM at  at\" as \"1,000, 3, PM at .9 at\": cannot parse \"at\" as \" at\"",
+            ),
+            (
+                "mustToDate",
+                "[\"03/__2 at 002-0700, -07T_2\", \"05/318 at 318-0500, -05T14\"]",
+                "ERR parsing time \"05/318 at 318-0500, -05T14\": day-of-year does not match day",
+            ),
+            (
+                "mustToDate",
+                "[\"15Mon--070000:MSTMonday\", \"18Fri--050000:ESTFriday\"]",
+                "ERR parsing time \"18Fri--050000:ESTFriday\" as \"15Mon--070000:MSTMonday\": cannot parse \"ESTFriday\" as \"MST\"",
+            ),
+            (
+                "mustToDate",
+                "[\"05TJanuary.Monday506.\", \"00TDecember.Wednesday069.\"]",
+                "ERR parsing time \"00TDecember.Wednesday069.\" as \"05TJanuary.Monday506.\": cannot parse \"9.\" as \"06\"",
+            ),
+            (
+                "mustToDate",
+                "[\"02.Z07, 5, 02-MSTT\", \"13.-05, 30, 13-ESTT\"]",
+                "ERR parsing time \"13.-05, 30, 13-ESTT\" as \"02.Z07, 5, 02-MSTT\": cannot parse \"\" as \"T\"",
+            ),
+            (
+                "mustToDate",
+                "[\".9._2/2006 at -0700:04 at\", \".17/2033 at -0400:33 at\"]",
+                "ERR parsing time \".17/2033 at -0400:33 at\" as \".9._2/2006 at -0700:04 at\": cannot parse \"/2033 at -0400:33 at\" as \".\"",
+            ),
+            (
+                "mustToDate",
+                "[\"06.999.01:-07:00\", \"09.02:-05:00\"]",
+                "ERR parsing time \"09.02:-05:00\" as \"06.999.01:-07:00\": cannot parse \":-05:00\" as \".\"",
+            ),
+            (
+                "mustToDate",
+                "[\"-070000, Monday:MST-002.000/_2T\", \"-040000, Tuesday:EDT-137.000/17T\"]",
+                "ERR parsing time \"-040000, Tuesday:EDT-137.000/17T\": day-of-year does not match day",
+            ),
+            (
+                "mustToDate",
+                "[\"02MSTJanuary:.999-.000 at\", \"31ESTDecember:-.000 at\"]",
+                "ERR parsing time \"31ESTDecember:-.000 at\" as \"02MSTJanuary:.999-.000 at\": cannot parse \"ESTDecember:-.000 at\" as \"MST\"",
+            ),
+            (
+                "mustToDate",
+                "[\"5._2:.9 at 15\", \"0.28: at 19\"]",
+                "ERR parsing time \"0.28: at 19\" as \"5._2:.9 at 15\": cannot parse \": at 19\" as \".\"",
+            ),
+        ] {
+            let args: Vec<serde_json::Value> = serde_json::from_str(args).unwrap();
+            let values: Vec<Value> = args
+                .iter()
+                .map(|a| match a.as_i64() {
+                    Some(n) => Value::Int(n),
+                    None => Value::from_json(a),
+                })
+                .collect();
+            assert_eq!(run(map[name], &values), want, "{name} {args:?}");
+        }
+    }
+
+    /// Random duration texts with the answers Helm v4.2.3 gave (`mustDateModify` applies them
+    /// to 2020-02-03).
+    #[test]
+    #[allow(clippy::too_many_lines)] // One table of Helm's answers.
+    fn random_durations_match_helm() {
+        let mut map = crate::template::FuncMap::new();
+        register(&mut map);
+        let base = time("2006-01-02", "2020-02-03");
+        for (name, arg, want) in [
+            ("durationRound", "-0h15ns1.5h", "1h"),
+            (
+                "mustDateModify",
+                "0µs3.ms",
+                "2020-02-03 00:00:00.003 +0000 UTC",
+            ),
+            (
+                "mustDateModify",
+                "+1d",
+                "ERR time: unknown unit \"d\" in duration \"+1d\"",
+            ),
+            ("durationRound", "+99999999x99999999s", "0s"),
+            (
+                "mustDateModify",
+                "+.5d",
+                "ERR time: unknown unit \"d\" in duration \"+.5d\"",
+            ),
+            ("duration", "99999999999", "2157299h53m50.45224192s"),
+            (
+                "mustDateModify",
+                "-3.d1µs",
+                "ERR time: unknown unit \"d\" in duration \"-3.d1\\xc2\\xb5s\"",
+            ),
+            (
+                "mustDateModify",
+                "+2ms.5h3.",
+                "ERR time: missing unit in duration \"+2ms.5h3.\"",
+            ),
+            ("durationRound", "2s", "2s"),
+            ("duration", "-90", "-1m30s"),
+            ("durationRound", "+3.us", "0s"),
+            (
+                "mustDateModify",
+                "2",
+                "ERR time: missing unit in duration \"2\"",
+            ),
+            (
+                "mustDateModify",
+                "-3.15h3.m",
+                "2020-02-02 20:48:00 +0000 UTC",
+            ),
+            (
+                "mustDateModify",
+                ".5s.5x",
+                "ERR time: unknown unit \"x\" in duration \".5s.5x\"",
+            ),
+            ("mustDateModify", "-3.m", "2020-02-02 23:57:00 +0000 UTC"),
+            ("durationRound", "+.5ns15h0s", "15h"),
+            (
+                "mustDateModify",
+                "-0ns3.d",
+                "ERR time: unknown unit \"d\" in duration \"-0ns3.d\"",
+            ),
+            (
+                "mustDateModify",
+                "-99999999m",
+                "1829-12-16 13:21:00 +0000 UTC",
+            ),
+            ("mustDateModify", "-.50h", "2020-02-02 23:30:00 +0000 UTC"),
+            (
+                "mustDateModify",
+                ".5h99999999ms",
+                "2020-02-04 04:16:39.999 +0000 UTC",
+            ),
+            (
+                "mustDateModify",
+                "15h3.d",
+                "ERR time: unknown unit \"d\" in duration \"15h3.d\"",
+            ),
+            (
+                "mustDateModify",
+                "-3.x",
+                "ERR time: unknown unit \"x\" in duration \"-3.x\"",
+            ),
+            ("durationRound", "+0µs", "0s"),
+            (
+                "mustDateModify",
+                "1.5us0µs",
+                "2020-02-03 00:00:00.0000015 +0000 UTC",
+            ),
+            (
+                "mustDateModify",
+                "1.5µs1h0ns",
+                "2020-02-03 01:00:00.0000015 +0000 UTC",
+            ),
+            (
+                "mustDateModify",
+                "-.5h1x",
+                "ERR time: unknown unit \"x\" in duration \"-.5h1x\"",
+            ),
+            ("durationRound", "+99999999ns15m0m", "15m"),
+            (
+                "mustDateModify",
+                "2ms.5s.5ns",
+                "2020-02-03 00:00:00.502 +0000 UTC",
+            ),
+            (
+                "mustDateModify",
+                "-0µs99999999ns",
+                "2020-02-02 23:59:59.900000001 +0000 UTC",
+            ),
+            ("durationRound", "-3.m", "3m"),
+            ("durationRound", "1m0ns.5", "0s"),
+            ("duration", "86400", "24h0m0s"),
+            (
+                "mustDateModify",
+                "-99999999ms1d0us",
+                "ERR time: unknown unit \"d\" in duration \"-99999999ms1d0us\"",
+            ),
+            ("durationRound", ".51.5d", "0s"),
+            ("durationRound", "+2s2m1.5", "0s"),
+            ("durationRound", "-99999999us0h15m", "16m"),
+            (
+                "mustDateModify",
+                ".5d",
+                "ERR time: unknown unit \"d\" in duration \".5d\"",
+            ),
+            ("durationRound", "15ns", "0s"),
+            ("durationRound", "-1.5h", "1h"),
+            (
+                "mustDateModify",
+                "-1x",
+                "ERR time: unknown unit \"x\" in duration \"-1x\"",
+            ),
+            ("durationRound", ".5h99999999ms", "1d"),
+            (
+                "mustDateModify",
+                "+1.5ms1",
+                "ERR time: missing unit in duration \"+1.5ms1\"",
+            ),
+            ("duration", "1", "1s"),
+            ("duration", "59", "59s"),
+            ("durationRound", "-99999999ms0x15x", "0s"),
+            (
+                "mustDateModify",
+                "-3.d1µs",
+                "ERR time: unknown unit \"d\" in duration \"-3.d1\\xc2\\xb5s\"",
+            ),
+        ] {
+            let mut args = vec![s(arg)];
+            if name == "mustDateModify" {
+                args.push(base.clone());
+            }
+            assert_eq!(run(map[name], &args), want, "{name} {arg:?}");
+        }
+    }
+
+    #[test]
+    fn odd_input_never_panics() {
+        use crate::funcs::crypto::random_texts;
+        let layouts = random_texts(
+            "2006-01-02T15:04:05.999Z07:00 MST PM pm Jan _2 __2 002 ,.é☺",
+            2000,
+            16,
+        );
+        let values = random_texts("0123456789 -+:.,TZ APMESTJanuary é☺", 2000, 16);
+        let utc = TimeZone::UTC;
+        for (layout, value) in layouts.iter().zip(&values) {
+            let _ = parse(layout, value, &utc);
+            let t = Time::new(Timestamp::UNIX_EPOCH, Zone::Tz(TimeZone::UTC));
+            let _ = format(&t, layout);
+            let _ = parse_duration(value);
+        }
     }
 }

@@ -39,6 +39,12 @@ pub fn register(map: &mut FuncMap) {
     map.insert("regexQuoteMeta", regex_quote_meta);
 }
 
+/// The POSIX class names Go knows (`[[:alpha:]]`).
+const POSIX_CLASSES: [&str; 14] = [
+    "alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct",
+    "space", "upper", "word", "xdigit",
+];
+
 /// Go's repetition count limit.
 const MAX_REPEAT: u32 = 1000;
 
@@ -101,6 +107,7 @@ pub fn translate(pattern: &str) -> Result<String, String> {
         chars: pattern.char_indices().collect(),
         at: 0,
         out: String::with_capacity(pattern.len() + 8),
+        names: HashMap::new(),
     }
     .run()
 }
@@ -110,6 +117,9 @@ struct Translator<'p> {
     chars: Vec<(usize, char)>,
     at: usize,
     out: String,
+    /// Group names seen, with how often: Go allows a name twice, Rust does not, so repeats
+    /// are renamed `name.2`, `name.3` (a `.` cannot appear in a Go name).
+    names: HashMap<String, usize>,
 }
 
 /// What the previous item was, for Go's repetition checks.
@@ -280,11 +290,17 @@ impl Translator<'_> {
                 return Err(format!("invalid named capture: `{rest}`"));
             };
             let name = &rest[prefix..close];
-            if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
                 return Err(format!("invalid named capture: `{}`", &rest[..=close]));
             }
+            let seen = self.names.entry(name.to_owned()).or_insert(0);
+            *seen += 1;
             self.out.push_str("(?P<");
             self.out.push_str(name);
+            if *seen > 1 {
+                self.out.push('.');
+                self.out.push_str(&seen.to_string());
+            }
             self.out.push('>');
             let end = start + close + 1;
             while self.offset(self.at) < end {
@@ -300,7 +316,9 @@ impl Translator<'_> {
             match bytes.get(i) {
                 Some(b'i' | b'm' | b's' | b'U') => {}
                 Some(b'-') if !negated => negated = true,
-                Some(b')' | b':') if i > 2 && bytes[i - 1] != b'-' => break,
+                // `(?:` is a plain non-capturing group and `(?)` an empty flag list; a dangling
+                // `-` is refused.
+                Some(b':' | b')') if bytes[i - 1] != b'-' => break,
                 Some(_) => {
                     let end = rest[i..]
                         .chars()
@@ -312,12 +330,15 @@ impl Translator<'_> {
                     ));
                 }
                 None => {
-                    return Err(format!("missing closing ): `{}`", self.pattern));
+                    return Err(format!("invalid or unsupported Perl syntax: `{rest}`"));
                 }
             }
             i += 1;
         }
-        self.out.push_str(&rest[..=i]);
+        // `(?)` sets nothing; Rust would refuse the empty flag list.
+        if i > 2 || bytes[i] == b':' {
+            self.out.push_str(&rest[..=i]);
+        }
         let end = start + i + 1;
         while self.offset(self.at) < end {
             self.at += 1;
@@ -391,15 +412,21 @@ impl Translator<'_> {
                     }
                     value
                 } else {
+                    // Go reads both characters before checking them.
                     let mut value = 0;
+                    let mut valid = true;
                     for _ in 0..2 {
-                        match self.peek(0).and_then(|d| d.to_digit(16)) {
-                            Some(d) => {
-                                value = value * 16 + d;
-                                self.at += 1;
-                            }
-                            None => return Err(invalid(self)),
+                        let Some(c) = self.peek(0) else {
+                            return Err(invalid(self));
+                        };
+                        self.at += 1;
+                        match c.to_digit(16) {
+                            Some(d) => value = value * 16 + d,
+                            None => valid = false,
                         }
+                    }
+                    if !valid {
+                        return Err(invalid(self));
                     }
                     value
                 };
@@ -413,8 +440,29 @@ impl Translator<'_> {
         }))
     }
 
-    /// A Unicode class escape's body after `\p` or `\P` (`L` or `{Greek}`), copied through.
+    /// A Unicode class escape's body after `\p` or `\P` (`L` or `{Greek}`), copied through
+    /// when Rust knows the class too.
     fn unicode_class(&mut self, start: usize) -> Result<String, String> {
+        let body = self.unicode_class_text(start)?;
+        let bad = || {
+            format!(
+                "invalid character class range: `{}`",
+                &self.pattern[start..self.offset(self.at)]
+            )
+        };
+        let name = body.trim_start_matches('{').trim_end_matches('}');
+        let name = name.strip_prefix('^').unwrap_or(name);
+        // Go takes category and script names (any case), not Rust's `Script=…` forms.
+        if name.is_empty()
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            || regex::Regex::new(&format!("\\p{{{name}}}")).is_err()
+        {
+            return Err(bad());
+        }
+        Ok(body)
+    }
+
+    fn unicode_class_text(&mut self, start: usize) -> Result<String, String> {
         let begin = self.at;
         match self.peek(0) {
             Some('{') => {
@@ -456,9 +504,7 @@ impl Translator<'_> {
             'z' => self.out.push_str("\\z"),
             'p' | 'P' => {
                 let body = self.unicode_class(start)?;
-                self.out.push('\\');
-                self.out.push(c);
-                self.out.push_str(&body);
+                push_unicode_class(&mut self.out, c, &body);
             }
             'Q' => {
                 // Literal text up to `\E` (or the end).
@@ -509,6 +555,10 @@ impl Translator<'_> {
                 let rest = &self.pattern[item_start..];
                 if let Some(end) = rest[2..].find(":]") {
                     let text = &rest[..end + 4];
+                    let class = text[2..text.len() - 2].trim_start_matches('^');
+                    if !POSIX_CLASSES.contains(&class) {
+                        return Err(format!("invalid character class range: `{text}`"));
+                    }
                     self.out.push_str(text);
                     let stop = item_start + text.len();
                     while self.offset(self.at) < stop {
@@ -566,9 +616,7 @@ impl Translator<'_> {
             'S' => "[^\\t\\n\\f\\r ]",
             'p' | 'P' => {
                 let body = self.unicode_class(item_start)?;
-                self.out.push('\\');
-                self.out.push(e);
-                self.out.push_str(&body);
+                push_unicode_class(&mut self.out, e, &body);
                 return Ok(None);
             }
             _ => {
@@ -583,6 +631,20 @@ impl Translator<'_> {
         };
         self.out.push_str(text);
         Ok(None)
+    }
+}
+
+/// Writes `\p…`/`\P…` (`letter`) with `body` (`L` or `{Greek}`); Go's `{^Greek}` negation is
+/// written as the opposite letter, which is how Rust spells it.
+fn push_unicode_class(out: &mut String, letter: char, body: &str) {
+    out.push('\\');
+    if let Some(name) = body.strip_prefix("{^") {
+        out.push(if letter == 'p' { 'P' } else { 'p' });
+        out.push('{');
+        out.push_str(name);
+    } else {
+        out.push(letter);
+        out.push_str(body);
     }
 }
 
@@ -680,10 +742,18 @@ fn expand(out: &mut String, template: &str, re: &regex::Regex, caps: &regex::Cap
         };
         let group = match number {
             Some(i) => caps.get(i),
+            // The first group of that name that took part in the match (see `Translator`).
             None => re
                 .capture_names()
-                .position(|n| n == Some(name))
-                .and_then(|i| caps.get(i)),
+                .enumerate()
+                .filter(|(_, n)| {
+                    n.is_some_and(|n| {
+                        n == name
+                            || n.strip_prefix(name)
+                                .is_some_and(|rest| rest.starts_with('.'))
+                    })
+                })
+                .find_map(|(i, _)| caps.get(i)),
         };
         if let Some(group) = group {
             out.push_str(group.as_str());
@@ -751,8 +821,8 @@ type Compiler = fn(&str) -> Result<Rc<regex::Regex>, String>;
 
 fn match_with(call: &Call<'_>, args: &[Value], compile: Compiler) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let re = compile(str_arg(&args[0], "string")?)?;
-    Ok(Value::Bool(re.is_match(str_arg(&args[1], "string")?)))
+    let re = compile(str_arg(&args[0])?)?;
+    Ok(Value::Bool(re.is_match(str_arg(&args[1])?)))
 }
 
 fn regex_match(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
@@ -769,8 +839,8 @@ fn must_regex_match(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String
 
 fn find_with(call: &Call<'_>, args: &[Value], compile: Compiler) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let re = compile(str_arg(&args[0], "string")?)?;
-    let text = str_arg(&args[1], "string")?;
+    let re = compile(str_arg(&args[0])?)?;
+    let text = str_arg(&args[1])?;
     Ok(Value::str(re.find(text).map_or("", |m| m.as_str())))
 }
 
@@ -784,8 +854,8 @@ fn must_regex_find(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String>
 
 fn find_all_with(call: &Call<'_>, args: &[Value], compile: Compiler) -> Result<Value, String> {
     want_args(call, args, 3)?;
-    let re = compile(str_arg(&args[0], "string")?)?;
-    let text = str_arg(&args[1], "string")?;
+    let re = compile(str_arg(&args[0])?)?;
+    let text = str_arg(&args[1])?;
     let n = int_arg(&args[2])?;
     let found = find_all(&re, text, n);
     Ok(Value::List(
@@ -814,9 +884,9 @@ fn replace_with(
     literal: bool,
 ) -> Result<Value, String> {
     want_args(call, args, 3)?;
-    let re = compile(str_arg(&args[0], "string")?)?;
-    let text = str_arg(&args[1], "string")?;
-    let replacement = str_arg(&args[2], "string")?;
+    let re = compile(str_arg(&args[0])?)?;
+    let text = str_arg(&args[1])?;
+    let replacement = str_arg(&args[2])?;
     Ok(Value::str(replace_all(&re, text, replacement, literal)))
 }
 
@@ -838,8 +908,8 @@ fn must_regex_replace_all_literal(call: &mut Call<'_>, args: &[Value]) -> Result
 
 fn split_with(call: &Call<'_>, args: &[Value], compile: Compiler) -> Result<Value, String> {
     want_args(call, args, 3)?;
-    let re = compile(str_arg(&args[0], "string")?)?;
-    let text = str_arg(&args[1], "string")?;
+    let re = compile(str_arg(&args[0])?)?;
+    let text = str_arg(&args[1])?;
     let n = int_arg(&args[2])?;
     Ok(Value::string_list(split(&re, text, n)))
 }
@@ -854,7 +924,7 @@ fn must_regex_split(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String
 
 fn regex_quote_meta(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    Ok(Value::str(quote_meta(str_arg(&args[0], "string")?)))
+    Ok(Value::str(quote_meta(str_arg(&args[0])?)))
 }
 
 #[cfg(test)]
@@ -874,6 +944,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::too_many_lines)] // One table of Helm's answers.
     fn behaves_as_sprig() {
         let n = Value::Int;
         for (got, want) in [
@@ -939,6 +1010,97 @@ mod tests {
             (run(regex_match, &[s("[a[]"), s("[")]), "true"),
             (run(regex_match, &[s("[&&]"), s("&")]), "true"),
             (run(regex_match, &[s("a{2}{"), s("aa{")]), "true"),
+            (run(regex_find, &[s("\\Qa.b\\E+"), s("xa.bbb")]), "a.bbb"),
+            (run(regex_find, &[s("(?s)a.b"), s("a\nb")]), "a\nb"),
+            (run(regex_find, &[s("a.b"), s("a\nb")]), ""),
+            (
+                run(regex_find_all, &[s("(?m)^\\w+$"), s("ab\ncd"), n(-1)]),
+                "[ab cd]",
+            ),
+            (run(regex_find, &[s("a+?"), s("aaa")]), "a"),
+            (run(regex_find, &[s("(?U)a+"), s("aaa")]), "a"),
+            (run(regex_find, &[s("[[:^alpha:]]+"), s("ab12cd")]), "12"),
+            (run(regex_find, &[s("\\pN+"), s("ab١٢cd")]), "١٢"),
+            (run(regex_find, &[s("\\p{Greek}+"), s("abαβ")]), "αβ"),
+            (run(regex_find, &[s("[^\\n]+"), s("ab\ncd")]), "ab"),
+            (run(regex_find, &[s("\\x{263a}"), s("x☺")]), "☺"),
+            (run(regex_find, &[s("\\141"), s("xa")]), "a"),
+            (run(regex_find, &[s("\\x41"), s("xA")]), "A"),
+            (run(regex_find, &[s("[a-c\\d]+"), s("xab12")]), "ab12"),
+            (run(regex_find, &[s("[\\w-]+"), s("a-b c")]), "a-b"),
+            (
+                run(
+                    regex_replace_all,
+                    &[s("(\\w+)@(\\w+)"), s("me@host you@there"), s("$2.$1")],
+                ),
+                "host.me there.you",
+            ),
+            (
+                run(
+                    regex_replace_all,
+                    &[
+                        s("(?P<first>\\w+) (?P<last>\\w+)"),
+                        s("John Smith"),
+                        s("${last}, ${first}"),
+                    ],
+                ),
+                "Smith, John",
+            ),
+            (
+                run(regex_replace_all, &[s("a"), s("aaa"), s("${")]),
+                "${${${",
+            ),
+            (
+                run(regex_replace_all, &[s("a"), s("aaa"), s("$}")]),
+                "$}$}$}",
+            ),
+            (
+                run(regex_replace_all, &[s("(a)"), s("aaa"), s("${1 }")]),
+                "${1 }${1 }${1 }",
+            ),
+            (
+                run(regex_replace_all, &[s(""), s("abc"), s("-")]),
+                "-a-b-c-",
+            ),
+            (
+                run(regex_replace_all, &[s("x*"), s("abc"), s("-")]),
+                "-a-b-c-",
+            ),
+            (
+                run(regex_split, &[s("\\s+"), s("  a b  c "), n(-1)]),
+                "[ a b c ]",
+            ),
+            (run(regex_split, &[s(""), s(""), n(-1)]), "[]"),
+            (run(regex_split, &[s("a"), s(""), n(-1)]), "[]"),
+            (
+                run(must_regex_match, &[s("(?P<n>a)(?P<n>b)"), s("ab")]),
+                "true",
+            ),
+            (
+                run(
+                    regex_replace_all,
+                    &[s("(?P<n>a)|(?P<n>b)"), s("ab"), s("<$n>")],
+                ),
+                "<a><b>",
+            ),
+            (run(must_regex_match, &[s("()"), s("")]), "true"),
+            (run(must_regex_match, &[s("(|a)"), s("")]), "true"),
+            (run(must_regex_match, &[s("a{,5}"), s("a{,5}")]), "true"),
+            (run(must_regex_match, &[s("x{1000}"), s("x")]), "false"),
+            (run(regex_find, &[s("\\bfoo\\b"), s("a foo b")]), "foo"),
+            (run(regex_find, &[s("\\Bo"), s("foo")]), "o"),
+            (run(regex_find, &[s("\\Aab"), s("abab")]), "ab"),
+            (run(regex_find, &[s("ab\\z"), s("abab")]), "ab"),
+            (run(regex_quote_meta, &[s("é-_")]), "é-_"),
+            (run(must_regex_match, &[s("\\p{greek}"), s("α")]), "true"),
+            (run(must_regex_match, &[s("\\p{Letter}"), s("α")]), "true"),
+            (run(must_regex_match, &[s("\\p{^Greek}"), s("a")]), "true"),
+            (run(must_regex_match, &[s("\\p{Any}"), s("a")]), "true"),
+            (
+                run(must_regex_match, &[s("[\\p{Greek}\\d]"), s("1")]),
+                "true",
+            ),
+            (run(must_regex_match, &[s("\\p{Common}"), s("1")]), "true"),
         ] {
             assert_eq!(got, want);
         }
@@ -958,12 +1120,383 @@ mod tests {
             ("(?z)", "invalid or unsupported Perl syntax: `(?z`"),
             ("\\8", "invalid escape sequence: `\\8`"),
             ("a(?=b)", "invalid or unsupported Perl syntax: `(?=`"),
+            ("a{2,1}", "invalid repeat count: `{2,1}`"),
+            ("a{1,1001}", "invalid repeat count: `{1,1001}`"),
+            ("(?i", "invalid or unsupported Perl syntax: `(?i`"),
+            ("\\", "trailing backslash at end of expression: ``"),
+            ("x{2}{3}", "invalid nested repetition operator: `{2}{3}`"),
+            ("(?P<>a)", "invalid named capture: `(?P<>`"),
+            ("(?P<a-b>a)", "invalid named capture: `(?P<a-b>`"),
+            ("[[:foo:]]", "invalid character class range: `[:foo:]`"),
+            ("\\p{Foo}", "invalid character class range: `\\p{Foo}`"),
+            ("a|*", "missing argument to repetition operator: `*`"),
+            ("\\p{L&}", "invalid character class range: `\\p{L&}`"),
+            (
+                "\\p{Latin_Extended}",
+                "invalid character class range: `\\p{Latin_Extended}`",
+            ),
+            (
+                "\\p{Script=Greek}",
+                "invalid character class range: `\\p{Script=Greek}`",
+            ),
+            ("\\p{Greek", "invalid character class range: `\\p{Greek`"),
         ] {
             assert_eq!(
                 run(must_regex_match, &[s(pattern), s("x")]),
                 format!("ERR error parsing regexp: {want}"),
                 "{pattern}"
             );
+        }
+    }
+
+    /// Random patterns, texts and replacements with the answers Helm v4.2.3 gave (results as
+    /// JSON; an empty result stands for Go's nil slice, which `toJson` writes as `null`).
+    #[test]
+    #[allow(clippy::too_many_lines)] // One table of Helm's answers.
+    fn random_cases_match_helm() {
+        let mut map = crate::template::FuncMap::new();
+        register(&mut map);
+        for (name, args, want) in [
+            (
+                "mustRegexReplaceAll",
+                "[\"(?:ab){2}[ab](?:ab)+?[\\\\w-]{1,2}\", \"\\u00c9\\u00e9 a1_b-c\", \"${g}x\"]",
+                "\"\u{00c9}\u{00e9} a1_b-c\"",
+            ),
+            (
+                "mustRegexSplit",
+                "[\"\\\\d{1,2}\", \"aaa bbb\", 1]",
+                "[\"aaa bbb\"]",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"$*?\\\\w+\\\\d+\", \"x\", 1]",
+                "null",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"[[:digit:]]{1,2}\", \"x\", \"[${1}]\"]",
+                "\"x\"",
+            ),
+            (
+                "mustRegexSplit",
+                "[\"\\u00e9+\", \"ab\\nab\", 2]",
+                "[\"ab\\nab\"]",
+            ),
+            ("mustRegexSplit", "[\"[a-c]+\", \"ab\\nab\", 0]", "null"),
+            ("mustRegexFind", "[\"(?:ab)?\\\\b\", \"ab\\nab\"]", "\"ab\""),
+            (
+                "mustRegexFindAll",
+                "[\"(?:ab){2}(?P<g>a)(?i)A\", \"x\", -1]",
+                "null",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"\\u00e9\\\\d+?(?:ab)\", \"\\u00c9\\u00e9 a1_b-c\", -1]",
+                "null",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\\\.+\", \"foo bar\\nbaz 42\", \"$g$$\"]",
+                "\"foo bar\\nbaz 42\"",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"[ab]\", \"\\u00c9\\u00e9 a1_b-c\"]",
+                "true",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"x{1,2}c[\\\\w-]{1,2}\", \"foo bar\\nbaz 42\"]",
+                "false",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\u00e9x?\", \"foo bar\\nbaz 42\", \"<$0>\"]",
+                "\"foo bar\\nbaz 42\"",
+            ),
+            ("mustRegexSplit", "[\"\\\\d+\", \"\", -1]", "[\"\"]"),
+            (
+                "mustRegexReplaceAll",
+                "[\"[a-c]*(a|b)\", \"ab\\nab\", \"<$0>\"]",
+                "\"\\u003cab\\u003e\\n\\u003cab\\u003e\"",
+            ),
+            ("mustRegexMatch", "[\"\\\\pL?\", \"\"]", "true"),
+            (
+                "mustRegexReplaceAll",
+                "[\"[a-c]+\\\\b+[^a]{2}\", \"aaa bbb\", \"[${1}]\"]",
+                "\"[]bb\"",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\\\b[a-c]*\\\\.{2}\", \"\", \"$g$$\"]",
+                "\"\"",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"[\\\\w-]{2}(?i)A[ab](?:ab)\", \"abc aab 12 x.y\", \"${g}x\"]",
+                "\"abc aab 12 x.y\"",
+            ),
+            (
+                "mustRegexFind",
+                "[\"${2}[^a]{2}\\\\d\\\\s\", \"ab\\nab\"]",
+                "\"\"",
+            ),
+            ("mustRegexFindAll", "[\"[^a](a|b)+\", \"x\", 0]", "null"),
+            (
+                "mustRegexSplit",
+                "[\"\\u00e9\", \"foo bar\\nbaz 42\", 1]",
+                "[\"foo bar\\nbaz 42\"]",
+            ),
+            ("mustRegexMatch", "[\"\\\\d{2}\\\\w[ab]?\", \"x\"]", "false"),
+            (
+                "mustRegexReplaceAll",
+                "[\"c[ab]{1,2}\", \"aaa bbb\", \"${g}x\"]",
+                "\"aaa bbb\"",
+            ),
+            ("mustRegexFind", "[\"[^a]{2}x+?${1,2}\", \"x\"]", "\"\""),
+            (
+                "mustRegexFindAll",
+                "[\"(?\\\\x4a+\", \"A]b\", -1]",
+                "ERR error parsing regexp: invalid or unsupported Perl syntax: `(?\\`",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"\\\\<[a--b]\\\\Z{2}\", \"foo bar\\nbaz 42\"]",
+                "ERR error parsing regexp: invalid character class range: `a--`",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"\\\\PL(?P<x>\", \"aaa bbb\"]",
+                "ERR error parsing regexp: missing closing ): `\\PL(?P<x>`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\\\/\\\\PL(?\", \"A]b\", \"<$0>\"]",
+                "ERR error parsing regexp: invalid or unsupported Perl syntax: `(?`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"[a-][&&][a--b]\", \"A]b\", -1]",
+                "ERR error parsing regexp: invalid character class range: `a--`",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"(\", \"A]b\"]",
+                "ERR error parsing regexp: missing closing ): `(`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"(?\", \"abc aab 12 x.y\", \"<$0>\"]",
+                "ERR error parsing regexp: invalid or unsupported Perl syntax: `(?`",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"#)\", \"\"]",
+                "ERR error parsing regexp: unexpected ): `#)`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"*\\\\\\\\0\\\\n\", \"foo bar\\nbaz 42\", -1]",
+                "ERR error parsing regexp: missing argument to repetition operator: `*`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\\\Qa*\\\\E[b(?i-s:x)\", \"\", \"<$0>\"]",
+                "ERR error parsing regexp: missing closing ]: `[b(?i-s:x)`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"(?x)\", \"aaa bbb\", -1]",
+                "ERR error parsing regexp: invalid or unsupported Perl syntax: `(?x`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"+\\\\Z(?-i)[]a]\", \"a&b~c-d\", -1]",
+                "ERR error parsing regexp: missing argument to repetition operator: `+`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"(?\\\\Qa*\\\\E\", \"aaa bbb\", -1]",
+                "ERR error parsing regexp: invalid or unsupported Perl syntax: `(?\\`",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"\\\\x{41}(?i-s:x)[\", \"\"]",
+                "ERR error parsing regexp: missing closing ]: `[`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"[a--b]\", \"A]b\", \"<$0>\"]",
+                "ERR error parsing regexp: invalid character class range: `a--`",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"&&\\\\8\\\\t(?i)\", \"abc aab 12 x.y\"]",
+                "ERR error parsing regexp: invalid escape sequence: `\\8`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"+[&&]\", \"abc aab 12 x.y\", -1]",
+                "ERR error parsing regexp: missing argument to repetition operator: `+`",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"(#\", \"foo bar\\nbaz 42\"]",
+                "ERR error parsing regexp: missing closing ): `(#`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"\\\\e]\", \"a&b~c-d\", -1]",
+                "ERR error parsing regexp: invalid escape sequence: `\\e`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"(?\", \"\", -1]",
+                "ERR error parsing regexp: invalid or unsupported Perl syntax: `(?`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"{2}\", \"foo bar\\nbaz 42\", \"<$0>\"]",
+                "ERR error parsing regexp: missing argument to repetition operator: `{2}`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"(?x)[a&&b]]\", \"\", \"<$0>\"]",
+                "ERR error parsing regexp: invalid or unsupported Perl syntax: `(?x`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"?][:alpha:] \", \"foo bar\\nbaz 42\", \"<$0>\"]",
+                "ERR error parsing regexp: missing argument to repetition operator: `?`",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"b(?:\", \"A]b\"]",
+                "ERR error parsing regexp: missing closing ): `b(?:`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"(?s:.)(\", \"foo bar\\nbaz 42\", -1]",
+                "ERR error parsing regexp: missing closing ): `(?s:.)(`",
+            ),
+            ("mustRegexMatch", "[\"\\\\t\", \"a&b~c-d\"]", "false"),
+            (
+                "mustRegexMatch",
+                "[\"\\\\0 +\\\\/\", \"foo bar\\nbaz 42\"]",
+                "false",
+            ),
+            (
+                "mustRegexMatch",
+                "[\"[-a][a&&b](?i)\", \"abc aab 12 x.y\"]",
+                "true",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"(?-i)[^]a]+\\\\0\", \"foo bar\\nbaz 42\", -1]",
+                "null",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"a\\\\n\\\\/[&&]\", \"abc aab 12 x.y\", -1]",
+                "null",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\\\x{41}a[:alpha:]\", \"A]b\", \"<$0>\"]",
+                "\"A]b\"",
+            ),
+            ("mustRegexMatch", "[\"\\\\/\", \"a&b~c-d\"]", "false"),
+            (
+                "mustRegexReplaceAll",
+                "[\"[~~]}\\\\n\", \"abc aab 12 x.y\", \"<$0>\"]",
+                "\"abc aab 12 x.y\"",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"[:alpha:][]a][\\\\d-z]\", \"abc aab 12 x.y\", -1]",
+                "null",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"{,3}\\\\PL*\", \"a&b~c-d\", -1]",
+                "null",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"(?-i)]\\\\x{41}}\", \"foo bar\\nbaz 42\", -1]",
+                "null",
+            ),
+            ("mustRegexFindAll", "[\"\\\\n\\\\-\", \"A]b\", -1]", "null"),
+            (
+                "mustRegexMatch",
+                "[\"[]a]\\\\x{41}\\\\t\", \"A]b\"]",
+                "false",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"]\", \"foo bar\\nbaz 42\", -1]",
+                "null",
+            ),
+            ("mustRegexFindAll", "[\"{{,3}[a-]\", \"\", -1]", "null"),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\\\x4[~~](\\\\t\", \"a&b~c-d\", \"<$0>\"]",
+                "ERR error parsing regexp: invalid escape sequence: `\\x4[`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\\\Z\", \"foo bar\\nbaz 42\", \"<$0>\"]",
+                "ERR error parsing regexp: invalid escape sequence: `\\Z`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"[a--b]]\", \"A]b\", \"<$0>\"]",
+                "ERR error parsing regexp: invalid character class range: `a--`",
+            ),
+            (
+                "mustRegexReplaceAll",
+                "[\"\\\\Z\", \"aaa bbb\", \"<$0>\"]",
+                "ERR error parsing regexp: invalid escape sequence: `\\Z`",
+            ),
+            (
+                "mustRegexFindAll",
+                "[\"(?)\", \"a&b~c-d\", -1]",
+                "[\"\",\"\",\"\",\"\",\"\",\"\",\"\",\"\"]",
+            ),
+        ] {
+            let args: Vec<serde_json::Value> = serde_json::from_str(args).unwrap();
+            let values: Vec<Value> = args
+                .iter()
+                .map(|a| match a.as_i64() {
+                    Some(n) => Value::Int(n),
+                    None => Value::from_json(a),
+                })
+                .collect();
+            let got = match test_call(map[name], &values) {
+                Ok(v) => v.to_json(),
+                Err(e) => serde_json::Value::String(format!("ERR {e}")),
+            };
+            let want: serde_json::Value = if want.starts_with("ERR ") {
+                serde_json::Value::String(want.to_owned())
+            } else {
+                serde_json::from_str(want).unwrap()
+            };
+            let nil_slice = want.is_null() && got.as_array().is_some_and(Vec::is_empty);
+            assert!(got == want || nil_slice, "{name} {args:?}: {got} != {want}");
+        }
+    }
+
+    #[test]
+    fn odd_patterns_never_panic() {
+        for pattern in crate::funcs::crypto::random_texts(
+            "()[]{}*+?|^$.\\-:=<>!P0123456789aAxpQEdwsbz,é☺",
+            5000,
+            12,
+        ) {
+            if let Ok(re) = compile(&pattern) {
+                let _ = replace_all(&re, "aé☺ b\nc", "$1${x}$$", false);
+                let _ = split(&re, "aé☺ b", -1);
+            }
         }
     }
 }

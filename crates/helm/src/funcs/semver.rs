@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
 
-use capstan_semver::{Constraint, ConstraintReason};
+use capstan_semver::Constraint;
 
 use super::crypto::{go_quote, str_arg, want_args};
 use crate::template::{Call, FuncMap};
@@ -27,15 +27,15 @@ pub fn register(map: &mut FuncMap) {
 
 fn semver(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    let text = str_arg(&args[0], "string")?;
+    let text = str_arg(&args[0])?;
     let version = Version::parse(text)?;
     Ok(Value::Object(Rc::new(version)))
 }
 
 fn semver_compare(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let constraint = str_arg(&args[0], "string")?;
-    let version = str_arg(&args[1], "string")?;
+    let constraint = str_arg(&args[0])?;
+    let version = str_arg(&args[1])?;
     let constraint = cached_constraint(constraint)?;
     let version = Version::parse(version)?;
     Ok(Value::Bool(constraint.matches(&version.to_semver())))
@@ -65,24 +65,39 @@ fn cached_constraint(text: &str) -> Result<Rc<Constraint>, String> {
     parsed
 }
 
-/// Parses a constraint, wording failures as Masterminds' `NewConstraint` does.
+/// Parses a constraint, wording failures as Masterminds' `NewConstraint` does: hyphen ranges
+/// are rewritten first, then each `||` alternative must have Masterminds' shape (else
+/// "improper constraint: <alternative>") and read as comparators (else "constraint parser
+/// error").
 pub fn parse_constraint(text: &str) -> Result<Constraint, String> {
-    match Constraint::parse(text) {
-        Ok(constraint) => Ok(constraint),
-        Err(error) => Err(match &error.reason {
-            // The text is well formed but a version in it does not read: a number too large or
-            // a pre-release number with a leading zero.
-            ConstraintReason::InvalidVersion {
-                source: Some(_), ..
-            } => "constraint parser error".to_owned(),
-            ConstraintReason::InvalidVersion { version, .. }
-                if leading_zero_prerelease(version) =>
-            {
-                "constraint parser error".to_owned()
-            }
-            _ => format!("improper constraint: {}", go_quote(&improper_segment(text))),
-        }),
+    let rewritten = rewrite_ranges(text);
+    for segment in rewritten.split("||") {
+        if !valid_alternative(segment) {
+            return Err(format!("improper constraint: {}", go_quote(segment)));
+        }
+        if Constraint::parse(segment).is_err() {
+            return Err("constraint parser error".to_owned());
+        }
     }
+    Constraint::parse(text).map_err(|_| "constraint parser error".to_owned())
+}
+
+/// Masterminds' shape of one alternative: comparators (an optional operator and a version whose
+/// numbers may be wildcards) separated by spaces or commas. Its version pattern lets `|` stand
+/// among the digits; such texts pass here and fail to parse after, as in Masterminds.
+fn valid_alternative(segment: &str) -> bool {
+    use std::sync::LazyLock;
+    static VALID: LazyLock<regex::Regex> = LazyLock::new(|| {
+        let space = r"[\t\n\f\r ]";
+        let ops = r"=|!=|>|<|>=|=>|<=|=<|~|~>|\^|";
+        let version = r"v?[0-9|xX*]+(?:\.[0-9|xX*]+)?(?:\.[0-9|xX*]+)?(?:-[0-9A-Za-z\-]+(?:\.[0-9A-Za-z\-]+)*)?(?:\+[0-9A-Za-z\-]+(?:\.[0-9A-Za-z\-]+)*)?";
+        let comparator = format!("(?:{ops}){space}*{version}{space}*");
+        regex::Regex::new(&format!(
+            "^{space}*{comparator}(?:(?:{space}+|,{space}*){comparator})*$"
+        ))
+        .expect("the constraint pattern is valid")
+    });
+    VALID.is_match(segment)
 }
 
 fn leading_zero_prerelease(version: &str) -> bool {
@@ -92,18 +107,6 @@ fn leading_zero_prerelease(version: &str) -> bool {
     let pre = rest.split('+').next().unwrap_or_default();
     pre.split('.')
         .any(|p| p.len() > 1 && p.starts_with('0') && p.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// The `||` alternative Masterminds names in an "improper constraint" error: hyphen ranges are
-/// rewritten to `>= a, <= b ` first, then the first alternative that is not a well-formed list
-/// of comparators is quoted as it stands.
-fn improper_segment(text: &str) -> String {
-    let rewritten = rewrite_ranges(text);
-    let segments: Vec<&str> = rewritten.split("||").collect();
-    segments
-        .iter()
-        .find(|segment| Constraint::parse(segment).is_err())
-        .map_or_else(|| rewritten.clone(), |s| (*s).to_owned())
 }
 
 fn rewrite_ranges(text: &str) -> String {
@@ -271,9 +274,18 @@ fn uint64(n: u64) -> Value {
     Value::Int64(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
-fn version_arg(name: &str, args: &[Value]) -> Result<Rc<dyn Object>, String> {
+fn version_arg(name: &str, args: &[Value]) -> Result<Version, String> {
     match args {
-        [Value::Object(o)] if o.type_name() == "*semver.Version" => Ok(o.clone()),
+        [Value::Object(o)] => o
+            .as_any()
+            .and_then(|a| a.downcast_ref::<Version>())
+            .cloned()
+            .ok_or_else(|| {
+                format!(
+                    "wrong type for value; expected *semver.Version; got {}",
+                    o.type_name()
+                )
+            }),
         [other] => Err(format!(
             "wrong type for value; expected *semver.Version; got {}",
             other.type_name()
@@ -311,13 +323,8 @@ impl Object for Version {
             }
         };
         let object = |v: Version| Value::Object(Rc::new(v));
-        let compare_with = |f: fn(Ordering) -> Value| {
-            version_arg(name, args).and_then(|other| {
-                let text = other.format();
-                let other = Version::parse(&text)?;
-                Ok(f(self.compare(&other)))
-            })
-        };
+        let compare_with =
+            |f: fn(Ordering) -> Value| version_arg(name, args).map(|other| f(self.compare(&other)));
         Some(match name {
             "Major" => niladic(uint64(self.major)),
             "Minor" => niladic(uint64(self.minor)),
@@ -389,6 +396,10 @@ impl Object for Version {
     fn to_data(&self) -> Value {
         // Masterminds marshals a version to JSON as its string.
         Value::str(self.to_string())
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 }
 
@@ -533,6 +544,81 @@ mod tests {
         );
     }
 
+    /// Random constraints and versions, with the answers Helm v4.2.3 gave for them.
+    #[test]
+    fn random_cases_match_helm() {
+        for (constraint, version, want) in [
+            ("<0", "v1.1.0", "false"),
+            ("~v0.0.1", "3.10.0", "false"),
+            ("=0.10.*, =>v2.10.2", "0", "false"),
+            ("<0 || >=1.X-beta.2", "3.0.0", "true"),
+            ("~0", "0.0.0-0", "false"),
+            (">3.10.10", "1.1.3-alpha", "false"),
+            (">10.1.1-beta.2 >=2", "0.0-alpha+b1", "false"),
+            ("~v0.3.3", "v1.2", "false"),
+            ("!=0 || *", "0.1-alpha", "false"),
+            ("=<0.3.1", "3.1.1", "false"),
+            ("!=v10.1.x", "0.2.2", "true"),
+            ("*", "2.2.3", "true"),
+            (">=2.10, >0-rc.1", "1.1.10", "false"),
+            ("=<1.*-rc.1,>=0.3.1", "0.2.0", "false"),
+            ("0.1.*-beta.2", "0.1.3-1", "true"),
+            ("=>3.1.3 || <1.2.10", "1", "true"),
+            ("<=10.0.1", "1.3", "true"),
+            ("=<0.10.1-alpha", "1.0.0-rc.1", "false"),
+            (">=0.2.1", "1.1.1", "true"),
+            ("!=2,!=1.1.0-1", "10.3.10", "true"),
+            ("!=x", "0.2.1-1", "false"),
+            ("~3.2.1, ^x.0", "1.10.3", "false"),
+            ("=3.0.3", "0.10.2", "false"),
+            ("~>x-beta.2", "1.1.1-rc.1", "true"),
+            (">1.3", "10.0.1+b1", "true"),
+            ("<=1.0.3-alpha", "0", "true"),
+            ("10-beta.2 - *.3-1", "1.2.1", "false"),
+            ("~>2.0.0 || >1.1", "3.1", "true"),
+            ("=<v3.1.1-alpha", "1.0.1-alpha", "true"),
+            ("~>vx.0.0 <0.x.1", "v0.1", "false"),
+            ("* - 0.0.0", "2.0", "false"),
+            ("<=0.2.0 || =<10.1.3", "v0.1", "true"),
+            (">=3.0.1 || ^2", "0", "false"),
+            ("X.1.1", "10.10.1-alpha", "false"),
+            ("<3.3.1", "1", "true"),
+            ("^0.0", "0.1", "false"),
+            (">=3", "1.0", "false"),
+            (">0", "0.0", "false"),
+            ("~2", "10.1.1-1", "false"),
+            ("<0.0.0-rc.1", "2.2.3", "false"),
+            ("9x", "^.5++^51", "ERR constraint parser error"),
+            (">|", "2.0.0-rc.1", "ERR constraint parser error"),
+            ("=2x", "X", "ERR constraint parser error"),
+            ("|99", "v1.5", "ERR constraint parser error"),
+            ("4x6.x05", "0.1.0", "ERR constraint parser error"),
+            ("xx 7", "=", "ERR constraint parser error"),
+            ("*04", "1.2.3+b", "ERR constraint parser error"),
+            (" |", "3-*27*0", "ERR constraint parser error"),
+            ("5,", "1.2.3+b", "ERR improper constraint: \"5,\""),
+            ("v*9", "0.1.0", "ERR constraint parser error"),
+            ("23,", "v1.5", "ERR improper constraint: \"23,\""),
+            ("x.", "2.0.0-rc.1", "ERR improper constraint: \"x.\""),
+            ("68", "1.2.3+b", "false"),
+            ("1", "1.2.3+b", "true"),
+            ("12", "2.0.0-rc.1", "false"),
+            ("1", "1.2.3", "true"),
+            ("66", "0.1.0", "false"),
+            ("0", "v1.5", "false"),
+            ("82", "1.2.3+b", "false"),
+            ("42", "1.2.3", "false"),
+            ("*", "v1.5", "true"),
+            ("2", "2.0.0-rc.1", "false"),
+        ] {
+            let got = match compare(constraint, version) {
+                Ok(v) => v.to_string(),
+                Err(e) => format!("ERR {e}"),
+            };
+            assert_eq!(got, want, "{constraint:?} {version:?}");
+        }
+    }
+
     #[test]
     fn prereleases_order_as_masterminds() {
         let order = [
@@ -547,6 +633,14 @@ mod tests {
             let a = Version::parse(pair[0]).unwrap();
             let b = Version::parse(pair[1]).unwrap();
             assert_eq!(a.compare(&b), Ordering::Less, "{pair:?}");
+        }
+    }
+
+    #[test]
+    fn odd_input_never_panics() {
+        for text in crate::funcs::crypto::random_texts("0123456789.xX*-+v<>=!~^|, abé", 3000, 14) {
+            let _ = compare(&text, "1.2.3");
+            let _ = compare(">=1", &text);
         }
     }
 }
