@@ -240,6 +240,16 @@ pub fn split_manifests(text: &str) -> Vec<&str> {
 pub fn sort_manifests(
     files: &BTreeMap<String, String>,
 ) -> Result<(Vec<Hook>, Vec<Manifest>), Error> {
+    let (hooks, manifests, error) = sort_partial(files);
+    match error {
+        Some(e) => Err(e),
+        None => Ok((hooks, manifests)),
+    }
+}
+
+/// [`sort_manifests`] that keeps what it had when a document fails to parse: Helm returns the
+/// hooks found before the bad document (unsorted), and `helm template --debug` prints them.
+fn sort_partial(files: &BTreeMap<String, String>) -> (Vec<Hook>, Vec<Manifest>, Option<Error>) {
     let mut hooks = Vec::new();
     let mut generic = Vec::new();
     for (path, content) in files {
@@ -248,8 +258,13 @@ pub fn sort_manifests(
             continue;
         }
         for doc in split_manifests(content) {
-            let head = read_head(doc)
-                .map_err(|e| Error::new(format!("YAML parse error on {path}: {e}")))?;
+            let head = match read_head(doc) {
+                Ok(head) => head,
+                Err(e) => {
+                    let error = Error::new(format!("YAML parse error on {path}: {e}"));
+                    return (hooks, generic, Some(error));
+                }
+            };
             let Some(hook_types) = head.annotations.get(HOOK_ANNOTATION) else {
                 generic.push(Manifest {
                     name: path.clone(),
@@ -290,7 +305,7 @@ pub fn sort_manifests(
     }
     hooks.sort_by(|a, b| kind_order(&a.kind, &b.kind));
     generic.sort_by(|a, b| kind_order(&a.head.kind, &b.head.kind));
-    Ok((hooks, generic))
+    (hooks, generic, None)
 }
 
 /// Helm's `lessByKind` as an ordering (the sorts are stable, so equal kinds keep file order).
@@ -456,28 +471,24 @@ pub fn print(
     crds: &[Crd],
     options: &PrintOptions,
 ) -> Result<String, Error> {
-    let (hooks, manifests) = match sort_manifests(files) {
-        Ok(sorted) => sorted,
-        Err(mut e) => {
-            // Helm hands back every template unsorted so `--debug` can show the bad YAML.
-            let mut raw = String::new();
-            for (name, content) in files {
-                if !content.trim().is_empty() {
-                    let _ = write!(raw, "---\n# Source: {name}\n{content}\n");
-                }
-            }
-            e.output = format!("{}\n", raw.trim());
-            return Err(e);
-        }
-    };
+    let (hooks, manifests, error) = sort_partial(files);
     let mut release = String::new();
-    if options.include_crds {
-        for crd in crds {
-            let _ = write!(release, "---\n# Source: {}\n{}\n", crd.filename, crd.data);
+    if error.is_some() {
+        // Helm hands back every template unsorted so `--debug` can show the bad YAML.
+        for (name, content) in files {
+            if !content.trim().is_empty() {
+                let _ = write!(release, "---\n# Source: {name}\n{content}\n");
+            }
         }
-    }
-    for m in &manifests {
-        let _ = write!(release, "---\n# Source: {}\n{}\n", m.name, m.content);
+    } else {
+        if options.include_crds {
+            for crd in crds {
+                let _ = write!(release, "---\n# Source: {}\n{}\n", crd.filename, crd.data);
+            }
+        }
+        for m in &manifests {
+            let _ = write!(release, "---\n# Source: {}\n{}\n", m.name, m.content);
+        }
     }
     let mut out = format!("{}\n", release.trim());
     if !options.no_hooks {
@@ -488,10 +499,16 @@ pub fn print(
             let _ = write!(out, "---\n# Source: {}\n{}\n", h.path, h.manifest);
         }
     }
-    if options.show_only.is_empty() {
-        return Ok(out);
+    match error {
+        None if options.show_only.is_empty() => Ok(out),
+        None => show_only(&out, &options.show_only),
+        Some(mut e) => {
+            // What `helm template --debug` prints before the error (unfiltered here; see
+            // `Template::run` for `--show-only` on this path).
+            e.output = out;
+            Err(e)
+        }
     }
-    show_only(&out, &options.show_only)
 }
 
 static SOURCE: LazyLock<Regex> =
@@ -668,8 +685,8 @@ impl ValueSource {
 
 /// Applies one `--set*` source to the values (Helm's `strvals` parsers); the error is the
 /// parser's message.
-pub type SetValue =
-    dyn Fn(&ValueSource, &mut serde_json::Map<String, serde_json::Value>) -> Result<(), String>;
+pub type SetValue<'a> = dyn Fn(&ValueSource, &mut serde_json::Map<String, serde_json::Value>) -> Result<(), String>
+    + 'a;
 
 /// `helm template [NAME] CHART [flags]` as a library call: the arguments and flags Helm's
 /// command takes that matter offline.
@@ -748,7 +765,7 @@ impl Template {
     pub fn values(
         &self,
         base: &Path,
-        set: &SetValue,
+        set: &SetValue<'_>,
     ) -> Result<serde_json::Map<String, serde_json::Value>, Error> {
         let mut values = serde_json::Map::new();
         for source in &self.values {
@@ -852,6 +869,8 @@ impl Template {
             kube_version: self.kube_version.clone(),
             api_versions,
         };
+        check_kube_version(chart, options.kube_version.as_deref())
+            .map_err(|e| self.with_hint(e))?;
         let files = engine::render(chart, values, &options, env).map_err(|e| {
             let message = e.message;
             // Errors before the render (dependencies, schema) have no release to show;
@@ -866,22 +885,26 @@ impl Template {
         })?;
         let (files, notes) = without_notes(&chart.metadata.name, files);
         let crds = if self.print.include_crds {
-            crd_objects(chart)
+            // Helm lists the CRDs of the processed chart: disabled subcharts out, aliases in.
+            let (processed, _) =
+                crate::chart::prepare(chart, values).map_err(|e| Error::new(e.message))?;
+            crd_objects(&processed)
         } else {
             Vec::new()
         };
-        let stdout = print(&files, &crds, &self.print).map_err(|e| {
-            if e.output.is_empty() {
-                e
-            } else {
-                let output = e.output.clone();
-                let mut e = self.with_hint(e.message);
-                if self.debug {
-                    e.output = output;
+        let stdout = match print(&files, &crds, &self.print) {
+            Ok(stdout) => stdout,
+            Err(e) if e.output.is_empty() => return Err(e),
+            Err(e) if !self.debug => return Err(self.with_hint(e.message)),
+            Err(mut e) => {
+                // With --debug Helm v4.2.3 still applies --show-only to what it prints; a
+                // pattern matching nothing then replaces the error.
+                if !self.print.show_only.is_empty() {
+                    e.output = show_only(&e.output, &self.print.show_only)?;
                 }
-                e
+                return Err(e);
             }
-        })?;
+        };
         Ok(Rendered {
             release_name: release_name.to_owned(),
             stdout,
@@ -894,11 +917,18 @@ impl Template {
     /// and printed. The returned [`Error`] carries what Helm prints on stdout before failing.
     pub fn execute(&self, cwd: &Path, env: &mut Env) -> Result<Rendered, Error> {
         let (name, chart_ref) = self.name_and_chart()?;
-        let chart_path = cwd.join(&chart_ref);
+        let chart_ref = chart_ref.trim();
+        let chart_path = cwd.join(chart_ref);
         if !chart_path.exists() {
-            return Err(Error::new(format!("path {chart_ref:?} not found")));
+            if Path::new(chart_ref).is_absolute() || chart_ref.starts_with('.') {
+                return Err(Error::new(format!("path {chart_ref:?} not found")));
+            }
+            // Helm would look the name up in its chart repositories or an OCI registry.
+            return Err(Error::new(format!(
+                "path {chart_ref:?} not found (charts from repositories and registries are not supported here; give a directory or a .tgz)"
+            )));
         }
-        let values = self.values(cwd, &apply_set)?;
+        let values = self.values(cwd, &|source, values| apply_set(cwd, source, values))?;
         let chart = load_chart(&chart_path)?;
         self.run(&name, &chart, &values, env)
     }
@@ -990,22 +1020,59 @@ impl Template {
     }
 }
 
-/// Loads the chart for [`Template::execute`].
-fn load_chart(path: &Path) -> Result<Chart, Error> {
-    // The chart loader lands on branch helm-chart as `chart::load`.
-    Err(Error::new(format!(
-        "{}: the chart loader is not built yet",
-        path.display()
-    )))
+/// Loads a chart directory or `.tgz` archive (Helm's `loader.Load`), its error in Helm's words.
+pub fn load_chart(path: &Path) -> Result<Chart, Error> {
+    crate::chart::load(path).map_err(|e| Error::new(e.message))
 }
 
-/// Applies a `--set*` flag for [`Template::execute`] (Helm's `strvals`).
+/// Applies a `--set*` flag for [`Template::execute`] with Helm's `strvals` parsers; `--set-file`
+/// paths are read relative to `cwd`.
 fn apply_set(
+    cwd: &Path,
     source: &ValueSource,
-    _values: &mut serde_json::Map<String, serde_json::Value>,
+    values: &mut serde_json::Map<String, serde_json::Value>,
 ) -> Result<(), String> {
-    // The parsers land on branch helm-chart as `crate::strvals`.
-    Err(format!("{} is not built yet", source.flag()))
+    let result = match source {
+        ValueSource::Set(e) => crate::strvals::parse_into(e, values),
+        ValueSource::SetString(e) => crate::strvals::parse_string_into(e, values),
+        ValueSource::SetJson(e) => crate::strvals::parse_json_into(e, values),
+        ValueSource::SetLiteral(e) => crate::strvals::parse_literal_into(e, values),
+        ValueSource::SetFile(e) => {
+            let mut read = |path: &str| -> Result<String, String> {
+                std::fs::read(cwd.join(path))
+                    .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                    .map_err(|err| format!("open {path}: {}", io_reason(&err)))
+            };
+            crate::strvals::parse_file_into(e, values, &mut read)
+        }
+        ValueSource::File(_) => Ok(()),
+    };
+    result.map_err(|e| e.message)
+}
+
+/// Helm's check of Chart.yaml's `kubeVersion` against `.Capabilities.KubeVersion`
+/// (`--kube-version` with a `v` added when missing, else Helm's default v1.36.0); an unreadable
+/// constraint or version counts as incompatible, as in Helm.
+fn check_kube_version(chart: &Chart, kube_version: Option<&str>) -> Result<(), String> {
+    let constraint = &chart.metadata.kube_version;
+    if constraint.is_empty() {
+        return Ok(());
+    }
+    let version = match kube_version {
+        Some(v) if v.starts_with('v') => v.to_owned(),
+        Some(v) => format!("v{v}"),
+        None => "v1.36.0".to_owned(),
+    };
+    let compatible = capstan_semver::Constraint::parse(constraint)
+        .ok()
+        .zip(capstan_semver::parse_version(&version))
+        .is_some_and(|(c, v)| c.matches(&v));
+    if compatible {
+        return Ok(());
+    }
+    Err(format!(
+        "chart requires kubeVersion: {constraint} which is incompatible with Kubernetes {version}"
+    ))
 }
 
 /// Helm's `CheckDependencies`: every dependency in Chart.yaml must be under `charts/`.
@@ -1242,6 +1309,142 @@ mod tests {
         assert_eq!(
             serde_json::Value::Object(a),
             serde_json::json!({"a": {"b": 1, "c": 3, "d": null}, "l": [2], "x": "y"})
+        );
+    }
+
+    fn files(entries: &[(&str, &str)]) -> BTreeMap<String, String> {
+        entries
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn hooks_parsed_and_printed_last() {
+        let f = files(&[
+            (
+                "c/templates/a.yaml",
+                "kind: Job\nmetadata:\n  name: j\n  annotations:\n    helm.sh/hook: pre-install, Post-Upgrade\n    helm.sh/hook-weight: \"-5\"\n    helm.sh/hook-delete-policy: before-hook-creation,Hook-Succeeded\n---\nkind: Service\nmetadata:\n  name: s\n",
+            ),
+            (
+                "c/templates/b.yaml",
+                "kind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: test\n---\nkind: Secret\nmetadata:\n  name: x\n  annotations:\n    helm.sh/hook: bogus\n",
+            ),
+            ("c/templates/_p.tpl", "kind: Secret"),
+            (
+                "c/templates/c.yaml",
+                "kind: Namespace\nmetadata:\n  name: ns\n",
+            ),
+        ]);
+        let (hooks, manifests) = sort_manifests(&f).unwrap();
+        assert_eq!(
+            manifests
+                .iter()
+                .map(|m| m.head.kind.as_str())
+                .collect::<Vec<_>>(),
+            vec!["Namespace", "Service"]
+        );
+        assert_eq!(hooks.len(), 2, "the unknown hook event drops its document");
+        let job = &hooks[1];
+        assert_eq!(job.kind, "Job");
+        assert_eq!(
+            job.events,
+            vec![HookEvent::PreInstall, HookEvent::PostUpgrade]
+        );
+        assert_eq!(job.weight, -5);
+        assert_eq!(
+            job.delete_policies,
+            vec!["before-hook-creation", "hook-succeeded"]
+        );
+        assert!(hooks[0].is_test());
+
+        let all = print(&f, &[], &PrintOptions::default()).unwrap();
+        assert_eq!(
+            all,
+            "---\n# Source: c/templates/c.yaml\nkind: Namespace\nmetadata:\n  name: ns\n\n\
+             ---\n# Source: c/templates/a.yaml\nkind: Service\nmetadata:\n  name: s\n\
+             ---\n# Source: c/templates/b.yaml\nkind: Pod\nmetadata:\n  name: t\n  annotations:\n    helm.sh/hook: test\n\
+             ---\n# Source: c/templates/a.yaml\nkind: Job\nmetadata:\n  name: j\n  annotations:\n    helm.sh/hook: pre-install, Post-Upgrade\n    helm.sh/hook-weight: \"-5\"\n    helm.sh/hook-delete-policy: before-hook-creation,Hook-Succeeded\n"
+        );
+        let options = PrintOptions {
+            skip_tests: true,
+            ..PrintOptions::default()
+        };
+        assert!(!print(&f, &[], &options).unwrap().contains("kind: Pod"));
+        let options = PrintOptions {
+            no_hooks: true,
+            ..PrintOptions::default()
+        };
+        assert!(!print(&f, &[], &options).unwrap().contains("kind: Job"));
+        let options = PrintOptions {
+            show_only: vec!["templates/a.yaml".into()],
+            ..PrintOptions::default()
+        };
+        let shown = print(&f, &[], &options).unwrap();
+        assert!(shown.contains("kind: Service") && shown.contains("kind: Job"));
+        assert!(!shown.contains("kind: Namespace"));
+        let options = PrintOptions {
+            show_only: vec!["templates/nope.yaml".into()],
+            ..PrintOptions::default()
+        };
+        assert_eq!(
+            print(&f, &[], &options).unwrap_err().message,
+            "could not find template templates/nope.yaml in chart"
+        );
+    }
+
+    #[test]
+    fn bad_yaml_keeps_the_raw_output() {
+        let f = files(&[
+            (
+                "c/templates/a.yaml",
+                "kind: Job\nmetadata:\n  name: j\n  annotations:\n    helm.sh/hook: post-install\n",
+            ),
+            ("c/templates/b.yaml", "kind: [\n"),
+        ]);
+        let e = print(&f, &[], &PrintOptions::default()).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("YAML parse error on c/templates/b.yaml: ")
+        );
+        // The raw templates, then the hooks found before the bad document.
+        assert!(
+            e.output
+                .starts_with("---\n# Source: c/templates/a.yaml\nkind: Job")
+        );
+        assert!(e.output.contains("# Source: c/templates/b.yaml\nkind: ["));
+        assert_eq!(e.output.matches("kind: Job").count(), 2);
+    }
+
+    #[test]
+    fn annotations_must_be_strings() {
+        let f = files(&[(
+            "c/templates/a.yaml",
+            "kind: Job\nmetadata:\n  annotations:\n    helm.sh/hook-weight: 5\n",
+        )]);
+        let e = sort_manifests(&f).unwrap_err();
+        assert!(
+            e.message.contains("cannot unmarshal number"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn kube_version_constraint() {
+        let chart = |c: &str| Chart {
+            metadata: crate::chart::Metadata {
+                name: "c".into(),
+                kube_version: c.into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        assert!(check_kube_version(&chart(""), Some("1.10")).is_ok());
+        assert!(check_kube_version(&chart(">=1.25.0-0"), None).is_ok());
+        assert_eq!(
+            check_kube_version(&chart(">=1.25.0-0"), Some("1.24.0")).unwrap_err(),
+            "chart requires kubeVersion: >=1.25.0-0 which is incompatible with Kubernetes v1.24.0"
         );
     }
 }

@@ -596,4 +596,25 @@ mod tests {
         assert!(entry_name("Chart.yaml").is_err());
         assert!(entry_name("c/c:/x").is_err());
     }
+
+    /// Damaged archives fail cleanly: every single-byte corruption of a valid one either
+    /// loads or errors, never panics.
+    #[test]
+    fn damaged_archives_never_panic() {
+        let good = archive(&[
+            ("c/Chart.yaml", REGULAR, CHART),
+            ("c/values.yaml", REGULAR, b"a: [1, {b: 2}]\n"),
+            ("c/templates/t.yaml", REGULAR, b"{{ .Values.a }}"),
+        ]);
+        for position in 0..good.len() {
+            for flip in [0x01_u8, 0x80, 0xff] {
+                let mut damaged = good.clone();
+                damaged[position] ^= flip;
+                let _ = load_archive(&damaged);
+            }
+        }
+        for cut in 0..good.len() {
+            let _ = load_archive(&good[..cut]);
+        }
+    }
 }

@@ -223,6 +223,7 @@ fn check_characters(text: &str) -> Result<(), Error> {
 }
 
 /// Reads the first document's tree (aliases shared, not expanded).
+#[allow(clippy::too_many_lines)] // one loop over the events, its state kept together
 fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
     enum Open {
         Sequence(usize, Vec<Rc<Node>>),
@@ -237,8 +238,10 @@ fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
     let mut stack: Vec<Open> = Vec::new();
     let mut root: Option<Rc<Node>> = None;
     let mut in_document = false;
+    let mut layout = Layout::default();
     while let Some(event) = parser.next_event() {
         let (event, span) = event.map_err(|e| syntax_error(&e, text))?;
+        layout.record(&event, &span);
         let (node, anchor) = match event {
             Event::DocumentStart(..) => {
                 in_document = true;
@@ -324,7 +327,123 @@ fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
             None => root = Some(node),
         }
     }
+    layout.check_tab_lines(text)?;
     Ok(root)
+}
+
+/// Where scalars and flow collections lie, for the tab checks libyaml makes between tokens.
+#[derive(Default)]
+struct Layout {
+    /// (first line, last line, last column, plain) of each scalar.
+    scalars: Vec<(usize, usize, usize, bool)>,
+    /// (first line, last line) of each flow collection.
+    flows: Vec<(usize, usize)>,
+    open_flows: Vec<Option<usize>>,
+}
+
+impl Layout {
+    fn record(&mut self, event: &Event<'_>, span: &granit_parser::Span) {
+        use granit_parser::StructureStyle;
+        match event {
+            Event::Scalar(_, style, ..) => self.scalars.push((
+                span.start.line(),
+                span.end.line(),
+                span.end.col(),
+                *style == ScalarStyle::Plain,
+            )),
+            Event::SequenceStart(style, ..) | Event::MappingStart(style, ..) => self
+                .open_flows
+                .push((*style == StructureStyle::Flow).then(|| span.start.line())),
+            Event::SequenceEnd | Event::MappingEnd => {
+                if let Some(Some(start)) = self.open_flows.pop() {
+                    self.flows.push((start, span.end.line()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether `line` (1-based `number`) is a block entry or key indicator followed by
+    /// whitespace holding a tab and then content, outside any scalar or flow collection.
+    fn tab_after_indicator(&self, line: &str, number: usize) -> bool {
+        let Some(after) = line.trim_start_matches(' ').strip_prefix(['-', '?']) else {
+            return false;
+        };
+        let content = after.trim_start_matches([' ', '\t']);
+        let gap = &after[..after.len() - content.len()];
+        if !gap.contains('\t') || content.is_empty() || content.starts_with('#') {
+            return false;
+        }
+        let covered = self
+            .scalars
+            .iter()
+            .any(|&(start, end, _, _)| start < number && number <= end)
+            || self
+                .flows
+                .iter()
+                .any(|&(start, end)| start <= number && number <= end);
+        !covered
+    }
+
+    /// A line starting with a tab and holding nothing else (or a comment), in block context:
+    /// after a plain scalar libyaml reports the tab as breaking the indentation, elsewhere as a
+    /// character that cannot start a token. Lines are 1-based.
+    fn check_tab_lines(&self, text: &str) -> Result<(), Error> {
+        let lines: Vec<&str> = text.lines().collect();
+        for (index, line) in lines.iter().enumerate() {
+            let number = index + 1;
+            if self.tab_after_indicator(line, number) {
+                // `- \tx`, `? \tx`: after these indicators a line may start a key, so the tab
+                // is not skipped.
+                return Err(if index == 0 {
+                    error("yaml: found character that cannot start any token")
+                } else {
+                    error(format!(
+                        "yaml: line {number}: found character that cannot start any token"
+                    ))
+                });
+            }
+            let rest = line.trim_start_matches([' ', '\t']);
+            if !line.starts_with('\t') || !(rest.is_empty() || rest.starts_with('#')) {
+                continue;
+            }
+            let in_flow = self
+                .flows
+                .iter()
+                .any(|&(start, end)| start <= number && number <= end);
+            let in_scalar = self
+                .scalars
+                .iter()
+                .any(|&(start, end, _, plain)| !plain && start < number && number <= end);
+            if in_flow || in_scalar {
+                continue;
+            }
+            // The last line with content before this one, and whether it ends in a plain
+            // scalar.
+            let previous = lines[..index].iter().rposition(|l| {
+                let t = l.trim_start_matches([' ', '\t']);
+                !t.is_empty() && !t.starts_with('#')
+            });
+            let after_plain = previous.is_some_and(|p| {
+                let content = lines[p].split(" #").next().unwrap_or(lines[p]).trim_end();
+                let width = content.chars().count();
+                self.scalars
+                    .iter()
+                    .any(|&(_, end, col, plain)| plain && end == p + 1 && col == width)
+            });
+            let problem = if after_plain {
+                "found a tab character that violates indentation"
+            } else {
+                "found character that cannot start any token"
+            };
+            return Err(if index == 0 {
+                error(format!("yaml: {problem}"))
+            } else {
+                error(format!("yaml: line {number}: {problem}"))
+            });
+        }
+        Ok(())
+    }
 }
 
 /// A value as `yaml.v2` decodes it into `interface{}`, before the JSON conversion.

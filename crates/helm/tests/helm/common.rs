@@ -39,11 +39,7 @@ pub fn read_json(path: &Path) -> serde_json::Value {
 
 /// Loads a chart directory or archive with the crate's loader.
 pub fn load_chart(path: &Path) -> Result<Chart, String> {
-    // The loader lands on branch helm-chart as `capstan_helm::chart::load`.
-    Err(format!(
-        "{}: the chart loader is not built yet",
-        path.display()
-    ))
+    capstan_helm::output::load_chart(path).map_err(|e| e.message)
 }
 
 /// Values files (relative to `base`) read as Helm reads `-f` files and merged in order.

@@ -145,10 +145,8 @@ fn check(
     };
     let got = engine::render(&chart, values, &ours, &mut Env::new());
     match (want, got) {
-        (Err(w), Err(_)) => {
-            let _ = w;
-            Ok(())
-        }
+        // Both refuse: error wordings are compared in the stored corpus, not here.
+        (Err(_), Err(_)) => Ok(()),
         (Err(w), Ok(_)) => Err(format!("rendered, but Helm fails: {}", common::short(&w))),
         (Ok(_), Err(g)) => Err(format!(
             "failed, Helm renders: {}",

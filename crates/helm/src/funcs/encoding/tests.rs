@@ -145,14 +145,14 @@ fn writers_as_helm() {
     );
 }
 
-/// 1151 documents (YAML 1.1 scalars in every position, tags, anchors, merge keys, block
-/// scalars, errors) and what Helm v4.2.3's `fromYaml DOC | toJson` gave for each.
+/// 1246 documents (YAML 1.1 scalars in every position, tags, anchors, merge keys, block
+/// scalars, tabs, CRLF, errors) and what Helm v4.2.3's `fromYaml DOC | toJson` gave for each.
 #[test]
 fn from_yaml_helm_answers() {
     let cases: Vec<(String, String)> =
         serde_json::from_str(include_str!("../../yaml/testdata/from_yaml.json"))
             .unwrap_or_default();
-    assert_eq!(cases.len(), 1151);
+    assert_eq!(cases.len(), 1246);
     for (doc, want) in &cases {
         assert_eq!(&json_of("fromYaml", doc), want, "{doc:?}");
     }

@@ -163,8 +163,10 @@ fn more_errors_as_helm_words_them() {
     ] {
         assert_eq!(json(doc), format!("{prefix}{want}"), "{doc:?}");
     }
-    // Tabs after a value indicator are whitespace.
+    // Tabs after a value indicator, inside flow collections and inside scalars are fine.
     assert_eq!(json("a:\t1"), r#"{"a":1}"#);
+    assert_eq!(json("a: [1,\t2]"), r#"{"a":[1,2]}"#);
+    assert_eq!(json("a: b\n  \tc"), r#"{"a":"b c"}"#);
     // Tabs after a block scalar's indentation are content.
     assert_eq!(
         json("a: |-\n    x {\n    \ty\n    }\n"),
