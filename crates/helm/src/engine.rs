@@ -106,7 +106,11 @@ pub fn render_values(
         depth(b).cmp(&depth(a)).then_with(|| b.cmp(a))
     });
 
-    let mut set = Set::new(Rc::new(crate::funcs::helm()));
+    // With Go's parameter types, so that calls get Go's argument checks and their errors.
+    let mut set = Set::with_signatures(
+        Rc::new(crate::funcs::helm()),
+        Rc::new(crate::template::helm_signatures()),
+    );
     for name in &order {
         let renderable = &renderables[*name];
         set.parse(name, &renderable.text)
