@@ -62,6 +62,24 @@ fn syntax_error(e: &ScanError, text: &str) -> Error {
         let close = if rest.starts_with('{') { '}' } else { ']' };
         return with_line(eof_line, &format!("did not find expected ',' or '{close}'"));
     }
+    if info.contains("illegal placement of ':' indicator") {
+        // Inside a flow collection Go wants the next entry or the closing bracket.
+        let close = innermost_open_bracket(text, e.marker().line())
+            .map_or(']', |open| if open == '{' { '}' } else { ']' });
+        return with_line(
+            e.marker().line().saturating_sub(1),
+            &format!("did not find expected ',' or '{close}'"),
+        );
+    }
+    if info.contains("unclosed quote") {
+        // Go's scanner reaches the end of the input inside the quotes (its line counted from
+        // 0, printed plus one, and not at all on the first line).
+        let line = text.matches('\n').count();
+        return with_line(
+            if line == 0 { 0 } else { line + 1 },
+            "found unexpected end of stream",
+        );
+    }
     if info.contains("simple key expected ':'") {
         // Go notices the missing ':' only at the end of the input, a line past it.
         return with_line(eof_line + 1, "could not find expected ':'");
@@ -112,8 +130,7 @@ fn syntax_error(e: &ScanError, text: &str) -> Error {
 
 /// libyaml refuses a tab where a block scalar's indentation is still being measured (or short
 /// of it): `|` then a line of spaces and a tab. Lines are 1-based, `first` is the header's.
-fn check_block_tabs(text: &str, first: usize, last: usize) -> Result<(), Error> {
-    let lines: Vec<&str> = text.lines().collect();
+fn check_block_tabs(lines: &[&str], first: usize, last: usize) -> Result<(), Error> {
     // The event's span may start at the header (`key: |`) or at the first content line.
     let Some(start) = first.checked_sub(1) else {
         return Ok(());
@@ -208,6 +225,28 @@ fn check_leading_tabs(text: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// The innermost bracket still open before `line` (1-based), quotes and comments aside.
+fn innermost_open_bracket(text: &str, line: usize) -> Option<char> {
+    let mut stack = Vec::new();
+    for source in text.lines().take(line.saturating_sub(1)) {
+        let mut quote: Option<char> = None;
+        for c in source.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (None, '\'' | '"') => quote = Some(c),
+                (None, '#') => break,
+                (None, '[' | '{') => stack.push(c),
+                (None, ']' | '}') => {
+                    stack.pop();
+                }
+                // Inside quotes, or any other character.
+                _ => {}
+            }
+        }
+    }
+    stack.last().copied()
+}
+
 /// Go's YAML reader accepts only printable characters (tab, line breaks and NEL included).
 fn check_characters(text: &str) -> Result<(), Error> {
     let allowed = |c: char| {
@@ -239,6 +278,8 @@ fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
     let mut root: Option<Rc<Node>> = None;
     let mut in_document = false;
     let mut layout = Layout::default();
+    // The text's lines, split once when a block scalar needs them.
+    let mut lines: Option<Vec<&str>> = None;
     while let Some(event) = parser.next_event() {
         let (event, span) = event.map_err(|e| syntax_error(&e, text))?;
         layout.record(&event, &span);
@@ -282,7 +323,8 @@ fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
             }
             Event::Scalar(value, style, anchor, tag) => {
                 if matches!(style, ScalarStyle::Literal | ScalarStyle::Folded) {
-                    check_block_tabs(text, span.start.line(), span.end.line())?;
+                    let lines = lines.get_or_insert_with(|| text.lines().collect());
+                    check_block_tabs(lines, span.start.line(), span.end.line())?;
                 }
                 let tag = tag.map(|t| format!("{}{}", t.handle(), t.suffix()));
                 (
@@ -922,10 +964,67 @@ fn number(f: f64) -> Result<serde_json::Value, Error> {
         })
 }
 
+/// The 1-based line of the parser's first error when that error is a quoted scalar's
+/// continuation line indented too little.
+fn underindented_quote_line(text: &str) -> Option<usize> {
+    let mut parser = Parser::new_from_str(text);
+    while let Some(event) = parser.next_event() {
+        if let Err(e) = event {
+            return matches!(
+                e.kind(),
+                granit_parser::ErrorKind::InvalidQuotedScalarIndent
+            )
+            .then(|| e.marker().line());
+        }
+    }
+    None
+}
+
+/// `text` with line `line` (1-based) indented past every line before it.
+fn indent_line(text: &str, line: usize) -> String {
+    let deepest = text
+        .lines()
+        .take(line)
+        .map(|l| l.len() - l.trim_start_matches(' ').len())
+        .max()
+        .unwrap_or(0);
+    let mut out = String::with_capacity(text.len() + deepest + 1);
+    for (index, source) in text.split_inclusive('\n').enumerate() {
+        if index + 1 == line {
+            out.extend(std::iter::repeat_n(' ', deepest + 1));
+        }
+        out.push_str(source);
+    }
+    out
+}
+
+/// How many under-indented quoted-scalar lines are re-indented before giving up.
+const MAX_REINDENTS: usize = 64;
+
 pub(crate) fn parse(text: &str) -> Result<serde_json::Value, Error> {
     check_characters(text)?;
     check_leading_tabs(text)?;
-    let Some(root) = read_tree(text)? else {
+    // libyaml accepts a quoted scalar's continuation lines at any indentation (their leading
+    // whitespace is folded away); the YAML 1.2 parser wants them inside the enclosing block.
+    // Such lines are indented further and the text read again.
+    let mut current = std::borrow::Cow::Borrowed(text);
+    let mut reindents = 0;
+    let root = loop {
+        match read_tree(&current) {
+            Ok(root) => break root,
+            Err(e) => {
+                let line = (reindents < MAX_REINDENTS)
+                    .then(|| underindented_quote_line(&current))
+                    .flatten();
+                let Some(line) = line else {
+                    return Err(e);
+                };
+                current = std::borrow::Cow::Owned(indent_line(&current, line));
+                reindents += 1;
+            }
+        }
+    };
+    let Some(root) = root else {
         return Ok(serde_json::Value::Null);
     };
     let mut decoder = Decoder {

@@ -163,6 +163,17 @@ fn more_errors_as_helm_words_them() {
     ] {
         assert_eq!(json(doc), format!("{prefix}{want}"), "{doc:?}");
     }
+    // A quoted scalar's continuation lines may sit at any indentation, as in libyaml.
+    assert_eq!(json("a: \"x\ny\""), r#"{"a":"x y"}"#);
+    assert_eq!(json("a:\n  b: 'x\ny'"), r#"{"a":{"b":"x y"}}"#);
+    assert_eq!(
+        json("a: 'one\n\n  two\nthree'\nb: 2"),
+        r#"{"a":"one\ntwo three","b":2}"#
+    );
+    assert_eq!(
+        json("k: \"x\ny"),
+        "ERR error converting YAML to JSON: yaml: line 2: found unexpected end of stream"
+    );
     // Tabs after a value indicator, inside flow collections and inside scalars are fine.
     assert_eq!(json("a:\t1"), r#"{"a":1}"#);
     assert_eq!(json("a: [1,\t2]"), r#"{"a":[1,2]}"#);
@@ -208,4 +219,41 @@ fn values_documents_split_as_helm() {
         docs("a: 1\n---x\nb: 2"),
         Err("invalid Yaml document separator: x".to_string())
     );
+}
+
+/// Times each stage of reading a large values file (run with `--ignored --nocapture`, set
+/// `YAML_BENCH` to the file).
+#[test]
+#[ignore = "a timing, not a test"]
+fn timing_stages() {
+    let Ok(path) = std::env::var("YAML_BENCH") else {
+        return;
+    };
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    for _ in 0..3 {
+        let t = std::time::Instant::now();
+        let _ = check_characters(&text);
+        let _ = check_leading_tabs(&text);
+        eprintln!("checks: {:?}", t.elapsed());
+        let t = std::time::Instant::now();
+        let root = read_tree(&text).ok().flatten();
+        eprintln!("read_tree: {:?}", t.elapsed());
+        let t = std::time::Instant::now();
+        let mut decoder = Decoder {
+            decode_count: 0,
+            alias_count: 0,
+            alias_depth: 0,
+        };
+        let go = root.map(|r| decoder.decode(&r, 0));
+        eprintln!("decode: {:?}", t.elapsed());
+        let t = std::time::Instant::now();
+        if let Some(Ok(go)) = go {
+            let _ = check_keys(&go);
+            let _ = first_non_finite(&go);
+            eprintln!("checks2: {:?}", t.elapsed());
+            let t = std::time::Instant::now();
+            let _ = to_json(go);
+            eprintln!("to_json: {:?}", t.elapsed());
+        }
+    }
 }
