@@ -591,8 +591,8 @@ fn glob_at(p: &[char], n: &[char]) -> Option<bool> {
                 ni = sn + 1;
             }
             _ => {
-                // Go reports a malformed pattern even when the name fails earlier; check the
-                // rest so a broken class is "no match" either way.
+                // No star can take more: no match. (A malformed pattern is no match either,
+                // as Helm ignores `filepath.Match`'s error.)
                 return Some(false);
             }
         }
