@@ -106,7 +106,11 @@ pub fn render_values(
         depth(b).cmp(&depth(a)).then_with(|| b.cmp(a))
     });
 
-    let mut set = Set::new(Rc::new(crate::funcs::helm()));
+    // With Go's parameter types, so that calls get Go's argument checks and their errors.
+    let mut set = Set::with_signatures(
+        Rc::new(crate::funcs::helm()),
+        Rc::new(crate::template::helm_signatures()),
+    );
     for name in &order {
         let renderable = &renderables[*name];
         set.parse(name, &renderable.text)
@@ -512,7 +516,8 @@ mod tests {
                  {{ .Capabilities.KubeVersion.GitVersion }}\n\
                  has: {{ .Capabilities.APIVersions.Has \"x.example.com/v1/Widget\" }} \
                  {{ .Capabilities.APIVersions.Has \"apps/v1\" }}\n\
-                 helm: {{ .Capabilities.HelmVersion.Version }}\n\
+                 helm: {{ .Capabilities.HelmVersion.Version }} {{ .Capabilities.KubeVersion }} \
+                 {{ printf \"%v\" .Capabilities.KubeVersion }}\n\
                  get: {{ .Files.Get \"files/b.txt\" }}\
                  lines: {{ .Files.Lines \"files/a.yaml\" }}\n\
                  x: {{ .Values.x }} missing: {{ .Values.nope }}!\n\
@@ -536,7 +541,8 @@ mod tests {
         let out = render(&chart, &values("{}"), &options, &mut env()).unwrap();
         assert_eq!(
             out["c2/templates/t.yaml"],
-            "kube: v1.29.3 1 29 v1.29.3\nhas: true true\nhelm: v4.2\nget: b\n\
+            "kube: v1.29.3 1 29 v1.29.3\nhas: true true\nhelm: v4.2 v1.29.3 {v1.29.3 v1.29.3 1 29}\n\
+             get: b\n\
              lines: [a: 1]\nx: 1e+06 missing: !\nrelease: rel nsx 3 false true Helm\n\
              app: 2.0 c2/templates\n"
         );

@@ -176,6 +176,12 @@ fn index(args: &[Value]) -> Result<Value, String> {
         return Err("index of untyped nil".into());
     }
     for (i, idx) in args.iter().enumerate().skip(1) {
+        // Go map and slice types with methods (Helm's `.Files`) index as their data.
+        if let Value::Object(o) = &item
+            && matches!(o.kind_name(), "map" | "slice")
+        {
+            item = o.to_data();
+        }
         item = match &item {
             Value::Nil if i > 1 => return Err("index of nil pointer".into()),
             Value::List(items, _) => {

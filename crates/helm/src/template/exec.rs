@@ -179,6 +179,15 @@ impl<'a, 's> Exec<'a, 's> {
                     match &v {
                         Value::Nil => self.out.push_str("<no value>"),
                         Value::String(s) => self.out.push_str(s),
+                        // Go prints a struct reached through a pointer with its `String`
+                        // method (Helm's `.Capabilities.KubeVersion` prints `v1.36.0`), where
+                        // `printf "%v"` of the copy shows the fields.
+                        Value::Object(o) => match o.method("String", &[]) {
+                            Some(Ok(Value::String(s))) => self.out.push_str(&s),
+                            _ => {
+                                let _ = write!(self.out, "{v}");
+                            }
+                        },
                         other => {
                             let _ = write!(self.out, "{other}");
                         }

@@ -143,7 +143,9 @@ const SPRIG: &[Row] = &[
     ("osDir", &[String], None),
     ("osExt", &[String], None),
     ("osIsAbs", &[String], None),
-    ("b64enc", &[String], None),
+    // Any, not String: a non-UTF-8 `.Files.Get` reaches it as `[]byte` (a Go string with raw
+    // bytes, which `Value::String` cannot hold); b64enc checks the type itself.
+    ("b64enc", &[Any], None),
     ("b64dec", &[String], None),
     ("b32enc", &[String], None),
     ("b32dec", &[String], None),
