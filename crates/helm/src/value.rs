@@ -358,10 +358,18 @@ pub fn format_float_shortest(x: f64, low: i32, high: i32) -> String {
         return "NaN".into();
     }
     if x.is_infinite() {
-        return if x > 0.0 { "+Inf".into() } else { "-Inf".into() };
+        return if x > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
     }
     if x == 0.0 {
-        return if x.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if x.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     // Rust's `{:e}` gives the shortest round-trip digits: "1.2345e8", "-5e-7".
     let sci = format!("{x:e}");
@@ -427,7 +435,10 @@ mod tests {
     #[test]
     fn maps_and_lists_print_as_go_does() {
         let m = Value::map(BTreeMap::from([
-            ("b".to_string(), Value::list(vec![Value::Int(1), Value::Nil])),
+            (
+                "b".to_string(),
+                Value::list(vec![Value::Int(1), Value::Nil]),
+            ),
             ("a".to_string(), Value::str("x")),
         ]));
         assert_eq!(m.to_string(), "map[a:x b:[1 <nil>]]");
