@@ -28,6 +28,8 @@ pub(crate) fn run_generators(
         let resource = generate(builder, target, args, true, k.generator_options.as_ref())?;
         absorb(acc, resource).map_err(|m| Error::transform(&target.file, "secretGenerator", m))?;
     }
+    // kustomize's builtin generators run in this order, before the `generators:` entries.
+    crate::helm::run(builder, target, acc)?;
     for entry in &k.generators {
         let documents = if entry.contains('\n') || entry.contains(": ") {
             crate::yaml::parse_documents(entry).map_err(|message| Error::Yaml {
@@ -338,7 +340,7 @@ fn string_map(map: &BTreeMap<String, String>) -> Value {
 }
 
 /// Adds a generated object, or merges/replaces an existing one per its behavior.
-fn absorb(acc: &mut Accumulator, mut resource: Resource) -> Result<(), TransformError> {
+pub(crate) fn absorb(acc: &mut Accumulator, mut resource: Resource) -> Result<(), TransformError> {
     let id = resource.current_id();
     let matches: Vec<usize> = acc
         .resources
