@@ -387,3 +387,38 @@ fn merge2_follows_kyaml() {
         "wrong node kind: expected MappingNode but got SequenceNode"
     );
 }
+
+#[test]
+fn charts_load_through_an_overlay_and_a_boundary() {
+    let mut lower = MemoryFs::new();
+    tiny_chart(&mut lower, "checkout/repo/app/charts/tiny");
+    lower.insert("checkout/elsewhere.yaml", "greeting: outside\n");
+    let mut overlay =
+        crate::OverlayFs::mounted(lower, Path::new("/checkout/repo"), Path::new("/src"));
+    overlay.insert(
+        "src/app/kustomization.yaml",
+        "helmCharts:\n- name: tiny\n  releaseName: o\n",
+    );
+    overlay.insert(
+        "src/app/charts/tiny/templates/extra.yaml",
+        "kind: Secret\napiVersion: v1\nmetadata:\n  name: extra\n",
+    );
+    let options = BuildOptions {
+        boundary: Some(PathBuf::from("/src")),
+        ..helm_on()
+    };
+    let objects = build_with(&overlay, Path::new("/src/app"), &options).unwrap();
+    let names: Vec<&str> = objects
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap())
+        .collect();
+    // Files of both layers make the chart; sorted as kustomize's legacy order prints them.
+    assert_eq!(names, ["o-cm", "extra", "o-test"]);
+    // A values file outside the mount is neither read nor named differently from a missing one.
+    overlay.insert(
+        "src/app/kustomization.yaml",
+        "helmCharts:\n- name: tiny\n  valuesFile: ../../elsewhere.yaml\n",
+    );
+    let error = build_with(&overlay, Path::new("/src/app"), &options).unwrap_err();
+    assert!(matches!(error, Error::OutsideBoundary { .. }), "{error}");
+}
