@@ -50,12 +50,19 @@ pub(crate) fn run_generators(
             let secret = match (builtin, kind) {
                 (true, "ConfigMapGenerator") => false,
                 (true, "SecretGenerator") => true,
+                (true, "HelmChartInflationGenerator") => {
+                    let (globals, chart) = crate::helm::plugin_config(document).map_err(|e| {
+                        Error::transform(&target.file, "generators", TransformError::Json(e))
+                    })?;
+                    crate::helm::run_one(builder, target, &globals, &chart, "generators", acc)?;
+                    continue;
+                }
                 _ => {
                     return Err(Error::Unsupported {
                         path: target.file.clone(),
                         field: "generators".into(),
                         hint: format!(
-                            ": generator {kind:?} (only builtin ConfigMapGenerator and SecretGenerator; no exec plugins)"
+                            ": generator {kind:?} (only builtin ConfigMapGenerator, SecretGenerator and HelmChartInflationGenerator; no exec plugins)"
                         ),
                     });
                 }

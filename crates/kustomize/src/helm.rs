@@ -84,37 +84,71 @@ pub(crate) fn run(
     acc: &mut Accumulator,
 ) -> Result<(), Error> {
     let k = &target.kustomization;
-    if k.helm_charts.is_empty() {
-        return Ok(());
+    let globals = k.helm_globals.clone().unwrap_or_default();
+    for chart in &k.helm_charts {
+        run_one(builder, target, &globals, chart, FIELD, acc)?;
     }
+    Ok(())
+}
+
+/// Inflates one chart into `acc`; `field` (`helmCharts` or `generators`) is named in errors.
+pub(crate) fn run_one(
+    builder: &Builder<'_>,
+    target: &Target,
+    globals: &HelmGlobals,
+    chart: &HelmChart,
+    field: &str,
+    acc: &mut Accumulator,
+) -> Result<(), Error> {
     if !builder.options.enable_helm {
         // kustomize refuses while configuring the generator, before reading anything.
         return Err(Error::invalid(
             &target.file,
-            FIELD,
+            field,
             format!("trouble configuring builtin {KIND}: must specify --enable-helm"),
         ));
     }
-    let globals = k.helm_globals.clone().unwrap_or_default();
-    for chart in &k.helm_charts {
-        let label = if chart.name.is_empty() {
-            String::from("chart")
-        } else {
-            format!("chart {:?}", chart.name)
-        };
-        let fail =
-            |message: String| Error::invalid(&target.file, FIELD, format!("{label}: {message}"));
-        let objects = inflate(builder, target, &globals, chart, &fail)?;
-        for object in objects {
-            let mut resource = Resource::new(object);
-            if builder.track_origins() {
-                resource.origin = Some(builder.configured_origin(target, KIND));
-            }
-            crate::generate::absorb(acc, resource)
-                .map_err(|message| Error::transform(&target.file, FIELD, message))?;
+    let label = if chart.name.is_empty() {
+        String::from("chart")
+    } else {
+        format!("chart {:?}", chart.name)
+    };
+    let fail = |message: String| Error::invalid(&target.file, field, format!("{label}: {message}"));
+    let objects = inflate(builder, target, globals, chart, &fail)?;
+    for object in objects {
+        let mut resource = Resource::new(object);
+        if builder.track_origins() {
+            resource.origin = Some(builder.configured_origin(target, KIND));
         }
+        crate::generate::absorb(acc, resource)
+            .map_err(|message| Error::transform(&target.file, field, message))?;
     }
     Ok(())
+}
+
+/// A builtin `HelmChartInflationGenerator` configuration listed under `generators:` (the
+/// chart's fields and `chartHome`/`configHome` side by side, `metadata` ignored) read into
+/// the globals and chart of `helmCharts`.
+pub(crate) fn plugin_config(
+    mut document: Value,
+) -> Result<(HelmGlobals, HelmChart), serde_json::Error> {
+    let mut globals = HelmGlobals::default();
+    if let Some(map) = document.as_object_mut() {
+        for key in ["apiVersion", "kind", "metadata"] {
+            map.remove(key);
+        }
+        let mut text = |key: &str| match map.remove(key) {
+            Some(Value::String(s)) => Ok(s),
+            Some(Value::Null) | None => Ok(String::new()),
+            Some(other) => Err(<serde_json::Error as serde::de::Error>::custom(format!(
+                "{key}: expected a string, found {other}"
+            ))),
+        };
+        globals.chart_home = text("chartHome")?;
+        globals.config_home = text("configHome")?;
+    }
+    let chart = serde_json::from_value(document)?;
+    Ok((globals, chart))
 }
 
 /// Renders one chart into its objects.

@@ -422,3 +422,22 @@ fn charts_load_through_an_overlay_and_a_boundary() {
     let error = build_with(&overlay, Path::new("/src/app"), &options).unwrap_err();
     assert!(matches!(error, Error::OutsideBoundary { .. }), "{error}");
 }
+
+#[test]
+fn builtin_generator_configs_render_charts_too() {
+    let mut fs = MemoryFs::new();
+    tiny_chart(&mut fs, "app/vendor/tiny");
+    fs.insert(
+        "app/helm.yaml",
+        "apiVersion: builtin\nkind: HelmChartInflationGenerator\nmetadata:\n  name: tiny\nname: tiny\nchartHome: vendor\nreleaseName: g\nskipTests: true\n",
+    );
+    fs.insert("app/kustomization.yaml", "generators: [helm.yaml]\n");
+    let objects = build_memory(&fs, &helm_on()).unwrap();
+    assert_eq!(objects.len(), 1);
+    assert_eq!(objects[0]["metadata"]["name"], "g-cm");
+    let message = build_memory(&fs, &BuildOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("generators"), "{message}");
+    assert!(message.contains("must specify --enable-helm"), "{message}");
+}
