@@ -30,6 +30,9 @@ struct BuildArgs {
     /// Which files kustomizations may read.
     #[arg(long = "load-restrictor", value_enum, default_value_t = Restrictor::LoadRestrictionsRootOnly)]
     load_restrictor: Restrictor,
+    /// Render `helmCharts` natively (charts present under `chartHome`; never pulled).
+    #[arg(long = "enable-helm")]
+    enable_helm: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -54,6 +57,7 @@ pub fn run(args: &KustomizeArgs) -> anyhow::Result<ExitCode> {
                     Restrictor::LoadRestrictionsRootOnly => LoadRestrictor::RootOnly,
                     Restrictor::LoadRestrictionsNone => LoadRestrictor::None,
                 },
+                enable_helm: build.enable_helm,
                 ..BuildOptions::default()
             };
             match capstan_kustomize::build(&build.dir, &options) {

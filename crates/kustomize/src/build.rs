@@ -42,6 +42,11 @@ pub struct BuildOptions {
     /// default) keeps `kubectl kustomize`'s behaviour, where `../` directories may be read
     /// from anywhere.
     pub boundary: Option<PathBuf>,
+    /// Render `helmCharts` (kustomize's `--enable-helm`) with the native Helm engine, from
+    /// charts present under the chart home; never pulled. Off by default, where a
+    /// kustomization with charts fails as kustomize does without the flag. Flux's
+    /// kustomize-controller never enables it.
+    pub enable_helm: bool,
 }
 
 /// The version string of the managed-by label (kubectl's embedded kustomize prints `(devel)`).
@@ -298,7 +303,12 @@ impl Builder<'_> {
     /// `entry` of `field` joined to the target's directory: refused when it is a remote URL,
     /// or when it leaves the outer boundary — lexically or through a symbolic link — with
     /// the same error whether or not the path exists.
-    fn confine(&self, target: &Target, entry: &str, field: &str) -> Result<PathBuf, Error> {
+    pub(crate) fn confine(
+        &self,
+        target: &Target,
+        entry: &str,
+        field: &str,
+    ) -> Result<PathBuf, Error> {
         if is_remote(entry) {
             return Err(Error::Remote {
                 path: target.file.clone(),
@@ -412,18 +422,6 @@ impl Builder<'_> {
         mut acc: Accumulator,
     ) -> Result<Accumulator, Error> {
         let k = &target.kustomization;
-        if !k.helm_charts.is_empty()
-            || !k.helm_chart_inflation_generator.is_empty()
-            || k.helm_globals.is_some()
-        {
-            return Err(Error::Unsupported {
-                path: target.file.clone(),
-                field: "helmCharts".into(),
-                hint:
-                    "; hint: render the chart with a HelmRelease, or vendor its output as resources"
-                        .into(),
-            });
-        }
         if !k.validators.is_empty() {
             return Err(Error::Unsupported {
                 path: target.file.clone(),
@@ -669,7 +667,7 @@ impl Builder<'_> {
 }
 
 /// Expands `kind: List` (and `*List`) documents into their items.
-fn expand_lists(document: Value) -> Vec<Value> {
+pub(crate) fn expand_lists(document: Value) -> Vec<Value> {
     let is_list = document
         .get("kind")
         .and_then(Value::as_str)
@@ -767,6 +765,7 @@ pub(crate) fn parse_kustomization(text: &str, file: &Path) -> Result<Kustomizati
             path: file.to_path_buf(),
             message: describe_serde_error(&error.to_string()),
         })?;
+    crate::helm::fix_legacy(&mut kustomization);
     let image_tags = std::mem::take(&mut kustomization.image_tags);
     kustomization.images.extend(image_tags);
     match kustomization.kind.as_str() {
@@ -849,7 +848,10 @@ mod tests {
             "{unknown}"
         );
         let helm = run(&[("app/kustomization.yaml", "helmCharts:\n- name: x\n")]).unwrap_err();
-        assert!(helm.to_string().contains("not supported yet"), "{helm}");
+        assert!(
+            helm.to_string().contains("must specify --enable-helm"),
+            "{helm}"
+        );
         let remote = run(&[(
             "app/kustomization.yaml",
             "resources:\n- https://github.com/x/y//z?ref=v1\n",

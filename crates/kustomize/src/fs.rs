@@ -25,6 +25,16 @@ pub trait FileSystem {
         let _ = path;
         None
     }
+    /// The names of the entries of the directory `path`, in no particular order. Only
+    /// `helmCharts` lists directories (to load a chart); file systems that cannot list answer
+    /// with an [`io::ErrorKind::Unsupported`] error, which is the default.
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        let _ = path;
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file system cannot list directories",
+        ))
+    }
 }
 
 impl<F: FileSystem + ?Sized> FileSystem for &F {
@@ -42,6 +52,9 @@ impl<F: FileSystem + ?Sized> FileSystem for &F {
     }
     fn read_link(&self, path: &Path) -> Option<PathBuf> {
         (**self).read_link(path)
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        (**self).read_dir(path)
     }
 }
 
@@ -69,6 +82,21 @@ impl FileSystem for DiskFs {
         } else {
             None
         }
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(path)? {
+            let name = entry?.file_name();
+            // A name that is not UTF-8 could not be named by any kustomization or chart file.
+            let name = name.into_string().map_err(|name| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("file name {} is not UTF-8", Path::new(&name).display()),
+                )
+            })?;
+            names.push(name);
+        }
+        Ok(names)
     }
 }
 
@@ -232,6 +260,10 @@ impl FileSystem for Confined<'_> {
         let real = self.resolve(path.parent()?)?;
         self.inner.read_link(&real.join(path.file_name()?))
     }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        let real = self.resolve(path).ok_or_else(outside_error)?;
+        self.inner.read_dir(&real)
+    }
 }
 
 /// `path` made absolute against the working directory, normalised.
@@ -279,6 +311,35 @@ impl FileSystem for MemoryFs {
     }
     fn exists(&self, path: &Path) -> bool {
         self.files.contains_key(path) || self.is_dir(path)
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        if self.files.contains_key(path) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                "not a directory",
+            ));
+        }
+        let mut names: Vec<String> = Vec::new();
+        for file in self.files.keys() {
+            let Ok(rest) = file.strip_prefix(path) else {
+                continue;
+            };
+            if let Some(Component::Normal(first)) = rest.components().next() {
+                let first = first.to_string_lossy();
+                if names.last().is_none_or(|last| *last != first) {
+                    names.push(first.into_owned());
+                }
+            }
+        }
+        names.sort();
+        names.dedup();
+        if names.is_empty() && path != Path::new("/") {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "no such file or directory",
+            ));
+        }
+        Ok(names)
     }
 }
 
@@ -463,6 +524,35 @@ impl<F: FileSystem> FileSystem for OverlayFs<F> {
                 .and_then(|canonical| normal.strip_prefix(canonical).ok())
         });
         Some(inside.map_or(target, |rest| mount.at.join(rest)))
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<String>> {
+        if self.upper.files.contains_key(path) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                "not a directory",
+            ));
+        }
+        let mut names = self.upper.read_dir(path).unwrap_or_default();
+        if let Some(mount) = self.mount.as_ref().filter(|_| self.above_mount(path))
+            && let Ok(rest) = mount.at.strip_prefix(path)
+            && let Some(Component::Normal(first)) = rest.components().next()
+        {
+            names.push(first.to_string_lossy().into_owned());
+        }
+        if let Some(lower) = self.below(path)
+            && self.lower.is_dir(&lower)
+        {
+            names.extend(self.lower.read_dir(&lower)?);
+        }
+        if names.is_empty() && !self.is_dir(path) {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "no such file or directory",
+            ));
+        }
+        names.sort();
+        names.dedup();
+        Ok(names)
     }
 }
 

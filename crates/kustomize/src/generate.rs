@@ -28,6 +28,8 @@ pub(crate) fn run_generators(
         let resource = generate(builder, target, args, true, k.generator_options.as_ref())?;
         absorb(acc, resource).map_err(|m| Error::transform(&target.file, "secretGenerator", m))?;
     }
+    // kustomize's builtin generators run in this order, before the `generators:` entries.
+    crate::helm::run(builder, target, acc)?;
     for entry in &k.generators {
         let documents = if entry.contains('\n') || entry.contains(": ") {
             crate::yaml::parse_documents(entry).map_err(|message| Error::Yaml {
@@ -48,12 +50,19 @@ pub(crate) fn run_generators(
             let secret = match (builtin, kind) {
                 (true, "ConfigMapGenerator") => false,
                 (true, "SecretGenerator") => true,
+                (true, "HelmChartInflationGenerator") => {
+                    let (globals, chart) = crate::helm::plugin_config(document).map_err(|e| {
+                        Error::transform(&target.file, "generators", TransformError::Json(e))
+                    })?;
+                    crate::helm::run_one(builder, target, &globals, &chart, "generators", acc)?;
+                    continue;
+                }
                 _ => {
                     return Err(Error::Unsupported {
                         path: target.file.clone(),
                         field: "generators".into(),
                         hint: format!(
-                            ": generator {kind:?} (only builtin ConfigMapGenerator and SecretGenerator; no exec plugins)"
+                            ": generator {kind:?} (only builtin ConfigMapGenerator, SecretGenerator and HelmChartInflationGenerator; no exec plugins)"
                         ),
                     });
                 }
@@ -338,7 +347,7 @@ fn string_map(map: &BTreeMap<String, String>) -> Value {
 }
 
 /// Adds a generated object, or merges/replaces an existing one per its behavior.
-fn absorb(acc: &mut Accumulator, mut resource: Resource) -> Result<(), TransformError> {
+pub(crate) fn absorb(acc: &mut Accumulator, mut resource: Resource) -> Result<(), TransformError> {
     let id = resource.current_id();
     let matches: Vec<usize> = acc
         .resources

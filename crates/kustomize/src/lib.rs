@@ -34,7 +34,9 @@
 //! * With [`BuildOptions::boundary`] set, no file outside that directory is ever read, by
 //!   any field, even through symbolic links; the refusal is the same whether or not the path
 //!   exists outside.
-//! * Remote bases and exec/Go plugins are never used; `helmCharts` fails with a clear error.
+//! * Remote bases and exec/Go plugins are never used. `helmCharts` is rendered natively
+//!   (no `helm` binary, no chart pulls) only with [`BuildOptions::enable_helm`]; without it,
+//!   it fails as kustomize does without `--enable-helm`.
 //! * No panics on bad input.
 //!
 //! # Errors
@@ -48,6 +50,7 @@ mod error;
 mod fieldspec;
 mod fs;
 mod generate;
+mod helm;
 mod resource;
 mod smp;
 mod transform;

@@ -84,15 +84,17 @@ pub struct Kustomization {
     /// Secret generators.
     #[serde(default)]
     pub secret_generator: Vec<GeneratorArgs>,
-    /// Helm settings (not supported yet).
+    /// Settings shared by every chart of `helmCharts` (rendered only with
+    /// [`crate::BuildOptions::enable_helm`]).
     #[serde(default)]
-    pub helm_globals: Option<Value>,
-    /// Helm charts (not supported yet).
+    pub helm_globals: Option<HelmGlobals>,
+    /// Helm charts inflated into resources (only with [`crate::BuildOptions::enable_helm`]).
     #[serde(default)]
-    pub helm_charts: Vec<Value>,
-    /// Legacy Helm generator (not supported yet).
+    pub helm_charts: Vec<HelmChart>,
+    /// Legacy spelling of `helmCharts`; parsing moves its entries into `helm_charts` and
+    /// `helm_globals`, as kustomize does.
     #[serde(default)]
-    pub helm_chart_inflation_generator: Vec<Value>,
+    pub helm_chart_inflation_generator: Vec<HelmChartArgs>,
     /// Options applied to every generator.
     #[serde(default)]
     pub generator_options: Option<GeneratorOptions>,
@@ -364,4 +366,121 @@ pub enum ReplacementField {
     },
     /// An inline replacement.
     Inline(Value),
+}
+
+/// `helmGlobals`: settings shared by the charts of a kustomization.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HelmGlobals {
+    /// The directory holding one subdirectory per chart, relative to the kustomization
+    /// (default `charts`).
+    #[serde(default)]
+    pub chart_home: String,
+    /// Helm's configuration directory; unused, as no Helm binary runs.
+    #[serde(default)]
+    pub config_home: String,
+}
+
+/// An entry of `helmCharts` (kustomize's `HelmChart`): one chart inflated with `helm
+/// template`'s options.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HelmChart {
+    /// The chart's name: its directory under the chart home.
+    #[serde(default)]
+    pub name: String,
+    /// The chart's version; with `repo`, the chart is looked for under `NAME-VERSION/`.
+    #[serde(default)]
+    pub version: String,
+    /// The repository kustomize would pull from; Capstan never pulls.
+    #[serde(default)]
+    pub repo: String,
+    /// The release name (`helm template NAME`); Helm's `release-name` when empty.
+    #[serde(default)]
+    pub release_name: String,
+    /// `.Release.Namespace` (`--namespace`).
+    #[serde(default)]
+    pub namespace: String,
+    /// Values files applied after `valuesFile`, relative to the kustomization.
+    #[serde(default)]
+    pub additional_values_files: Vec<String>,
+    /// A values file used instead of the chart's `values.yaml`, relative to the kustomization.
+    #[serde(default)]
+    pub values_file: String,
+    /// Values given inline.
+    #[serde(default)]
+    pub values_inline: Option<serde_json::Map<String, Value>>,
+    /// How `valuesInline` combines with the values file: `override` (default), `merge` or
+    /// `replace`.
+    #[serde(default)]
+    pub values_merge: String,
+    /// `--include-crds`.
+    #[serde(default, rename = "includeCRDs")]
+    pub include_crds: bool,
+    /// `--no-hooks`.
+    #[serde(default)]
+    pub skip_hooks: bool,
+    /// `--api-versions`.
+    #[serde(default)]
+    pub api_versions: Vec<String>,
+    /// `--kube-version`.
+    #[serde(default)]
+    pub kube_version: String,
+    /// `--name-template`.
+    #[serde(default)]
+    pub name_template: String,
+    /// `--skip-tests`.
+    #[serde(default)]
+    pub skip_tests: bool,
+    /// `--debug`: a failed render's message keeps no hint.
+    #[serde(default)]
+    pub debug: bool,
+    /// Allow development versions when pulling; unused, as Capstan never pulls.
+    #[serde(default)]
+    pub devel: bool,
+}
+
+/// An entry of the legacy `helmChartInflationGenerator` field (kustomize's `HelmChartArgs`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HelmChartArgs {
+    /// The chart's name.
+    #[serde(default)]
+    pub chart_name: String,
+    /// The chart's version.
+    #[serde(default)]
+    pub chart_version: String,
+    /// The chart's repository.
+    #[serde(default)]
+    pub chart_repo_url: String,
+    /// The chart home (the last non-empty one becomes `helmGlobals.chartHome`).
+    #[serde(default)]
+    pub chart_home: String,
+    /// Unused (as in kustomize).
+    #[serde(default)]
+    pub chart_repo_name: String,
+    /// Unused: no Helm binary runs.
+    #[serde(default)]
+    pub helm_bin: String,
+    /// Becomes `helmGlobals.configHome`.
+    #[serde(default)]
+    pub helm_home: String,
+    /// The values file.
+    #[serde(default)]
+    pub values: String,
+    /// Inline values.
+    #[serde(default)]
+    pub values_local: Option<serde_json::Map<String, Value>>,
+    /// How inline values combine with the values file.
+    #[serde(default)]
+    pub values_merge: String,
+    /// The release name.
+    #[serde(default)]
+    pub release_name: String,
+    /// Unused (as in kustomize).
+    #[serde(default)]
+    pub release_namespace: String,
+    /// Unused (as in kustomize).
+    #[serde(default)]
+    pub extra_args: Vec<String>,
 }

@@ -17,14 +17,21 @@ struct Pattern {
 }
 
 /// The rules of a `.helmignore` file plus Helm's default (`templates/.?*`).
+///
+/// Public for callers walking a chart directory on another file system than the disk (see
+/// [`crate::chart::load_dir_files`]): they skip what [`Rules::ignored`] says, as Helm's walk does.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Rules {
+pub struct Rules {
     patterns: Vec<Pattern>,
 }
 
 impl Rules {
     /// Parses a `.helmignore` file and appends Helm's defaults.
-    pub(crate) fn parse(text: &str) -> Result<Rules, String> {
+    ///
+    /// # Errors
+    ///
+    /// A `**` pattern or a malformed glob, in Helm's words.
+    pub fn parse(text: &str) -> Result<Rules, String> {
         let mut rules = Rules::default();
         for line in text.lines() {
             rules.add(line)?;
@@ -71,7 +78,7 @@ impl Rules {
     }
 
     /// Whether `path` (relative to the chart root, `/`-separated) is ignored.
-    pub(crate) fn ignored(&self, path: &str, is_dir: bool) -> bool {
+    pub fn ignored(&self, path: &str, is_dir: bool) -> bool {
         if path.is_empty() || path == "." || path == "./" {
             return false;
         }

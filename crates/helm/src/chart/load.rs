@@ -42,6 +42,40 @@ pub fn load(path: impl AsRef<Path>) -> Result<Chart, Error> {
     load_archive(&bytes)
 }
 
+/// Loads a chart from the files of a chart directory that the caller read from another file
+/// system than the disk (an in-memory tree, an unpacked artifact). `files` are named relative
+/// to the chart root, `/`-separated, in the order a directory walk visits them (each
+/// directory's entries in byte order), with what `.helmignore` ([`super::IgnoreRules`]) ignores
+/// already left out; links must already be resolved and kept inside the chart by the caller.
+/// The size caps of [`load`] apply.
+///
+/// # Errors
+///
+/// A file or the whole chart over [`MAX_FILE_SIZE`]/[`MAX_CHART_SIZE`], or what loading a
+/// directory reports (a missing or malformed `Chart.yaml`, bad values, subcharts).
+pub fn load_dir_files(files: Vec<File>) -> Result<Chart, Error> {
+    let mut total: u64 = 0;
+    let mut checked = Vec::with_capacity(files.len());
+    for mut file in files {
+        let size = file.data.len() as u64;
+        if size > MAX_FILE_SIZE {
+            return Err(Error::new(format!(
+                "chart file {:?} is larger than the maximum file size {MAX_FILE_SIZE}",
+                file.name
+            )));
+        }
+        total = total.saturating_add(size);
+        if total > MAX_CHART_SIZE {
+            return Err(Error::new(format!(
+                "the chart is larger than the maximum size {MAX_CHART_SIZE}"
+            )));
+        }
+        strip_bom(&mut file.data);
+        checked.push(file);
+    }
+    load_files(checked, 0, &mut total)
+}
+
 /// Loads a chart from the bytes of a `.tgz` archive (one top directory holding the chart).
 pub fn load_archive(bytes: &[u8]) -> Result<Chart, Error> {
     load_archive_at(bytes, 0, &mut 0)

@@ -30,7 +30,8 @@ mod metadata;
 mod schema;
 mod values;
 
-pub use load::{MAX_CHART_SIZE, MAX_FILE_SIZE, load, load_archive};
+pub use ignore::Rules as IgnoreRules;
+pub use load::{MAX_CHART_SIZE, MAX_FILE_SIZE, load, load_archive, load_dir_files};
 pub use values::{
     GLOBAL_KEY, Values, coalesce_tables, coalesce_values, merge_maps, merge_values, read_values,
 };
