@@ -362,6 +362,9 @@ fn seq(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 }
 
 #[cfg(test)]
+mod oracle_tests;
+
+#[cfg(test)]
 mod tests {
     use super::super::reflect::tests::{call, dict, int, list, s, show};
     use super::*;
