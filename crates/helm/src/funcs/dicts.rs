@@ -326,6 +326,8 @@ fn copy_value_at(v: &Value, depth: usize) -> Result<Value, String> {
                 .collect::<Result<BTreeMap<_, _>, String>>()?;
             Value::map(entries)
         }
+        // A nil list stays nil (and has nothing to copy).
+        Value::List(..) if v.is_nil_list() => v.clone(),
         Value::List(items, kind) => Value::List(
             Rc::new(
                 items
