@@ -104,10 +104,17 @@ impl Builtin {
             Builtin::Urlquery => Ok(Value::from(query_escape(&eval_args(args)))),
             Builtin::Eq => eq(args).map(Value::Bool),
             Builtin::Ne => eq(args).map(|b| Value::Bool(!b)),
-            Builtin::Lt => lt(&args[0], &args[1]).map(Value::Bool),
-            Builtin::Le => le(&args[0], &args[1]).map(Value::Bool),
-            Builtin::Gt => le(&args[0], &args[1]).map(|b| Value::Bool(!b)),
-            Builtin::Ge => lt(&args[0], &args[1]).map(|b| Value::Bool(!b)),
+            Builtin::Lt | Builtin::Le | Builtin::Gt | Builtin::Ge => {
+                let [a, b] = args else {
+                    return Err(format!("wrong number of args: want 2 got {}", args.len()));
+                };
+                match self {
+                    Builtin::Lt => lt(a, b).map(Value::Bool),
+                    Builtin::Le => le(a, b).map(Value::Bool),
+                    Builtin::Gt => le(a, b).map(|t| Value::Bool(!t)),
+                    _ => lt(a, b).map(|t| Value::Bool(!t)),
+                }
+            }
             Builtin::And | Builtin::Or | Builtin::Call => Err("internal error".into()),
         }
     }

@@ -13,12 +13,12 @@ use std::rc::Rc;
 use super::builtins::{Arity, Builtin, elements_are_interfaces};
 use super::lex::go_quote;
 use super::parse::{Arg, Command, Func, Node, Number, Pipe, Tree, line_at};
-use super::{Call, Env, Error, Runtime, Set};
-use crate::value::Value;
+use super::{Call, Env, Error, Param, Runtime, Set, Signature};
+use crate::value::{ListKind, Value};
 
 /// How deep `{{template}}` calls may nest. Go allows 100000; each level costs native stack
 /// (grown on the heap by `stacker`), so the cap is lower, with Go's message.
-pub(crate) const MAX_TEMPLATE_DEPTH: usize = 10_000;
+pub const MAX_TEMPLATE_DEPTH: usize = 10_000;
 
 const RED_ZONE: usize = 128 * 1024;
 const STACK_CHUNK: usize = 2 * 1024 * 1024;
@@ -192,8 +192,10 @@ impl<'a, 's> Exec<'a, 's> {
             }
             Node::Range(b) => {
                 let mark = self.vars.len();
-                self.walk_range(dot, b)?;
+                // Only the `else` part can pass a `continue` on to an enclosing range.
+                let flow = self.walk_range(dot, b)?;
                 self.vars.truncate(mark);
+                return Ok(flow);
             }
             Node::Template { name, pipe, .. } => {
                 self.walk_template(dot, node, name, pipe.as_ref())?;
@@ -204,7 +206,7 @@ impl<'a, 's> Exec<'a, 's> {
         Ok(Flow::Normal)
     }
 
-    fn walk_range(&mut self, dot: &Val, b: &'a super::parse::Branch) -> R<()> {
+    fn walk_range(&mut self, dot: &Val, b: &'a super::parse::Branch) -> R<Flow> {
         let v = self.eval_pipeline(dot, &b.pipe)?;
         let mark = self.vars.len();
         let decls = b.pipe.decl.len();
@@ -237,7 +239,7 @@ impl<'a, 's> Exec<'a, 's> {
                         break;
                     }
                 }
-                return Ok(());
+                return Ok(Flow::Normal);
             }
             Value::Bytes(bytes) if !bytes.is_empty() => {
                 for (i, byte) in bytes.iter().enumerate() {
@@ -250,7 +252,7 @@ impl<'a, 's> Exec<'a, 's> {
                         break;
                     }
                 }
-                return Ok(());
+                return Ok(Flow::Normal);
             }
             Value::Map(m) => {
                 // A snapshot: the body may modify the map (Sprig's `set`).
@@ -269,7 +271,7 @@ impl<'a, 's> Exec<'a, 's> {
                             break;
                         }
                     }
-                    return Ok(());
+                    return Ok(Flow::Normal);
                 }
             }
             Value::Int(n) | Value::Int64(n) => {
@@ -288,16 +290,21 @@ impl<'a, 's> Exec<'a, 's> {
                             break;
                         }
                     }
-                    return Ok(());
+                    return Ok(Flow::Normal);
                 }
             }
             Value::Nil | Value::List(..) | Value::Bytes(_) => {}
             other => return Err(self.error(format!("range can't iterate over {other}"))),
         }
-        if let Some(e) = &b.else_list {
-            self.walk_list(dot, e)?;
+        // As in Go, a `break` ends the innermost range even from its `else` part, while a
+        // `continue` there continues the enclosing range.
+        match &b.else_list {
+            Some(e) => match self.walk_list(dot, e)? {
+                Flow::Break => Ok(Flow::Normal),
+                flow => Ok(flow),
+            },
+            None => Ok(Flow::Normal),
         }
-        Ok(())
     }
 
     fn walk_template(
@@ -518,6 +525,7 @@ impl<'a, 's> Exec<'a, 's> {
                 if let Some(f) = fin.clone() {
                     argv.push(f);
                 }
+                self.at = At::Arg(node);
                 if let Some(result) = o.method(name, &argv) {
                     return match result {
                         Ok(v) => Ok(Val::plain(v)),
@@ -573,6 +581,115 @@ impl<'a, 's> Exec<'a, 's> {
         }
     }
 
+    fn check_arity(&self, name: &str, sig: &Signature, args: usize, num_in: usize) -> R<()> {
+        let fixed = sig.params.len();
+        if sig.variadic.is_some() {
+            if num_in < fixed {
+                return Err(self.error(format!(
+                    "wrong number of args for {name}: want at least {fixed} got {args}"
+                )));
+            }
+        } else if num_in != fixed {
+            return Err(self.error(format!(
+                "wrong number of args for {name}: want {fixed} got {num_in}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Evaluates an argument for a parameter of type `param` (Go's `evalArg`).
+    fn eval_typed_arg(&mut self, dot: &Val, param: Param, n: &'a Arg) -> R<Value> {
+        if param == Param::Any {
+            return self.eval_arg(dot, n).map(|v| v.v);
+        }
+        self.at = At::Arg(n);
+        let t = param.go_name();
+        match n {
+            Arg::Nil(_) => {
+                if matches!(param, Param::List | Param::StringList | Param::Map) {
+                    Ok(Value::Nil)
+                } else {
+                    Err(self.error(format!("cannot assign nil to {t}")))
+                }
+            }
+            Arg::Bool(_, b) => match param {
+                Param::Bool => Ok(Value::Bool(*b)),
+                _ => Err(self.literal_mismatch(param, n)),
+            },
+            Arg::String { value, .. } => match param {
+                Param::String => Ok(value.clone()),
+                _ => Err(self.literal_mismatch(param, n)),
+            },
+            Arg::Number { value, .. } => match (param, value) {
+                (Param::Int, Number::Int(i)) => Ok(Value::Int(*i)),
+                (Param::Int64, Number::Int(i)) => Ok(Value::Int64(*i)),
+                (Param::Int | Param::Int64, Number::Float(f))
+                    if f.fract() == 0.0 && f.abs() < 9.2e18 =>
+                {
+                    let i = *f as i64;
+                    Ok(if param == Param::Int {
+                        Value::Int(i)
+                    } else {
+                        Value::Int64(i)
+                    })
+                }
+                (Param::Float64, Number::Int(i)) => Ok(Value::Float(*i as f64)),
+                (Param::Float64, Number::Float(f)) => Ok(Value::Float(*f)),
+                _ => Err(self.literal_mismatch(param, n)),
+            },
+            _ => {
+                let v = self.eval_arg(dot, n)?;
+                self.validate_type(v, param)
+            }
+        }
+    }
+
+    fn literal_mismatch(&self, param: Param, n: &Arg) -> Error {
+        let found = n.to_go_string();
+        match param {
+            Param::Bool => self.error(format!("expected bool; found {found}")),
+            Param::String => self.error(format!("expected string; found {found}")),
+            Param::Int | Param::Int64 => self.error(format!("expected integer; found {found}")),
+            Param::Float64 => self.error(format!("expected float; found {found}")),
+            _ => self.error(format!(
+                "can't handle {found} for arg of type {}",
+                param.go_name()
+            )),
+        }
+    }
+
+    /// Go's `validateType`: the value must have exactly the parameter's type.
+    fn validate_type(&self, v: Val, param: Param) -> R<Value> {
+        let t = param.go_name();
+        let ok = match (&v.v, param) {
+            (Value::Nil, _) if !v.iface && param != Param::Any => {
+                if matches!(param, Param::List | Param::StringList | Param::Map) {
+                    return Ok(Value::Nil);
+                }
+                return Err(self.error(format!("invalid value; expected {t}")));
+            }
+            (Value::String(_), Param::String)
+            | (_, Param::Any)
+            | (Value::Int(_), Param::Int)
+            | (Value::Int64(_), Param::Int64)
+            | (Value::Float(_), Param::Float64)
+            | (Value::Bool(_), Param::Bool)
+            | (Value::List(_, ListKind::Any), Param::List)
+            | (Value::List(_, ListKind::String), Param::StringList)
+            | (Value::Map(_), Param::Map) => true,
+            _ => false,
+        };
+        if ok {
+            return Ok(v.v);
+        }
+        let got = if v.v.is_nil() {
+            "interface {}".to_string()
+        } else {
+            v.v.type_name()
+        };
+        Err(self.error(format!("wrong type for value; expected {t}; got {got}")))
+    }
+
     /// Evaluates an argument for a `string` parameter (`printf`'s format).
     fn eval_string_arg(&mut self, dot: &Val, n: &'a Arg) -> R<Value> {
         self.at = At::Arg(n);
@@ -619,12 +736,36 @@ impl<'a, 's> Exec<'a, 's> {
         let num_in = args.len() + usize::from(fin.is_some());
         match func {
             Func::User(f) => {
+                let signature = self.set.signature(name);
                 let mut argv = Vec::with_capacity(num_in);
-                for a in args {
-                    argv.push(self.eval_arg(dot, a)?.v);
-                }
-                if let Some(v) = fin {
-                    argv.push(v);
+                if let Some(sig) = signature {
+                    self.check_arity(name, &sig, args.len(), num_in)?;
+                    for (i, a) in args.iter().enumerate() {
+                        let param = sig
+                            .params
+                            .get(i)
+                            .copied()
+                            .or(sig.variadic)
+                            .unwrap_or(Param::Any);
+                        argv.push(self.eval_typed_arg(dot, param, a)?);
+                    }
+                    if let Some(v) = fin {
+                        let i = num_in - 1;
+                        let param = sig
+                            .params
+                            .get(i)
+                            .copied()
+                            .or(sig.variadic)
+                            .unwrap_or(Param::Any);
+                        argv.push(self.validate_type(Val::plain(v), param)?);
+                    }
+                } else {
+                    for a in args {
+                        argv.push(self.eval_arg(dot, a)?.v);
+                    }
+                    if let Some(v) = fin {
+                        argv.push(v);
+                    }
                 }
                 let result = {
                     let mut rt = Rt {

@@ -500,12 +500,7 @@ impl Lexer<'_> {
             });
             return State::InsideAction;
         }
-        while let Some(c) = self.peek_char() {
-            if !is_alnum(c) {
-                break;
-            }
-            self.pos += c.len_utf8();
-        }
+        self.scan_alnum();
         if !self.at_terminator() {
             let c = self.peek_char().unwrap_or('\0');
             return self.error(format!("bad character {}", go_rune_u(c)));
@@ -514,13 +509,23 @@ impl Lexer<'_> {
         State::InsideAction
     }
 
-    fn lex_identifier(&mut self) -> State {
-        while let Some(c) = self.peek_char() {
-            if !is_alnum(c) {
-                break;
+    /// Skips letters, digits and `_` (ASCII fast, Unicode correct).
+    fn scan_alnum(&mut self) {
+        loop {
+            match self.bytes.get(self.pos) {
+                Some(b) if b.is_ascii_alphanumeric() || *b == b'_' => self.pos += 1,
+                Some(b) if b.is_ascii() => return,
+                None => return,
+                Some(_) => match self.peek_char() {
+                    Some(c) if is_alnum(c) => self.pos += c.len_utf8(),
+                    _ => return,
+                },
             }
-            self.pos += c.len_utf8();
         }
+    }
+
+    fn lex_identifier(&mut self) -> State {
+        self.scan_alnum();
         if !self.at_terminator() {
             let c = self.peek_char().unwrap_or('\0');
             return self.error(format!("bad character {}", go_rune_u(c)));
@@ -610,10 +615,16 @@ fn has_right_trim(s: &[u8]) -> bool {
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.len() == 1 {
-        return hay.iter().position(|b| *b == needle[0]);
+    let (&first, rest) = needle.split_first()?;
+    let mut from = 0;
+    while let Some(i) = hay.get(from..)?.iter().position(|b| *b == first) {
+        let at = from + i;
+        if hay.get(at + 1..)?.starts_with(rest) {
+            return Some(at);
+        }
+        from = at + 1;
     }
-    hay.windows(needle.len()).position(|w| w == needle)
+    None
 }
 
 #[cfg(test)]

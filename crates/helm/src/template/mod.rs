@@ -4,6 +4,26 @@
 //! A [`Set`] holds named templates (files and `define`s) parsed against a [`FuncMap`]; executing
 //! one writes its text. Functions get a [`Call`]: the per-render [`Env`] (random source, clock,
 //! cluster lookups) and, for Helm's `include` and `tpl`, the running set.
+//!
+//! What matches Go 1.24 (as Helm v4 uses it, `missingkey=zero`), checked against Helm's SDK:
+//! the lexer and parser with their error texts (`template: NAME:LINE: …`), trim markers and
+//! comments, all actions (`if`/`else if`, `with`/`else with`, `range` over lists, maps in key
+//! order and integers with `break`/`continue`, `define`, `template`, `block`), variables and
+//! assignment with Go's scoping, the builtins (`and`/`or` short-circuit, `eq` with several
+//! operands, `lt`/`le`/`gt`/`ge`, `index`, `slice`, `len`, `not`, `print`/`printf`/`println`,
+//! `html`, `js`, `urlquery`, `call`), Go's distinction between a missing value (prints
+//! `<no value>`, field access yields nil) and a nil map element (field access fails with
+//! `nil pointer evaluating interface {}.x`), and execution errors in Go's form
+//! (`template: NAME:LINE:COL: executing "NAME" at <NODE>: MSG`). Functions declared with a
+//! [`Signature`] get Go's argument checks (`wrong number of args for …`, `wrong type for
+//! value; …`); `include` and `tpl` follow Helm (`include` fails past 1000 nested calls of one
+//! name; `tpl` parses into a layer over the running set as the template `gotpl`).
+//!
+//! Deliberate limits, where Go would exhaust memory or crash: `{{template}}` calls nest at most
+//! [`MAX_TEMPLATE_DEPTH`] deep (Go: 100000), with Go's message; `tpl` calls nest at most
+//! [`Env::max_depth`] deep (Helm overflows its stack); control structures nest at most 10000
+//! deep in one template. Native stack grows on the heap (`stacker`), so deep but legal input
+//! never overflows the stack.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -12,6 +32,7 @@ use crate::value::Value;
 
 mod builtins;
 mod exec;
+pub use exec::MAX_TEMPLATE_DEPTH;
 mod lex;
 mod parse;
 #[cfg(test)]
@@ -24,6 +45,63 @@ pub type Function = fn(&mut Call<'_>, &[Value]) -> Result<Value, String>;
 /// Functions by name, as `template.FuncMap`. Parsing refuses names that are neither here nor
 /// builtins (`function "x" not defined`).
 pub type FuncMap = HashMap<&'static str, Function>;
+
+/// A Go parameter type. Go's `text/template` checks and converts arguments against the called
+/// function's parameter types before the call; a [`Signature`] lets a [`Function`] get the same
+/// checks and error messages (`wrong number of args for NAME: want 2 got 1`, `wrong type for
+/// value; expected string; got float64`, `expected integer; found 1.5`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Param {
+    /// `interface{}`: anything, nil included.
+    Any,
+    /// `string`.
+    String,
+    /// `int`.
+    Int,
+    /// `int64`.
+    Int64,
+    /// `float64`.
+    Float64,
+    /// `bool`.
+    Bool,
+    /// `[]interface{}`.
+    List,
+    /// `[]string`.
+    StringList,
+    /// `map[string]interface{}`.
+    Map,
+}
+
+impl Param {
+    /// The Go type's name as Go's messages print it.
+    pub fn go_name(self) -> &'static str {
+        match self {
+            Param::Any => "interface {}",
+            Param::String => "string",
+            Param::Int => "int",
+            Param::Int64 => "int64",
+            Param::Float64 => "float64",
+            Param::Bool => "bool",
+            Param::List => "[]interface {}",
+            Param::StringList => "[]string",
+            Param::Map => "map[string]interface {}",
+        }
+    }
+}
+
+/// A function's Go parameter list: the fixed parameters, then the element type of a final
+/// variadic parameter (`...interface{}` is `Some(Param::Any)`).
+#[derive(Debug, Clone, Copy)]
+pub struct Signature {
+    /// The fixed parameters.
+    pub params: &'static [Param],
+    /// The variadic parameter's element type, if the function is variadic.
+    pub variadic: Option<Param>,
+}
+
+/// Signatures by function name. A function without one takes any number of arguments of any
+/// type, unchecked.
+pub type Signatures = HashMap<&'static str, Signature>;
 
 /// What a render provides to functions beyond their arguments.
 pub struct Env {
@@ -133,6 +211,7 @@ struct Layer {
 #[derive(Clone)]
 pub struct Set {
     funcs: Rc<FuncMap>,
+    signatures: Rc<Signatures>,
     layer: Rc<Layer>,
 }
 
@@ -146,8 +225,15 @@ impl Set {
     /// An empty set using `funcs` (plus the builtins; a function in `funcs` replaces the
     /// builtin of the same name).
     pub fn new(funcs: Rc<FuncMap>) -> Self {
+        Set::with_signatures(funcs, Rc::new(Signatures::new()))
+    }
+
+    /// An empty set using `funcs`, whose arguments are checked against `signatures` as Go
+    /// checks them against the functions' parameter types.
+    pub fn with_signatures(funcs: Rc<FuncMap>, signatures: Rc<Signatures>) -> Self {
         Set {
             funcs,
+            signatures,
             layer: Rc::new(Layer::default()),
         }
     }
@@ -206,6 +292,10 @@ impl Set {
         Ok(state.out)
     }
 
+    fn signature(&self, name: &str) -> Option<Signature> {
+        self.signatures.get(name).copied()
+    }
+
     fn lookup(&self, name: &str) -> Option<&Rc<parse::Tree>> {
         let mut layer = &*self.layer;
         loop {
@@ -220,6 +310,7 @@ impl Set {
     fn layered(&self) -> Set {
         Set {
             funcs: self.funcs.clone(),
+            signatures: self.signatures.clone(),
             layer: Rc::new(Layer {
                 templates: HashMap::new(),
                 parent: Some(self.layer.clone()),

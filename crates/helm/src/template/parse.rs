@@ -1,6 +1,7 @@
 //! The parser: tokens into trees (Go's `text/template/parse`), with Go's error messages and
 //! node positions, and the nodes' `String()` forms that execution errors quote.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
@@ -9,8 +10,15 @@ use super::lex::{self, Kind, Token, go_quote};
 use super::{FuncMap, Function};
 use crate::value::Value;
 
-/// How deep parentheses and control structures may nest in one template.
+/// How deep control structures (`if`, `range`, …) may nest in one template: a bound of ours
+/// (Go has none) that keeps memory in check on hostile input.
 const MAX_NESTING: usize = 10_000;
+
+/// How deep parentheses may nest (Go's `maxStackDepth`).
+const MAX_PAREN_DEPTH: usize = 10_000;
+
+const RED_ZONE: usize = 128 * 1024;
+const STACK_CHUNK: usize = 2 * 1024 * 1024;
 
 /// A parsed template: a file's top level or a `define`/`block`.
 #[derive(Debug)]
@@ -297,6 +305,56 @@ impl Node {
     }
 }
 
+// Deeply nested trees are taken apart iteratively: the derived recursive drop would need one
+// native stack frame per nesting level.
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        let nested = self.cmds.iter().any(|c| {
+            c.args
+                .iter()
+                .any(|a| matches!(a, Arg::Pipe(_) | Arg::Chain { .. }))
+        });
+        if !nested {
+            return;
+        }
+        let mut cmds = std::mem::take(&mut self.cmds);
+        let mut args: Vec<Arg> = Vec::new();
+        loop {
+            if let Some(cmd) = cmds.pop() {
+                args.extend(cmd.args);
+            } else if let Some(arg) = args.pop() {
+                match arg {
+                    Arg::Pipe(mut p) => cmds.append(&mut p.cmds),
+                    Arg::Chain { node, .. } => args.push(*node),
+                    _ => {}
+                }
+            } else {
+                break;
+            }
+        }
+    }
+}
+
+impl Drop for Branch {
+    fn drop(&mut self) {
+        let branchy = |list: &[Node]| {
+            list.iter()
+                .any(|n| matches!(n, Node::If(_) | Node::With(_) | Node::Range(_)))
+        };
+        if !branchy(&self.list) && !self.else_list.as_deref().is_some_and(branchy) {
+            return;
+        }
+        let mut nodes = std::mem::take(&mut self.list);
+        nodes.extend(self.else_list.take().unwrap_or_default());
+        while let Some(node) = nodes.pop() {
+            if let Node::If(mut b) | Node::With(mut b) | Node::Range(mut b) = node {
+                nodes.append(&mut b.list);
+                nodes.extend(b.else_list.take().unwrap_or_default());
+            }
+        }
+    }
+}
+
 /// 1-based line of byte offset `pos` (only computed for error messages).
 #[allow(clippy::naive_bytecount)]
 pub(crate) fn line_at(text: &str, pos: usize) -> usize {
@@ -332,7 +390,9 @@ pub(crate) fn parse(name: &str, text: &str, funcs: &FuncMap) -> Result<Vec<Tree>
         parse_name: &parse_name,
         vars: vec![Rc::from("$")],
         range_depth: 0,
-        action_line: 0,
+        paren_depth: 0,
+        names: HashMap::new(),
+        action_pos: None,
         defined: Vec::new(),
         depth: 0,
     };
@@ -376,14 +436,17 @@ struct Parser<'t> {
     parse_name: &'t Rc<str>,
     vars: Vec<Rc<str>>,
     range_depth: usize,
-    action_line: usize,
+    paren_depth: usize,
+    names: HashMap<&'t str, Rc<str>>,
+    /// Where the action being parsed starts (for "unclosed action started at").
+    action_pos: Option<usize>,
     defined: Vec<Tree>,
     depth: usize,
 }
 
 type PResult<T> = Result<T, String>;
 
-impl Parser<'_> {
+impl<'t> Parser<'t> {
     fn tok(&self, i: usize) -> &Token {
         // The stream always ends with EOF or an error token, which repeats.
         let last = self.tokens.len().saturating_sub(1);
@@ -424,8 +487,22 @@ impl Parser<'_> {
         t
     }
 
-    fn val(&self, t: &Token) -> String {
-        t.text(self.text).to_string()
+    fn val(&self, t: &Token) -> &'t str {
+        let text: &'t str = self.text;
+        match &t.val {
+            lex::TokenText::Span(a, b) => text.get(*a..*b).unwrap_or(""),
+            lex::TokenText::Owned(_) => "",
+        }
+    }
+
+    /// One shared `Rc<str>` per distinct name in a parse.
+    fn intern(&mut self, name: &'t str) -> Rc<str> {
+        if let Some(rc) = self.names.get(name) {
+            return rc.clone();
+        }
+        let rc: Rc<str> = Rc::from(name);
+        self.names.insert(name, rc.clone());
+        rc
     }
 
     fn error_msg(&self, msg: &str) -> String {
@@ -442,11 +519,9 @@ impl Parser<'_> {
         if t.kind == Kind::Error {
             let mut extra = String::new();
             let line = line_at(self.text, t.pos);
-            if self.action_line != 0 && self.action_line != line {
-                extra = format!(
-                    " in action started at {}:{}",
-                    self.parse_name, self.action_line
-                );
+            let action_line = self.action_pos.map(|p| line_at(self.text, p));
+            if let Some(action_line) = action_line.filter(|l| *l != line) {
+                extra = format!(" in action started at {}:{}", self.parse_name, action_line);
                 if t.text(self.text).ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
                 }
@@ -536,6 +611,10 @@ impl Parser<'_> {
 
     fn item_list(&mut self) -> PResult<(Vec<Node>, End)> {
         self.enter()?;
+        stacker::maybe_grow(RED_ZONE, STACK_CHUNK, || self.item_list_inner())
+    }
+
+    fn item_list_inner(&mut self) -> PResult<(Vec<Node>, End)> {
         let mut list = Vec::new();
         while self.peek_non_space().kind != Kind::Eof {
             match self.text_or_action()? {
@@ -563,10 +642,10 @@ impl Parser<'_> {
                 Ok(Item::Node(Node::Text(a, b)))
             }
             Kind::LeftDelim => {
-                let saved = self.action_line;
-                self.action_line = line_at(self.text, t.pos);
+                let saved = self.action_pos;
+                self.action_pos = Some(t.pos);
                 let r = self.action();
-                self.action_line = saved;
+                self.action_pos = saved;
                 r
             }
             _ => self.unexpected(&t, "input"),
@@ -712,10 +791,7 @@ impl Parser<'_> {
     }
 
     fn pipeline(&mut self, context: &str, end: Kind) -> PResult<Pipe> {
-        self.enter()?;
-        let r = self.pipeline_inner(context, end);
-        self.depth -= 1;
-        r
+        stacker::maybe_grow(RED_ZONE, STACK_CHUNK, || self.pipeline_inner(context, end))
     }
 
     fn pipeline_inner(&mut self, context: &str, end: Kind) -> PResult<Pipe> {
@@ -734,7 +810,7 @@ impl Parser<'_> {
             let v_index = self.i;
             self.next_non_space();
             let next = self.peek_non_space();
-            let name: Rc<str> = Rc::from(self.val(&v));
+            let name = self.intern(self.val(&v));
             match next.kind {
                 Kind::Assign | Kind::Declare => {
                     pipe.is_assign = next.kind == Kind::Assign;
@@ -841,7 +917,7 @@ impl Parser<'_> {
         while self.peek().kind == Kind::Field {
             let t = self.next();
             let v = self.val(&t);
-            fields.push(Rc::from(v.get(1..).unwrap_or("")));
+            fields.push(self.intern(v.get(1..).unwrap_or("")));
         }
         Ok(Some(match node {
             Arg::Field { idents, .. } => {
@@ -882,16 +958,16 @@ impl Parser<'_> {
         let v = self.val(&t);
         Ok(Some(match t.kind {
             Kind::Identifier => {
-                let func = if let Some(f) = self.funcs.get(v.as_str()) {
+                let func = if let Some(f) = self.funcs.get(v) {
                     Func::User(*f)
-                } else if let Some(b) = Builtin::from_name(&v) {
+                } else if let Some(b) = Builtin::from_name(v) {
                     Func::Builtin(b)
                 } else {
-                    return self.err(format!("function {} not defined", go_quote(&v)));
+                    return self.err(format!("function {} not defined", go_quote(v)));
                 };
                 Arg::Ident {
                     pos: t.pos,
-                    name: Rc::from(v),
+                    name: self.intern(v),
                     func,
                 }
             }
@@ -899,21 +975,21 @@ impl Parser<'_> {
             Kind::Nil => Arg::Nil(t.pos),
             Kind::Variable => {
                 if !self.vars.iter().any(|x| **x == *v) {
-                    return self.err(format!("undefined variable {}", go_quote(&v)));
+                    return self.err(format!("undefined variable {}", go_quote(v)));
                 }
                 Arg::Variable {
                     pos: t.pos,
-                    name: Rc::from(v),
+                    name: self.intern(v),
                     fields: Box::new([]),
                 }
             }
             Kind::Field => Arg::Field {
                 pos: t.pos,
-                idents: Box::new([Rc::from(v.get(1..).unwrap_or(""))]),
+                idents: Box::new([self.intern(v.get(1..).unwrap_or(""))]),
             },
             Kind::Bool => Arg::Bool(t.pos, v == "true"),
             Kind::CharConstant | Kind::Number => {
-                let (value, _is_int) = match parse_number(&v, t.kind == Kind::CharConstant) {
+                let (value, _is_int) = match parse_number(v, t.kind == Kind::CharConstant) {
                     Ok(n) => n,
                     Err(e) => return self.err(e),
                 };
@@ -924,8 +1000,13 @@ impl Parser<'_> {
                 }
             }
             Kind::LeftParen => {
-                let p = self.pipeline("parenthesized pipeline", Kind::RightParen)?;
-                Arg::Pipe(Box::new(p))
+                if self.paren_depth >= MAX_PAREN_DEPTH {
+                    return self.err("max expression depth exceeded");
+                }
+                self.paren_depth += 1;
+                let p = self.pipeline("parenthesized pipeline", Kind::RightParen);
+                self.paren_depth -= 1;
+                Arg::Pipe(Box::new(p?))
             }
             Kind::String | Kind::RawString => {
                 let s = self.unquote(&t)?;
@@ -1077,6 +1158,13 @@ fn parse_number(text: &str, is_char: bool) -> Result<(Number, bool), String> {
             Piece::Byte(b) => i64::from(b),
         };
         return Ok((Number::Int(v), true));
+    }
+    if text.len() < 19
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && (text == "0" || !text.starts_with('0'))
+        && let Ok(i) = text.parse::<i64>()
+    {
+        return Ok((Number::Int(i), true));
     }
     if text.ends_with('i') {
         return Err(format!("illegal number syntax: {}", go_quote(text)));

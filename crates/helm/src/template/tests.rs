@@ -43,12 +43,18 @@ fn upper(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     ))
 }
 
+#[allow(clippy::unnecessary_wraps)]
+fn list(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
+    Ok(Value::list(args.to_vec()))
+}
+
 fn funcs() -> Rc<FuncMap> {
     let mut f = FuncMap::new();
     f.insert("include", include);
     f.insert("tpl", tpl);
     f.insert("fail", fail);
     f.insert("upper", upper);
+    f.insert("list", list);
     Rc::new(f)
 }
 
@@ -722,6 +728,378 @@ const CASES: &[(&str, &str, Result<&str, &str>)] = &[
         "{}",
         Ok("0 1 5 5"),
     ),
+    (
+        "{{ tpl \"{{ include \\\"a\\\" . }}\" . }}{{ define \"a\" }}A{{ .Values.x }}{{ end }}",
+        "{}",
+        Ok("A"),
+    ),
+    (
+        "{{ tpl .Values.t . }}",
+        "{\"t\":\"{{ .Values.x }}\",\"x\":\"X\"}",
+        Ok("X"),
+    ),
+    (
+        "{{ define \"x\" }}{{ fail \"boom\" }}{{ end }}\n\n{{ template \"x\" . }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:19: executing \"x\" at <fail \"boom\">: error calling fail: boom",
+        ),
+    ),
+    (
+        "{{ define \"x\" }}{{ .missing.y }}{{ end }}{{ include \"x\" . }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:44: executing \"t/templates/t.yaml\" at <include \"x\" .>: error calling include: template: t/templates/t.yaml:1:27: executing \"x\" at <.missing.y>: nil pointer evaluating interface {}.y",
+        ),
+    ),
+    (
+        "{{ range .Values.a }}{{ . }}{{ range $.Values.b }}{{ else }}{{ break }}{{ end }}x{{ end }}",
+        "{\"a\":[1,2],\"b\":[]}",
+        Ok("1x2x"),
+    ),
+    (
+        "{{ range .Values.a }}{{ . }}{{ range $.Values.b }}{{ else }}{{ continue }}{{ end }}x{{ end }}",
+        "{\"a\":[1,2],\"b\":[]}",
+        Ok("12"),
+    ),
+    (
+        "{{ range .Values.a }}{{ with . }}{{ continue }}{{ end }}x{{ end }}y",
+        "{\"a\":[1,2]}",
+        Ok("y"),
+    ),
+    (
+        "{{ range $i, $v := .Values.a }}{{ $i }}{{ $v }}{{ end }}",
+        "{\"a\":[1,2]}",
+        Ok("0112"),
+    ),
+    (
+        "{{ range $v := .Values.a }}{{ $v }}{{ end }}",
+        "{\"a\":{\"x\":1}}",
+        Ok("1"),
+    ),
+    (
+        "{{ range $i, $v := list }}{{ else }}{{ $i }}|{{ $v }}{{ end }}",
+        "{}",
+        Ok("[]|[]"),
+    ),
+    (
+        "{{ $x := 1 }}{{ range $x := 2 }}{{ $x }}{{ end }}{{ $x }}",
+        "{}",
+        Ok("011"),
+    ),
+    (
+        "{{ print }}|{{ println }}|{{ print nil }}|{{ print \"a\" nil 1 }}",
+        "{}",
+        Ok("|\n|<nil>|a<nil> 1"),
+    ),
+    (
+        "{{ html 1 2 }} {{ urlquery \"a\" 1 }} {{ js nil }}",
+        "{}",
+        Ok("1 2 a1 \\u003Cno value\\u003E"),
+    ),
+    ("{{ .Values.missing | html }}", "{}", Ok("&lt;no value&gt;")),
+    (
+        "{{ .Values.s | js }}{{ js .Values.s .Values.s }}",
+        "{\"s\":\"a'b\"}",
+        Ok("a\\'ba\\'ba\\'b"),
+    ),
+    (
+        "{{ index .Values.l 1 }}{{ len .Values.l }}{{ index \"abc\" 1 }}",
+        "{\"l\":[\"a\",\"b\"]}",
+        Ok("b298"),
+    ),
+    (
+        "a\n  {{- \"b\" }}  \n  {{- \"c\" -}}  \n  d",
+        "{}",
+        Ok("abcd"),
+    ),
+    (
+        "{{ if true -}}\n  x\n{{- else -}}\n  y\n{{- end }}",
+        "{}",
+        Ok("x"),
+    ),
+    ("{{- /* a comment */}}x", "{}", Ok("x")),
+    (
+        "{{ /* bad */ }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected \"/\" in command"),
+    ),
+    (
+        "{{/* unclosed",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unclosed comment"),
+    ),
+    (
+        "{{ define \"t\" }}{{ $ }}|{{ . }}{{ end }}{{ $x := 5 }}{{ template \"t\" 3 }}",
+        "{}",
+        Ok("3|3"),
+    ),
+    (
+        "{{ define \"t\" }}{{ $x }}{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: undefined variable \"$x\""),
+    ),
+    (
+        "{{ with .Values.a }}{{ with .b }}{{ .c }}{{ $.Values.a.b.c }}{{ end }}{{ end }}",
+        "{\"a\":{\"b\":{\"c\":\"d\"}}}",
+        Ok("dd"),
+    ),
+    (
+        "{{ block \"b\" \"x\" }}[{{ . }}]{{ end }}{{ define \"b\" }}<{{ . }}>{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: template: multiple definition of template \"b\""),
+    ),
+    (
+        "{{ define \"b\" }}<{{ . }}>{{ end }}{{ block \"b\" \"x\" }}[{{ . }}]{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: template: multiple definition of template \"b\""),
+    ),
+    (
+        "{{ template \"b\" \"z\" }}{{ block \"b\" \"x\" }}[{{ . }}]{{ end }}",
+        "{}",
+        Ok("[z][x]"),
+    ),
+    (
+        "{{ printf \"%s-%v\" .Values.x 3 }}",
+        "{\"x\":\"X\"}",
+        Ok("X-3"),
+    ),
+    (
+        "{{ (printf \"%s\" \"a\") }}{{ (\"b\") }}{{ (1) }}",
+        "{}",
+        Ok("ab1"),
+    ),
+    (
+        "{{ ( printf \"%s\" \"a\" | printf \"%s%s\" \"b\" ) }}",
+        "{}",
+        Ok("ba"),
+    ),
+    (
+        "{{ (index .Values \"m\").k }}{{ (.Values.m).k }}",
+        "{\"m\":{\"k\":\"v\"}}",
+        Ok("vv"),
+    ),
+    (
+        "{{ $m := .Values.m }}{{ $m.k }}{{ $m.nope }}",
+        "{\"m\":{\"k\":\"v\"}}",
+        Ok("v"),
+    ),
+    (
+        "{{ $x := 1 }}{{ with $x := 2 }}{{ $x }}{{ end }}{{ $x }}",
+        "{}",
+        Ok("21"),
+    ),
+    (
+        "{{ $x, $y := 1 }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: too many declarations in command"),
+    ),
+    (
+        "{{ range $x, $y := 1 }}{{ end }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:19: executing \"t/templates/t.yaml\" at <1>: can't use 1 to iterate over more than one variable",
+        ),
+    ),
+    (
+        "{{ range $x, 1 := 2 }}{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: range can only initialize variables"),
+    ),
+    (
+        "{{ if 1 }}a{{ else with 2 }}b{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected <with> in input"),
+    ),
+    (
+        "{{ with 0 }}a{{ else if 2 }}b{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected <if> in input"),
+    ),
+    (
+        "{{ with 0 }}a{{ else with 2 }}{{ . }}{{ else }}c{{ end }}",
+        "{}",
+        Ok("2"),
+    ),
+    (
+        "{{ \"\\x\" }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: invalid syntax"),
+    ),
+    (
+        "{{ `a",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unterminated raw quoted string"),
+    ),
+    ("b` }}", "{}", Ok("b` }}")),
+    (
+        "{{ 'a }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unterminated character constant"),
+    ),
+    (
+        "{{ -1.5 }} {{ .5 }} {{ 5. }} {{ 1e-7 }} {{ 123456789.0 }} {{ 1e21 }}",
+        "{}",
+        Ok("-1.5 0.5 5 1e-07 1.23456789e+08 1e+21"),
+    ),
+    (
+        "{{ .Values.f }} {{ .Values.g }} {{ .Values.h }} {{ .Values.i }}",
+        "{\"f\":1e21,\"g\":100000,\"h\":1000000,\"i\":0.00001}",
+        Ok("1e+21 100000 1e+06 1e-05"),
+    ),
+    (
+        "{{ template \"x }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unterminated quoted string"),
+    ),
+    (
+        "{{ template x }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected \"x\" in template clause"),
+    ),
+    (
+        "{{ template \"x\" | }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected \"|\" in template clause"),
+    ),
+    (
+        "{{ define }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected \"}}\" in define clause"),
+    ),
+    (
+        "{{ define \"a\" }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected EOF"),
+    ),
+    (
+        "{{ define \"a\" \"b\" }}{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected \"\\\"b\\\"\" in define clause"),
+    ),
+    (
+        "{{ end }}{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected {{end}}"),
+    ),
+    (
+        "{{ if 1 }}{{ end }}{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected {{end}}"),
+    ),
+    (
+        "{{ range . }}{{ break 1 }}{{ end }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected \"1\" in {{break}}"),
+    ),
+    (
+        "{{ continue }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: {{continue}} outside {{range}}"),
+    ),
+    (
+        "{{ .a .b }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <.a>: a is not a method but has arguments",
+        ),
+    ),
+    (
+        "{{ $.a.b }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:4: executing \"t/templates/t.yaml\" at <$.a.b>: nil pointer evaluating interface {}.b",
+        ),
+    ),
+    (
+        "{{ $ 1 }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <$>: can't give argument to non-function $",
+        ),
+    ),
+    (
+        "{{ $x := 1 }}{{ $x 1 }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:16: executing \"t/templates/t.yaml\" at <$x>: can't give argument to non-function $x",
+        ),
+    ),
+    (
+        "{{ 1 | $x := 2 }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: undefined variable \"$x\""),
+    ),
+    (
+        "{{ (1) | . }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: non executable command in pipeline stage 2"),
+    ),
+    (
+        "{{ len | len }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <len>: wrong number of args for len: want 1 got 0",
+        ),
+    ),
+    (
+        "{{ 0x1.8p1 }} {{ 1_0.5 }} {{ 0b_1 }} {{ 0x_1F }} {{ 0X1f }} {{ 1E2 }} {{ 0.1e1 }}",
+        "{}",
+        Ok("3 10.5 1 31 31 100 1"),
+    ),
+    (
+        "{{ '\\x41' }} {{ '\\u00e9' }} {{ '\u{e9}' }} {{ '\\'' }} {{ '\"' }}",
+        "{}",
+        Ok("65 233 233 39 34"),
+    ),
+    (
+        "{{ 1__0 }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: illegal number syntax: \"1__0\""),
+    ),
+    (
+        "{{ _1 }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: function \"_1\" not defined"),
+    ),
+    (
+        "{{ 1_ }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: illegal number syntax: \"1_\""),
+    ),
+    (
+        "{{ 08 }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: integer overflow: \"08\""),
+    ),
+    (
+        "{{ 0o8 }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: bad number syntax: \"0o8\""),
+    ),
+    (
+        "{{ 1.5.5 }}",
+        "{}",
+        Err("template: t/templates/t.yaml:1: unexpected \".5\" in operand"),
+    ),
+    (
+        "{{ 9223372036854775807 }} {{ -9223372036854775808 }}",
+        "{}",
+        Ok("9223372036854775807 -9223372036854775808"),
+    ),
+    (
+        "{{ 9223372036854775808 }}",
+        "{}",
+        Err(
+            "template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <9223372036854775808>: 9223372036854775808 overflows int",
+        ),
+    ),
+    (
+        "{{ 1e19 }} {{ 0x7fffffffffffffff }}",
+        "{}",
+        Ok("1e+19 9223372036854775807"),
+    ),
+    ("{{ \"\\101\\t\\\"\" }}", "{}", Ok("A\t\"")),
 ];
 
 #[test]
@@ -766,5 +1144,583 @@ fn eq_non_comparable_quotes_with_percent_s() {
     for (text, values, want) in cases {
         let want = want.map(str::to_string).map_err(str::to_string);
         assert_eq!(render(text, values), want, "{text}");
+    }
+}
+
+/// Helm's include guard: more than 1000 nested includes of one name fail, each level wrapping
+/// the error of the one below (Helm: 1002 "error calling include" for a self-include).
+#[test]
+fn include_recursion_is_bounded_like_helm() {
+    let err = render(
+        r#"{{ define "a" }}{{ include "a" . }}{{ end }}{{ include "a" . }}"#,
+        "{}",
+    )
+    .expect_err("recursion fails");
+    assert_eq!(err.matches("error calling include").count(), 1002);
+    assert!(err.starts_with(r#"template: t/templates/t.yaml:1:47: executing "t/templates/t.yaml" at <include "a" .>: error calling include: template: t/templates/t.yaml:1:19: executing "a" at <include "a" .>: "#));
+    assert!(err.ends_with(
+        "error calling include: rendering template has a nested reference name: a: unable to execute template"
+    ));
+    let err = render(
+        r#"{{ define "a" }}x{{ include "b" . }}{{ end }}{{ define "b" }}y{{ include "a" . }}{{ end }}{{ include "a" . }}"#,
+        "{}",
+    )
+    .expect_err("recursion fails");
+    assert_eq!(err.matches("error calling include").count(), 2003);
+}
+
+/// `{{template}}` recursion stops at our depth cap with Go's message form (Go: 100000).
+#[test]
+fn template_recursion_is_bounded() {
+    let err = render(
+        r#"{{ define "r" }}{{ template "r" . }}{{ end }}{{ template "r" . }}"#,
+        "{}",
+    )
+    .expect_err("recursion fails");
+    assert_eq!(
+        err,
+        format!(
+            r#"template: t/templates/t.yaml:1:28: executing "r" at <{{{{template "r" .}}}}>: exceeded maximum template depth ({})"#,
+            super::exec::MAX_TEMPLATE_DEPTH
+        )
+    );
+}
+
+/// Helm overflows Go's stack on a `tpl` that renders itself; we stop with an error.
+#[test]
+fn tpl_recursion_is_bounded() {
+    let err = render("{{ tpl .Values.t . }}", r#"{"t":"{{ tpl .Values.t . }}"}"#)
+        .expect_err("recursion fails");
+    assert!(
+        err.ends_with("exceeded maximum template depth (1000)"),
+        "{}",
+        &err[err.len() - 200..]
+    );
+}
+
+#[test]
+fn deep_parentheses_do_not_overflow() {
+    let deep = |n: usize| format!("{{{{ {}1{} }}}}", "(".repeat(n), ")".repeat(n));
+    assert_eq!(render(&deep(9999), "{}"), Ok("1".to_string()));
+    assert_eq!(
+        render(&deep(10001), "{}"),
+        Err("template: t/templates/t.yaml:1: max expression depth exceeded".to_string())
+    );
+    let ifs = format!("{}x{}", "{{ if 1 }}".repeat(3000), "{{ end }}".repeat(3000));
+    assert_eq!(render(&ifs, "{}"), Ok("x".to_string()));
+    let too_deep = "{{ if 1 }}".repeat(100_000);
+    assert!(render(&too_deep, "{}").is_err());
+}
+
+#[test]
+fn break_and_continue_are_functions_when_defined() {
+    #[allow(clippy::unnecessary_wraps)]
+    fn brk(_: &mut Call<'_>, _: &[Value]) -> Result<Value, String> {
+        Ok(Value::str("B"))
+    }
+    let mut f = FuncMap::new();
+    f.insert("break", brk);
+    let mut set = Set::new(Rc::new(f));
+    set.parse("t", "{{ break }}").expect("parses");
+    assert_eq!(
+        set.execute("t", Value::Nil, &mut Env::new()).as_deref(),
+        Ok("B")
+    );
+}
+
+/// A struct with a field, a method with arguments and a failing method.
+#[derive(Debug)]
+struct Files;
+
+impl crate::value::Object for Files {
+    fn type_name(&self) -> String {
+        "files.Files".into()
+    }
+    fn field(&self, name: &str) -> Option<Value> {
+        (name == "Name").then(|| Value::str("files"))
+    }
+    fn method(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+        match name {
+            "Get" => Some(Ok(Value::from(format!(
+                "content of {}",
+                args.first().map(ToString::to_string).unwrap_or_default()
+            )))),
+            "Fail" => Some(Err("no such file".into())),
+            _ => None,
+        }
+    }
+    fn format(&self) -> String {
+        "{files}".into()
+    }
+    fn to_data(&self) -> Value {
+        Value::Nil
+    }
+}
+
+#[test]
+fn objects_have_fields_and_methods() {
+    let mut set = Set::new(funcs());
+    let data = Value::map(std::collections::BTreeMap::from([(
+        "Files".to_string(),
+        Value::Object(Rc::new(Files)),
+    )]));
+    let run = |set: &mut Set, text: &str| {
+        set.parse("o", text).map_err(|e| e.message)?;
+        set.execute("o", data.clone(), &mut Env::new())
+            .map_err(|e| e.message)
+    };
+    assert_eq!(
+        run(
+            &mut set,
+            r#"{{ .Files.Name }} {{ .Files.Get "a" }} {{ "b" | .Files.Get }} {{ .Files }}"#
+        )
+        .as_deref(),
+        Ok("files content of a content of b {files}")
+    );
+    assert_eq!(
+        run(&mut set, r"{{ .Files.Fail }}"),
+        Err(
+            r#"template: o:1:9: executing "o" at <.Files.Fail>: error calling Fail: no such file"#
+                .to_string()
+        )
+    );
+    assert_eq!(
+        run(&mut set, r"{{ .Files.Nope }}"),
+        Err(r#"template: o:1:9: executing "o" at <.Files.Nope>: can't evaluate field Nope in type files.Files"#.to_string())
+    );
+    assert_eq!(
+        run(&mut set, r"{{ .Files.Name 1 }}"),
+        Err(r#"template: o:1:9: executing "o" at <.Files.Name>: Name has arguments but cannot be invoked as function"#.to_string())
+    );
+}
+
+#[test]
+fn sets_clone_cheaply_and_redefinitions_follow_go() {
+    let mut set = Set::new(funcs());
+    set.parse("a", r#"{{ define "x" }}one{{ end }}"#)
+        .expect("parses");
+    let snapshot = set.clone();
+    set.parse("b", r#"{{ define "x" }}two{{ end }}"#)
+        .expect("parses");
+    set.parse("c", r#"{{ define "x" }}  {{ end }}"#)
+        .expect("parses");
+    let mut env = Env::new();
+    assert_eq!(set.execute("x", Value::Nil, &mut env).as_deref(), Ok("two"));
+    assert_eq!(
+        snapshot.execute("x", Value::Nil, &mut env).as_deref(),
+        Ok("one")
+    );
+    assert!(set.has("a") && set.has("x") && !set.has("y"));
+    assert_eq!(
+        set.execute("y", Value::Nil, &mut env)
+            .map_err(|e| e.message),
+        Err(r#"template: no template "y" associated with template "gotpl""#.to_string())
+    );
+}
+
+/// Parse throughput on a real chart and execution speed on a synthetic template (run with
+/// `cargo test --release -p capstan-helm template_speed -- --ignored --nocapture`).
+#[test]
+#[ignore = "benchmark"]
+#[allow(clippy::too_many_lines)]
+fn template_speed() {
+    #[allow(clippy::unnecessary_wraps)]
+    fn stub(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
+        Ok(args.last().cloned().unwrap_or_default())
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/corpus/helm-charts/kube-prometheus-stack/chart");
+    let mut files = Vec::new();
+    let mut dirs = vec![root];
+    while let Some(d) = dirs.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.to_string_lossy().contains("/templates/")
+                && p.extension().is_some_and(|x| x == "yaml" || x == "tpl")
+            {
+                files.push((
+                    p.to_string_lossy().to_string(),
+                    std::fs::read_to_string(&p).unwrap_or_default(),
+                ));
+            }
+        }
+    }
+    let mut f = FuncMap::new();
+    for name in ["include", "tpl"] {
+        f.insert(name, stub);
+    }
+    // Stub every function the chart uses.
+    let funcs = loop {
+        let mut set = Set::new(Rc::new(f.clone()));
+        let mut missing = None;
+        for (name, text) in &files {
+            if let Err(e) = set.parse(name, text) {
+                if let Some(rest) = e.message.split("function \"").nth(1) {
+                    missing = rest.split('"').next().map(str::to_string);
+                    break;
+                }
+                panic!("{}", e.message);
+            }
+        }
+        match missing {
+            Some(m) => {
+                f.insert(Box::leak(m.into_boxed_str()), stub);
+            }
+            None => break Rc::new(f),
+        }
+    };
+    let bytes: usize = files.iter().map(|(_, t)| t.len()).sum();
+    let start = std::time::Instant::now();
+    let rounds = 40;
+    for _ in 0..rounds {
+        let mut set = Set::new(funcs.clone());
+        for (name, text) in &files {
+            set.parse(name, text).expect("parses");
+        }
+    }
+    let per = start.elapsed() / rounds;
+    eprintln!("parse: {} files, {bytes} bytes in {per:?}", files.len());
+
+    let text = r#"{{- range $i, $c := .Values.containers }}
+- name: {{ $c.name }}
+  image: "{{ $c.image.repository }}:{{ $c.image.tag }}"
+  {{- if $c.ports }}
+  ports:
+  {{- range $c.ports }}
+    - containerPort: {{ .port }}
+      protocol: {{ .protocol | default "TCP" }}
+  {{- end }}
+  {{- end }}
+  {{- with $c.env }}
+  env: {{ . }}
+  {{- end }}
+  {{ include "labels" $ }}
+{{- end }}"#;
+    let mut set = Set::new(funcs.clone());
+    set.parse("bench", text).expect("parses");
+    set.parse(
+        "l",
+        r#"{{ define "labels" }}app: {{ .Values.name }}{{ end }}"#,
+    )
+    .expect("parses");
+    let containers: Vec<serde_json::Value> = (0..200)
+        .map(|i| {
+            serde_json::json!({"name": format!("c{i}"), "image": {"repository": "r", "tag": "t"},
+            "ports": [{"port": 80, "protocol": "TCP"}, {"port": 443}], "env": {"A": "b"}})
+        })
+        .collect();
+    let values =
+        Value::from_json_floats(&serde_json::json!({"containers": containers, "name": "x"}));
+    let data = Value::map(std::collections::BTreeMap::from([(
+        "Values".to_string(),
+        values,
+    )]));
+    let mut env = Env::new();
+    let start = std::time::Instant::now();
+    let mut n = 0;
+    for _ in 0..rounds {
+        n += set
+            .execute("bench", data.clone(), &mut env)
+            .expect("runs")
+            .len();
+    }
+    eprintln!(
+        "exec: {} bytes out per run in {:?}",
+        n / rounds as usize,
+        start.elapsed() / rounds
+    );
+}
+
+mod typed {
+    //! Functions declared with Go signatures get Go's argument checks. The test functions
+    //! mimic Sprig's and Helm's signatures (bodies are minimal).
+    use super::*;
+    use crate::template::{Param, Signature, Signatures};
+
+    fn s(args: &[Value], i: usize) -> String {
+        args.get(i).map(ToString::to_string).unwrap_or_default()
+    }
+
+    #[allow(clippy::unnecessary_wraps)]
+    fn upper(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        Ok(Value::from(s(a, 0).to_uppercase()))
+    }
+    #[allow(clippy::unnecessary_wraps)]
+    fn indent(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        let n = match a.first() {
+            Some(Value::Int(n)) => usize::try_from(*n).unwrap_or(0),
+            _ => 0,
+        };
+        Ok(Value::from(format!("{}{}", " ".repeat(n), s(a, 1))))
+    }
+    #[allow(clippy::unnecessary_wraps)]
+    fn add(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        let n = |v: Option<&Value>| match v {
+            Some(Value::Int(i) | Value::Int64(i)) => *i,
+            _ => 0,
+        };
+        Ok(Value::Int64(n(a.first()) + n(a.get(1))))
+    }
+    #[allow(clippy::unnecessary_wraps)]
+    fn ternary(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        let pick = a.get(2).is_some_and(Value::truth);
+        Ok(a.get(usize::from(!pick)).cloned().unwrap_or_default())
+    }
+    #[allow(clippy::unnecessary_wraps)]
+    fn has_key(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        let key = s(a, 1);
+        Ok(Value::Bool(
+            a.first()
+                .and_then(Value::as_map)
+                .is_some_and(|m| m.borrow().contains_key(&key)),
+        ))
+    }
+    #[allow(clippy::unnecessary_wraps)]
+    fn default(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        Ok(match a.get(1) {
+            Some(v) if v.truth() => v.clone(),
+            _ => a.first().cloned().unwrap_or_default(),
+        })
+    }
+    #[allow(clippy::unnecessary_wraps)]
+    fn trunc(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        let n = match a.first() {
+            Some(Value::Int(n)) => usize::try_from(*n).unwrap_or(0),
+            _ => 0,
+        };
+        Ok(Value::from(s(a, 1).chars().take(n).collect::<String>()))
+    }
+    #[allow(clippy::unnecessary_wraps)]
+    fn list(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        Ok(Value::list(a.to_vec()))
+    }
+    #[allow(clippy::unnecessary_wraps)]
+    fn keys(_: &mut Call<'_>, a: &[Value]) -> Result<Value, String> {
+        let mut k: Vec<String> = Vec::new();
+        for m in a.iter().filter_map(Value::as_map) {
+            k.extend(m.borrow().keys().cloned());
+        }
+        Ok(Value::string_list(k))
+    }
+
+    fn render(text: &str, values: &str) -> Result<String, String> {
+        use Param::{Any, Bool, Int, Map, String};
+        let mut f = FuncMap::new();
+        let mut sig = Signatures::new();
+        let mut add_fn = |name: &'static str,
+                          func: crate::template::Function,
+                          params: &'static [Param],
+                          variadic: Option<Param>| {
+            f.insert(name, func);
+            sig.insert(name, Signature { params, variadic });
+        };
+        add_fn("upper", upper, &[String], None);
+        add_fn("include", super::include, &[String, Any], None);
+        add_fn("indent", indent, &[Int, String], None);
+        add_fn("add", add, &[Any, Any], None);
+        add_fn("ternary", ternary, &[Any, Any, Bool], None);
+        add_fn("hasKey", has_key, &[Map, String], None);
+        add_fn("default", default, &[Any], Some(Any));
+        add_fn("trunc", trunc, &[Int, String], None);
+        add_fn("list", list, &[], Some(Any));
+        add_fn("keys", keys, &[], Some(Map));
+        let mut set = Set::with_signatures(Rc::new(f), Rc::new(sig));
+        set.parse(NAME, text).map_err(|e| e.message)?;
+        let values = Value::from_json_floats(&serde_json::from_str(values).expect("test JSON"));
+        let data = Value::map(std::collections::BTreeMap::from([(
+            "Values".to_string(),
+            values,
+        )]));
+        set.execute(NAME, data, &mut Env::new())
+            .map(|s| s.replace("<no value>", ""))
+            .map_err(|e| e.message)
+    }
+
+    const CASES: &[(&str, &str, Result<&str, &str>)] = &[
+        (
+            "{{ upper .Values.missing }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:16: executing \"t/templates/t.yaml\" at <.Values.missing>: wrong type for value; expected string; got interface {}",
+            ),
+        ),
+        (
+            "{{ .Values.missing | upper }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:21: executing \"t/templates/t.yaml\" at <upper>: invalid value; expected string",
+            ),
+        ),
+        (
+            "{{ upper .Values.n }}",
+            "{\"n\":1}",
+            Err(
+                "template: t/templates/t.yaml:1:16: executing \"t/templates/t.yaml\" at <.Values.n>: wrong type for value; expected string; got float64",
+            ),
+        ),
+        (
+            "{{ upper 1 }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:9: executing \"t/templates/t.yaml\" at <1>: expected string; found 1",
+            ),
+        ),
+        (
+            "{{ upper nil }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:9: executing \"t/templates/t.yaml\" at <nil>: cannot assign nil to string",
+            ),
+        ),
+        (
+            "{{ upper true }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:9: executing \"t/templates/t.yaml\" at <true>: expected string; found true",
+            ),
+        ),
+        (
+            "{{ upper }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <upper>: wrong number of args for upper: want 1 got 0",
+            ),
+        ),
+        (
+            "{{ upper \"a\" \"b\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <upper>: wrong number of args for upper: want 1 got 2",
+            ),
+        ),
+        (
+            "{{ \"a\" | upper \"b\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:9: executing \"t/templates/t.yaml\" at <upper>: wrong number of args for upper: want 1 got 2",
+            ),
+        ),
+        (
+            "{{ include \"x\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <include>: wrong number of args for include: want 2 got 1",
+            ),
+        ),
+        (
+            "{{ indent 1.5 \"x\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:10: executing \"t/templates/t.yaml\" at <1.5>: expected integer; found 1.5",
+            ),
+        ),
+        (
+            "{{ indent \"2\" \"x\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:10: executing \"t/templates/t.yaml\" at <\"2\">: expected integer; found \"2\"",
+            ),
+        ),
+        (
+            "{{ indent .Values.n \"x\" }}",
+            "{\"n\":2}",
+            Err(
+                "template: t/templates/t.yaml:1:17: executing \"t/templates/t.yaml\" at <.Values.n>: wrong type for value; expected int; got float64",
+            ),
+        ),
+        (
+            "{{ indent (add 1 1) \"x\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:17: executing \"t/templates/t.yaml\" at <1>: wrong type for value; expected int; got int64",
+            ),
+        ),
+        ("{{ indent 1e1 \"x\" }}|", "{}", Ok("          x|")),
+        (
+            "{{ ternary \"a\" \"b\" .Values.missing }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:26: executing \"t/templates/t.yaml\" at <.Values.missing>: wrong type for value; expected bool; got interface {}",
+            ),
+        ),
+        (
+            "{{ ternary \"a\" \"b\" .Values.b }}",
+            "{\"b\":true}",
+            Ok("a"),
+        ),
+        (
+            "{{ hasKey .Values.missing \"a\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:17: executing \"t/templates/t.yaml\" at <.Values.missing>: wrong type for value; expected map[string]interface {}; got interface {}",
+            ),
+        ),
+        ("{{ hasKey nil \"a\" }}", "{}", Ok("false")),
+        (
+            "{{ hasKey (list 1) \"a\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:16: executing \"t/templates/t.yaml\" at <1>: wrong type for value; expected map[string]interface {}; got []interface {}",
+            ),
+        ),
+        (
+            "{{ hasKey \"x\" \"a\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:10: executing \"t/templates/t.yaml\" at <\"x\">: can't handle \"x\" for arg of type map[string]interface {}",
+            ),
+        ),
+        (
+            "{{ hasKey .Values.m \"a\" }}",
+            "{\"m\":{\"a\":1}}",
+            Ok("true"),
+        ),
+        (
+            "{{ default }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <default>: wrong number of args for default: want at least 1 got 0",
+            ),
+        ),
+        ("{{ default 1 }}", "{}", Ok("1")),
+        ("{{ default 1 2 3 }}", "{}", Ok("2")),
+        ("{{ trunc 2 \"abc\" }}", "{}", Ok("ab")),
+        (
+            "{{ $x := 1.5 }}{{ trunc $x \"abc\" }}",
+            "{}",
+            Err(
+                "template: t/templates/t.yaml:1:24: executing \"t/templates/t.yaml\" at <$x>: wrong type for value; expected int; got float64",
+            ),
+        ),
+        (
+            "{{ keys .Values }} {{ keys .Values .Values }}",
+            "{}",
+            Ok("[] []"),
+        ),
+        ("{{ keys nil }}", "{}", Ok("[]")),
+    ];
+
+    #[test]
+    fn typed_arguments_follow_go() {
+        let mut failures = Vec::new();
+        for (text, values, want) in CASES {
+            let got = render(text, values);
+            let want = want.map(str::to_string).map_err(str::to_string);
+            if got != want {
+                failures.push(format!("{text:?}\n   got {got:?}\n  want {want:?}"));
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} of {} cases differ:\n{}",
+            failures.len(),
+            CASES.len(),
+            failures.join("\n")
+        );
     }
 }
