@@ -1,0 +1,768 @@
+//! Reading YAML as Helm does: `sigs.k8s.io/yaml.Unmarshal`, that is `yaml.v2` into
+//! `interface{}`, keys turned into strings, then a JSON round trip (every number a `float64`).
+//!
+//! The syntax comes from `granit-parser`'s events; what the scalars mean is `yaml.v2`'s
+//! (YAML 1.1: `yes`/`off` booleans, `0777` octal, `<<` merge keys), as are the error messages
+//! charts can see through `fromYaml`.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::rc::Rc;
+
+use granit_parser::{Event, Options, Parser, ScalarStyle, ScanError};
+
+use super::Error;
+use super::base64_decode;
+use super::resolve::{Scalar, go_parse_float, go_parse_int, resolve};
+
+/// How deep collections may nest (`yaml.v2`'s own parser limit).
+const MAX_DEPTH: usize = 10_000;
+/// How deep the decoder recurses; deeper documents are refused rather than overflowing the
+/// stack.
+const MAX_DECODE_DEPTH: usize = 1_000;
+
+const CORE: &str = "tag:yaml.org,2002:";
+
+enum Node {
+    Scalar {
+        value: String,
+        plain: bool,
+        tag: Option<String>,
+    },
+    Sequence(Vec<Rc<Node>>),
+    Mapping(Vec<(Rc<Node>, Rc<Node>)>),
+}
+
+fn error(message: impl Into<String>) -> Error {
+    Error {
+        message: format!("error converting YAML to JSON: {}", message.into()),
+    }
+}
+
+/// `yaml: line N: problem` from a parser error, with `yaml.v2`'s line numbering.
+fn syntax_error(e: &ScanError, text: &str) -> Error {
+    let info = e.info();
+    // Where Go's scanner stands at the end of the input (its line counted from 0).
+    let eof_line =
+        text.matches('\n').count() + usize::from(!text.is_empty() && !text.ends_with('\n'));
+    let with_line = |line: usize, problem: &str| {
+        if line == 0 {
+            error(format!("yaml: {problem}"))
+        } else {
+            error(format!("yaml: line {line}: {problem}"))
+        }
+    };
+    if let Some(rest) = info.strip_prefix("unclosed bracket '") {
+        // At the end of the input Go expects either another entry (after `[`, `{` or `,`) or
+        // the closing bracket.
+        let last = text.trim_end().chars().last();
+        if matches!(last, Some('[' | '{' | ',')) {
+            return with_line(eof_line, "did not find expected node content");
+        }
+        let close = if rest.starts_with('{') { '}' } else { ']' };
+        return with_line(eof_line, &format!("did not find expected ',' or '{close}'"));
+    }
+    if info.contains("simple key expected ':'") {
+        // Go notices the missing ':' only at the end of the input, a line past it.
+        return with_line(eof_line + 1, "could not find expected ':'");
+    }
+    // libyaml's messages carry a "while parsing …, " context that Go does not print.
+    let problem = info
+        .split_once(", ")
+        .filter(|(context, _)| context.starts_with("while "))
+        .map_or(info.as_str(), |(_, problem)| problem)
+        .to_string();
+    let problem = match problem.as_str() {
+        "unexpected eof" | "unexpected end of plain scalar" | "unclosed quote" => {
+            "found unexpected end of stream"
+        }
+        p if p.starts_with("tabs disallowed") || p.starts_with("unexpected character") => {
+            "found character that cannot start any token"
+        }
+        p if p.starts_with("invalid trailing content after") => "did not find expected key",
+        p if p.starts_with("misplaced bracket") || p.starts_with("mismatched bracket") => {
+            "did not find expected node content"
+        }
+        "found a tab" => "found a tab character that violates indentation",
+        p if p.contains("cannot start with a tab") => {
+            "found a tab character where an indentation space is expected"
+        }
+        // Go's own spelling.
+        p if p.starts_with("did not find expected hexadecimal number") => {
+            "did not find expected hexdecimal number"
+        }
+        other => other,
+    };
+    let parser_error =
+        problem.starts_with("did not find expected") && !problem.contains("hexdecimal");
+    let line = e.marker().line();
+    // Go counts from 0 and adds 1 for scanner errors only; line 0 is not printed.
+    let line = if parser_error {
+        line.saturating_sub(1)
+    } else if line > 1 {
+        line
+    } else {
+        0
+    };
+    if problem.starts_with("found a tab character") {
+        return with_line(first_indenting_tab(text), problem);
+    }
+    with_line(line, problem)
+}
+
+/// libyaml refuses a tab where a block scalar's indentation is still being measured (or short
+/// of it): `|` then a line of spaces and a tab. Lines are 1-based, `first` is the header's.
+fn check_block_tabs(text: &str, first: usize, last: usize) -> Result<(), Error> {
+    let lines: Vec<&str> = text.lines().collect();
+    // The event's span may start at the header (`key: |`) or at the first content line.
+    let Some(start) = first.checked_sub(1) else {
+        return Ok(());
+    };
+    let (header, content) = match lines.get(start) {
+        Some(line) if block_header(line).is_some() => (block_header(line), start + 1),
+        _ => (
+            start
+                .checked_sub(1)
+                .and_then(|i| lines.get(i))
+                .and_then(|l| block_header(l)),
+            start,
+        ),
+    };
+    // An explicit indentation indicator (`|2`) fixes the indentation: not measured here.
+    if header != Some(false) {
+        return Ok(());
+    }
+    let mut indent: Option<usize> = None;
+    for (index, line) in lines.iter().enumerate().take(last).skip(content) {
+        let spaces = line.len() - line.trim_start_matches(' ').len();
+        let rest = &line[spaces..];
+        if rest.starts_with('\t') && indent.is_none_or(|indent| spaces < indent) {
+            return Err(error(format!(
+                "yaml: line {}: found a tab character where an indentation space is expected",
+                index + 1
+            )));
+        }
+        if indent.is_none() && !rest.trim().is_empty() {
+            indent = Some(spaces);
+        }
+    }
+    Ok(())
+}
+
+/// Whether `line` ends with a block scalar header (`|`, `>-`, `|2+`, …): `Some(true)` when it
+/// has an indentation indicator, `Some(false)` when not, `None` when it is no header.
+fn block_header(line: &str) -> Option<bool> {
+    let code = line.split(" #").next().unwrap_or(line).trim_end();
+    let token = code.rsplit([' ', '\t']).next().unwrap_or(code);
+    let rest = token.strip_prefix(['|', '>'])?;
+    if !rest
+        .chars()
+        .all(|c| c == '+' || c == '-' || c.is_ascii_digit())
+    {
+        return None;
+    }
+    Some(rest.chars().any(|c| c.is_ascii_digit()))
+}
+
+/// The 1-based line of the first tab in a line's leading whitespace.
+fn first_indenting_tab(text: &str) -> usize {
+    text.lines()
+        .position(|line| line.trim_start_matches(' ').starts_with('\t'))
+        .map_or(0, |index| index + 1)
+}
+
+/// Go's YAML reader accepts only printable characters (tab, line breaks and NEL included).
+fn check_characters(text: &str) -> Result<(), Error> {
+    let allowed = |c: char| {
+        matches!(u32::from(c),
+            0x09 | 0x0A | 0x0D | 0x20..=0x7E | 0x85 | 0xA0..=0xD7FF | 0xE000..=0xFFFD
+            | 0x10000..=0x0010_FFFF)
+    };
+    if text.chars().all(allowed) {
+        Ok(())
+    } else {
+        Err(error("yaml: control characters are not allowed"))
+    }
+}
+
+/// Reads the first document's tree (aliases shared, not expanded).
+fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
+    enum Open {
+        Sequence(usize, Vec<Rc<Node>>),
+        Mapping(usize, Vec<Rc<Node>>),
+    }
+    let mut options = Options::default();
+    options.emit_unresolved_aliases = true;
+    options.emit_anchor_events = true;
+    let mut parser = Parser::new_from_str_with_options(text, options);
+    let mut names: HashMap<usize, String> = HashMap::new();
+    let mut anchors: HashMap<usize, Rc<Node>> = HashMap::new();
+    let mut stack: Vec<Open> = Vec::new();
+    let mut root: Option<Rc<Node>> = None;
+    let mut in_document = false;
+    while let Some(event) = parser.next_event() {
+        let (event, span) = event.map_err(|e| syntax_error(&e, text))?;
+        let (node, anchor) = match event {
+            Event::DocumentStart(..) => {
+                in_document = true;
+                continue;
+            }
+            Event::DocumentEnd => {
+                if in_document {
+                    // Only the first document counts, as with Go's `yaml.Unmarshal`.
+                    break;
+                }
+                continue;
+            }
+            Event::StreamEnd => break,
+            Event::Anchor(id, name) => {
+                names.insert(id, name.into_owned());
+                continue;
+            }
+            Event::UnresolvedAlias(name) => {
+                let open = stack.iter().any(|open| {
+                    let (Open::Sequence(id, _) | Open::Mapping(id, _)) = open;
+                    names.get(id).is_some_and(|n| *n == name)
+                });
+                return Err(if open {
+                    error(format!("yaml: anchor '{name}' value contains itself"))
+                } else {
+                    error(format!("yaml: unknown anchor '{name}' referenced"))
+                });
+            }
+            Event::Alias(id) => {
+                let Some(node) = anchors.get(&id).cloned() else {
+                    // Known to the parser but not finished: the alias is inside its anchor.
+                    let name = names.get(&id).cloned().unwrap_or_default();
+                    return Err(error(format!(
+                        "yaml: anchor '{name}' value contains itself"
+                    )));
+                };
+                (node, 0)
+            }
+            Event::Scalar(value, style, anchor, tag) => {
+                if matches!(style, ScalarStyle::Literal | ScalarStyle::Folded) {
+                    check_block_tabs(text, span.start.line(), span.end.line())?;
+                }
+                let tag = tag.map(|t| format!("{}{}", t.handle(), t.suffix()));
+                (
+                    Rc::new(Node::Scalar {
+                        value: value.into_owned(),
+                        plain: style == ScalarStyle::Plain,
+                        tag,
+                    }),
+                    anchor,
+                )
+            }
+            Event::SequenceStart(_, anchor, _) | Event::MappingStart(_, anchor, _) => {
+                if stack.len() >= MAX_DEPTH {
+                    return Err(error(format!("yaml: exceeded max depth of {MAX_DEPTH}")));
+                }
+                stack.push(if matches!(event, Event::SequenceStart(..)) {
+                    Open::Sequence(anchor, Vec::new())
+                } else {
+                    Open::Mapping(anchor, Vec::new())
+                });
+                continue;
+            }
+            Event::SequenceEnd | Event::MappingEnd => match stack.pop() {
+                Some(Open::Sequence(anchor, items)) => (Rc::new(Node::Sequence(items)), anchor),
+                Some(Open::Mapping(anchor, items)) => {
+                    let mut pairs = Vec::with_capacity(items.len() / 2);
+                    let mut items = items.into_iter();
+                    while let (Some(k), Some(v)) = (items.next(), items.next()) {
+                        pairs.push((k, v));
+                    }
+                    (Rc::new(Node::Mapping(pairs)), anchor)
+                }
+                None => continue,
+            },
+            _ => continue,
+        };
+        if anchor != 0 {
+            anchors.insert(anchor, Rc::clone(&node));
+        }
+        match stack.last_mut() {
+            Some(Open::Sequence(_, items) | Open::Mapping(_, items)) => items.push(node),
+            None => root = Some(node),
+        }
+    }
+    Ok(root)
+}
+
+/// A value as `yaml.v2` decodes it into `interface{}`, before the JSON conversion.
+enum Go {
+    Nil,
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Go>),
+    Map(Vec<(Go, Go)>),
+}
+
+impl Go {
+    /// `%+#v`, as the key errors print values (a nil inside a container is typed).
+    fn go_syntax(&self) -> String {
+        match self {
+            Go::Nil => "<nil>".into(),
+            _ => self.go_syntax_inner(),
+        }
+    }
+
+    fn go_syntax_inner(&self) -> String {
+        match self {
+            Go::Nil => "interface {}(nil)".into(),
+            Go::Bool(b) => b.to_string(),
+            Go::Int(i) => i.to_string(),
+            Go::Uint(u) => format!("0x{u:x}"),
+            Go::Float(f) => crate::value::format_float_g(*f),
+            Go::Str(s) => format!("{s:?}"),
+            Go::Seq(items) => format!(
+                "[]interface {{}}{{{}}}",
+                items
+                    .iter()
+                    .map(Go::go_syntax)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Go::Map(entries) => {
+                // fmt prints map keys sorted: by type, then by value.
+                let mut sorted: Vec<&(Go, Go)> = entries.iter().collect();
+                sorted.sort_by(|(a, _), (b, _)| {
+                    a.sort_class()
+                        .cmp(&b.sort_class())
+                        .then_with(|| a.sort_key(b))
+                });
+                format!(
+                    "map[interface {{}}]interface {{}}{{{}}}",
+                    sorted
+                        .iter()
+                        .map(|(k, v)| format!("{}:{}", k.go_syntax_inner(), v.go_syntax_inner()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        }
+    }
+
+    fn sort_class(&self) -> u8 {
+        match self {
+            Go::Nil => 0,
+            Go::Str(_) => 1,
+            Go::Int(_) => 2,
+            Go::Uint(_) => 3,
+            Go::Float(_) => 4,
+            Go::Bool(_) => 5,
+            Go::Seq(_) | Go::Map(_) => 6,
+        }
+    }
+
+    fn sort_key(&self, other: &Go) -> std::cmp::Ordering {
+        match (self, other) {
+            (Go::Str(a), Go::Str(b)) => a.cmp(b),
+            (Go::Int(a), Go::Int(b)) => a.cmp(b),
+            (Go::Uint(a), Go::Uint(b)) => a.cmp(b),
+            (Go::Float(a), Go::Float(b)) => a.total_cmp(b),
+            (Go::Bool(a), Go::Bool(b)) => a.cmp(b),
+            _ => std::cmp::Ordering::Equal,
+        }
+    }
+
+    fn type_name(&self) -> &'static str {
+        match self {
+            Go::Nil => "%!s(<nil>)",
+            Go::Bool(_) => "bool",
+            Go::Int(_) => "int",
+            Go::Uint(_) => "uint64",
+            Go::Float(_) => "float64",
+            Go::Str(_) => "string",
+            Go::Seq(_) => "[]interface {}",
+            Go::Map(_) => "map[interface {}]interface {}",
+        }
+    }
+}
+
+struct Decoder {
+    decode_count: u64,
+    alias_count: u64,
+    alias_depth: usize,
+}
+
+/// `yaml.v2`'s tolerance for alias expansion (its defence against "billion laughs").
+fn allowed_alias_ratio(decode_count: u64) -> f64 {
+    const LOW: u64 = 400_000;
+    const HIGH: u64 = 4_000_000;
+    if decode_count <= LOW {
+        0.99
+    } else if decode_count >= HIGH {
+        0.10
+    } else {
+        0.99 - 0.89 * ((decode_count - LOW) as f64 / (HIGH - LOW) as f64)
+    }
+}
+
+fn is_merge(node: &Node) -> bool {
+    matches!(node, Node::Scalar { value, plain: true, tag: None } if value == "<<")
+}
+
+impl Decoder {
+    fn count(&mut self) -> Result<(), Error> {
+        self.decode_count += 1;
+        if self.alias_depth > 0 {
+            self.alias_count += 1;
+        }
+        if self.alias_count > 100
+            && self.decode_count > 1000
+            && self.alias_count as f64 / self.decode_count as f64
+                > allowed_alias_ratio(self.decode_count)
+        {
+            return Err(error("yaml: document contains excessive aliasing"));
+        }
+        Ok(())
+    }
+
+    fn decode(&mut self, node: &Rc<Node>, depth: usize) -> Result<Go, Error> {
+        self.count()?;
+        if depth > MAX_DECODE_DEPTH {
+            return Err(error(format!(
+                "yaml: exceeded max depth of {MAX_DECODE_DEPTH}"
+            )));
+        }
+        // A shared node (an alias target) counts as alias expansion when reached again.
+        let shared = Rc::strong_count(node) > 1;
+        if shared {
+            self.alias_depth += 1;
+        }
+        let result = match &**node {
+            Node::Scalar { value, plain, tag } => scalar(value, *plain, tag.as_deref()),
+            Node::Sequence(items) => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    out.push(self.decode(item, depth + 1)?);
+                }
+                Ok(Go::Seq(out))
+            }
+            Node::Mapping(pairs) => {
+                let mut out = Vec::with_capacity(pairs.len());
+                self.mapping(pairs, &mut out, depth)?;
+                Ok(Go::Map(out))
+            }
+        };
+        if shared {
+            self.alias_depth -= 1;
+        }
+        result
+    }
+
+    fn mapping(
+        &mut self,
+        pairs: &[(Rc<Node>, Rc<Node>)],
+        out: &mut Vec<(Go, Go)>,
+        depth: usize,
+    ) -> Result<(), Error> {
+        for (key, value) in pairs {
+            if is_merge(key) {
+                self.merge(value, out, depth)?;
+                continue;
+            }
+            let key = self.decode(key, depth + 1)?;
+            if matches!(key, Go::Seq(_) | Go::Map(_)) {
+                return Err(error(format!("yaml: invalid map key: {}", key.go_syntax())));
+            }
+            let value = self.decode(value, depth + 1)?;
+            set(out, key, value);
+        }
+        Ok(())
+    }
+
+    fn merge(
+        &mut self,
+        node: &Rc<Node>,
+        out: &mut Vec<(Go, Go)>,
+        depth: usize,
+    ) -> Result<(), Error> {
+        let want_map = || error("yaml: map merge requires map or sequence of maps as the value");
+        match &**node {
+            Node::Mapping(pairs) => {
+                self.count()?;
+                self.mapping(pairs, out, depth + 1)
+            }
+            Node::Sequence(items) => {
+                // Earlier maps win: apply them last.
+                for item in items.iter().rev() {
+                    let Node::Mapping(pairs) = &**item else {
+                        return Err(want_map());
+                    };
+                    self.count()?;
+                    self.mapping(pairs, out, depth + 1)?;
+                }
+                Ok(())
+            }
+            Node::Scalar { .. } => Err(want_map()),
+        }
+    }
+}
+
+fn same_key(a: &Go, b: &Go) -> bool {
+    match (a, b) {
+        (Go::Nil, Go::Nil) => true,
+        (Go::Bool(x), Go::Bool(y)) => x == y,
+        (Go::Int(x), Go::Int(y)) => x == y,
+        (Go::Uint(x), Go::Uint(y)) => x == y,
+        (Go::Float(x), Go::Float(y)) => x.to_bits() == y.to_bits(),
+        (Go::Str(x), Go::Str(y)) => x == y,
+        _ => false,
+    }
+}
+
+/// Sets a key in a Go map: a later value replaces an earlier one.
+fn set(out: &mut Vec<(Go, Go)>, key: Go, value: Go) {
+    // Most maps are small; larger ones are checked from the end, where repeats tend to be.
+    if let Some(entry) = out.iter_mut().rev().find(|(k, _)| same_key(k, &key)) {
+        entry.1 = value;
+    } else {
+        out.push((key, value));
+    }
+}
+
+/// A scalar as `yaml.v2` decodes it into `interface{}`.
+fn scalar(value: &str, plain: bool, tag: Option<&str>) -> Result<Go, Error> {
+    let core = tag.and_then(|t| t.strip_prefix(CORE));
+    match (tag, core) {
+        (None, _) if !plain => return Ok(Go::Str(value.to_string())),
+        (Some(_), None) | (_, Some("str" | "map" | "seq" | "set" | "omap" | "pairs")) => {
+            // Unknown tags leave the text as it is.
+            return Ok(Go::Str(value.to_string()));
+        }
+        (_, Some("binary")) => {
+            let data = base64_decode(value.as_bytes())
+                .map_err(|_| error("yaml: !!binary value contains invalid base64 data"))?;
+            return Ok(Go::Str(String::from_utf8_lossy(&data).into_owned()));
+        }
+        _ => {}
+    }
+    let resolved = match core {
+        // An explicit tag skips the timestamp guess but otherwise resolves the same way.
+        Some(_) if !value.is_empty() && resolve(value) == Scalar::Timestamp => {
+            let plain = value.replace('_', "");
+            if let Some(i) = go_parse_int(&plain) {
+                Scalar::Int(i)
+            } else if let Some(f) = go_parse_float(&plain) {
+                Scalar::Float(f)
+            } else {
+                Scalar::Str
+            }
+        }
+        _ => resolve(value),
+    };
+    let go = match resolved {
+        Scalar::Null => Go::Nil,
+        Scalar::Bool(b) => Go::Bool(b),
+        Scalar::Int(i) => match i64::try_from(i) {
+            Ok(i) => Go::Int(i),
+            Err(_) => Go::Uint(u64::try_from(i).unwrap_or(u64::MAX)),
+        },
+        Scalar::Float(f) => Go::Float(f),
+        Scalar::Timestamp | Scalar::Str => Go::Str(value.to_string()),
+    };
+    if let Some(want) = core {
+        let (got, ok) = match &go {
+            Go::Nil => ("null", want == "null"),
+            Go::Bool(_) => ("bool", want == "bool"),
+            Go::Int(_) => ("int", want == "int" || want == "float"),
+            Go::Uint(_) => ("int", want == "int"),
+            Go::Float(_) => ("float", want == "float"),
+            _ => ("str", want == "timestamp"),
+        };
+        if !ok {
+            return Err(error(format!(
+                "yaml: cannot decode !!{got} `{value}` as a !!{want}"
+            )));
+        }
+        if want == "float"
+            && let Go::Int(i) = go
+        {
+            return Ok(Go::Float(i as f64));
+        }
+    }
+    Ok(go)
+}
+
+/// `sigs.k8s.io/yaml`'s key conversion.
+fn key_string(key: &Go, value: &Go) -> Result<String, Error> {
+    Ok(match key {
+        Go::Str(s) => s.clone(),
+        Go::Int(i) => i.to_string(),
+        Go::Bool(b) => b.to_string(),
+        Go::Float(f) => float32_g(*f),
+        other => {
+            return Err(error(format!(
+                "unsupported map key of type: {}, key: {}, value: {}",
+                other.type_name(),
+                other.go_syntax(),
+                value.go_syntax()
+            )));
+        }
+    })
+}
+
+/// `strconv.FormatFloat(f, 'g', -1, 32)` with YAML's names for the infinities.
+fn float32_g(f: f64) -> String {
+    if f.is_nan() {
+        return ".nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 {
+            ".inf".into()
+        } else {
+            "-.inf".into()
+        };
+    }
+    #[allow(clippy::cast_possible_truncation)]
+    let single = f as f32;
+    if single.is_infinite() {
+        // Go formats "+Inf" and then renames it as YAML spells it.
+        return if f > 0.0 {
+            ".inf".into()
+        } else {
+            "-.inf".into()
+        };
+    }
+    if single == 0.0 {
+        return if single.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
+    }
+    // `{:e}` of an f32 gives its shortest round-trip digits.
+    let sci = format!("{single:e}");
+    let Some((mantissa, exp)) = sci.split_once('e') else {
+        return sci;
+    };
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let mut out = String::new();
+    if mantissa.starts_with('-') {
+        out.push('-');
+    }
+    let (head, tail) = digits.split_at(1.min(digits.len()));
+    if !(-4..6).contains(&exp) {
+        out.push_str(head);
+        if !tail.is_empty() {
+            out.push('.');
+            out.push_str(tail);
+        }
+        out.push('e');
+        out.push(if exp < 0 { '-' } else { '+' });
+        let _ = write!(out, "{:02}", exp.abs());
+    } else if exp < 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', exp.unsigned_abs() as usize - 1));
+        out.push_str(&digits);
+    } else {
+        let point = exp.unsigned_abs() as usize + 1;
+        if digits.len() <= point {
+            out.push_str(&digits);
+            out.extend(std::iter::repeat_n('0', point - digits.len()));
+        } else {
+            out.push_str(&digits[..point]);
+            out.push('.');
+            out.push_str(&digits[point..]);
+        }
+    }
+    out
+}
+
+/// The JSON round trip: keys become strings, numbers `float64`, non-finite floats an error.
+fn to_json(value: Go) -> Result<serde_json::Value, Error> {
+    Ok(match value {
+        Go::Nil => serde_json::Value::Null,
+        Go::Bool(b) => serde_json::Value::Bool(b),
+        Go::Int(i) => number(i as f64)?,
+        Go::Uint(u) => number(u as f64)?,
+        Go::Float(f) => number(f)?,
+        Go::Str(s) => serde_json::Value::String(s),
+        Go::Seq(items) => serde_json::Value::Array(
+            items
+                .into_iter()
+                .map(to_json)
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+        Go::Map(entries) => {
+            let mut map = serde_json::Map::with_capacity(entries.len());
+            for (key, value) in entries {
+                let key = key_string(&key, &value)?;
+                map.insert(key, to_json(value)?);
+            }
+            serde_json::Value::Object(map)
+        }
+    })
+}
+
+/// The first key that `sigs.k8s.io/yaml` cannot turn into a string (checked before any value
+/// is encoded, as Go converts the keys first).
+fn check_keys(value: &Go) -> Result<(), Error> {
+    match value {
+        Go::Seq(items) => items.iter().try_for_each(check_keys),
+        Go::Map(entries) => entries.iter().try_for_each(|(key, value)| {
+            key_string(key, value)?;
+            check_keys(value)
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The first NaN or infinity in the order Go's JSON encoder meets them: map entries by key, a
+/// repeated key counting once with its last value.
+fn first_non_finite(value: &Go) -> Option<f64> {
+    match value {
+        Go::Float(f) if !f.is_finite() => Some(*f),
+        Go::Seq(items) => items.iter().find_map(first_non_finite),
+        Go::Map(entries) => {
+            let by_key: std::collections::BTreeMap<String, &Go> = entries
+                .iter()
+                .filter_map(|(k, v)| key_string(k, v).ok().map(|k| (k, v)))
+                .collect();
+            by_key.values().find_map(|v| first_non_finite(v))
+        }
+        _ => None,
+    }
+}
+
+fn number(f: f64) -> Result<serde_json::Value, Error> {
+    serde_json::Number::from_f64(f)
+        .map(serde_json::Value::Number)
+        .ok_or_else(|| {
+            error(format!(
+                "json: unsupported value: {}",
+                crate::value::format_float_g(f)
+            ))
+        })
+}
+
+pub(crate) fn parse(text: &str) -> Result<serde_json::Value, Error> {
+    check_characters(text)?;
+    let Some(root) = read_tree(text)? else {
+        return Ok(serde_json::Value::Null);
+    };
+    let mut decoder = Decoder {
+        decode_count: 0,
+        alias_count: 0,
+        alias_depth: 0,
+    };
+    let go = decoder.decode(&root, 0)?;
+    check_keys(&go)?;
+    if let Some(bad) = first_non_finite(&go) {
+        return Err(error(format!(
+            "json: unsupported value: {}",
+            crate::value::format_float_g(bad)
+        )));
+    }
+    to_json(go)
+}
+
+#[cfg(test)]
+mod tests;

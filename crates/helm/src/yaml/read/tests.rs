@@ -1,0 +1,170 @@
+use super::*;
+
+fn json(text: &str) -> String {
+    match parse(text) {
+        Ok(v) => crate::yaml::json::marshal(&crate::value::Value::from_json_floats(&v))
+            .unwrap_or_else(|e| e.message),
+        Err(e) => format!("ERR {}", e.message),
+    }
+}
+
+#[test]
+fn yaml_1_1_scalars_as_helm_reads_them() {
+    // Expectations from Helm v4.2.3 (`fromYaml ... | toJson`).
+    assert_eq!(json("a: yes"), r#"{"a":true}"#);
+    assert_eq!(
+        json(
+            "a: [y, n, on, off, Yes, NO, ~, null, 0x1f, 0o17, 0777, 1_000, 1e3, 2020-01-01, 12:30, 1:20:30, +12, -0x1F, 0b101, 1.5e3, 12e3, .5, 5., 1_0.5, 0x_1f, 9223372036854775808, 18446744073709551616, 2020-01-01T10:00:00Z, 2001-12-14 21:59:43.10 -5, True, tRue, 0.1e-2,08,09.5, -0b11, 1e400, 0o8, +0x10, 1__0, _1, +, .e1, 1.e1, 2020-1-2, 2020-01-01 10:00:00 ]"
+        ),
+        r#"{"a":[true,false,true,false,true,false,null,null,31,15,511,1000,1000,"2020-01-01","12:30","1:20:30",12,-31,5,1500,12000,0.5,5,10.5,31,9223372036854776000,18446744073709552000,"2020-01-01T10:00:00Z","2001-12-14 21:59:43.10 -5",true,"tRue",0.001,8,9.5,-3,"1e400","0o8",16,10,"_1","+",".e1",10,"2020-1-2","2020-01-01 10:00:00"]}"#
+    );
+}
+
+#[test]
+fn structure_as_helm_reads_it() {
+    assert_eq!(json("a: 1\na: 2"), r#"{"a":2}"#);
+    assert_eq!(json("a: 1\n---\nb: 2"), r#"{"a":1}"#);
+    assert_eq!(json(""), "null");
+    assert_eq!(
+        json("a: &x {b: 1}\nc: *x\nd:\n  <<: *x\n  e: 2"),
+        r#"{"a":{"b":1},"c":{"b":1},"d":{"b":1,"e":2}}"#
+    );
+    assert_eq!(
+        json("{1: a, true: b, 1.5: d, 0x10: x, 100000000000000000000: z}"),
+        r#"{"1":"a","1.5":"d","16":"x","1e+20":"z","true":"b"}"#
+    );
+    assert_eq!(
+        json("a: !!str 1\nb: !!int \"3\"\nc: !!binary aGk=\nd: !foo bar"),
+        r#"{"a":"1","b":3,"c":"hi","d":"bar"}"#
+    );
+    assert_eq!(
+        json("a: \"x\n  y\"\nb: |\n  l1\n  l2\nc: >\n  f1\n  f2\n"),
+        r#"{"a":"x y","b":"l1\nl2\n","c":"f1 f2\n"}"#
+    );
+    assert_eq!(json("a: b\n c"), r#"{"a":"b c"}"#);
+}
+
+#[test]
+fn errors_as_helm_words_them() {
+    assert_eq!(
+        json("a: .nan"),
+        "ERR error converting YAML to JSON: json: unsupported value: NaN"
+    );
+    assert_eq!(
+        json("a: -.inf"),
+        "ERR error converting YAML to JSON: json: unsupported value: -Inf"
+    );
+    assert_eq!(
+        json("a: 1\nb: c: d\n"),
+        "ERR error converting YAML to JSON: yaml: line 2: mapping values are not allowed in this context"
+    );
+    assert_eq!(
+        json("1: a\ntrue: b\n~: c\n1.5: d"),
+        r#"ERR error converting YAML to JSON: unsupported map key of type: %!s(<nil>), key: <nil>, value: "c""#
+    );
+    assert_eq!(
+        json("[1,2]: e"),
+        "ERR error converting YAML to JSON: yaml: invalid map key: []interface {}{1, 2}"
+    );
+    assert_eq!(
+        json("a: 1\n- b"),
+        "ERR error converting YAML to JSON: yaml: line 1: did not find expected key"
+    );
+    assert_eq!(
+        json("- a\nb: 1"),
+        "ERR error converting YAML to JSON: yaml: line 1: did not find expected '-' indicator"
+    );
+    assert_eq!(
+        json("a: [1, 2"),
+        "ERR error converting YAML to JSON: yaml: line 1: did not find expected ',' or ']'"
+    );
+    assert_eq!(
+        json("a:\n\tb: 1"),
+        "ERR error converting YAML to JSON: yaml: line 2: found character that cannot start any token"
+    );
+    assert_eq!(
+        json("a: @b"),
+        "ERR error converting YAML to JSON: yaml: found character that cannot start any token"
+    );
+    assert_eq!(
+        json("a: \"b"),
+        "ERR error converting YAML to JSON: yaml: found unexpected end of stream"
+    );
+    assert_eq!(
+        json("a: 1\n  b: 2"),
+        "ERR error converting YAML to JSON: yaml: line 2: mapping values are not allowed in this context"
+    );
+}
+
+#[test]
+fn more_errors_as_helm_words_them() {
+    let prefix = "ERR error converting YAML to JSON: ";
+    for (doc, want) in [
+        ("[", "yaml: line 1: did not find expected node content"),
+        ("{a: 1,", "yaml: line 1: did not find expected node content"),
+        (
+            "a:\n  - 1\n  - [2,\n",
+            "yaml: line 3: did not find expected node content",
+        ),
+        (
+            "key: value\n:bad",
+            "yaml: line 3: could not find expected ':'",
+        ),
+        (
+            "a: >\n x\n  y\nb",
+            "yaml: line 5: could not find expected ':'",
+        ),
+        (
+            "a: 1\n\tb: 2",
+            "yaml: line 2: found a tab character that violates indentation",
+        ),
+        (
+            "- |\n\tx",
+            "yaml: line 2: found a tab character where an indentation space is expected",
+        ),
+        (
+            "a: |\n  \tx",
+            "yaml: line 2: found a tab character where an indentation space is expected",
+        ),
+        ("a: \u{7}", "yaml: control characters are not allowed"),
+        ("a: 'b'c", "yaml: did not find expected key"),
+        ("a: {b: [}", "yaml: did not find expected node content"),
+        ("a: ]", "yaml: did not find expected node content"),
+        (
+            "x: \"\\u12\"",
+            "yaml: did not find expected hexdecimal number",
+        ),
+        ("a: *nope", "yaml: unknown anchor 'nope' referenced"),
+        ("a: &a [*a]", "yaml: anchor 'a' value contains itself"),
+        (
+            "d:\n  <<: 1\n",
+            "yaml: map merge requires map or sequence of maps as the value",
+        ),
+        (
+            "k: !!float 18446744073709551615",
+            "yaml: cannot decode !!int `18446744073709551615` as a !!float",
+        ),
+    ] {
+        assert_eq!(json(doc), format!("{prefix}{want}"), "{doc:?}");
+    }
+    // Tabs after a block scalar's indentation are content.
+    assert_eq!(
+        json("a: |-\n    x {\n    \ty\n    }\n"),
+        r#"{"a":"x {\n\ty\n}"}"#
+    );
+}
+
+#[test]
+fn alias_bombs_are_refused() {
+    let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..12 {
+        let p = i - 1;
+        let _ = writeln!(
+            text,
+            "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]"
+        );
+    }
+    assert!(json(&text).contains("excessive aliasing"));
+    let deep = "[".repeat(100_000);
+    assert!(json(&deep).starts_with("ERR"));
+}
