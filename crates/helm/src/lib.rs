@@ -7,7 +7,8 @@
 //! - [`template`]: Go's `text/template` (parse, execute, builtins).
 //! - [`funcs`]: Sprig v3's function set and Helm's own functions.
 //! - [`yaml`]: YAML and JSON exactly as Helm reads and writes them (`toYaml`, values files).
-//! - [`chart`]: charts from directories and archives, dependencies, values coalescing, schemas.
+//! - [`chart`]: charts from directories and archives, dependencies, values coalescing, schemas;
+//!   [`strvals`]: the `--set` family of flags.
 //! - [`engine`]: a render of a chart (Helm's `engine.Render`), and [`output`]: `helm template`'s
 //!   output (manifest splitting, install order, hooks, CRDs).
 
@@ -17,6 +18,7 @@ pub mod engine;
 pub mod fmt;
 pub mod funcs;
 pub mod output;
+pub mod strvals;
 pub mod template;
 pub mod value;
 pub mod yaml;

@@ -1,4 +1,104 @@
 //! Charts: loading directories and archives, `Chart.yaml`, dependencies, values and schemas.
+//!
+//! Expected flow: [`load`] (or [`load_archive`]) a chart, then [`prepare`] it with the user's
+//! values (`-f` files merged with [`merge_maps`], `--set` flags read by [`crate::strvals`]): the
+//! result is the chart with its dependencies resolved and the values templates see.
+//!
+//! Guarantees: archives never write or read outside the chart (no `..`, absolute paths or
+//! links), content is capped ([`MAX_CHART_SIZE`], [`MAX_FILE_SIZE`]), and nothing panics on any
+//! input.
+//!
+//! Errors name the file (`cannot load Chart.yaml: …`) or the chart whose schema failed, in
+//! Helm's words.
+
+mod constraint;
+mod dependencies;
+mod ignore;
+mod load;
+mod metadata;
+mod schema;
+mod values;
+
+pub use load::{MAX_CHART_SIZE, MAX_FILE_SIZE, load, load_archive};
+pub use values::{
+    GLOBAL_KEY, Values, coalesce_tables, coalesce_values, merge_maps, merge_values, read_values,
+};
+
+/// A chart that failed to load or whose values failed their schema, in Helm's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Error {
+    /// The message as Helm prints it.
+    pub message: String,
+}
+
+impl Error {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
+        Error {
+            message: message.into(),
+        }
+    }
+}
+
+/// Gets a chart ready to render with the user's values (Helm's install action up to the
+/// render): dependencies processed (aliases, tags, conditions, import-values; disabled
+/// subcharts removed), the user's values coalesced over every chart's defaults, and the result
+/// checked against each chart's `values.schema.json`. Returns the processed chart and the
+/// values `.Values` holds at the top.
+pub fn prepare(chart: &Chart, user_values: &Values) -> Result<(Chart, Values), Error> {
+    let mut chart = chart.clone();
+    dependencies::process(&mut chart, user_values).map_err(Error::new)?;
+    let values = coalesce_values(&chart, user_values).map_err(Error::new)?;
+    if let Some(message) = schema::validate_chart(&chart, &values, 0) {
+        return Err(Error::new(format!(
+            "values don't meet the specifications of the schema(s) in the following chart(s):\n{message}"
+        )));
+    }
+    Ok((chart, values))
+}
+
+/// Helm's `CheckDependencies`, which `helm template` runs before rendering: every dependency
+/// in Chart.yaml must have its chart under `charts/` (matched by chart name, before aliases).
+pub fn check_dependencies(chart: &Chart) -> Result<(), Error> {
+    let missing: Vec<&str> = chart
+        .metadata
+        .dependencies
+        .iter()
+        .filter(|dep| {
+            !chart
+                .dependencies
+                .iter()
+                .any(|c| c.metadata.name == dep.name)
+        })
+        .map(|dep| dep.name.as_str())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(format!(
+        "found in Chart.yaml, but missing in charts/ directory: {}",
+        missing.join(", ")
+    )))
+}
+
+/// Whether `version` satisfies the Masterminds constraint `constraint` (`>=1.20.0-0`,
+/// `^1.2 || ~2.0`); `None` when either does not parse. Helm checks `kubeVersion` and
+/// dependency versions this way.
+pub fn version_matches(constraint: &str, version: &str) -> Option<bool> {
+    constraint::satisfies(constraint, version)
+}
+
+impl Chart {
+    /// The chart's name (after dependency processing, its alias in the parent).
+    pub fn name(&self) -> &str {
+        &self.metadata.name
+    }
+
+    /// Whether this is a library chart (`type: library`), whose templates are never rendered.
+    pub fn is_library(&self) -> bool {
+        self.metadata.chart_type == "library"
+    }
+}
 
 /// A file of a chart: its path relative to the chart root (`templates/x.yaml`) and its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,3 +170,6 @@ pub struct Dependency {
     /// `alias`: the name the subchart takes in this parent.
     pub alias: String,
 }
+
+#[cfg(test)]
+mod tests;

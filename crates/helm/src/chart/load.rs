@@ -1,0 +1,592 @@
+//! Loading charts from directories and `.tgz` archives, as Helm's loader does.
+
+use std::collections::BTreeMap;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use super::ignore::Rules;
+use super::{Chart, Error, File, metadata};
+
+/// The most an archive may hold once decompressed (Helm v4's `MaxDecompressedChartSize`).
+pub const MAX_CHART_SIZE: u64 = 100 * 1024 * 1024;
+/// The most one file of a chart may hold (Helm v4's `MaxDecompressedFileSize`).
+pub const MAX_FILE_SIZE: u64 = 5 * 1024 * 1024;
+/// How deep subcharts may nest (charts inside charts inside …) before loading gives up.
+const MAX_NESTING: usize = 32;
+/// How many entries a directory walk may visit (a guard against link loops and huge trees).
+const MAX_DIR_ENTRIES: usize = 100_000;
+
+const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// Loads a chart from a directory or a `.tgz` archive.
+pub fn load(path: impl AsRef<Path>) -> Result<Chart, Error> {
+    let path = path.as_ref();
+    let meta =
+        std::fs::metadata(path).map_err(|e| Error::new(format!("{}: {e}", path.display())))?;
+    if meta.is_dir() {
+        return load_dir(path);
+    }
+    if meta.len() > MAX_CHART_SIZE {
+        return Err(Error::new(format!(
+            "{}: the archive is larger than the maximum chart size {MAX_CHART_SIZE}",
+            path.display()
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(|e| Error::new(format!("{}: {e}", path.display())))?;
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return Err(Error::new(format!(
+            "file '{}' does not appear to be a gzipped archive",
+            path.display()
+        )));
+    }
+    load_archive(&bytes)
+}
+
+/// Loads a chart from the bytes of a `.tgz` archive (one top directory holding the chart).
+pub fn load_archive(bytes: &[u8]) -> Result<Chart, Error> {
+    load_archive_at(bytes, 0)
+}
+
+fn load_archive_at(bytes: &[u8], depth: usize) -> Result<Chart, Error> {
+    let files = archive_files(bytes)?;
+    load_files(files, depth)
+}
+
+/// The files of a chart archive, their top directory stripped, refusing anything unsafe.
+fn archive_files(bytes: &[u8]) -> Result<Vec<File>, Error> {
+    let gz = flate2::read::GzDecoder::new(bytes);
+    let mut archive = tar::Archive::new(gz);
+    let entries = archive
+        .entries()
+        .map_err(|e| Error::new(format!("reading the chart archive: {e}")))?;
+    let mut files = Vec::new();
+    let mut total: u64 = 0;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| Error::new(format!("reading the chart archive: {e}")))?;
+        let header_path = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let kind = entry.header().entry_type();
+        if kind.is_dir() || kind.is_pax_global_extensions() || kind.is_pax_local_extensions() {
+            continue;
+        }
+        if kind.is_symlink() || kind.is_hard_link() {
+            return Err(Error::new(format!(
+                "chart archive entry {header_path:?} is a link, which charts may not contain"
+            )));
+        }
+        if !(kind.is_file() || kind == tar::EntryType::Continuous) {
+            return Err(Error::new(format!(
+                "chart archive entry {header_path:?} is not a regular file"
+            )));
+        }
+        let name = entry_name(&header_path)?;
+        let size = entry.header().size().unwrap_or(u64::MAX);
+        if size > MAX_FILE_SIZE {
+            return Err(Error::new(format!(
+                "decompressed chart file {header_path:?} is larger than the maximum file size {MAX_FILE_SIZE}"
+            )));
+        }
+        total = total.saturating_add(size);
+        if total > MAX_CHART_SIZE {
+            return Err(Error::new(format!(
+                "decompressed chart is larger than the maximum size {MAX_CHART_SIZE}"
+            )));
+        }
+        let mut data = Vec::new();
+        // Read one byte past the cap so a lying header cannot smuggle more in.
+        (&mut entry)
+            .take(MAX_FILE_SIZE + 1)
+            .read_to_end(&mut data)
+            .map_err(|e| {
+                Error::new(format!(
+                    "reading {header_path:?} from the chart archive: {e}"
+                ))
+            })?;
+        if data.len() as u64 > MAX_FILE_SIZE {
+            return Err(Error::new(format!(
+                "decompressed chart file {header_path:?} is larger than the maximum file size {MAX_FILE_SIZE}"
+            )));
+        }
+        strip_bom(&mut data);
+        files.push(File { name, data });
+    }
+    if files.is_empty() {
+        return Err(Error::new("no files in chart archive"));
+    }
+    Ok(files)
+}
+
+/// The path of an archive entry inside the chart: the top directory dropped, normalised, and
+/// refused when it is absolute or leaves the chart.
+fn entry_name(header_path: &str) -> Result<String, Error> {
+    let delimiter = if header_path.contains('\\') {
+        '\\'
+    } else {
+        '/'
+    };
+    let mut parts = header_path.split(delimiter);
+    let top = parts.next().unwrap_or("");
+    let rest: Vec<&str> = parts.collect();
+    let joined = rest.join("/");
+    if joined.starts_with('/') {
+        return Err(Error::new(format!(
+            "chart illegally contains absolute paths: {header_path:?}"
+        )));
+    }
+    let name = clean_path(&joined);
+    if name == "." {
+        if top == "Chart.yaml" {
+            return Err(Error::new("chart yaml not in base directory"));
+        }
+        return Err(Error::new(format!(
+            "chart illegally contains content outside the base directory: {header_path:?}"
+        )));
+    }
+    if name.starts_with("..") {
+        return Err(Error::new(format!(
+            "chart illegally references parent directory: {header_path:?}"
+        )));
+    }
+    let bytes = name.as_bytes();
+    if bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' {
+        return Err(Error::new(format!(
+            "chart contains illegally named files: {header_path:?}"
+        )));
+    }
+    Ok(name)
+}
+
+/// Go's `path.Clean` for relative paths.
+fn clean_path(path: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if out.last().is_some_and(|p| *p != "..") {
+                    out.pop();
+                } else {
+                    out.push("..");
+                }
+            }
+            p => out.push(p),
+        }
+    }
+    if out.is_empty() {
+        ".".into()
+    } else {
+        out.join("/")
+    }
+}
+
+fn strip_bom(data: &mut Vec<u8>) {
+    if data.starts_with(UTF8_BOM) {
+        data.drain(..UTF8_BOM.len());
+    }
+}
+
+/// Loads a chart directory, honouring its `.helmignore`.
+fn load_dir(root: &Path) -> Result<Chart, Error> {
+    let rules = match std::fs::read_to_string(root.join(".helmignore")) {
+        // Helm reports a bad rule without naming the file; so does this.
+        Ok(text) => Rules::parse(&text).map_err(Error::new)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Rules::parse("").map_err(Error::new)?
+        }
+        Err(e) => return Err(Error::new(format!(".helmignore: {e}"))),
+    };
+    let canonical_root = root
+        .canonicalize()
+        .map_err(|e| Error::new(format!("{}: {e}", root.display())))?;
+    let mut walk = Walk {
+        rules,
+        root: canonical_root,
+        files: Vec::new(),
+        entries: 0,
+        total: 0,
+    };
+    walk.dir(root, "")?;
+    load_files(walk.files, 0)
+}
+
+struct Walk {
+    rules: Rules,
+    root: PathBuf,
+    files: Vec<File>,
+    entries: usize,
+    total: u64,
+}
+
+impl Walk {
+    fn dir(&mut self, dir: &Path, prefix: &str) -> Result<(), Error> {
+        let read =
+            std::fs::read_dir(dir).map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
+        let mut names: Vec<(String, PathBuf)> = Vec::new();
+        for entry in read {
+            let entry = entry.map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
+            names.push((
+                entry.file_name().to_string_lossy().into_owned(),
+                entry.path(),
+            ));
+        }
+        // Go's filepath.Walk visits entries in lexical order.
+        names.sort();
+        for (name, path) in names {
+            self.entries += 1;
+            if self.entries > MAX_DIR_ENTRIES {
+                return Err(Error::new(format!(
+                    "{}: more than {MAX_DIR_ENTRIES} files in the chart",
+                    self.root.display()
+                )));
+            }
+            let rel = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            // Links are followed (as Helm does) but must stay inside the chart.
+            let resolved = path
+                .canonicalize()
+                .map_err(|e| Error::new(format!("{rel}: {e}")))?;
+            if !resolved.starts_with(&self.root) {
+                return Err(Error::new(format!(
+                    "{rel}: the link points outside the chart directory"
+                )));
+            }
+            let meta =
+                std::fs::metadata(&resolved).map_err(|e| Error::new(format!("{rel}: {e}")))?;
+            if meta.is_dir() {
+                if self.rules.ignored(&rel, true) {
+                    continue;
+                }
+                if rel.matches('/').count() > 4 * MAX_NESTING {
+                    return Err(Error::new(format!(
+                        "{rel}: the chart's directories nest too deep"
+                    )));
+                }
+                self.dir(&path, &rel)?;
+                continue;
+            }
+            if self.rules.ignored(&rel, false) {
+                continue;
+            }
+            if !meta.is_file() {
+                return Err(Error::new(format!(
+                    "cannot load irregular file {rel} as it has file mode type bits set"
+                )));
+            }
+            if meta.len() > MAX_FILE_SIZE {
+                return Err(Error::new(format!(
+                    "chart file {rel:?} is larger than the maximum file size {MAX_FILE_SIZE}"
+                )));
+            }
+            self.total += meta.len();
+            if self.total > MAX_CHART_SIZE {
+                return Err(Error::new(format!(
+                    "the chart is larger than the maximum size {MAX_CHART_SIZE}"
+                )));
+            }
+            let mut data =
+                std::fs::read(&resolved).map_err(|e| Error::new(format!("{rel}: {e}")))?;
+            strip_bom(&mut data);
+            self.files.push(File { name: rel, data });
+        }
+        Ok(())
+    }
+}
+
+/// Builds a chart from its files (Helm's `LoadFiles`): sorts them into metadata, values,
+/// schema, templates, other files and subcharts.
+pub(crate) fn load_files(files: Vec<File>, depth: usize) -> Result<Chart, Error> {
+    if depth > MAX_NESTING {
+        return Err(Error::new("subcharts nest too deep"));
+    }
+    let mut chart = Chart::default();
+    let mut chart_yaml: Option<Vec<u8>> = None;
+    let mut requirements: Option<Vec<u8>> = None;
+    let mut values: Option<Vec<u8>> = None;
+    let mut subcharts: BTreeMap<String, Vec<File>> = BTreeMap::new();
+    for file in files {
+        match file.name.as_str() {
+            "Chart.yaml" => chart_yaml = Some(file.data),
+            "values.yaml" => values = Some(file.data),
+            "values.schema.json" => chart.schema = Some(file.data),
+            // Helm keeps the v1 files visible to `.Files` (checked with Helm v4.2.3), but
+            // not Chart.lock.
+            "requirements.yaml" => {
+                requirements = Some(file.data.clone());
+                chart.files.push(file);
+            }
+            "Chart.lock" => {}
+            name if name.starts_with("templates/") => chart.templates.push(file),
+            name if name.starts_with("charts/") => {
+                if Path::new(name).extension().is_some_and(|e| e == "prov") {
+                    chart.files.push(file);
+                    continue;
+                }
+                let inner = &name["charts/".len()..];
+                let (sub, rest) = inner.split_once('/').unwrap_or((inner, ""));
+                let sub = sub.to_string();
+                let entry_name = if rest.is_empty() {
+                    inner.to_string()
+                } else {
+                    rest.to_string()
+                };
+                subcharts.entry(sub).or_default().push(File {
+                    name: entry_name,
+                    data: file.data,
+                });
+            }
+            _ => chart.files.push(file),
+        }
+    }
+    let Some(chart_yaml) = chart_yaml else {
+        return Err(Error::new("Chart.yaml file is missing"));
+    };
+    chart.metadata = metadata::parse_chart_yaml(&chart_yaml)?;
+    if let Some(requirements) = requirements {
+        chart.metadata.dependencies = metadata::parse_requirements(&requirements)?;
+    }
+    if let Some(values) = values {
+        chart.values = super::values::read_values(&values)
+            .map_err(|e| Error::new(format!("cannot load values.yaml: {e}")))?;
+    }
+    metadata::validate(&chart.metadata)?;
+    for (name, files) in subcharts {
+        if name.starts_with('_') || name.starts_with('.') {
+            continue;
+        }
+        let sub = if Path::new(&name).extension().is_some_and(|e| e == "tgz") {
+            match files.as_slice() {
+                [file] if file.name == name => load_archive_at(&file.data, depth + 1),
+                _ => Err(Error::new(format!(
+                    "error unpacking subchart tar in {}: expected {name}",
+                    chart.metadata.name
+                ))),
+            }
+        } else {
+            // A lone file directly under charts/ is not a chart: Helm loads it as an empty one.
+            let files: Vec<File> = files.into_iter().filter(|f| f.name != name).collect();
+            load_files(files, depth + 1)
+        };
+        let sub = sub.map_err(|e| {
+            Error::new(format!(
+                "error unpacking subchart {name} in {}: {e}",
+                chart.metadata.name
+            ))
+        })?;
+        chart.dependencies.push(sub);
+    }
+    Ok(chart)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tar entry written byte by byte, so tests can build archives the `tar` crate's
+    /// builder would refuse (`..`, links).
+    fn entry(out: &mut tar::Builder<Vec<u8>>, name: &str, kind: tar::EntryType, data: &[u8]) {
+        let mut header = tar::Header::new_gnu();
+        let bytes = name.as_bytes();
+        if let Some(gnu) = header.as_gnu_mut() {
+            gnu.name[..bytes.len()].copy_from_slice(bytes);
+        }
+        header.set_entry_type(kind);
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        if kind == tar::EntryType::Symlink {
+            header.set_link_name("/etc/passwd").expect("link name");
+        }
+        header.set_cksum();
+        out.append(&header, data).expect("append");
+    }
+
+    fn archive(entries: &[(&str, tar::EntryType, &[u8])]) -> Vec<u8> {
+        let mut builder = tar::Builder::new(Vec::new());
+        for (name, kind, data) in entries {
+            entry(&mut builder, name, *kind, data);
+        }
+        let tar = builder.into_inner().expect("tar");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &tar).expect("gzip");
+        gz.finish().expect("gzip")
+    }
+
+    const REGULAR: tar::EntryType = tar::EntryType::Regular;
+    const CHART: &[u8] = b"apiVersion: v2\nname: c\nversion: 0.1.0\n";
+
+    #[test]
+    fn archives_load_with_nested_archives() {
+        let sub = archive(&[
+            (
+                "sub/Chart.yaml",
+                REGULAR,
+                b"apiVersion: v2\nname: sub\nversion: 1.0.0\n",
+            ),
+            ("sub/templates/s.yaml", REGULAR, b"s"),
+        ]);
+        let top = archive(&[
+            ("c/Chart.yaml", REGULAR, CHART),
+            ("c/values.yaml", REGULAR, b"\xef\xbb\xbfa: 1\n"),
+            ("c/templates/t.yaml", REGULAR, b"t"),
+            ("c/crds/x.yaml", REGULAR, b"crd"),
+            ("c/charts/sub-1.0.0.tgz", REGULAR, &sub),
+        ]);
+        let chart = load_archive(&top).expect("chart");
+        assert_eq!(chart.metadata.name, "c");
+        assert_eq!(
+            chart.values.get("a").and_then(serde_json::Value::as_f64),
+            Some(1.0)
+        );
+        let names: Vec<&str> = chart.files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["crds/x.yaml"]);
+        assert_eq!(chart.dependencies.len(), 1);
+        assert_eq!(chart.dependencies[0].metadata.name, "sub");
+        assert_eq!(chart.dependencies[0].templates[0].name, "templates/s.yaml");
+    }
+
+    #[test]
+    fn unsafe_archives_refused() {
+        let escape = archive(&[
+            ("c/Chart.yaml", REGULAR, CHART),
+            ("c/../../etc/x", REGULAR, b"x"),
+        ]);
+        let message = load_archive(&escape).expect_err("escape").message;
+        assert!(message.contains("parent directory"), "{message}");
+        let link = archive(&[
+            ("c/Chart.yaml", REGULAR, CHART),
+            ("c/templates/l.yaml", tar::EntryType::Symlink, b""),
+        ]);
+        let message = load_archive(&link).expect_err("link").message;
+        assert!(
+            message.contains("c/templates/l.yaml") && message.contains("link"),
+            "{message}"
+        );
+        let big = vec![b'a'; usize::try_from(MAX_FILE_SIZE).unwrap_or(0) + 1];
+        let oversize = archive(&[
+            ("c/Chart.yaml", REGULAR, CHART),
+            ("c/big.txt", REGULAR, &big),
+        ]);
+        let message = load_archive(&oversize).expect_err("oversize").message;
+        assert!(
+            message.contains("c/big.txt") && message.contains("maximum file size"),
+            "{message}"
+        );
+        let top_level = archive(&[("Chart.yaml", REGULAR, CHART)]);
+        assert_eq!(
+            load_archive(&top_level).expect_err("top").message,
+            "chart yaml not in base directory"
+        );
+        assert!(load_archive(b"not gzip").is_err());
+    }
+
+    #[test]
+    fn directories_as_helm() {
+        // Checked with Helm v4.2.3: `.Files` holds only `.helmignore` here; `docs/` is
+        // ignored, hidden templates are dropped, values.schema.json and Chart.lock are not
+        // files; a stray file under charts/ fails the load.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        let write = |path: &str, text: &str| {
+            let full = root.join(path);
+            std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+            std::fs::write(full, text).expect("write");
+        };
+        write("Chart.yaml", "apiVersion: v2\nname: L\nversion: 0.1.0\n");
+        write("values.schema.json", "{\"type\":\"object\"}");
+        write("templates/.hidden", "x");
+        write("templates/t.yaml", "t");
+        write("Chart.lock", "generated: x\n");
+        write("docs/a.md", "z");
+        write(".helmignore", "docs/\n");
+        std::fs::create_dir_all(root.join("charts/_skip")).expect("mkdir");
+        let chart = load(root).expect("chart");
+        let files: Vec<&str> = chart.files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(files, [".helmignore"]);
+        let templates: Vec<&str> = chart.templates.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(templates, ["templates/t.yaml"]);
+        assert!(chart.schema.is_some());
+        write("charts/README.md", "readme");
+        assert_eq!(
+            load(root).expect_err("stray").message,
+            "error unpacking subchart README.md in L: Chart.yaml file is missing"
+        );
+    }
+
+    /// Helm v4.2.3's load errors for broken charts.
+    #[test]
+    fn bad_charts_as_helm() {
+        let chart = |yaml: &str| File {
+            name: "Chart.yaml".into(),
+            data: yaml.as_bytes().to_vec(),
+        };
+        let values = |yaml: &str| File {
+            name: "values.yaml".into(),
+            data: yaml.as_bytes().to_vec(),
+        };
+        let good = "apiVersion: v2\nname: b\nversion: 0.1.0\n";
+        let cases: Vec<(Vec<File>, &str)> = vec![
+            (
+                vec![chart(good), values("- a\n")],
+                "cannot load values.yaml: cannot unmarshal yaml document: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal array into Go value of type map[string]interface {}",
+            ),
+            (
+                vec![chart(good), values("a: b: c\n")],
+                "cannot load values.yaml: cannot unmarshal yaml document: error converting YAML to JSON: yaml: mapping values are not allowed in this context",
+            ),
+            (
+                vec![chart("apiVersion: v2\nversion: 0.1.0\n")],
+                "validation: chart.metadata.name is required",
+            ),
+            (
+                vec![chart("apiVersion: v2\nname: b\n")],
+                "validation: chart.metadata.version is required",
+            ),
+            (
+                vec![chart("apiVersion: v2\nname: a/b\nversion: 1.0.0\n")],
+                "validation: chart.metadata.name \"a/b\" is invalid",
+            ),
+            (
+                vec![chart(
+                    "apiVersion: v2\nname: b\nversion: 0.1.0\ntype: foo\n",
+                )],
+                "validation: chart.metadata.type must be application or library",
+            ),
+            (
+                vec![chart(
+                    "apiVersion: v2\nname: b\nversion: 0.1.0\ndependencies:\n  - name: x\n    alias: a.b\n",
+                )],
+                "validation: dependency \"x\" has disallowed characters in the alias",
+            ),
+            (
+                vec![chart(
+                    "apiVersion: v2\nname: b\nversion: 0.1.0\ndependencies:\n  - name: x\n    alias: z\n  - name: z\n",
+                )],
+                "validation: more than one dependency with name or alias \"z\"",
+            ),
+            (
+                vec![chart(
+                    "apiVersion: v2\nname: b\nversion: 1.0.0\ndependencies:\n  - null\n",
+                )],
+                "validation: dependencies must not contain empty or null nodes",
+            ),
+            (vec![values("a: 1\n")], "Chart.yaml file is missing"),
+        ];
+        for (files, want) in cases {
+            assert_eq!(load_files(files, 0).expect_err(want).message, want);
+        }
+    }
+
+    #[test]
+    fn entry_names() {
+        assert_eq!(
+            entry_name("c/templates/a.yaml").ok().as_deref(),
+            Some("templates/a.yaml")
+        );
+        assert_eq!(entry_name("c/./x//y").ok().as_deref(), Some("x/y"));
+        assert!(entry_name("c/../../etc/passwd").is_err());
+        assert!(entry_name("c//etc/passwd").is_err());
+        assert!(entry_name("Chart.yaml").is_err());
+        assert!(entry_name("c/c:/x").is_err());
+    }
+}
