@@ -88,7 +88,7 @@ pub fn parse_go_float(s: &str) -> Option<f64> {
 pub fn to_string(v: &Value) -> String {
     match v {
         Value::String(s) => s.to_string(),
-        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::Bytes(b) => crate::fmt::lossy_utf8(b),
         other => other.to_string(),
     }
 }
@@ -195,6 +195,16 @@ pub fn want_at_least(name: &str, args: &[Value], want: usize) -> Result<(), Stri
     }
 }
 
+/// Whether a function's error is one of Go's argument checks ([`want_args`], [`go_string`],
+/// [`go_int`], …) rather than the function's own failure. Go reports those without the
+/// `error calling NAME: ` prefix, at the call (arity) or at the offending argument (type); an
+/// executor can use this to print them Go's way.
+pub fn is_argument_check(message: &str) -> bool {
+    message.starts_with("wrong number of args for ")
+        || message.starts_with("wrong type for value; ")
+        || message.starts_with("invalid value; expected ")
+}
+
 /// The Go type `text/template` reports for an argument it cannot pass: nil values come out of
 /// maps and functions as empty `interface {}`s.
 fn reported_type(v: &Value) -> String {
@@ -242,6 +252,11 @@ mod tests {
         assert_eq!(to_i64(&Value::Float(-2.9)), -2);
         assert_eq!(to_string(&Value::Float(1e6)), "1e+06");
         assert_eq!(to_string_list(&Value::str("a")), vec!["a"]);
+        let type_error = go_string(&Value::Int(1)).unwrap_err();
+        assert_eq!(type_error, "wrong type for value; expected string; got int");
+        assert!(is_argument_check(&type_error));
+        assert!(is_argument_check(&want_args("f", &[], 1).unwrap_err()));
+        assert!(!is_argument_check("strings: negative Repeat count"));
         // Oracle (`float64 "…"`, `int 1e30`): Go's ParseFloat and amd64 conversions.
         assert_eq!(to_f64(&Value::str("1_0.5")), 10.5);
         assert_eq!(to_f64(&Value::str(" 2")), 0.0);

@@ -56,6 +56,13 @@ pub fn quote(s: &str) -> String {
     out
 }
 
+/// `strconv.Quote` of bytes that may not be UTF-8 (stray bytes come out as `\xNN`).
+pub fn quote_bytes(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 2);
+    append_quoted(&mut out, bytes, '"', false);
+    out
+}
+
 /// `strconv.QuoteToASCII`: as [`quote`], with every non-ASCII rune escaped.
 pub fn quote_to_ascii(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -420,7 +427,7 @@ impl Printer {
                     if n > 0 {
                         self.buf.push_str(if self.f.sharp_v { ", " } else { " " });
                     }
-                    self.fmt_string(key, verb, &Value::str(key));
+                    self.fmt_key(key, verb);
                     self.buf.push(':');
                     self.print_value(item, verb, depth + 1);
                 }
@@ -658,6 +665,18 @@ impl Printer {
         }
     }
 
+    /// A map key: a string operand, without building a [`Value`] for it.
+    fn fmt_key(&mut self, key: &str, verb: char) {
+        match verb {
+            'v' | 's' | 'x' | 'X' | 'q' => self.fmt_string(key, verb, &Value::Nil),
+            _ => {
+                let _ = write!(self.buf, "%!{verb}(string=");
+                self.fmt_s(key);
+                self.buf.push(')');
+            }
+        }
+    }
+
     /// `%s`: at most `precision` runes, padded.
     fn fmt_s(&mut self, s: &str) {
         let s = match self.f.prec {
@@ -755,7 +774,7 @@ impl Printer {
                 }
             }
             's' => {
-                let text = String::from_utf8_lossy(bytes).into_owned();
+                let text = lossy_utf8(bytes);
                 self.fmt_s(&text);
             }
             'x' => self.fmt_sx(bytes, LOWER_HEX),
@@ -801,6 +820,26 @@ fn truncate_runes(bytes: &[u8], n: usize) -> &[u8] {
     &bytes[..at.min(bytes.len())]
 }
 
+/// Text from bytes that may not be UTF-8, as Go's decoders see them: every byte that does not
+/// start a valid sequence becomes one U+FFFD (what Helm's output shows where Go slices a
+/// character apart; Rust's `from_utf8_lossy` would merge some of them).
+pub fn lossy_utf8(bytes: &[u8]) -> String {
+    if let Ok(s) = std::str::from_utf8(bytes) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(bytes.len() + 8);
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let width = utf8_width(rest);
+        match std::str::from_utf8(&rest[..width]) {
+            Ok(s) if width > 1 || rest[0] < 0x80 => out.push_str(s),
+            _ => out.push('\u{FFFD}'),
+        }
+        rest = &rest[width..];
+    }
+    out
+}
+
 /// The length of the UTF-8 sequence at the start of `bytes`, or 1 for an invalid one.
 fn utf8_width(bytes: &[u8]) -> usize {
     let len = match bytes.first() {
@@ -826,6 +865,18 @@ fn can_backquote(s: &str) -> bool {
 /// Go's `strconv.appendQuotedWith` for `quote` (`"` or `'`) over possibly invalid UTF-8.
 fn append_quoted(out: &mut String, bytes: &[u8], quote: char, ascii_only: bool) {
     out.push(quote);
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        // The common case (`quote` runs on most chart values): valid text, mostly plain ASCII.
+        for c in text.chars() {
+            if (' '..='~').contains(&c) && c != quote && c != '\\' {
+                out.push(c);
+            } else {
+                append_escaped_rune(out, c, quote, ascii_only);
+            }
+        }
+        out.push(quote);
+        return;
+    }
     let mut rest = bytes;
     while !rest.is_empty() {
         let width = utf8_width(rest);

@@ -53,3 +53,37 @@ fn oversized_widths_are_refused_as_go_does() {
     ];
     assert_eq!(sprintf("%.*d|%*d", &args), "%!(BADPREC)1|%!(BADWIDTH)2");
 }
+
+#[test]
+fn no_format_panics() {
+    use rand::{RngExt as _, SeedableRng as _};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+    let alphabet: Vec<char> = "%%%#+- 0123456789.*[]vdsqxXtTcUeEfFgGbOopé☃"
+        .chars()
+        .collect();
+    let args = [
+        Value::Nil,
+        Value::Int(i64::MIN),
+        Value::Int(-3),
+        Value::Int(2),
+        Value::Int64(i64::MAX),
+        Value::Float(-0.0),
+        Value::Float(f64::MAX),
+        Value::Float(5e-324),
+        Value::Float(f64::NAN),
+        Value::str("x\u{1}é"),
+        Value::Bytes(std::rc::Rc::from(&[0xFF_u8, b'a'][..])),
+        Value::from_json_floats(&serde_json::json!({"a": [1, null, "b"]})),
+    ];
+    for _ in 0..20_000 {
+        let len = rng.random_range(0..12);
+        let format: String = (0..len)
+            .map(|_| alphabet[rng.random_range(0..alphabet.len())])
+            .collect();
+        let count = rng.random_range(0..4);
+        let operands: Vec<Value> = (0..count)
+            .map(|_| args[rng.random_range(0..args.len())].clone())
+            .collect();
+        let _ = sprintf(&format, &operands);
+    }
+}

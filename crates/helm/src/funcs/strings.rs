@@ -1,10 +1,11 @@
 //! Sprig's string functions (v3.3.0 as Helm v4 ships it): case, trimming, slicing, quoting,
-//! wrapping, splitting and joining, Go's `path` helpers, and `toString`/`toStrings`/`atoi`.
+//! wrapping, splitting and joining, Go's `path` helpers, `urlParse`/`urlJoin`, and
+//! `toString`/`toStrings`/`atoi`.
 //!
 //! Each function behaves as its Go original, including the odd corners charts can hit:
-//! byte-based slicing in `trunc`/`substr`/`abbrev` (a cut inside a multi-byte character gives
-//! U+FFFD here, where Go would emit the broken bytes), `initials`/`nospace` reading bytes as
-//! Latin-1 as goutils does, Go's runtime errors for bad `substr` bounds, and Go's refusal of
+//! byte-based slicing in `trunc`/`substr`/`abbrev`/`wrapWith` (a cut inside a multi-byte
+//! character gives one U+FFFD per stray byte, as Helm's SDK reports Go's broken bytes),
+//! `initials`/`nospace` reading bytes as Latin-1 as goutils does, Go's runtime errors for bad `substr` bounds, and Go's refusal of
 //! mistyped arguments (`upper 1` is an error: templates do not convert arguments).
 //!
 //! Outputs are capped at [`MAX_OUTPUT`] bytes (`repeat`, `indent`, `replace`, …) so a template
@@ -73,7 +74,11 @@ pub fn register(map: &mut FuncMap) {
     map.insert("osClean", clean);
     map.insert("osExt", ext);
     map.insert("osIsAbs", is_abs);
+    map.insert("urlParse", url::url_parse);
+    map.insert("urlJoin", url::url_join);
 }
+
+mod url;
 
 type Result = std::result::Result<Value, String>;
 
@@ -92,6 +97,7 @@ fn two_strings<'a>(
     Ok((go_string(&args[0])?, go_string(&args[1])?))
 }
 
+/// `size` when it is within [`MAX_OUTPUT`] (`None`: it overflowed), else the error for `name`.
 fn check_size(name: &str, size: Option<usize>) -> std::result::Result<usize, String> {
     match size {
         Some(n) if n <= MAX_OUTPUT => Ok(n),
@@ -105,7 +111,7 @@ fn check_size(name: &str, size: Option<usize>) -> std::result::Result<usize, Str
 /// Bytes cut out of a string at any byte offsets, as Go's slicing does (a broken character
 /// becomes U+FFFD).
 fn from_bytes(bytes: &[u8]) -> Value {
-    Value::str(String::from_utf8_lossy(bytes))
+    Value::from(crate::fmt::lossy_utf8(bytes))
 }
 
 fn hello(call: &mut Call<'_>, args: &[Value]) -> Result {
@@ -115,8 +121,7 @@ fn hello(call: &mut Call<'_>, args: &[Value]) -> Result {
 
 /// goutils' `AbbreviateFull`: `...` and a window of `str` at most `max_width` bytes long;
 /// `None` for Go's "illegal argument" errors (Sprig turns them into "").
-fn abbreviate_full(s: &str, offset: i64, max_width: i64) -> Option<Vec<u8>> {
-    let bytes = s.as_bytes();
+fn abbreviate_full(bytes: &[u8], offset: i64, max_width: i64) -> Option<Vec<u8>> {
     let len = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
     if bytes.is_empty() {
         return Some(Vec::new());
@@ -127,8 +132,9 @@ fn abbreviate_full(s: &str, offset: i64, max_width: i64) -> Option<Vec<u8>> {
     if len <= max_width {
         return Some(bytes.to_vec());
     }
+    // Go's int arithmetic wraps; so does this (a huge negative offset lands here).
     let mut offset = offset.min(len);
-    if len - offset < max_width - 3 {
+    if len.wrapping_sub(offset) < max_width - 3 {
         offset = len - (max_width - 3);
     }
     let at = |i: i64| usize::try_from(i).unwrap_or(0).min(bytes.len());
@@ -142,8 +148,7 @@ fn abbreviate_full(s: &str, offset: i64, max_width: i64) -> Option<Vec<u8>> {
         return None;
     }
     if offset + max_width - 3 < len {
-        let rest = String::from_utf8_lossy(&bytes[at(offset)..]).into_owned();
-        out.extend(abbreviate_full(&rest, 0, max_width - 3).unwrap_or_default());
+        out.extend(abbreviate_full(&bytes[at(offset)..], 0, max_width - 3).unwrap_or_default());
         return Some(out);
     }
     out.extend_from_slice(&bytes[at(len - (max_width - 3))..]);
@@ -158,7 +163,7 @@ fn abbrev(call: &mut Call<'_>, args: &[Value]) -> Result {
         return Ok(Value::str(s));
     }
     Ok(from_bytes(
-        &abbreviate_full(s, 0, width).unwrap_or_default(),
+        &abbreviate_full(s.as_bytes(), 0, width).unwrap_or_default(),
     ))
 }
 
@@ -171,7 +176,7 @@ fn abbrevboth(call: &mut Call<'_>, args: &[Value]) -> Result {
         return Ok(Value::str(s));
     }
     Ok(from_bytes(
-        &abbreviate_full(s, left, right).unwrap_or_default(),
+        &abbreviate_full(s.as_bytes(), left, right).unwrap_or_default(),
     ))
 }
 
@@ -239,7 +244,10 @@ fn substr(call: &mut Call<'_>, args: &[Value]) -> Result {
     let index = |i: i64| usize::try_from(i).unwrap_or(0);
     // Go's slice rules, with its runtime error for out-of-range bounds.
     let (from, to) = if start < 0 {
-        if end < 0 || end > len {
+        if end < 0 {
+            return Err(format!("runtime error: slice bounds out of range [:{end}]"));
+        }
+        if end > len {
             return Err(format!(
                 "runtime error: slice bounds out of range [:{end}] with length {len}"
             ));
@@ -903,88 +911,85 @@ enum Word {
     Other,
 }
 
-/// The next word of `s` (xstrings' tokenizer): its kind, its text and the rest.
+/// xstrings' `nextValidRune`: the first character of `s` that is not U+FFFD (Go decodes a
+/// literal U+FFFD as its decoding error and skips it) and the bytes up to and including it;
+/// `prev` and all of `s` when there is none.
+fn next_valid(s: &str, prev: char) -> (char, usize) {
+    for (at, c) in s.char_indices() {
+        if c != '\u{FFFD}' {
+            return (c, at + c.len_utf8());
+        }
+    }
+    (prev, s.len())
+}
+
+/// The next word of `s` (xstrings' tokenizer): its kind, its text and the rest. Stray U+FFFD
+/// characters join the word after them, as in xstrings.
 fn next_word(s: &str) -> (Word, &str, &str) {
-    let mut chars = s.char_indices().peekable();
-    let Some((_, first)) = chars.next() else {
+    if s.is_empty() {
         return (Word::Invalid, "", "");
-    };
-    let end_of = |chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>| {
-        chars.peek().map_or(s.len(), |(at, _)| *at)
-    };
-    let kind;
-    let mut end = first.len_utf8();
-    if is_connector(first) {
-        kind = Word::Connector;
-        while chars.peek().is_some_and(|(_, c)| is_connector(*c)) {
-            chars.next();
+    }
+    let (mut r, mut size) = next_valid(s, '\u{FFFD}');
+    let mut offset = size;
+    if r == '\u{FFFD}' {
+        return (Word::Invalid, &s[..offset], &s[offset..]);
+    }
+    // Extends the word while `accept` holds for the next valid character; `r` ends as the
+    // character that stopped it.
+    let extend = |offset: &mut usize, r: &mut char, accept: &dyn Fn(char) -> bool| {
+        while *offset < s.len() {
+            let (next, width) = next_valid(&s[*offset..], *r);
+            *r = next;
+            if !accept(next) {
+                break;
+            }
+            *offset += width;
         }
-        end = end_of(&mut chars);
-    } else if is_punct(first) {
-        kind = Word::Punct;
-        while chars.peek().is_some_and(|(_, c)| is_punct(*c)) {
-            chars.next();
-        }
-        end = end_of(&mut chars);
-    } else if is_upper(first) {
-        kind = Word::Upper;
-        match chars.peek().map(|(_, c)| *c) {
-            Some(c) if is_upper(c) => {
-                // A run of capitals; its last one starts the next word when a lower-case
-                // letter follows ("HTTPServer" → "HTTP", "Server").
-                let mut last_start = end;
-                while let Some((at, c)) = chars.peek().copied() {
-                    if !is_upper(c) {
+    };
+    let kind = if is_connector(r) {
+        extend(&mut offset, &mut r, &is_connector);
+        Word::Connector
+    } else if is_punct(r) {
+        extend(&mut offset, &mut r, &is_punct);
+        Word::Punct
+    } else if is_upper(r) {
+        if offset < s.len() {
+            (r, size) = next_valid(&s[offset..], r);
+            if is_upper(r) {
+                // A run of capitals; its last one starts the next word when a letter follows
+                // ("HTTPServer" → "HTTP", "Server").
+                let mut last_size = size;
+                offset += size;
+                while offset < s.len() {
+                    (r, size) = next_valid(&s[offset..], r);
+                    if !is_upper(r) {
                         break;
                     }
-                    last_start = at;
-                    chars.next();
+                    last_size = size;
+                    offset += size;
                 }
-                end = end_of(&mut chars);
-                if let Some((_, c)) = chars.peek()
-                    && is_alphabet(*c)
-                {
-                    end = last_start;
+                if offset < s.len() && is_alphabet(r) {
+                    offset -= last_size;
                 }
+            } else if is_alphabet(r) {
+                offset += size;
+                extend(&mut offset, &mut r, &|c| is_alphabet(c) && !is_upper(c));
             }
-            Some(c) if is_alphabet(c) => {
-                while chars
-                    .peek()
-                    .is_some_and(|(_, c)| is_alphabet(*c) && !is_upper(*c))
-                {
-                    chars.next();
-                }
-                end = end_of(&mut chars);
-            }
-            _ => {}
         }
-    } else if is_alphabet(first) {
-        kind = Word::Alphabet;
-        while chars
-            .peek()
-            .is_some_and(|(_, c)| is_alphabet(*c) && !is_upper(*c))
-        {
-            chars.next();
-        }
-        end = end_of(&mut chars);
-    } else if is_number(first) {
-        kind = Word::Number;
-        while chars.peek().is_some_and(|(_, c)| is_number(*c)) {
-            chars.next();
-        }
-        end = end_of(&mut chars);
-    } else if first == '\u{FFFD}' {
-        kind = Word::Invalid;
+        Word::Upper
+    } else if is_alphabet(r) {
+        extend(&mut offset, &mut r, &|c| is_alphabet(c) && !is_upper(c));
+        Word::Alphabet
+    } else if is_number(r) {
+        extend(&mut offset, &mut r, &is_number);
+        Word::Number
     } else {
-        kind = Word::Other;
-        while chars.peek().is_some_and(|(_, c)| {
-            !(is_connector(*c) || is_alphabet(*c) || is_number(*c) || is_punct(*c))
-        }) {
-            chars.next();
-        }
-        end = end_of(&mut chars);
-    }
-    (kind, &s[..end], &s[end..])
+        extend(&mut offset, &mut r, &|c| {
+            !(is_connector(c) || is_alphabet(c) || is_number(c) || is_punct(c))
+        });
+        Word::Other
+    };
+    (kind, &s[..offset], &s[offset..])
 }
 
 /// xstrings' `toLower` of one word: upper-case words lowered, connectors replaced.
@@ -1068,8 +1073,9 @@ fn words_to_lower(s: &str, connector: char) -> String {
 }
 
 /// xstrings' `ToPascalCase` (v1.5): words split at connectors (`_`, `-`, spaces), each with its
-/// first letter upper case; a word opening with two capitals has the rest lowered (`HTTPServer`
-/// → `Httpserver`), other words keep their case (`fooBAR` → `FooBAR`). Leading and trailing
+/// first letter upper case; a word opening with two capitals has that run of capitals lowered
+/// (`HTTPServer` → `Httpserver`, `ABcD` → `AbcD`), other words keep their case (`fooBAR` →
+/// `FooBAR`). Leading and trailing
 /// connectors stay, of an inner run of connectors all but the last stay (`_complex__case_` →
 /// `_Complex_Case_`), and a string of connectors only gets its last one twice, as xstrings does.
 fn pascal_case(s: &str) -> String {
@@ -1093,10 +1099,12 @@ fn pascal_case(s: &str) -> String {
             i += 1;
         }
         let word = &chars[start..i];
-        let lower_rest = word.len() > 1 && is_upper(word[0]) && is_upper(word[1]);
+        // After two capitals, the run of capitals that follows is lowered.
+        let mut lowering = word.len() > 1 && is_upper(word[0]) && is_upper(word[1]);
         out.push(upper_rune(word[0]));
         for c in &word[1..] {
-            out.push(if lower_rest { lower_rune(*c) } else { *c });
+            lowering = lowering && is_upper(*c);
+            out.push(if lowering { lower_rune(*c) } else { *c });
         }
         // The connectors after it.
         let start = i;

@@ -110,3 +110,46 @@ fn huge_results_are_refused() {
     let ok = run(&mut env, "repeat", &[Value::Int(3), Value::str("ab")]).unwrap();
     assert_eq!(ok.to_string(), "ababab");
 }
+
+#[test]
+fn no_function_panics_on_odd_arguments() {
+    let values = [
+        Value::Nil,
+        Value::Bool(true),
+        Value::Int(i64::MIN),
+        Value::Int(-1),
+        Value::Int(0),
+        Value::Int(3),
+        Value::Int(5),
+        Value::Int(9),
+        Value::Int(i64::MAX),
+        Value::Int64(5),
+        Value::Float(f64::NAN),
+        Value::str(""),
+        Value::str("héllo wörld-Foo_BAR 12"),
+        Value::str("%zz[::1]:x//a/../b?#"),
+        Value::Bytes(std::rc::Rc::from(&[0xE6_u8, 0x9C, b' ', b'a'][..])),
+        json(r#"[1, "a", null]"#),
+        json(r#"{"scheme": "http", "host": 1}"#),
+    ];
+    let mut map = FuncMap::new();
+    register(&mut map);
+    let mut names: Vec<&str> = map.keys().copied().collect();
+    names.sort_unstable();
+    let mut env = env();
+    let mut runtime = NoRuntime;
+    for name in names {
+        let function = map[name];
+        let mut call = Call::new(name, &mut env, &mut runtime);
+        let _ = function(&mut call, &[]);
+        for a in &values {
+            let _ = function(&mut call, std::slice::from_ref(a));
+            for b in &values {
+                let _ = function(&mut call, &[a.clone(), b.clone()]);
+                for c in &values {
+                    let _ = function(&mut call, &[a.clone(), b.clone(), c.clone()]);
+                }
+            }
+        }
+    }
+}

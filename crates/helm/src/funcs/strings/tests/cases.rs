@@ -195,6 +195,16 @@ pub(super) fn cases() -> Vec<(
             Ok(""),
         ),
         (
+            "substr",
+            vec![Value::Int(-1), Value::Int(-1), Value::str("abc")],
+            Err("runtime error: slice bounds out of range [:-1]"),
+        ),
+        (
+            "substr",
+            vec![Value::Int(5), Value::Int(2), Value::str("abc")],
+            Err("runtime error: slice bounds out of range [5:2]"),
+        ),
+        (
             "repeat",
             vec![Value::Int(3), Value::str("ab")],
             Ok("ababab"),
@@ -330,6 +340,36 @@ pub(super) fn cases() -> Vec<(
             vec![Value::str("12abc34DEF")],
             Ok("12abc34_def"),
         ),
+        (
+            "snakecase",
+            vec![Value::str("\u{fffd}abA")],
+            Ok("\u{fffd}ab_a"),
+        ),
+        (
+            "snakecase",
+            vec![Value::str("a\u{fffd}B ")],
+            Ok("a_\u{fffd}b_"),
+        ),
+        (
+            "kebabcase",
+            vec![Value::str("_B.\u{fffd}\u{fffd}")],
+            Ok("-b.\u{fffd}\u{fffd}"),
+        ),
+        (
+            "snakecase",
+            vec![Value::str("\u{fffd}_\u{fffd}\u{fffd}\u{fffd}")],
+            Ok("\u{fffd}_\u{fffd}\u{fffd}\u{fffd}"),
+        ),
+        (
+            "snakecase",
+            vec![Value::str("AB\u{fffd}c")],
+            Ok("a_b\u{fffd}c"),
+        ),
+        (
+            "kebabcase",
+            vec![Value::str("b1\u{fffd}1\u{fffd}\u{fffd}")],
+            Ok("b1\u{fffd}1\u{fffd}\u{fffd}"),
+        ),
         ("kebabcase", vec![Value::str("FirstName")], Ok("first-name")),
         (
             "kebabcase",
@@ -395,6 +435,56 @@ pub(super) fn cases() -> Vec<(
         ("camelcase", vec![Value::str("fOO_BAR")], Ok("FOOBar")),
         ("camelcase", vec![Value::str("ab.CD")], Ok("Ab.CD")),
         ("camelcase", vec![Value::str("")], Ok("")),
+        (
+            "camelcase",
+            vec![Value::str("\u{3a9}\u{c5}?@\u{1c5}$\u{65e5}@\u{a0}%")],
+            Ok("\u{3a9}\u{e5}?@\u{1c5}$\u{65e5}@%"),
+        ),
+        (
+            "camelcase",
+            vec![Value::str("Z\u{3a3}aZ")],
+            Ok("Z\u{3c3}aZ"),
+        ),
+        (
+            "camelcase",
+            vec![Value::str("Z\u{3a3}ZZ")],
+            Ok("Z\u{3c3}zz"),
+        ),
+        ("camelcase", vec![Value::str("AB1D")], Ok("Ab1D")),
+        ("camelcase", vec![Value::str("AB-CdEF")], Ok("AbCdEF")),
+        (
+            "abbrevboth",
+            vec![
+                Value::Int(5),
+                Value::Int(10),
+                Value::str("\u{1c5}-\u{1fb3}\t\u{65e5}z:#\u{216b}\u{b2}\u{feff}/"),
+            ],
+            Ok("...\u{fffd}\t\u{fffd}\u{fffd}..."),
+        ),
+        (
+            "abbrev",
+            vec![Value::Int(5), Value::str("/\u{65e5}\u{672c}\u{8a9e}")],
+            Ok("/\u{fffd}..."),
+        ),
+        (
+            "trunc",
+            vec![Value::Int(2), Value::str("\u{65e5}\u{672c}")],
+            Ok("\u{fffd}\u{fffd}"),
+        ),
+        (
+            "wrapWith",
+            vec![
+                Value::Int(2),
+                Value::str("<>"),
+                Value::str("\u{1f600}/\u{2028}\u{3a3}zZ"),
+            ],
+            Ok("\u{fffd}\u{fffd}<>\u{fffd}\u{fffd}<>/\u{fffd}<>\u{fffd}\u{fffd}<>\u{3a3}<>zZ"),
+        ),
+        (
+            "substr",
+            vec![Value::Int(1), Value::Int(4), Value::str("\u{65e5}\u{672c}")],
+            Ok("\u{fffd}\u{fffd}\u{fffd}"),
+        ),
         (
             "wrap",
             vec![Value::Int(5), Value::str("Hello World")],
@@ -707,6 +797,219 @@ pub(super) fn cases() -> Vec<(
         ("ext", vec![Value::str("a.b/c")], Ok("")),
         ("ext", vec![Value::str(".bashrc")], Ok(".bashrc")),
         ("ext", vec![Value::str("x.")], Ok(".")),
+        (
+            "urlParse",
+            vec![Value::str(
+                "https://user:p%40ss@example.com:8443/a%20b/c?x=1&y=2#frag%21",
+            )],
+            Ok(
+                "map[fragment:frag! host:example.com:8443 hostname:example.com opaque: path:/a b/c query:x=1&y=2 scheme:https userinfo:user:p%40ss]",
+            ),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("http://[::1]:80/x")],
+            Ok(
+                "map[fragment: host:[::1]:80 hostname:::1 opaque: path:/x query: scheme:http userinfo:]",
+            ),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("mailto:joe@example.com")],
+            Ok(
+                "map[fragment: host: hostname: opaque:joe@example.com path: query: scheme:mailto userinfo:]",
+            ),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("/just/a/path?q")],
+            Ok(
+                "map[fragment: host: hostname: opaque: path:/just/a/path query:q scheme: userinfo:]",
+            ),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("relative/path")],
+            Ok(
+                "map[fragment: host: hostname: opaque: path:relative/path query: scheme: userinfo:]",
+            ),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("HTTP://Example.COM")],
+            Ok(
+                "map[fragment: host:Example.COM hostname:Example.COM opaque: path: query: scheme:http userinfo:]",
+            ),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("https://h/p?")],
+            Ok("map[fragment: host:h hostname:h opaque: path:/p query: scheme:https userinfo:]"),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("*")],
+            Ok("map[fragment: host: hostname: opaque: path:* query: scheme: userinfo:]"),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("")],
+            Ok("map[fragment: host: hostname: opaque: path: query: scheme: userinfo:]"),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("http://a b.com/")],
+            Err(
+                "unable to parse url: parse \"http://a b.com/\": invalid character \" \" in host name",
+            ),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("http://x/%zz")],
+            Err("unable to parse url: parse \"http://x/%zz\": invalid URL escape \"%zz\""),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("1http://x")],
+            Err(
+                "unable to parse url: parse \"1http://x\": first path segment in URL cannot contain colon",
+            ),
+        ),
+        (
+            "urlParse",
+            vec![Value::str(":foo")],
+            Err("unable to parse url: parse \":foo\": missing protocol scheme"),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("a:b/c")],
+            Ok("map[fragment: host: hostname: opaque:b/c path: query: scheme:a userinfo:]"),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("http://host:port/")],
+            Err(
+                "unable to parse url: parse \"http://host:port/\": invalid port \":port\" after host",
+            ),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("//host/p")],
+            Ok("map[fragment: host:host hostname:host opaque: path:/p query: scheme: userinfo:]"),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("///p")],
+            Ok("map[fragment: host: hostname: opaque: path:///p query: scheme: userinfo:]"),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("http://u@h")],
+            Ok("map[fragment: host:h hostname:h opaque: path: query: scheme:http userinfo:u]"),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("http://h#")],
+            Ok("map[fragment: host:h hostname:h opaque: path: query: scheme:http userinfo:]"),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("http://h/#a b")],
+            Ok("map[fragment:a b host:h hostname:h opaque: path:/ query: scheme:http userinfo:]"),
+        ),
+        (
+            "urlParse",
+            vec![Value::str(
+                "https://\u{4f8b}\u{3048}.jp/\u{fc}?\u{fc}#\u{fc}",
+            )],
+            Ok(
+                "map[fragment:\u{fc} host:\u{4f8b}\u{3048}.jp hostname:\u{4f8b}\u{3048}.jp opaque: path:/\u{fc} query:\u{fc} scheme:https userinfo:]",
+            ),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("postgres://u:p@db:5432/name?sslmode=disable")],
+            Ok(
+                "map[fragment: host:db:5432 hostname:db opaque: path:/name query:sslmode=disable scheme:postgres userinfo:u:p]",
+            ),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("http://[fe80::1%25en0]:8080/")],
+            Ok(
+                "map[fragment: host:[fe80::1%en0]:8080 hostname:fe80::1%en0 opaque: path:/ query: scheme:http userinfo:]",
+            ),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("http://h/%2F%41")],
+            Ok("map[fragment: host:h hostname:h opaque: path://A query: scheme:http userinfo:]"),
+        ),
+        (
+            "urlParse",
+            vec![Value::str("foo#bar%zz")],
+            Err("unable to parse url: parse \"foo#bar%zz\": invalid URL escape \"%zz\""),
+        ),
+        (
+            "urlJoin",
+            vec![json(
+                "{\"scheme\": \"https\", \"host\": \"h:1\", \"path\": \"/a b\", \"query\": \"x=1\", \"fragment\": \"f g\", \"userinfo\": \"u:p@x\"}",
+            )],
+            Ok("https://u:p%40x@h:1/a%20b?x=1#f%20g"),
+        ),
+        (
+            "urlJoin",
+            vec![json("{\"scheme\": \"mailto\", \"opaque\": \"joe@x.com\"}")],
+            Ok("mailto:joe@x.com"),
+        ),
+        (
+            "urlJoin",
+            vec![json("{\"host\": \"h\", \"path\": \"p\"}")],
+            Ok("//h/p"),
+        ),
+        (
+            "urlJoin",
+            vec![json("{\"path\": \"a:b/c\"}")],
+            Ok("./a:b/c"),
+        ),
+        ("urlJoin", vec![json("{}")], Ok("")),
+        (
+            "urlJoin",
+            vec![json("{\"scheme\": \"http\", \"path\": \"/x\"}")],
+            Ok("http:///x"),
+        ),
+        (
+            "urlJoin",
+            vec![json("{\"scheme\": \"http\", \"host\": 5}")],
+            Err("unable to parse host key, must be of type string, but float64 found"),
+        ),
+        (
+            "urlJoin",
+            vec![json("{\"scheme\": \"http\", \"userinfo\": \"bad user\"}")],
+            Err(
+                "unable to parse userinfo in dict: parse \"proto://bad user@host\": net/url: invalid userinfo",
+            ),
+        ),
+        (
+            "urlJoin",
+            vec![json(
+                "{\"host\": \"\\u00fc.com\", \"path\": \"/\\u00fc?#\"}",
+            )],
+            Ok("//%C3%BC.com/%C3%BC%3F%23"),
+        ),
+        (
+            "urlJoin",
+            vec![json(
+                "{\"scheme\": \"s\", \"host\": \"h\", \"query\": \"\", \"fragment\": \"!()*/?#\"}",
+            )],
+            Ok("s://h#!()*/?%23"),
+        ),
+        ("urlJoin", vec![json("{\"path\": \"*\"}")], Ok("*")),
+        (
+            "urlJoin",
+            vec![json("{\"scheme\": \"file\", \"path\": \"/etc\"}")],
+            Ok("file:///etc"),
+        ),
         ("isAbs", vec![Value::str("/x")], Ok("true")),
         ("isAbs", vec![Value::str("x/y")], Ok("false")),
         ("osBase", vec![Value::str("/a/b")], Ok("b")),
