@@ -77,6 +77,11 @@ pub trait Object: fmt::Debug {
     fn format(&self) -> String;
     /// What `toYaml`/`toJson`/`toString` see: the struct marshalled through its JSON tags.
     fn to_data(&self) -> Value;
+    /// The concrete value, for functions that take their own objects back (`dateModify` of a
+    /// `toDate` result, `genSignedCert` of a `genCA` result); `None` when not offered.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 thread_local! {

@@ -67,7 +67,8 @@ pub mod fetch;
 pub mod git;
 pub mod oci;
 pub mod redact;
-pub mod semver_constraint;
+/// Masterminds-compatible version constraints, now in their own crate ([`capstan_semver`]).
+pub use capstan_semver as semver_constraint;
 pub mod storage;
 pub mod temp;
 pub mod tls;
