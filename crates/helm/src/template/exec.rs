@@ -20,6 +20,16 @@ use crate::value::{ListKind, Value};
 /// (grown on the heap by `stacker`), so the cap is lower, with Go's message.
 pub const MAX_TEMPLATE_DEPTH: usize = 10_000;
 
+/// How many steps (template nodes and loop iterations, counted across every `include`,
+/// `tpl` and `{{template}}` it makes) one execution may take. Go has no limit and loops forever
+/// on nested ranges over large integers; far more than any real chart needs (a render of
+/// kube-prometheus-stack takes well under a million).
+pub const MAX_STEPS: u64 = 100_000_000;
+
+/// How large the text of one template may grow (the size `repeat` and friends are capped at):
+/// a bounded loop writing a large string each time must not exhaust memory.
+pub const MAX_OUTPUT: usize = 64 << 20;
+
 const RED_ZONE: usize = 128 * 1024;
 const STACK_CHUNK: usize = 2 * 1024 * 1024;
 
@@ -60,6 +70,8 @@ pub(crate) struct Shared {
     pub includes: HashMap<String, usize>,
     /// How many `tpl` calls are running inside each other.
     pub tpl_depth: usize,
+    /// Steps taken so far (see [`MAX_STEPS`]).
+    pub steps: u64,
 }
 
 pub(crate) struct Exec<'a, 's> {
@@ -139,8 +151,27 @@ impl<'a, 's> Exec<'a, 's> {
         }
     }
 
+    /// Counts one step against [`MAX_STEPS`] and checks the output against [`MAX_OUTPUT`].
+    fn step(&mut self) -> R<()> {
+        self.shared.steps += 1;
+        if self.shared.steps > MAX_STEPS {
+            return Err(self.error(format!(
+                "exceeded maximum template execution steps ({MAX_STEPS})"
+            )));
+        }
+        if self.out.len() > MAX_OUTPUT {
+            return Err(self.error(format!(
+                "exceeded maximum template output size ({MAX_OUTPUT} bytes)"
+            )));
+        }
+        Ok(())
+    }
+
     fn walk_list(&mut self, dot: &Val, list: &'a [Node]) -> R<Flow> {
+        // Once per list too: a range with an empty body still takes a step per iteration.
+        self.step()?;
         for node in list {
+            self.step()?;
             let flow = self.walk(dot, node)?;
             if flow != Flow::Normal {
                 return Ok(flow);

@@ -1186,6 +1186,21 @@ fn template_recursion_is_bounded() {
     );
 }
 
+/// A template whose text outgrows `MAX_OUTPUT` stops with an error instead of exhausting memory.
+#[test]
+fn output_is_bounded() {
+    let kib = "x".repeat(1024);
+    let text = format!("{{{{ range 100000 }}}}{kib}{{{{ end }}}}");
+    let err = render(&text, "{}").expect_err("too much output");
+    assert!(
+        err.ends_with(&format!(
+            "exceeded maximum template output size ({} bytes)",
+            super::MAX_OUTPUT
+        )),
+        "{err}"
+    );
+}
+
 /// Helm overflows Go's stack on a `tpl` that renders itself; we stop with an error.
 #[test]
 fn tpl_recursion_is_bounded() {
