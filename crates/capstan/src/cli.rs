@@ -41,6 +41,8 @@ pub enum Command {
     Install(crate::install::InstallArgs),
     /// Build kustomizations with Capstan's native kustomize engine.
     Kustomize(crate::kustomize::KustomizeArgs),
+    /// Render Helm charts with Capstan's native Helm engine.
+    Helm(crate::helm::HelmArgs),
     /// Push an artifact (a directory as a Flux OCI artifact) to a registry.
     #[command(subcommand)]
     Push(crate::artifact::PushCommand),
@@ -94,6 +96,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Controller(args) => crate::controller::run(args).await,
         Command::Install(args) => crate::install::run(&args),
         Command::Kustomize(args) => crate::kustomize::run(&args),
+        Command::Helm(args) => crate::helm::run(&args),
         Command::Push(command) => crate::artifact::run_push(command).await,
         Command::Pull(command) => crate::artifact::run_pull(command).await,
         Command::Diff(args) => Ok(flux_style(crate::cmd::build::diff(args).await, 2)),

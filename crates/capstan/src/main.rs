@@ -6,6 +6,7 @@ mod cmd;
 mod controller;
 mod dev;
 mod fleet;
+mod helm;
 mod install;
 mod kustomize;
 

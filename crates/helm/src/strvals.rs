@@ -744,8 +744,9 @@ fn number_end(chars: &[char], start: usize) -> Result<Option<usize>, Error> {
     Ok(Some(i))
 }
 
-/// Go's `encoding/json` wording for serde_json's syntax errors.
-fn json_error(error: &serde_json::Error, text: &str) -> Error {
+/// Go's `encoding/json` wording for serde_json's syntax errors (shared with the schema
+/// reader, whose parse errors Helm prints the same way).
+pub(crate) fn json_error(error: &serde_json::Error, text: &str) -> Error {
     if error.is_eof() {
         return Error {
             message: "unexpected EOF".into(),
@@ -951,5 +952,30 @@ mod tests {
             run("file", "a=nonexist"),
             Err("open nonexist: no such file or directory".into())
         );
+    }
+
+    /// No expression, however malformed, panics or overflows the stack.
+    #[test]
+    fn arbitrary_expressions_never_panic() {
+        const ALPHABET: &[&str] = &[
+            "a", "b", ".", "[", "]", "0", "1", "=", ",", "{", "}", "\\", "\"", ":", " ", "-",
+            "null", "true", "65537", "[0]",
+        ];
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..5000 {
+            let len = next() % 40;
+            let expression: String = (0..len)
+                .map(|_| ALPHABET[usize::try_from(next() % ALPHABET.len() as u64).unwrap_or(0)])
+                .collect();
+            for kind in ["set", "string", "json", "literal", "file"] {
+                let _ = run(kind, &expression);
+            }
+        }
     }
 }

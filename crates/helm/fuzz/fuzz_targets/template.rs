@@ -13,12 +13,6 @@ use capstan_helm::Value;
 use capstan_helm::template::{Call, Env, FuncMap, Function, Set};
 use libfuzzer_sys::fuzz_target;
 
-/// `getHostByName` asks the system resolver; a fuzz run must not wait on DNS (Helm's own map
-/// answers `""` too unless DNS lookups are enabled).
-fn no_dns(_: &mut Call<'_>, _: &[Value]) -> Result<Value, String> {
-    Ok(Value::str(""))
-}
-
 /// Functions that cost real time per call by design (key generation, bcrypt, scrypt): a loop
 /// of them runs long in Helm too, which is not a finding. Each input may call one of them
 /// once; later calls fail. DSA keys are never generated: finding 2048-bit DSA parameters takes
@@ -63,7 +57,6 @@ fn funcs() -> Rc<FuncMap> {
     thread_local! {
         static FUNCS: Rc<FuncMap> = {
             let mut map = capstan_helm::funcs::helm();
-            map.insert("getHostByName", no_dns);
             for name in COSTLY {
                 if let Some((key, function)) = map.remove_entry(name) {
                     ORIGINALS.with_borrow_mut(|originals| originals.insert(key, function));

@@ -134,45 +134,149 @@ fn process_imports(chart: &mut Chart, depth: usize) -> Result<(), String> {
     if chart.metadata.dependencies.is_empty() {
         return Ok(());
     }
-    let merged = values::merge_values(chart, &Values::new())?;
-    let mut imported = Values::new();
+    let mut merged = values::merge_values(chart, &Values::new())?;
+    let mut imports = Imports::default();
     for dep in &mut chart.metadata.dependencies {
         let mut normalized = Vec::new();
         for entry in &dep.import_values {
-            match entry {
-                Json::Object(map) => {
-                    let child = go_text(map.get("child"));
-                    let parent = go_text(map.get("parent"));
-                    let mut pair = serde_json::Map::new();
-                    pair.insert("child".into(), Json::String(child.clone()));
-                    pair.insert("parent".into(), Json::String(parent.clone()));
-                    normalized.push(Json::Object(pair));
-                    if let Some(found) = table(&merged, &format!("{}.{child}", dep.name)) {
-                        let lifted = path_to_map(&parent, found.clone());
-                        values::coalesce_tables(&mut imported, &lifted, true);
-                    }
-                }
-                Json::String(name) => {
-                    let child = format!("exports.{name}");
-                    let mut pair = serde_json::Map::new();
-                    pair.insert("child".into(), Json::String(child.clone()));
-                    pair.insert("parent".into(), Json::String(".".into()));
-                    normalized.push(Json::Object(pair));
-                    if let Some(found) = table(&merged, &format!("{}.{child}", dep.name)) {
-                        values::coalesce_tables(&mut imported, found, true);
-                    }
-                }
+            let (child, parent) = match entry {
+                Json::Object(map) => (go_text(map.get("child")), go_text(map.get("parent"))),
+                Json::String(name) => (format!("exports.{name}"), ".".to_string()),
                 // Helm skips entries of any other shape.
-                _ => {}
+                _ => continue,
+            };
+            let mut pair = serde_json::Map::new();
+            pair.insert("child".into(), Json::String(child.clone()));
+            pair.insert("parent".into(), Json::String(parent.clone()));
+            normalized.push(Json::Object(pair));
+            let source = format!("{}.{child}", dep.name);
+            if let Some(found) = table(&merged, &source) {
+                let lifted = path_to_map(&parent, found.clone());
+                let prefix: Vec<String> = if parent == "." {
+                    Vec::new()
+                } else {
+                    parent
+                        .split('.')
+                        .filter(|p| !p.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                };
+                let origin = Origin {
+                    prefix,
+                    path: source.split('.').map(str::to_string).collect(),
+                };
+                imports.merge(&lifted, &origin);
+                imports.write_back(&mut merged);
             }
         }
         dep.import_values = normalized;
     }
     // The parent's own values win over what it imports.
     let mut out = merged;
-    values::coalesce_tables(&mut out, &imported, true);
+    values::coalesce_tables(&mut out, &imports.values, true);
     chart.values = out;
     Ok(())
+}
+
+/// Where an imported table came from: the part of the lifted tree below `prefix` is the
+/// child's table at `path` in the parent's merged values.
+struct Origin {
+    prefix: Vec<String>,
+    path: Vec<String>,
+}
+
+/// The values imported so far. Helm merges the child's tables into them by reference, so a
+/// later import that adds keys beneath an earlier imported table also changes that table in
+/// the subchart's values; `aliases` records those shared tables so the change is copied back.
+#[derive(Default)]
+struct Imports {
+    values: Values,
+    /// (path in `values`, path in the merged values) of each table taken by reference.
+    aliases: Vec<(Vec<String>, Vec<String>)>,
+}
+
+impl Imports {
+    fn merge(&mut self, src: &Values, origin: &Origin) {
+        let mut path = Vec::new();
+        merge_into(
+            &mut self.values,
+            src,
+            &mut path,
+            origin,
+            &mut self.aliases,
+            0,
+        );
+    }
+
+    fn write_back(&self, merged: &mut Values) {
+        for (from, to) in &self.aliases {
+            if let Some(Json::Object(table)) = get_path(&self.values, from) {
+                set_path(merged, to, Json::Object(table.clone()));
+            }
+        }
+    }
+}
+
+/// Helm's `MergeTables(dst, src)` (dst wins, nulls kept) that notes which inserted tables
+/// are the child's own.
+fn merge_into(
+    dst: &mut Values,
+    src: &Values,
+    path: &mut Vec<String>,
+    origin: &Origin,
+    aliases: &mut Vec<(Vec<String>, Vec<String>)>,
+    depth: usize,
+) {
+    for (key, value) in src {
+        path.push(key.clone());
+        match dst.get_mut(key) {
+            None => {
+                if value.is_object()
+                    && path.len() > origin.prefix.len()
+                    && path.starts_with(&origin.prefix)
+                {
+                    let mut source = origin.path.clone();
+                    source.extend_from_slice(&path[origin.prefix.len()..]);
+                    aliases.push((path.clone(), source));
+                }
+                dst.insert(key.clone(), value.clone());
+            }
+            Some(Json::Object(existing)) => {
+                if let Json::Object(table) = value
+                    && depth < 256
+                {
+                    merge_into(existing, table, path, origin, aliases, depth + 1);
+                }
+            }
+            Some(_) => {}
+        }
+        path.pop();
+    }
+}
+
+fn get_path<'a>(values: &'a Values, path: &[String]) -> Option<&'a Json> {
+    let (last, parents) = path.split_last()?;
+    let mut current = values;
+    for part in parents {
+        current = current.get(part)?.as_object()?;
+    }
+    current.get(last)
+}
+
+fn set_path(values: &mut Values, path: &[String], value: Json) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut current = values;
+    for part in parents {
+        match current.get_mut(part) {
+            Some(Json::Object(map)) => current = map,
+            _ => return,
+        }
+    }
+    if current.contains_key(last) {
+        current.insert(last.clone(), value);
+    }
 }
 
 /// Go's `%v` of a map entry that should be a string (`<nil>` when missing).

@@ -44,23 +44,25 @@ pub fn load(path: impl AsRef<Path>) -> Result<Chart, Error> {
 
 /// Loads a chart from the bytes of a `.tgz` archive (one top directory holding the chart).
 pub fn load_archive(bytes: &[u8]) -> Result<Chart, Error> {
-    load_archive_at(bytes, 0)
+    load_archive_at(bytes, 0, &mut 0)
 }
 
-fn load_archive_at(bytes: &[u8], depth: usize) -> Result<Chart, Error> {
-    let files = archive_files(bytes)?;
-    load_files(files, depth)
+/// `unpacked` counts what every archive of this load has decompressed so far: archives
+/// nested in archives share the one [`MAX_CHART_SIZE`] budget, so a chart of packed
+/// subcharts cannot multiply it.
+fn load_archive_at(bytes: &[u8], depth: usize, unpacked: &mut u64) -> Result<Chart, Error> {
+    let files = archive_files(bytes, unpacked)?;
+    load_files(files, depth, unpacked)
 }
 
 /// The files of a chart archive, their top directory stripped, refusing anything unsafe.
-fn archive_files(bytes: &[u8]) -> Result<Vec<File>, Error> {
+fn archive_files(bytes: &[u8], unpacked: &mut u64) -> Result<Vec<File>, Error> {
     let gz = flate2::read::GzDecoder::new(bytes);
     let mut archive = tar::Archive::new(gz);
     let entries = archive
         .entries()
         .map_err(|e| Error::new(format!("reading the chart archive: {e}")))?;
     let mut files = Vec::new();
-    let mut total: u64 = 0;
     for entry in entries {
         let mut entry = entry.map_err(|e| Error::new(format!("reading the chart archive: {e}")))?;
         let header_path = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
@@ -85,10 +87,10 @@ fn archive_files(bytes: &[u8]) -> Result<Vec<File>, Error> {
                 "decompressed chart file {header_path:?} is larger than the maximum file size {MAX_FILE_SIZE}"
             )));
         }
-        total = total.saturating_add(size);
-        if total > MAX_CHART_SIZE {
+        *unpacked = unpacked.saturating_add(size);
+        if *unpacked > MAX_CHART_SIZE {
             return Err(Error::new(format!(
-                "decompressed chart is larger than the maximum size {MAX_CHART_SIZE}"
+                "decompressed chart is larger than the maximum size {MAX_CHART_SIZE} (at {header_path:?})"
             )));
         }
         let mut data = Vec::new();
@@ -205,7 +207,8 @@ fn load_dir(root: &Path) -> Result<Chart, Error> {
         total: 0,
     };
     walk.dir(root, "")?;
-    load_files(walk.files, 0)
+    let mut unpacked = walk.total;
+    load_files(walk.files, 0, &mut unpacked)
 }
 
 struct Walk {
@@ -296,7 +299,11 @@ impl Walk {
 
 /// Builds a chart from its files (Helm's `LoadFiles`): sorts them into metadata, values,
 /// schema, templates, other files and subcharts.
-pub(crate) fn load_files(files: Vec<File>, depth: usize) -> Result<Chart, Error> {
+pub(crate) fn load_files(
+    files: Vec<File>,
+    depth: usize,
+    unpacked: &mut u64,
+) -> Result<Chart, Error> {
     if depth > MAX_NESTING {
         return Err(Error::new("subcharts nest too deep"));
     }
@@ -357,7 +364,7 @@ pub(crate) fn load_files(files: Vec<File>, depth: usize) -> Result<Chart, Error>
         }
         let sub = if Path::new(&name).extension().is_some_and(|e| e == "tgz") {
             match files.as_slice() {
-                [file] if file.name == name => load_archive_at(&file.data, depth + 1),
+                [file] if file.name == name => load_archive_at(&file.data, depth + 1, unpacked),
                 _ => Err(Error::new(format!(
                     "error unpacking subchart tar in {}: expected {name}",
                     chart.metadata.name
@@ -366,7 +373,7 @@ pub(crate) fn load_files(files: Vec<File>, depth: usize) -> Result<Chart, Error>
         } else {
             // A lone file directly under charts/ is not a chart: Helm loads it as an empty one.
             let files: Vec<File> = files.into_iter().filter(|f| f.name != name).collect();
-            load_files(files, depth + 1)
+            load_files(files, depth + 1, unpacked)
         };
         let sub = sub.map_err(|e| {
             Error::new(format!(
@@ -573,7 +580,7 @@ mod tests {
             (vec![values("a: 1\n")], "Chart.yaml file is missing"),
         ];
         for (files, want) in cases {
-            assert_eq!(load_files(files, 0).expect_err(want).message, want);
+            assert_eq!(load_files(files, 0, &mut 0).expect_err(want).message, want);
         }
     }
 
@@ -588,5 +595,26 @@ mod tests {
         assert!(entry_name("c//etc/passwd").is_err());
         assert!(entry_name("Chart.yaml").is_err());
         assert!(entry_name("c/c:/x").is_err());
+    }
+
+    /// Damaged archives fail cleanly: every single-byte corruption of a valid one either
+    /// loads or errors, never panics.
+    #[test]
+    fn damaged_archives_never_panic() {
+        let good = archive(&[
+            ("c/Chart.yaml", REGULAR, CHART),
+            ("c/values.yaml", REGULAR, b"a: [1, {b: 2}]\n"),
+            ("c/templates/t.yaml", REGULAR, b"{{ .Values.a }}"),
+        ]);
+        for position in 0..good.len() {
+            for flip in [0x01_u8, 0x80, 0xff] {
+                let mut damaged = good.clone();
+                damaged[position] ^= flip;
+                let _ = load_archive(&damaged);
+            }
+        }
+        for cut in 0..good.len() {
+            let _ = load_archive(&good[..cut]);
+        }
     }
 }

@@ -10,6 +10,17 @@
 //!
 //! Errors name the file (`cannot load Chart.yaml: …`) or the chart whose schema failed, in
 //! Helm's words.
+//!
+//! ```no_run
+//! use capstan_helm::{chart, strvals};
+//!
+//! let loaded = chart::load("charts/podinfo")?;
+//! let mut values = chart::read_values(&std::fs::read("values-prod.yaml")?)?;
+//! strvals::parse_into("replicaCount=2,image.tag=6.5.0", &mut values)?;
+//! let (processed, values) = chart::prepare(&loaded, &values)?;
+//! println!("{} renders with {} top-level values", processed.name(), values.len());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod constraint;
 mod dependencies;

@@ -38,11 +38,18 @@ pub(crate) fn validate_chart(chart: &Chart, values: &Values, depth: usize) -> Op
 
 /// One schema against one values tree: `Err` with Helm's text (each line ending in `\n`).
 fn validate_one(schema: &[u8], values: &Values) -> Result<(), String> {
-    let schema: Json = serde_json::from_slice(schema)
-        .map_err(|e| format!("unable to parse the values schema: {e}\n"))?;
+    let schema: Json = serde_json::from_slice(schema).map_err(|e| {
+        let text = String::from_utf8_lossy(schema);
+        format!("{}\n", crate::strvals::json_error(&e, &text).message)
+    })?;
+    // No resolver is configured: a remote `$ref` fails here instead of being fetched (Helm
+    // would download it).
     let validator = jsonschema::options()
         .build(&schema)
-        .map_err(|e| format!("unable to compile the values schema: {e}\n"))?;
+        .map_err(|e| match e.kind() {
+            ValidationErrorKind::Referencing(reference) => format!("failing loading {reference}\n"),
+            _ => format!("\"file:///values.schema.json#\" is not valid against metaschema: {e}\n"),
+        })?;
     let instance = Json::Object(values.clone());
     let errors: Vec<Leaf> = validator.iter_errors(&instance).map(|e| leaf(&e)).collect();
     if errors.is_empty() {

@@ -368,3 +368,72 @@ fn v1_requirements_as_helm() {
     );
     assert_eq!(super::version_matches(">=1.20.0-0", "v1.29.0"), Some(true));
 }
+
+/// `import-values` in both forms landing in one table: Helm merges the child's tables by
+/// reference, so the second import also grows the first's source in the subchart's values.
+/// Expected: Helm v4.2.3's `.Values` for this chart (found by a generated differential run).
+#[test]
+fn overlapping_imports_as_helm() {
+    let chart = load(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/chart/testdata/imports"))
+        .expect("chart");
+    let Json::Object(user) = json(r#"{"al": {"a": [1, null], "c": 1, "b": {"b": true}}}"#) else {
+        panic!("user values");
+    };
+    let (_, values) = prepare(&chart, &user).expect("prepare");
+    assert_eq!(
+        floats(Json::Object(values)),
+        json(
+            r#"{"a":{"d":{"a":{"b":{}}}},"al":{"a":[1,null],"b":{"b":true},"c":1,"exports":{"data":{"a":{"d":{"a":{"b":{}}}},"c":{"a":"s"},"d":{"c":null,"d":1}}},"global":{}},"b":[1,null],"c":{"a":"s"},"d":{"d":1}}"#
+        )
+    );
+}
+
+/// Formats are asserted only by drafts before 2019-09, as with Helm v4.2.3.
+#[test]
+fn schema_formats_by_draft() {
+    let mut chart = Chart::default();
+    chart.metadata.name = "f1".into();
+    let Json::Object(values) =
+        serde_json::json!({"fm": "nope", "ip": "1.2.3", "u": "::", "d": "yesterday"})
+    else {
+        panic!("values");
+    };
+    for schema in [
+        r#"{"properties":{"fm":{"format":"email"},"ip":{"format":"ipv4"},"u":{"format":"uri"},"d":{"format":"date-time"}}}"#,
+        r#"{"$schema":"https://json-schema.org/draft/2019-09/schema","properties":{"fm":{"format":"email"}}}"#,
+    ] {
+        chart.schema = Some(schema.as_bytes().to_vec());
+        assert!(prepare(&chart, &values).is_ok(), "{schema}");
+    }
+    chart.schema = Some(
+        br#"{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"fm":{"format":"email"}}}"#
+            .to_vec(),
+    );
+    assert_eq!(
+        prepare(&chart, &values).expect_err("draft-07").message,
+        "values don't meet the specifications of the schema(s) in the following chart(s):\nf1:\n- at '/fm': 'nope' is not valid email: missing @\n"
+    );
+}
+
+/// A schema that is not JSON fails with Go's decoder message under the chart's name.
+#[test]
+fn broken_schema() {
+    let mut chart = Chart::default();
+    chart.metadata.name = "f1".into();
+    chart.schema = Some(b"{\"properties\": \n".to_vec());
+    assert_eq!(
+        prepare(&chart, &Values::new()).expect_err("broken").message,
+        "values don't meet the specifications of the schema(s) in the following chart(s):\nf1:\nunexpected EOF\n"
+    );
+    chart.schema = Some(br#"{"$ref": "https://example.invalid/x.json"}"#.to_vec());
+    let message = prepare(&chart, &Values::new()).expect_err("remote").message;
+    assert!(message.contains("failing loading"), "{message}");
+    chart.schema = Some(br#"{"type": 5}"#.to_vec());
+    let message = prepare(&chart, &Values::new())
+        .expect_err("metaschema")
+        .message;
+    assert!(
+        message.contains("is not valid against metaschema"),
+        "{message}"
+    );
+}

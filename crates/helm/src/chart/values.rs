@@ -98,7 +98,10 @@ fn coalesce_dependencies(
             None => Values::new(),
             Some(Json::Object(map)) => map.clone(),
             Some(other) => {
-                return Err(format!("type mismatch on {name}: {}", go_bool_verb(other)));
+                return Err(format!(
+                    "type mismatch on {name}: {}",
+                    go_bool_verb(other, 0)
+                ));
             }
         };
         coalesce_globals(&mut sub_values, dest);
@@ -109,7 +112,7 @@ fn coalesce_dependencies(
 }
 
 /// Go's `%t` of a value that is not a map: `true`, or `%!t(string=x)` for other kinds.
-fn go_bool_verb(value: &Json) -> String {
+fn go_bool_verb(value: &Json, depth: usize) -> String {
     match value {
         Json::Bool(b) => b.to_string(),
         Json::Null => "%!t(<nil>)".into(),
@@ -118,9 +121,19 @@ fn go_bool_verb(value: &Json) -> String {
             format!("%!t(float64={})", crate::value::Value::from_json(value))
         }
         Json::Number(n) => format!("%!t(int64={n})"),
+        // Inside a slice a nil element prints as `<nil>`.
+        Json::Array(_) if depth > 32 => "[...]".into(),
         Json::Array(items) => format!(
             "[{}]",
-            items.iter().map(go_bool_verb).collect::<Vec<_>>().join(" ")
+            items
+                .iter()
+                .map(|item| if item.is_null() {
+                    "<nil>".to_string()
+                } else {
+                    go_bool_verb(item, depth + 1)
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
         ),
         Json::Object(_) => format!("{}", crate::value::Value::from_json(value)),
     }
@@ -382,6 +395,26 @@ mod tests {
         // A `global` that is not a map stays in the parent and reaches no subchart.
         let out = coalesce_values(&parent, &map(json!({"global": 5}))).expect("coalesce");
         assert_eq!(Json::Object(out), json!({"global": 5, "sub": {}, "tt": 1}));
+    }
+
+    /// Deeply nested values coalesce without exhausting the stack.
+    #[test]
+    fn deep_values() {
+        let nest = |leaf: Json| {
+            let mut value = leaf;
+            for _ in 0..1000 {
+                let mut map = Values::new();
+                map.insert("k".into(), value);
+                value = Json::Object(map);
+            }
+            value
+        };
+        let chart = chart("d", json!({"a": nest(json!(1))}), vec![]);
+        let user = map(json!({"a": nest(json!(null))}));
+        let out = coalesce_values(&chart, &user).expect("coalesce");
+        assert!(out.contains_key("a"));
+        let merged = merge_maps(&user, &map(json!({"a": nest(json!(2))})));
+        assert!(merged.contains_key("a"));
     }
 
     #[test]

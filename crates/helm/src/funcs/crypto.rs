@@ -52,7 +52,7 @@ pub(super) fn want_args(call: &Call<'_>, args: &[Value], want: usize) -> Result<
 }
 
 /// A `string` parameter: only a Go string converts (Go's templates do not stringify).
-pub(super) fn str_arg<'v>(value: &'v Value, _what: &str) -> Result<&'v str, String> {
+pub(super) fn str_arg(value: &Value) -> Result<&str, String> {
     match value {
         Value::String(s) => Ok(s),
         Value::Nil => Err("wrong type for value; expected string; got interface {}".into()),
@@ -193,25 +193,25 @@ fn hex(bytes: &[u8]) -> String {
 
 fn sha1sum(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    let input = str_arg(&args[0], "string")?;
+    let input = str_arg(&args[0])?;
     Ok(Value::str(hex(&sha1::Sha1::digest(input.as_bytes()))))
 }
 
 fn sha256sum(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    let input = str_arg(&args[0], "string")?;
+    let input = str_arg(&args[0])?;
     Ok(Value::str(hex(&sha2::Sha256::digest(input.as_bytes()))))
 }
 
 fn sha512sum(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    let input = str_arg(&args[0], "string")?;
+    let input = str_arg(&args[0])?;
     Ok(Value::str(hex(&sha2::Sha512::digest(input.as_bytes()))))
 }
 
 fn adler32sum(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    let input = str_arg(&args[0], "string")?;
+    let input = str_arg(&args[0])?;
     let mut adler = adler2::Adler32::new();
     adler.write_slice(input.as_bytes());
     Ok(Value::str(adler.checksum().to_string()))
@@ -236,7 +236,7 @@ fn bcrypt_hash(call: &mut Call<'_>, password: &str) -> Result<String, String> {
 
 fn bcrypt_fn(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    let input = str_arg(&args[0], "string")?;
+    let input = str_arg(&args[0])?;
     // Sprig returns the failure as the text.
     Ok(Value::str(bcrypt_hash(call, input).unwrap_or_else(|e| {
         format!("failed to encrypt string with bcrypt: {e}")
@@ -245,8 +245,8 @@ fn bcrypt_fn(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 
 fn htpasswd(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let user = str_arg(&args[0], "string")?;
-    let password = str_arg(&args[1], "string")?;
+    let user = str_arg(&args[0])?;
+    let password = str_arg(&args[1])?;
     if user.contains(':') {
         return Ok(Value::str(format!("invalid username: {user}")));
     }
@@ -362,10 +362,10 @@ fn derive_password(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String>
             ));
         }
     };
-    let kind = str_arg(&args[1], "string")?;
-    let password = str_arg(&args[2], "string")?;
-    let user = str_arg(&args[3], "string")?;
-    let site = str_arg(&args[4], "string")?;
+    let kind = str_arg(&args[1])?;
+    let password = str_arg(&args[2])?;
+    let user = str_arg(&args[3])?;
+    let site = str_arg(&args[4])?;
     Ok(Value::str(master_password(
         counter, kind, password, user, site,
     )))
@@ -385,8 +385,8 @@ fn aes_key(password: &str) -> [u8; 32] {
 fn encrypt_aes(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     use aes::cipher::{BlockModeEncrypt as _, KeyIvInit as _};
     want_args(call, args, 2)?;
-    let password = str_arg(&args[0], "string")?;
-    let text = str_arg(&args[1], "string")?;
+    let password = str_arg(&args[0])?;
+    let text = str_arg(&args[1])?;
     if text.is_empty() {
         return Ok(Value::str(""));
     }
@@ -409,8 +409,8 @@ fn encrypt_aes(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 fn decrypt_aes(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     use aes::cipher::{BlockModeDecrypt as _, KeyIvInit as _};
     want_args(call, args, 2)?;
-    let password = str_arg(&args[0], "string")?;
-    let encoded = str_arg(&args[1], "string")?;
+    let password = str_arg(&args[0])?;
+    let encoded = str_arg(&args[1])?;
     let data = go_base64_decode(encoded)?;
     if data.is_empty() {
         return Ok(Value::str(""));
@@ -478,6 +478,27 @@ pub(super) fn test_now() -> jiff::Zoned {
     "2024-05-06T07:08:09.123456789+00:00[UTC]"
         .parse()
         .expect("a valid time")
+}
+
+/// Pseudo-random strings over `pool` for robustness tests (a fixed xorshift sequence).
+#[cfg(test)]
+pub(super) fn random_texts(pool: &str, count: usize, max_len: usize) -> Vec<String> {
+    let chars: Vec<char> = pool.chars().collect();
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    (0..count)
+        .map(|_| {
+            let len = (next() % (max_len as u64 + 1)) as usize;
+            (0..len)
+                .map(|_| chars[(next() % chars.len() as u64) as usize])
+                .collect()
+        })
+        .collect()
 }
 
 /// Calls `f` against `env` (for unit tests).
@@ -665,6 +686,17 @@ mod tests {
     }
 
     #[test]
+    fn odd_input_never_panics() {
+        for text in random_texts("AZaz09+/=\n\r -é☺", 3000, 24) {
+            let _ = go_base64_decode(&text);
+            let _ = test_call(decrypt_aes, &[s("k"), s(&text)]);
+        }
+        for text in random_texts("-----BEGIN PRIVATE KEY RSA EC\nAZaz09+/=", 500, 60) {
+            let _ = test_call(cert::register_probe(), &[s(&text)]);
+        }
+    }
+
+    #[test]
     fn random_bytes_have_the_asked_length() {
         let encoded = text(rand_bytes, &[Value::Int(5)]);
         assert_eq!(go_base64_decode(&encoded).unwrap().len(), 5);
@@ -673,5 +705,111 @@ mod tests {
             test_call(rand_bytes, &[Value::Int(-1)]).unwrap_err(),
             "runtime error: makeslice: len out of range"
         );
+    }
+}
+
+/// Templates calling this area's functions, rendered by the template engine with Helm's
+/// argument checks, against the text Helm v4.2.3 rendered for them.
+#[cfg(test)]
+mod rendered {
+    use std::rc::Rc;
+
+    #[test]
+    fn templates_render_as_helm_renders_them() {
+        let mut map = crate::template::FuncMap::new();
+        crate::funcs::register_sprig(&mut map);
+        let map = Rc::new(map);
+        let signatures = Rc::new(crate::template::helm_signatures());
+        for (text, want) in [
+            (
+                "{{ (semver \"v1.2.3-rc.1+b\").Major }} {{ semver \"1.2\" }} {{ (semver \"1.2.3\").Original }} {{ (semver \"1.2.3-rc.1+b\").Prerelease }} {{ (semver \"1.2.3-rc.1+b\").Metadata }}",
+                "1 1.2.0 1.2.3 rc.1 b",
+            ),
+            (
+                "{{ $v := semver \"1.2.3\" }}{{ $v.IncMinor }} {{ $v.LessThan (semver \"1.3.0\") }} {{ ($v.SetPrerelease \"rc.1\").Prerelease }} {{ $v.Compare (semver \"1.2.3\") }} {{ $v }}",
+                "1.3.0 true rc.1 0 1.2.3",
+            ),
+            (
+                "{{ if semverCompare \">=1.21-0\" \"v1.30.0-gke.1\" }}yes{{ end }} {{ semverCompare \"^1.2\" \"1.3.0\" }}",
+                "yes true",
+            ),
+            (
+                "{{ semverCompare \"foo\" \"1.2.3\" }}",
+                "ERR template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <semverCompare \"foo\" \"1.2.3\">: error calling semverCompare: improper constraint: \"foo\"",
+            ),
+            (
+                "{{ semver \"x\" }}",
+                "ERR template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <semver \"x\">: error calling semver: invalid semantic version",
+            ),
+            (
+                "{{ regexReplaceAll \"(\\\\w+)@(\\\\w+)\" \"me@host\" \"${2}.${1}\" }} {{ regexFindAll \"[0-9]+\" \"a1b22c333\" -1 }} {{ regexSplit \",\" \"a,b\" -1 }} {{ index (regexSplit \",\" \"a,b\" -1) 1 }}",
+                "host.me [1 22 333] [a b] b",
+            ),
+            (
+                "{{ mustRegexMatch \"(\" \"x\" }}",
+                "ERR template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <mustRegexMatch \"(\" \"x\">: error calling mustRegexMatch: error parsing regexp: missing closing ): `(`",
+            ),
+            (
+                "{{ regexFind \"(\" \"x\" }}",
+                "ERR template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <regexFind \"(\" \"x\">: error calling regexFind: regexp: Compile(`(`): error parsing regexp: missing closing ): `(`",
+            ),
+            (
+                "{{ \"abc\" | regexMatch \"b\" }} {{ regexQuoteMeta \"a.b\" }}",
+                "true a\\.b",
+            ),
+            (
+                "{{ date \"2006-01-02 15:04 MST\" 1700000000 }} {{ dateInZone \"Mon Jan _2 15:04:05 MST 2006\" 0 \"Asia/Tokyo\" }}",
+                "2023-11-14 22:13 UTC Thu Jan  1 09:00:00 JST 1970",
+            ),
+            (
+                "{{ $t := toDate \"2006-01-02\" \"2020-02-03\" }}{{ $t }} {{ $t.Unix }} {{ $t.Year }} {{ $t | date \"Jan 2\" }} {{ $t | unixEpoch }} {{ dateModify \"-1h\" $t }} {{ $t.Format \"2006\" }}",
+                "2020-02-03 00:00:00 +0000 UTC 1580688000 2020 Feb 3 1580688000 2020-02-02 23:00:00 +0000 UTC 2020",
+            ),
+            (
+                "{{ mustToDate \"2006-01-02\" \"x\" }}",
+                "ERR template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <mustToDate \"2006-01-02\" \"x\">: error calling mustToDate: parsing time \"x\" as \"2006-01-02\": cannot parse \"x\" as \"2006\"",
+            ),
+            (
+                "{{ duration \"3661\" }} {{ durationRound \"400h\" }} {{ (toDate \"2006\" \"2020\") | htmlDate }}",
+                "1h1m1s 16d 2020-01-01",
+            ),
+            (
+                "{{ sha256sum \"abc\" }} {{ \"abc\" | sha1sum }} {{ adler32sum \"abc\" }}",
+                "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad a9993e364706816aba3e25717850c26c9cd0d89d 38600999",
+            ),
+            (
+                "{{ derivePassword 1 \"long\" \"password\" \"user\" \"example.com\" }}",
+                "ZedaFaxcZaso9*",
+            ),
+            (
+                "{{ $ca := genCA \"ca\" 10 }}{{ gt (len $ca.Cert) 1000 }} {{ gt (len $ca.Key) 1500 }}",
+                "true true",
+            ),
+            (
+                "{{ len (genPrivateKey \"ed25519\") }} {{ genPrivateKey \"foo\" }}",
+                "119 Unknown type foo",
+            ),
+            (
+                "{{ $e := encryptAES \"k\" \"secret\" }}{{ decryptAES \"k\" $e }}",
+                "secret",
+            ),
+            (
+                "{{ randAlphaNum 10 | len }} {{ randInt 1 2 }} {{ uuidv4 | len }}",
+                "10 1 36",
+            ),
+            (
+                "{{ decryptAES \"k\" \"YWJj\" }}",
+                "ERR template: t/templates/t.yaml:1:3: executing \"t/templates/t.yaml\" at <decryptAES \"k\" \"YWJj\">: error calling decryptAES: runtime error: slice bounds out of range [:16] with capacity 3",
+            ),
+        ] {
+            let mut set = crate::template::Set::with_signatures(map.clone(), signatures.clone());
+            let mut env = crate::template::Env::fixed(1, super::test_now());
+            let name = "t/templates/t.yaml";
+            let got = set
+                .parse(name, text)
+                .and_then(|()| set.execute(name, crate::Value::empty_map(), &mut env));
+            let got = got.unwrap_or_else(|e| format!("ERR {}", e.message));
+            assert_eq!(got, want, "{text}");
+        }
     }
 }

@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 use jiff::Timestamp;
 use jiff::tz::{Offset, TimeZone};
 
-use super::crypto::{go_quote, str_arg, want_args};
+use super::crypto::{str_arg, want_args};
 use crate::template::{Call, FuncMap};
 use crate::value::{Object, Value};
 
@@ -29,6 +29,7 @@ pub fn register(map: &mut FuncMap) {
     map.insert("dateModify", date_modify);
     map.insert("date_modify", date_modify);
     map.insert("mustDateModify", must_date_modify);
+    map.insert("must_date_modify", must_date_modify);
     map.insert("ago", ago);
     map.insert("duration", duration);
     map.insert("durationRound", duration_round);
@@ -587,16 +588,16 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
     let err_as = |rest: &str, elem: &str| {
         format!(
             "parsing time {} as {}: cannot parse {} as {}",
-            go_quote(original_value),
-            go_quote(layout),
-            go_quote(rest),
-            go_quote(elem)
+            time_quote(original_value),
+            time_quote(layout),
+            time_quote(rest),
+            time_quote(elem)
         )
     };
     let range = |what: &str| {
         format!(
             "parsing time {}: {what} out of range",
-            go_quote(original_value)
+            time_quote(original_value)
         )
     };
     // Go's parse starts from year 0 (not the zero time's year 1).
@@ -618,8 +619,8 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
             if !value.is_empty() {
                 return Err(format!(
                     "parsing time {}: extra text: {}",
-                    go_quote(original_value),
-                    go_quote(value)
+                    time_quote(original_value),
+                    time_quote(value)
                 ));
             }
             break;
@@ -833,7 +834,7 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
         if !(1..=365).contains(&count) {
             return Err(format!(
                 "parsing time {}: day-of-year out of range",
-                go_quote(original_value)
+                time_quote(original_value)
             ));
         }
         let (m, d) = from_leap_day.unwrap_or_else(|| {
@@ -847,7 +848,7 @@ pub fn parse(layout: &str, value: &str, local: &TimeZone) -> Result<Time, String
         let mismatch = |what: &str| {
             format!(
                 "parsing time {}: day-of-year does not match {what}",
-                go_quote(original_value)
+                time_quote(original_value)
             )
         };
         if month >= 0 && month != m {
@@ -955,6 +956,28 @@ fn parse_offset(value: &str, std: Std) -> Option<(i32, &str)> {
     Some((offset, &value[len..]))
 }
 
+/// How Go's time package quotes text in its errors: `"…"` with `"` and `\` escaped and every
+/// byte outside printable ASCII as `\xNN`.
+fn time_quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        if (' '..'\u{80}').contains(&c) {
+            if c == '"' || c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+        } else {
+            let mut buffer = [0_u8; 4];
+            for byte in c.encode_utf8(&mut buffer).bytes() {
+                let _ = write!(out, "\\x{byte:02x}");
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
 // ---- Durations.
 
 /// Go's `Duration.String()` of `nanos`.
@@ -1009,7 +1032,7 @@ fn fraction(value: u64, scale: u64) -> String {
 
 /// Go's `time.ParseDuration`, in nanoseconds.
 pub fn parse_duration(text: &str) -> Result<i64, String> {
-    let invalid = || format!("time: invalid duration {}", go_quote(text));
+    let invalid = || format!("time: invalid duration {}", time_quote(text));
     let mut s = text;
     let negative = s.starts_with('-');
     if s.starts_with(['-', '+']) {
@@ -1044,7 +1067,10 @@ pub fn parse_duration(text: &str) -> Result<i64, String> {
         s = &s[unit_len..];
         let scale: u128 = match unit {
             "" => {
-                return Err(format!("time: missing unit in duration {}", go_quote(text)));
+                return Err(format!(
+                    "time: missing unit in duration {}",
+                    time_quote(text)
+                ));
             }
             "ns" => 1,
             "us" | "µs" | "μs" => 1_000,
@@ -1055,8 +1081,8 @@ pub fn parse_duration(text: &str) -> Result<i64, String> {
             other => {
                 return Err(format!(
                     "time: unknown unit {} in duration {}",
-                    go_quote(other),
-                    go_quote(text)
+                    time_quote(other),
+                    time_quote(text)
                 ));
             }
         };
@@ -1158,14 +1184,14 @@ fn format_in(call: &Call<'_>, layout: &str, date: &Value, zone: &str) -> String 
 
 fn date(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let layout = str_arg(&args[0], "string")?;
+    let layout = str_arg(&args[0])?;
     Ok(Value::str(format_in(call, layout, &args[1], "Local")))
 }
 
 fn date_in_zone(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 3)?;
-    let layout = str_arg(&args[0], "string")?;
-    let zone = str_arg(&args[2], "string")?;
+    let layout = str_arg(&args[0])?;
+    let zone = str_arg(&args[2])?;
     Ok(Value::str(format_in(call, layout, &args[1], zone)))
 }
 
@@ -1176,12 +1202,12 @@ fn html_date(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 
 fn html_date_in_zone(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let zone = str_arg(&args[1], "string")?;
+    let zone = str_arg(&args[1])?;
     Ok(Value::str(format_in(call, "2006-01-02", &args[0], zone)))
 }
 
 fn modify(args: &[Value]) -> Result<Result<Value, String>, String> {
-    let spec = str_arg(&args[0], "string")?;
+    let spec = str_arg(&args[0])?;
     let t = typed_time(&args[1])?;
     Ok(parse_duration(spec).map(|nanos| time_value(t.add(i128::from(nanos)))))
 }
@@ -1261,8 +1287,8 @@ fn duration_round(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> 
 }
 
 fn parse_with(call: &Call<'_>, args: &[Value]) -> Result<Result<Time, String>, String> {
-    let layout = str_arg(&args[0], "string")?;
-    let text = str_arg(&args[1], "string")?;
+    let layout = str_arg(&args[0])?;
+    let text = str_arg(&args[1])?;
     Ok(parse(layout, text, &local_zone(call)))
 }
 
@@ -1851,6 +1877,180 @@ mod tests {
                 })
                 .collect();
             assert_eq!(run(map[name], &values), want, "{name} {args:?}");
+        }
+    }
+
+    /// Random duration texts with the answers Helm v4.2.3 gave (`mustDateModify` applies them
+    /// to 2020-02-03).
+    #[test]
+    #[allow(clippy::too_many_lines)] // One table of Helm's answers.
+    fn random_durations_match_helm() {
+        let mut map = crate::template::FuncMap::new();
+        register(&mut map);
+        let base = time("2006-01-02", "2020-02-03");
+        for (name, arg, want) in [
+            ("durationRound", "-0h15ns1.5h", "1h"),
+            (
+                "mustDateModify",
+                "0µs3.ms",
+                "2020-02-03 00:00:00.003 +0000 UTC",
+            ),
+            (
+                "mustDateModify",
+                "+1d",
+                "ERR time: unknown unit \"d\" in duration \"+1d\"",
+            ),
+            ("durationRound", "+99999999x99999999s", "0s"),
+            (
+                "mustDateModify",
+                "+.5d",
+                "ERR time: unknown unit \"d\" in duration \"+.5d\"",
+            ),
+            ("duration", "99999999999", "2157299h53m50.45224192s"),
+            (
+                "mustDateModify",
+                "-3.d1µs",
+                "ERR time: unknown unit \"d\" in duration \"-3.d1\\xc2\\xb5s\"",
+            ),
+            (
+                "mustDateModify",
+                "+2ms.5h3.",
+                "ERR time: missing unit in duration \"+2ms.5h3.\"",
+            ),
+            ("durationRound", "2s", "2s"),
+            ("duration", "-90", "-1m30s"),
+            ("durationRound", "+3.us", "0s"),
+            (
+                "mustDateModify",
+                "2",
+                "ERR time: missing unit in duration \"2\"",
+            ),
+            (
+                "mustDateModify",
+                "-3.15h3.m",
+                "2020-02-02 20:48:00 +0000 UTC",
+            ),
+            (
+                "mustDateModify",
+                ".5s.5x",
+                "ERR time: unknown unit \"x\" in duration \".5s.5x\"",
+            ),
+            ("mustDateModify", "-3.m", "2020-02-02 23:57:00 +0000 UTC"),
+            ("durationRound", "+.5ns15h0s", "15h"),
+            (
+                "mustDateModify",
+                "-0ns3.d",
+                "ERR time: unknown unit \"d\" in duration \"-0ns3.d\"",
+            ),
+            (
+                "mustDateModify",
+                "-99999999m",
+                "1829-12-16 13:21:00 +0000 UTC",
+            ),
+            ("mustDateModify", "-.50h", "2020-02-02 23:30:00 +0000 UTC"),
+            (
+                "mustDateModify",
+                ".5h99999999ms",
+                "2020-02-04 04:16:39.999 +0000 UTC",
+            ),
+            (
+                "mustDateModify",
+                "15h3.d",
+                "ERR time: unknown unit \"d\" in duration \"15h3.d\"",
+            ),
+            (
+                "mustDateModify",
+                "-3.x",
+                "ERR time: unknown unit \"x\" in duration \"-3.x\"",
+            ),
+            ("durationRound", "+0µs", "0s"),
+            (
+                "mustDateModify",
+                "1.5us0µs",
+                "2020-02-03 00:00:00.0000015 +0000 UTC",
+            ),
+            (
+                "mustDateModify",
+                "1.5µs1h0ns",
+                "2020-02-03 01:00:00.0000015 +0000 UTC",
+            ),
+            (
+                "mustDateModify",
+                "-.5h1x",
+                "ERR time: unknown unit \"x\" in duration \"-.5h1x\"",
+            ),
+            ("durationRound", "+99999999ns15m0m", "15m"),
+            (
+                "mustDateModify",
+                "2ms.5s.5ns",
+                "2020-02-03 00:00:00.502 +0000 UTC",
+            ),
+            (
+                "mustDateModify",
+                "-0µs99999999ns",
+                "2020-02-02 23:59:59.900000001 +0000 UTC",
+            ),
+            ("durationRound", "-3.m", "3m"),
+            ("durationRound", "1m0ns.5", "0s"),
+            ("duration", "86400", "24h0m0s"),
+            (
+                "mustDateModify",
+                "-99999999ms1d0us",
+                "ERR time: unknown unit \"d\" in duration \"-99999999ms1d0us\"",
+            ),
+            ("durationRound", ".51.5d", "0s"),
+            ("durationRound", "+2s2m1.5", "0s"),
+            ("durationRound", "-99999999us0h15m", "16m"),
+            (
+                "mustDateModify",
+                ".5d",
+                "ERR time: unknown unit \"d\" in duration \".5d\"",
+            ),
+            ("durationRound", "15ns", "0s"),
+            ("durationRound", "-1.5h", "1h"),
+            (
+                "mustDateModify",
+                "-1x",
+                "ERR time: unknown unit \"x\" in duration \"-1x\"",
+            ),
+            ("durationRound", ".5h99999999ms", "1d"),
+            (
+                "mustDateModify",
+                "+1.5ms1",
+                "ERR time: missing unit in duration \"+1.5ms1\"",
+            ),
+            ("duration", "1", "1s"),
+            ("duration", "59", "59s"),
+            ("durationRound", "-99999999ms0x15x", "0s"),
+            (
+                "mustDateModify",
+                "-3.d1µs",
+                "ERR time: unknown unit \"d\" in duration \"-3.d1\\xc2\\xb5s\"",
+            ),
+        ] {
+            let mut args = vec![s(arg)];
+            if name == "mustDateModify" {
+                args.push(base.clone());
+            }
+            assert_eq!(run(map[name], &args), want, "{name} {arg:?}");
+        }
+    }
+
+    #[test]
+    fn odd_input_never_panics() {
+        use crate::funcs::crypto::random_texts;
+        let layouts = random_texts(
+            "2006-01-02T15:04:05.999Z07:00 MST PM pm Jan _2 __2 002 ,.é☺",
+            2000,
+            16,
+        );
+        let values = random_texts("0123456789 -+:.,TZ APMESTJanuary é☺", 2000, 16);
+        let utc = TimeZone::UTC;
+        for (layout, value) in layouts.iter().zip(&values) {
+            let _ = parse(layout, value, &utc);
+            let t = Time::new(Timestamp::UNIX_EPOCH, Zone::Tz(TimeZone::UTC));
+            let _ = format(&t, layout);
+            let _ = parse_duration(value);
         }
     }
 }

@@ -182,17 +182,29 @@ fn to_raw_json(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     .map_err(|e| e.message)
 }
 
-/// `fromJson` (Helm's): a map; a parse error is in its `Error` key.
+/// `fromJson` (Helm's): a map; a parse error is in its `Error` key (beside whatever Go
+/// decoded before giving up on a number).
 fn from_json(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     let text = string_arg(call, args)?;
-    Ok(match gojson::parse(text) {
+    Ok(match gojson::decode(text) {
         Err(message) => error_map(message),
         // Go's decoder sets the map to nil, which prints as `null`.
-        Ok(Value::Nil) => Value::Nil,
-        Ok(map @ Value::Map(_)) => map,
+        Ok(gojson::Decoded {
+            value: Value::Nil, ..
+        }) => Value::Nil,
+        Ok(gojson::Decoded {
+            value: map @ Value::Map(_),
+            error,
+        }) => {
+            if let (Some(message), Value::Map(m)) = (error, &map) {
+                m.borrow_mut()
+                    .insert("Error".to_string(), Value::from(message));
+            }
+            map
+        }
         Ok(other) => error_map(format!(
             "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
-            gojson::kind(&other)
+            gojson::kind(&other.value)
         )),
     })
 }
@@ -206,13 +218,22 @@ fn must_from_json(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> 
 /// `fromJsonArray`: a list; a parse error is its only item.
 fn from_json_array(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     let text = string_arg(call, args)?;
-    Ok(match gojson::parse(text) {
-        Err(message) => Value::list(vec![Value::from(message)]),
-        Ok(Value::Nil) => Value::Nil,
-        Ok(list @ Value::List(..)) => list,
+    Ok(match gojson::decode(text) {
+        Err(message)
+        | Ok(gojson::Decoded {
+            value: Value::List(..),
+            error: Some(message),
+        }) => Value::list(vec![Value::from(message)]),
+        Ok(gojson::Decoded {
+            value: Value::Nil, ..
+        }) => Value::Nil,
+        Ok(gojson::Decoded {
+            value: list @ Value::List(..),
+            error: None,
+        }) => list,
         Ok(other) => Value::list(vec![Value::from(format!(
             "json: cannot unmarshal {} into Go value of type []interface {{}}",
-            gojson::kind(&other)
+            gojson::kind(&other.value)
         ))]),
     })
 }
@@ -241,6 +262,13 @@ fn from_toml(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 
 fn b64enc(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     use base64::Engine as _;
+    // `.Files.Get` of a file that is not UTF-8 is a Go string holding raw bytes, which
+    // `Value::String` cannot; the engine hands it over as `[]byte`, encoded here as Go would.
+    if let [Value::Bytes(bytes)] = args {
+        return Ok(Value::from(
+            base64::engine::general_purpose::STANDARD.encode(bytes),
+        ));
+    }
     let text = string_arg(call, args)?;
     Ok(Value::from(
         base64::engine::general_purpose::STANDARD.encode(text),
@@ -251,7 +279,7 @@ fn b64enc(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 fn b64dec(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     let text = string_arg(call, args)?;
     Ok(Value::from(match yaml::base64_decode(text.as_bytes()) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Ok(bytes) => yaml::go_lossy(&bytes),
         Err(at) => format!("illegal base64 data at input byte {at}"),
     }))
 }
@@ -265,7 +293,7 @@ fn b32enc(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 fn b32dec(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     let text = string_arg(call, args)?;
     Ok(Value::from(match base32_decode(text.as_bytes()) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Ok(bytes) => yaml::go_lossy(&bytes),
         Err(at) => format!("illegal base32 data at input byte {at}"),
     }))
 }

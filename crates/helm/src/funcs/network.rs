@@ -37,7 +37,7 @@ pub fn lookup_host(name: &str) -> Vec<String> {
 
 fn get_host_by_name(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    let name = str_arg(&args[0], "string")?;
+    let name = str_arg(&args[0])?;
     let addresses = lookup_host(name);
     if addresses.is_empty() {
         return Err("invalid argument to Intn".into());

@@ -76,10 +76,15 @@ fn rand_int(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 2)?;
     let min = int_arg(&args[0])?;
     let max = int_arg(&args[1])?;
-    if max <= min {
+    // Go computes the span in wrapping 64-bit arithmetic; a span that is not positive (an empty
+    // range, or one too wide to fit) makes rand.Intn panic.
+    let span = max.wrapping_sub(min);
+    if span <= 0 {
         return Err("invalid argument to Intn".into());
     }
-    Ok(Value::Int(call.env.rng.random_range(min..max)))
+    Ok(Value::Int(
+        call.env.rng.random_range(0..span).wrapping_add(min),
+    ))
 }
 
 /// A random (version 4, RFC 4122 variant) UUID as text.
@@ -132,10 +137,12 @@ mod tests {
             let v = test_call(rand_int, &[Value::Int(-5), Value::Int(-3)]).unwrap();
             assert!(matches!(v, Value::Int(-5 | -4)), "{v:?}");
         }
-        assert_eq!(
-            test_call(rand_int, &[Value::Int(5), Value::Int(5)]).unwrap_err(),
-            "invalid argument to Intn"
-        );
+        for (min, max) in [(5, 5), (i64::MIN, i64::MAX), (-i64::MAX, 1)] {
+            assert_eq!(
+                test_call(rand_int, &[Value::Int(min), Value::Int(max)]).unwrap_err(),
+                "invalid argument to Intn"
+            );
+        }
     }
 
     #[test]

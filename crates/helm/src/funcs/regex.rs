@@ -452,7 +452,11 @@ impl Translator<'_> {
         };
         let name = body.trim_start_matches('{').trim_end_matches('}');
         let name = name.strip_prefix('^').unwrap_or(name);
-        if name.is_empty() || regex::Regex::new(&format!("\\p{{{name}}}")).is_err() {
+        // Go takes category and script names (any case), not Rust's `Script=…` forms.
+        if name.is_empty()
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            || regex::Regex::new(&format!("\\p{{{name}}}")).is_err()
+        {
             return Err(bad());
         }
         Ok(body)
@@ -500,9 +504,7 @@ impl Translator<'_> {
             'z' => self.out.push_str("\\z"),
             'p' | 'P' => {
                 let body = self.unicode_class(start)?;
-                self.out.push('\\');
-                self.out.push(c);
-                self.out.push_str(&body);
+                push_unicode_class(&mut self.out, c, &body);
             }
             'Q' => {
                 // Literal text up to `\E` (or the end).
@@ -614,9 +616,7 @@ impl Translator<'_> {
             'S' => "[^\\t\\n\\f\\r ]",
             'p' | 'P' => {
                 let body = self.unicode_class(item_start)?;
-                self.out.push('\\');
-                self.out.push(e);
-                self.out.push_str(&body);
+                push_unicode_class(&mut self.out, e, &body);
                 return Ok(None);
             }
             _ => {
@@ -631,6 +631,20 @@ impl Translator<'_> {
         };
         self.out.push_str(text);
         Ok(None)
+    }
+}
+
+/// Writes `\p…`/`\P…` (`letter`) with `body` (`L` or `{Greek}`); Go's `{^Greek}` negation is
+/// written as the opposite letter, which is how Rust spells it.
+fn push_unicode_class(out: &mut String, letter: char, body: &str) {
+    out.push('\\');
+    if let Some(name) = body.strip_prefix("{^") {
+        out.push(if letter == 'p' { 'P' } else { 'p' });
+        out.push('{');
+        out.push_str(name);
+    } else {
+        out.push(letter);
+        out.push_str(body);
     }
 }
 
@@ -807,8 +821,8 @@ type Compiler = fn(&str) -> Result<Rc<regex::Regex>, String>;
 
 fn match_with(call: &Call<'_>, args: &[Value], compile: Compiler) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let re = compile(str_arg(&args[0], "string")?)?;
-    Ok(Value::Bool(re.is_match(str_arg(&args[1], "string")?)))
+    let re = compile(str_arg(&args[0])?)?;
+    Ok(Value::Bool(re.is_match(str_arg(&args[1])?)))
 }
 
 fn regex_match(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
@@ -825,8 +839,8 @@ fn must_regex_match(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String
 
 fn find_with(call: &Call<'_>, args: &[Value], compile: Compiler) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let re = compile(str_arg(&args[0], "string")?)?;
-    let text = str_arg(&args[1], "string")?;
+    let re = compile(str_arg(&args[0])?)?;
+    let text = str_arg(&args[1])?;
     Ok(Value::str(re.find(text).map_or("", |m| m.as_str())))
 }
 
@@ -840,8 +854,8 @@ fn must_regex_find(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String>
 
 fn find_all_with(call: &Call<'_>, args: &[Value], compile: Compiler) -> Result<Value, String> {
     want_args(call, args, 3)?;
-    let re = compile(str_arg(&args[0], "string")?)?;
-    let text = str_arg(&args[1], "string")?;
+    let re = compile(str_arg(&args[0])?)?;
+    let text = str_arg(&args[1])?;
     let n = int_arg(&args[2])?;
     let found = find_all(&re, text, n);
     Ok(Value::List(
@@ -870,9 +884,9 @@ fn replace_with(
     literal: bool,
 ) -> Result<Value, String> {
     want_args(call, args, 3)?;
-    let re = compile(str_arg(&args[0], "string")?)?;
-    let text = str_arg(&args[1], "string")?;
-    let replacement = str_arg(&args[2], "string")?;
+    let re = compile(str_arg(&args[0])?)?;
+    let text = str_arg(&args[1])?;
+    let replacement = str_arg(&args[2])?;
     Ok(Value::str(replace_all(&re, text, replacement, literal)))
 }
 
@@ -894,8 +908,8 @@ fn must_regex_replace_all_literal(call: &mut Call<'_>, args: &[Value]) -> Result
 
 fn split_with(call: &Call<'_>, args: &[Value], compile: Compiler) -> Result<Value, String> {
     want_args(call, args, 3)?;
-    let re = compile(str_arg(&args[0], "string")?)?;
-    let text = str_arg(&args[1], "string")?;
+    let re = compile(str_arg(&args[0])?)?;
+    let text = str_arg(&args[1])?;
     let n = int_arg(&args[2])?;
     Ok(Value::string_list(split(&re, text, n)))
 }
@@ -910,7 +924,7 @@ fn must_regex_split(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String
 
 fn regex_quote_meta(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    Ok(Value::str(quote_meta(str_arg(&args[0], "string")?)))
+    Ok(Value::str(quote_meta(str_arg(&args[0])?)))
 }
 
 #[cfg(test)]
@@ -1078,6 +1092,15 @@ mod tests {
             (run(regex_find, &[s("\\Aab"), s("abab")]), "ab"),
             (run(regex_find, &[s("ab\\z"), s("abab")]), "ab"),
             (run(regex_quote_meta, &[s("é-_")]), "é-_"),
+            (run(must_regex_match, &[s("\\p{greek}"), s("α")]), "true"),
+            (run(must_regex_match, &[s("\\p{Letter}"), s("α")]), "true"),
+            (run(must_regex_match, &[s("\\p{^Greek}"), s("a")]), "true"),
+            (run(must_regex_match, &[s("\\p{Any}"), s("a")]), "true"),
+            (
+                run(must_regex_match, &[s("[\\p{Greek}\\d]"), s("1")]),
+                "true",
+            ),
+            (run(must_regex_match, &[s("\\p{Common}"), s("1")]), "true"),
         ] {
             assert_eq!(got, want);
         }
@@ -1107,6 +1130,16 @@ mod tests {
             ("[[:foo:]]", "invalid character class range: `[:foo:]`"),
             ("\\p{Foo}", "invalid character class range: `\\p{Foo}`"),
             ("a|*", "missing argument to repetition operator: `*`"),
+            ("\\p{L&}", "invalid character class range: `\\p{L&}`"),
+            (
+                "\\p{Latin_Extended}",
+                "invalid character class range: `\\p{Latin_Extended}`",
+            ),
+            (
+                "\\p{Script=Greek}",
+                "invalid character class range: `\\p{Script=Greek}`",
+            ),
+            ("\\p{Greek", "invalid character class range: `\\p{Greek`"),
         ] {
             assert_eq!(
                 run(must_regex_match, &[s(pattern), s("x")]),
@@ -1450,6 +1483,20 @@ mod tests {
             };
             let nil_slice = want.is_null() && got.as_array().is_some_and(Vec::is_empty);
             assert!(got == want || nil_slice, "{name} {args:?}: {got} != {want}");
+        }
+    }
+
+    #[test]
+    fn odd_patterns_never_panic() {
+        for pattern in crate::funcs::crypto::random_texts(
+            "()[]{}*+?|^$.\\-:=<>!P0123456789aAxpQEdwsbz,é☺",
+            5000,
+            12,
+        ) {
+            if let Ok(re) = compile(&pattern) {
+                let _ = replace_all(&re, "aé☺ b\nc", "$1${x}$$", false);
+                let _ = split(&re, "aé☺ b", -1);
+            }
         }
     }
 }

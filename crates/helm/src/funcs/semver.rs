@@ -27,15 +27,15 @@ pub fn register(map: &mut FuncMap) {
 
 fn semver(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    let text = str_arg(&args[0], "string")?;
+    let text = str_arg(&args[0])?;
     let version = Version::parse(text)?;
     Ok(Value::Object(Rc::new(version)))
 }
 
 fn semver_compare(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let constraint = str_arg(&args[0], "string")?;
-    let version = str_arg(&args[1], "string")?;
+    let constraint = str_arg(&args[0])?;
+    let version = str_arg(&args[1])?;
     let constraint = cached_constraint(constraint)?;
     let version = Version::parse(version)?;
     Ok(Value::Bool(constraint.matches(&version.to_semver())))
@@ -274,9 +274,18 @@ fn uint64(n: u64) -> Value {
     Value::Int64(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
-fn version_arg(name: &str, args: &[Value]) -> Result<Rc<dyn Object>, String> {
+fn version_arg(name: &str, args: &[Value]) -> Result<Version, String> {
     match args {
-        [Value::Object(o)] if o.type_name() == "*semver.Version" => Ok(o.clone()),
+        [Value::Object(o)] => o
+            .as_any()
+            .and_then(|a| a.downcast_ref::<Version>())
+            .cloned()
+            .ok_or_else(|| {
+                format!(
+                    "wrong type for value; expected *semver.Version; got {}",
+                    o.type_name()
+                )
+            }),
         [other] => Err(format!(
             "wrong type for value; expected *semver.Version; got {}",
             other.type_name()
@@ -314,13 +323,8 @@ impl Object for Version {
             }
         };
         let object = |v: Version| Value::Object(Rc::new(v));
-        let compare_with = |f: fn(Ordering) -> Value| {
-            version_arg(name, args).and_then(|other| {
-                let text = other.format();
-                let other = Version::parse(&text)?;
-                Ok(f(self.compare(&other)))
-            })
-        };
+        let compare_with =
+            |f: fn(Ordering) -> Value| version_arg(name, args).map(|other| f(self.compare(&other)));
         Some(match name {
             "Major" => niladic(uint64(self.major)),
             "Minor" => niladic(uint64(self.minor)),
@@ -392,6 +396,10 @@ impl Object for Version {
     fn to_data(&self) -> Value {
         // Masterminds marshals a version to JSON as its string.
         Value::str(self.to_string())
+    }
+
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
     }
 }
 
@@ -625,6 +633,14 @@ mod tests {
             let a = Version::parse(pair[0]).unwrap();
             let b = Version::parse(pair[1]).unwrap();
             assert_eq!(a.compare(&b), Ordering::Less, "{pair:?}");
+        }
+    }
+
+    #[test]
+    fn odd_input_never_panics() {
+        for text in crate::funcs::crypto::random_texts("0123456789.xX*-+v<>=!~^|, abé", 3000, 14) {
+            let _ = compare(&text, "1.2.3");
+            let _ = compare(">=1", &text);
         }
     }
 }

@@ -143,6 +143,10 @@ fn length(item: &Value, iface: bool) -> Result<Value, String> {
         Value::Bytes(b) => b.len(),
         Value::List(items, _) => items.len(),
         Value::Map(m) => m.borrow().len(),
+        // Go map and slice types with methods (Helm's `.Files`, `.Capabilities.APIVersions`).
+        Value::Object(o) if matches!(o.kind_name(), "map" | "slice") => {
+            return length(&o.to_data(), iface);
+        }
         other => return Err(format!("len of type {}", other.type_name())),
     };
     Ok(Value::Int(i64::try_from(n).unwrap_or(i64::MAX)))

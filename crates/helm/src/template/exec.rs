@@ -20,16 +20,16 @@ use crate::value::{ListKind, Value};
 /// (grown on the heap by `stacker`), so the cap is lower, with Go's message.
 pub const MAX_TEMPLATE_DEPTH: usize = 10_000;
 
-/// How many steps (template nodes and loop iterations, counted across every `include`,
-/// `tpl` and `{{template}}` it makes) one execution may take. Go has no limit and runs for
-/// hours on nested ranges over large integers (`{{range 100000}}{{range 100000}}…`). A chart
-/// template walks thousands to tens of thousands of nodes, so the cap leaves a wide margin
-/// while bounding a hostile one to well under a second.
+/// How many lists of nodes (a template body, each loop iteration's body, each branch taken;
+/// counted across every `include`, `tpl` and `{{template}}` it makes) one execution may walk.
+/// Go has no limit and runs for hours on nested ranges over large integers
+/// (`{{range 100000}}{{range 100000}}…`). A chart template walks thousands to tens of
+/// thousands of lists, so the cap leaves a wide margin while bounding a hostile one to about
+/// a second.
 pub const MAX_STEPS: u64 = 10_000_000;
 
-/// How large the text of one template may grow (the size `repeat` and friends are capped at):
-/// a bounded loop writing a large string each time must not exhaust memory.
-pub const MAX_OUTPUT: usize = 64 << 20;
+/// The most text one execution (a file, an `include`, a `tpl`) may produce: 256 MiB.
+pub const MAX_OUTPUT: usize = 256 << 20;
 
 const RED_ZONE: usize = 128 * 1024;
 const STACK_CHUNK: usize = 2 * 1024 * 1024;
@@ -105,7 +105,7 @@ impl<'a, 's> Exec<'a, 's> {
     /// Executes the template with `data` as dot and `$`.
     pub fn run(&mut self, data: Value) -> R<()> {
         let dot = Val::plain(data);
-        self.vars.push((Rc::from("$"), dot.clone()));
+        self.vars.push((self.set.dollar.clone(), dot.clone()));
         let root = &self.tmpl.root;
         self.walk_list(&dot, root).map(|_| ())
     }
@@ -152,7 +152,8 @@ impl<'a, 's> Exec<'a, 's> {
         }
     }
 
-    /// Counts one step against [`MAX_STEPS`] and checks the output against [`MAX_OUTPUT`].
+    /// Counts one walked list against [`MAX_STEPS`]. A list is as long as the text it came
+    /// from, so this bounds the work of loops and recursion, not of straight-line text.
     fn step(&mut self) -> R<()> {
         self.shared.steps += 1;
         if self.shared.steps > MAX_STEPS {
@@ -160,19 +161,13 @@ impl<'a, 's> Exec<'a, 's> {
                 "exceeded maximum template execution steps ({MAX_STEPS})"
             )));
         }
-        if self.out.len() > MAX_OUTPUT {
-            return Err(self.error(format!(
-                "exceeded maximum template output size ({MAX_OUTPUT} bytes)"
-            )));
-        }
         Ok(())
     }
 
     fn walk_list(&mut self, dot: &Val, list: &'a [Node]) -> R<Flow> {
-        // Once per list too: a range with an empty body still takes a step per iteration.
+        // Every list, even an empty loop body, is a step.
         self.step()?;
         for node in list {
-            self.step()?;
             let flow = self.walk(dot, node)?;
             if flow != Flow::Normal {
                 return Ok(flow);
@@ -184,9 +179,18 @@ impl<'a, 's> Exec<'a, 's> {
     fn walk(&mut self, dot: &Val, node: &'a Node) -> R<Flow> {
         if let Node::Text(a, b) = node {
             self.out.push_str(self.tmpl.text.get(*a..*b).unwrap_or(""));
-            return Ok(Flow::Normal);
+            return self.check_output();
         }
         stacker::maybe_grow(RED_ZONE, STACK_CHUNK, || self.walk_inner(dot, node))
+    }
+
+    /// Fails once the output passes [`MAX_OUTPUT`]: a bound on memory for hostile templates
+    /// (`{{ range 100000000000 }}…`), far above what any chart renders.
+    fn check_output(&self) -> R<Flow> {
+        if self.out.len() > MAX_OUTPUT {
+            return Err(self.error(format!("template output exceeds {MAX_OUTPUT} bytes")));
+        }
+        Ok(Flow::Normal)
     }
 
     fn walk_inner(&mut self, dot: &Val, node: &'a Node) -> R<Flow> {
@@ -203,6 +207,7 @@ impl<'a, 's> Exec<'a, 's> {
                             let _ = write!(self.out, "{other}");
                         }
                     }
+                    return self.check_output();
                 }
             }
             Node::If(b) | Node::With(b) => {
@@ -239,7 +244,14 @@ impl<'a, 's> Exec<'a, 's> {
     }
 
     fn walk_range(&mut self, dot: &Val, b: &'a super::parse::Branch) -> R<Flow> {
-        let v = self.eval_pipeline(dot, &b.pipe)?;
+        let mut v = self.eval_pipeline(dot, &b.pipe)?;
+        // A Go map or slice type with methods (Helm's `.Files`, `.Files.Glob`) ranges over
+        // its data.
+        if let Value::Object(o) = &v
+            && matches!(o.kind_name(), "map" | "slice")
+        {
+            v = o.to_data();
+        }
         let mark = self.vars.len();
         let decls = b.pipe.decl.len();
         // Runs the body once; returns whether the range must stop.
@@ -360,7 +372,10 @@ impl<'a, 's> Exec<'a, 's> {
             None => Value::Nil,
         };
         let new_dot = Val::plain(new_dot);
-        let vars = std::mem::replace(&mut self.vars, vec![(Rc::from("$"), new_dot.clone())]);
+        let vars = std::mem::replace(
+            &mut self.vars,
+            vec![(self.set.dollar.clone(), new_dot.clone())],
+        );
         let saved_tmpl = std::mem::replace(&mut self.tmpl, tmpl);
         let saved_at = self.at;
         self.depth += 1;

@@ -187,7 +187,7 @@ pub(crate) fn lex(input: &str, break_ok: bool, continue_ok: bool) -> Vec<Token> 
         pos: 0,
         start: 0,
         paren_depth: 0,
-        tokens: Vec::new(),
+        tokens: Vec::with_capacity(input.len() / 8 + 4),
         break_ok,
         continue_ok,
     };

@@ -22,7 +22,8 @@
 //! Deliberate limits, where Go would exhaust memory or crash: `{{template}}` calls nest at most
 //! [`MAX_TEMPLATE_DEPTH`] deep (Go: 100000), with Go's message; `tpl` calls nest at most
 //! [`Env::max_depth`] deep (Helm overflows its stack); control structures nest at most 10000
-//! deep in one template. Native stack grows on the heap (`stacker`), so deep but legal input
+//! deep in one template; one execution writes at most [`MAX_OUTPUT`] bytes. Native stack grows
+//! on the heap (`stacker`), so deep but legal input
 //! never overflows the stack.
 
 use std::collections::HashMap;
@@ -35,6 +36,8 @@ mod exec;
 pub use exec::{MAX_OUTPUT, MAX_STEPS, MAX_TEMPLATE_DEPTH};
 mod lex;
 mod parse;
+mod signatures;
+pub use signatures::helm_signatures;
 #[cfg(test)]
 mod tests;
 
@@ -213,6 +216,8 @@ pub struct Set {
     funcs: Rc<FuncMap>,
     signatures: Rc<Signatures>,
     layer: Rc<Layer>,
+    /// The name `$`, shared by every execution's variable stack.
+    dollar: Rc<str>,
 }
 
 impl std::fmt::Debug for Set {
@@ -235,6 +240,7 @@ impl Set {
             funcs,
             signatures,
             layer: Rc::new(Layer::default()),
+            dollar: Rc::from("$"),
         }
     }
 
@@ -316,6 +322,7 @@ impl Set {
                 templates: HashMap::new(),
                 parent: Some(self.layer.clone()),
             }),
+            dollar: self.dollar.clone(),
         }
     }
 }

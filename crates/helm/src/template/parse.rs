@@ -391,7 +391,8 @@ pub(crate) fn parse(name: &str, text: &str, funcs: &FuncMap) -> Result<Vec<Tree>
         vars: vec![Rc::from("$")],
         range_depth: 0,
         paren_depth: 0,
-        names: HashMap::new(),
+        names: HashMap::default(),
+        resolved: HashMap::default(),
         action_pos: None,
         defined: Vec::new(),
         depth: 0,
@@ -438,6 +439,8 @@ struct Parser<'t> {
     range_depth: usize,
     paren_depth: usize,
     names: HashMap<&'t str, Rc<str>>,
+    /// Functions already resolved in this parse.
+    resolved: HashMap<&'t str, Func>,
     /// Where the action being parsed starts (for "unclosed action started at").
     action_pos: Option<usize>,
     defined: Vec<Tree>,
@@ -958,12 +961,18 @@ impl<'t> Parser<'t> {
         let v = self.val(&t);
         Ok(Some(match t.kind {
             Kind::Identifier => {
-                let func = if let Some(f) = self.funcs.get(v) {
-                    Func::User(*f)
-                } else if let Some(b) = Builtin::from_name(v) {
-                    Func::Builtin(b)
+                let func = if let Some(f) = self.resolved.get(v) {
+                    *f
                 } else {
-                    return self.err(format!("function {} not defined", go_quote(v)));
+                    let f = if let Some(f) = self.funcs.get(v) {
+                        Func::User(*f)
+                    } else if let Some(b) = Builtin::from_name(v) {
+                        Func::Builtin(b)
+                    } else {
+                        return self.err(format!("function {} not defined", go_quote(v)));
+                    };
+                    self.resolved.insert(v, f);
+                    f
                 };
                 Arg::Ident {
                     pos: t.pos,

@@ -56,36 +56,28 @@ pub(crate) fn to_yaml_with(value: &Value, flavour: Flavour) -> Result<String, Er
     Ok(emitter.out)
 }
 
+/// Where a node is written, as far as the emitter's choices depend on it: a mapping value
+/// (sequences there are not indented) and a simple key (no block scalars, no folding).
 #[derive(Clone, Copy)]
 struct Context {
-    root: bool,
-    sequence: bool,
     mapping: bool,
     simple_key: bool,
 }
 
 impl Context {
     const ROOT: Context = Context {
-        root: true,
-        sequence: false,
         mapping: false,
         simple_key: false,
     };
     const ITEM: Context = Context {
-        root: false,
-        sequence: true,
         mapping: false,
         simple_key: false,
     };
     const VALUE: Context = Context {
-        root: false,
-        sequence: false,
         mapping: true,
         simple_key: false,
     };
     const SIMPLE_KEY: Context = Context {
-        root: false,
-        sequence: false,
         mapping: true,
         simple_key: true,
     };
@@ -707,7 +699,6 @@ impl Emitter {
         analysis: Analysis,
         context: Context,
     ) {
-        let _ = (context.root, context.sequence);
         let mut style = requested;
         if context.simple_key && analysis.multiline {
             style = Style::DoubleQuoted;

@@ -11,23 +11,46 @@ use crate::value::Value;
 /// below this bound, which keeps the recursion within a small thread stack).
 const MAX_DEPTH: usize = 1_000;
 
-/// Parses `text` as Go's `json.Unmarshal` into `interface{}` does.
-pub fn parse(text: &str) -> Result<Value, String> {
+/// A decoded document and the first error Go's decoder saved while going on (a number out of
+/// `float64`'s range decodes as nil and is reported after the whole document).
+#[derive(Debug)]
+pub struct Decoded {
+    /// The value, with nil where a number was out of range.
+    pub value: Value,
+    /// The first saved error (`json: cannot unmarshal number 1e400 into Go value of type
+    /// float64`).
+    pub error: Option<String>,
+}
+
+/// Decodes `text` as Go's `json.Unmarshal` into `interface{}` does; `Err` is a syntax error,
+/// found before any decoding, as Go checks the whole document first.
+pub fn decode(text: &str) -> Result<Decoded, String> {
     let mut parser = Reader {
         bytes: text.as_bytes(),
         text,
         pos: 0,
+        saved: None,
     };
     parser.skip_space();
     let value = parser.value(0)?;
     parser.skip_space();
-    if let Some(c) = parser.peek_char() {
-        return Err(format!(
-            "invalid character {} after top-level value",
-            quote_char(c)
-        ));
+    if parser.pos < parser.bytes.len() {
+        return Err(parser.invalid("after top-level value"));
     }
-    Ok(value)
+    Ok(Decoded {
+        value,
+        error: parser.saved,
+    })
+}
+
+/// Parses `text` as Go's `json.Unmarshal` into `interface{}` does: the value, or the syntax
+/// error, or the first saved decoding error.
+pub fn parse(text: &str) -> Result<Value, String> {
+    let decoded = decode(text)?;
+    match decoded.error {
+        Some(error) => Err(error),
+        None => Ok(decoded.value),
+    }
 }
 
 /// The JSON kind Go names in "cannot unmarshal KIND into Go value of type …".
@@ -42,43 +65,35 @@ pub fn kind(value: &Value) -> &'static str {
     }
 }
 
-/// Go's `quoteChar`: `'x'`, with `\'` and `"` special-cased and controls escaped.
-fn quote_char(c: char) -> String {
-    match c {
-        '\'' => "'\\''".into(),
-        '"' => "'\"'".into(),
-        c => {
-            let quoted = format!("{:?}", c.to_string());
-            // Rust's debug quoting matches strconv.Quote for the characters that reach here
-            // except for a few controls; both give \n, \t, \r, \\ and \u{..} forms differ.
-            let inner = &quoted[1..quoted.len() - 1];
-            let inner = if inner.starts_with("\\u{") {
-                go_escape(c)
-            } else {
-                inner.to_string()
-            };
-            format!("'{inner}'")
-        }
-    }
-}
-
-fn go_escape(c: char) -> String {
-    let code = u32::from(c);
-    match c {
-        '\u{7}' => "\\a".into(),
-        '\u{8}' => "\\b".into(),
-        '\u{c}' => "\\f".into(),
-        '\u{b}' => "\\v".into(),
-        _ if code < 0x80 => format!("\\x{code:02x}"),
-        _ if code <= 0xFFFF => format!("\\u{code:04x}"),
-        _ => format!("\\U{code:08x}"),
-    }
+/// Go's `quoteChar` of one input byte (Go's scanner reports bytes, so the first byte of `é`
+/// shows as `'Ã'`).
+fn quote_byte(b: u8) -> String {
+    let c = char::from(b);
+    let inner = match c {
+        '\'' => "\\'".to_string(),
+        '"' => "\"".to_string(),
+        '\\' => "\\\\".to_string(),
+        '\n' => "\\n".to_string(),
+        '\r' => "\\r".to_string(),
+        '\t' => "\\t".to_string(),
+        '\u{7}' => "\\a".to_string(),
+        '\u{8}' => "\\b".to_string(),
+        '\u{c}' => "\\f".to_string(),
+        '\u{b}' => "\\v".to_string(),
+        _ if b < 0x20 || b == 0x7f => format!("\\x{b:02x}"),
+        // strconv.Quote escapes what Go's IsPrint refuses: C1 controls, NBSP, soft hyphen.
+        _ if (0x80..=0xa0).contains(&b) || b == 0xad => format!("\\u{b:04x}"),
+        _ => c.to_string(),
+    };
+    format!("'{inner}'")
 }
 
 struct Reader<'a> {
     bytes: &'a [u8],
     text: &'a str,
     pos: usize,
+    /// The first decoding (not syntax) error, which Go saves and reports at the end.
+    saved: Option<String>,
 }
 
 const END: &str = "unexpected end of JSON input";
@@ -96,11 +111,19 @@ impl Reader<'_> {
         }
     }
 
+    /// Go's complaint about the byte at the cursor. At the end of the input Go's scanner is fed
+    /// a space: where a space is wrong that is the complaint, else the input ended early.
     fn invalid(&self, context: &str) -> String {
-        match self.peek_char() {
-            Some(c) => format!("invalid character {} {context}", quote_char(c)),
+        match self.bytes.get(self.pos) {
+            Some(&b) => format!("invalid character {} {context}", quote_byte(b)),
             None => END.into(),
         }
+    }
+
+    /// As [`Reader::invalid`] where a space would be wrong too.
+    fn invalid_or_space(&self, context: &str) -> String {
+        let b = self.bytes.get(self.pos).copied().unwrap_or(b' ');
+        format!("invalid character {} {context}", quote_byte(b))
     }
 
     fn value(&mut self, depth: usize) -> Result<Value, String> {
@@ -121,17 +144,14 @@ impl Reader<'_> {
     }
 
     fn literal(&mut self, word: &str, value: Value) -> Result<Value, String> {
-        for expected in word.chars() {
-            match self.peek_char() {
-                Some(c) if c == expected => self.pos += 1,
-                Some(c) => {
-                    return Err(format!(
-                        "invalid character {} in literal {word} (expecting {})",
-                        quote_char(c),
-                        quote_char(expected)
-                    ));
-                }
-                None => return Err(END.into()),
+        for expected in word.bytes() {
+            if self.bytes.get(self.pos) == Some(&expected) {
+                self.pos += 1;
+            } else {
+                return Err(self.invalid_or_space(&format!(
+                    "in literal {word} (expecting {})",
+                    quote_byte(expected)
+                )));
             }
         }
         Ok(value)
@@ -154,17 +174,12 @@ impl Reader<'_> {
             Some(b'1'..=b'9') => {
                 digits(self);
             }
-            Some(_) => return Err(self.invalid("in numeric literal")),
-            None => return Err(END.into()),
+            _ => return Err(self.invalid_or_space("in numeric literal")),
         }
         if self.bytes.get(self.pos) == Some(&b'.') {
             self.pos += 1;
             if digits(self) == 0 {
-                return Err(if self.pos >= self.bytes.len() {
-                    END.into()
-                } else {
-                    self.invalid("after decimal point in numeric literal")
-                });
+                return Err(self.invalid_or_space("after decimal point in numeric literal"));
             }
         }
         if matches!(self.bytes.get(self.pos), Some(b'e' | b'E')) {
@@ -173,19 +188,21 @@ impl Reader<'_> {
                 self.pos += 1;
             }
             if digits(self) == 0 {
-                return Err(if self.pos >= self.bytes.len() {
-                    END.into()
-                } else {
-                    self.invalid("in exponent of numeric literal")
-                });
+                return Err(self.invalid_or_space("in exponent of numeric literal"));
             }
         }
         let literal = &self.text[start..self.pos];
         match literal.parse::<f64>() {
             Ok(f) if f.is_finite() => Ok(Value::Float(f)),
-            _ => Err(format!(
-                "json: cannot unmarshal number {literal} into Go value of type float64"
-            )),
+            _ => {
+                // Go saves the error, leaves the value nil and decodes on.
+                if self.saved.is_none() {
+                    self.saved = Some(format!(
+                        "json: cannot unmarshal number {literal} into Go value of type float64"
+                    ));
+                }
+                Ok(Value::Nil)
+            }
         }
     }
 
@@ -205,8 +222,11 @@ impl Reader<'_> {
                 '\\' => {
                     self.pos += 1;
                     let Some(e) = self.peek_char() else {
-                        return Err(END.into());
+                        return Err(self.invalid_or_space("in string escape code"));
                     };
+                    if !matches!(e, '"' | '\\' | '/' | 'b' | 'f' | 'n' | 'r' | 't' | 'u') {
+                        return Err(self.invalid("in string escape code"));
+                    }
                     self.pos += e.len_utf8();
                     match e {
                         '"' => out.push('"'),
@@ -241,19 +261,11 @@ impl Reader<'_> {
                                 out.push(char::from_u32(first).unwrap_or('\u{fffd}'));
                             }
                         }
-                        other => {
-                            return Err(format!(
-                                "invalid character {} in string escape code",
-                                quote_char(other)
-                            ));
-                        }
+                        _ => {}
                     }
                 }
                 c if u32::from(c) < 0x20 => {
-                    return Err(format!(
-                        "invalid character {} in string literal",
-                        quote_char(c)
-                    ));
+                    return Err(self.invalid("in string literal"));
                 }
                 c => {
                     out.push(c);
@@ -266,14 +278,12 @@ impl Reader<'_> {
     fn hex4(&mut self) -> Result<u32, String> {
         let mut code = 0;
         for _ in 0..4 {
-            let Some(c) = self.peek_char() else {
-                return Err(END.into());
-            };
-            let Some(d) = c.to_digit(16) else {
-                return Err(format!(
-                    "invalid character {} in \\u hexadecimal character escape",
-                    quote_char(c)
-                ));
+            let Some(d) = self
+                .bytes
+                .get(self.pos)
+                .and_then(|&b| char::from(b).to_digit(16))
+            else {
+                return Err(self.invalid_or_space("in \\u hexadecimal character escape"));
             };
             code = code * 16 + d;
             self.pos += 1;
@@ -358,7 +368,19 @@ mod tests {
                 "{\"a\":1 \"b\"}",
                 "invalid character '\"' after object key:value pair",
             ),
-            ("tru", "unexpected end of JSON input"),
+            (
+                "tru",
+                "invalid character ' ' in literal true (expecting 'e')",
+            ),
+            (
+                "nul",
+                "invalid character ' ' in literal null (expecting 'l')",
+            ),
+            ("{\"\\", "invalid character ' ' in string escape code"),
+            (
+                "{\"a\":é",
+                "invalid character 'Ã' looking for beginning of value",
+            ),
             (
                 "trux",
                 "invalid character 'x' in literal true (expecting 'e')",
@@ -366,8 +388,16 @@ mod tests {
             ("1 2", "invalid character '2' after top-level value"),
             ("\"a\nb\"", "invalid character '\\n' in string literal"),
             ("x", "invalid character 'x' looking for beginning of value"),
-            ("-", "unexpected end of JSON input"),
-            ("1.", "unexpected end of JSON input"),
+            ("-", "invalid character ' ' in numeric literal"),
+            (
+                "1.",
+                "invalid character ' ' after decimal point in numeric literal",
+            ),
+            (
+                "[1e+",
+                "invalid character ' ' in exponent of numeric literal",
+            ),
+            ("[\"a", "unexpected end of JSON input"),
             (
                 "1.x",
                 "invalid character 'x' after decimal point in numeric literal",

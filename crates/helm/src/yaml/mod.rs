@@ -37,6 +37,51 @@ pub fn to_yaml_pretty(value: &Value) -> Result<String, Error> {
     emit::to_yaml_with(value, emit::Flavour::V3)
 }
 
+/// Splits a values file into its YAML documents as Helm's `LoadValues` does (Kubernetes'
+/// `YAMLReader`): a line starting with `---` ends a document and may be followed only by
+/// spaces or a comment; empty documents are skipped. Helm reads each document with [`parse`]
+/// and merges them in order (a chart's `values.yaml` may hold several).
+///
+/// The error is Kubernetes' (`invalid Yaml document separator: x`); Helm prefixes it with
+/// `error reading yaml document: `.
+pub fn split_documents(text: &str) -> Result<Vec<&str>, Error> {
+    let mut documents = Vec::new();
+    let mut start = 0;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if let Some(rest) = line.strip_prefix("---") {
+            let trimmed = rest.trim();
+            if !trimmed.is_empty() && !trimmed.starts_with('#') {
+                return Err(Error {
+                    message: format!("invalid Yaml document separator: {trimmed}"),
+                });
+            }
+            if offset > start {
+                documents.push(&text[start..offset]);
+            }
+            start = offset + line.len();
+        }
+        offset += line.len();
+    }
+    if text.len() > start {
+        documents.push(&text[start..]);
+    }
+    Ok(documents)
+}
+
+/// Bytes as a Go string seen through `range` or `encoding/json`: each byte that is not part
+/// of valid UTF-8 becomes U+FFFD on its own (Rust's lossy conversion merges runs).
+pub fn go_lossy(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for _ in chunk.invalid() {
+            out.push('\u{fffd}');
+        }
+    }
+    out
+}
+
 fn base64_value(c: u8) -> Option<u32> {
     match c {
         b'A'..=b'Z' => Some(u32::from(c - b'A')),

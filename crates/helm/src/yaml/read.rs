@@ -171,6 +171,43 @@ fn first_indenting_tab(text: &str) -> usize {
         .map_or(0, |index| index + 1)
 }
 
+/// libyaml does not skip a tab where a line may start a key: before the first token of the
+/// stream (or of a document after `---`) a tab in the indentation is an error.
+fn check_leading_tabs(text: &str) -> Result<(), Error> {
+    for (index, line) in text.lines().enumerate() {
+        let content = line.trim_start_matches([' ', '\t']);
+        let indentation = &line[..line.len() - content.len()];
+        if indentation.contains('\t') {
+            return Err(if index == 0 {
+                error("yaml: found character that cannot start any token")
+            } else {
+                error(format!(
+                    "yaml: line {}: found character that cannot start any token",
+                    index + 1
+                ))
+            });
+        }
+        let directive = indentation.is_empty()
+            && (content.starts_with('%')
+                || content
+                    .strip_prefix("---")
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t'])));
+        if !(content.is_empty() || content.starts_with('#') || directive) {
+            return Ok(());
+        }
+        if directive && content.starts_with("---") {
+            // Content may follow the marker on its line: it starts the document.
+            let rest = content
+                .trim_start_matches('-')
+                .trim_start_matches([' ', '\t']);
+            if !rest.is_empty() && !rest.starts_with('#') {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Go's YAML reader accepts only printable characters (tab, line breaks and NEL included).
 fn check_characters(text: &str) -> Result<(), Error> {
     let allowed = |c: char| {
@@ -186,6 +223,7 @@ fn check_characters(text: &str) -> Result<(), Error> {
 }
 
 /// Reads the first document's tree (aliases shared, not expanded).
+#[allow(clippy::too_many_lines)] // one loop over the events, its state kept together
 fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
     enum Open {
         Sequence(usize, Vec<Rc<Node>>),
@@ -200,8 +238,10 @@ fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
     let mut stack: Vec<Open> = Vec::new();
     let mut root: Option<Rc<Node>> = None;
     let mut in_document = false;
+    let mut layout = Layout::default();
     while let Some(event) = parser.next_event() {
         let (event, span) = event.map_err(|e| syntax_error(&e, text))?;
+        layout.record(&event, &span);
         let (node, anchor) = match event {
             Event::DocumentStart(..) => {
                 in_document = true;
@@ -287,7 +327,123 @@ fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
             None => root = Some(node),
         }
     }
+    layout.check_tab_lines(text)?;
     Ok(root)
+}
+
+/// Where scalars and flow collections lie, for the tab checks libyaml makes between tokens.
+#[derive(Default)]
+struct Layout {
+    /// (first line, last line, last column, plain) of each scalar.
+    scalars: Vec<(usize, usize, usize, bool)>,
+    /// (first line, last line) of each flow collection.
+    flows: Vec<(usize, usize)>,
+    open_flows: Vec<Option<usize>>,
+}
+
+impl Layout {
+    fn record(&mut self, event: &Event<'_>, span: &granit_parser::Span) {
+        use granit_parser::StructureStyle;
+        match event {
+            Event::Scalar(_, style, ..) => self.scalars.push((
+                span.start.line(),
+                span.end.line(),
+                span.end.col(),
+                *style == ScalarStyle::Plain,
+            )),
+            Event::SequenceStart(style, ..) | Event::MappingStart(style, ..) => self
+                .open_flows
+                .push((*style == StructureStyle::Flow).then(|| span.start.line())),
+            Event::SequenceEnd | Event::MappingEnd => {
+                if let Some(Some(start)) = self.open_flows.pop() {
+                    self.flows.push((start, span.end.line()));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether `line` (1-based `number`) is a block entry or key indicator followed by
+    /// whitespace holding a tab and then content, outside any scalar or flow collection.
+    fn tab_after_indicator(&self, line: &str, number: usize) -> bool {
+        let Some(after) = line.trim_start_matches(' ').strip_prefix(['-', '?']) else {
+            return false;
+        };
+        let content = after.trim_start_matches([' ', '\t']);
+        let gap = &after[..after.len() - content.len()];
+        if !gap.contains('\t') || content.is_empty() || content.starts_with('#') {
+            return false;
+        }
+        let covered = self
+            .scalars
+            .iter()
+            .any(|&(start, end, _, _)| start < number && number <= end)
+            || self
+                .flows
+                .iter()
+                .any(|&(start, end)| start <= number && number <= end);
+        !covered
+    }
+
+    /// A line starting with a tab and holding nothing else (or a comment), in block context:
+    /// after a plain scalar libyaml reports the tab as breaking the indentation, elsewhere as a
+    /// character that cannot start a token. Lines are 1-based.
+    fn check_tab_lines(&self, text: &str) -> Result<(), Error> {
+        let lines: Vec<&str> = text.lines().collect();
+        for (index, line) in lines.iter().enumerate() {
+            let number = index + 1;
+            if self.tab_after_indicator(line, number) {
+                // `- \tx`, `? \tx`: after these indicators a line may start a key, so the tab
+                // is not skipped.
+                return Err(if index == 0 {
+                    error("yaml: found character that cannot start any token")
+                } else {
+                    error(format!(
+                        "yaml: line {number}: found character that cannot start any token"
+                    ))
+                });
+            }
+            let rest = line.trim_start_matches([' ', '\t']);
+            if !line.starts_with('\t') || !(rest.is_empty() || rest.starts_with('#')) {
+                continue;
+            }
+            let in_flow = self
+                .flows
+                .iter()
+                .any(|&(start, end)| start <= number && number <= end);
+            let in_scalar = self
+                .scalars
+                .iter()
+                .any(|&(start, end, _, plain)| !plain && start < number && number <= end);
+            if in_flow || in_scalar {
+                continue;
+            }
+            // The last line with content before this one, and whether it ends in a plain
+            // scalar.
+            let previous = lines[..index].iter().rposition(|l| {
+                let t = l.trim_start_matches([' ', '\t']);
+                !t.is_empty() && !t.starts_with('#')
+            });
+            let after_plain = previous.is_some_and(|p| {
+                let content = lines[p].split(" #").next().unwrap_or(lines[p]).trim_end();
+                let width = content.chars().count();
+                self.scalars
+                    .iter()
+                    .any(|&(_, end, col, plain)| plain && end == p + 1 && col == width)
+            });
+            let problem = if after_plain {
+                "found a tab character that violates indentation"
+            } else {
+                "found character that cannot start any token"
+            };
+            return Err(if index == 0 {
+                error(format!("yaml: {problem}"))
+            } else {
+                error(format!("yaml: line {number}: {problem}"))
+            });
+        }
+        Ok(())
+    }
 }
 
 /// A value as `yaml.v2` decodes it into `interface{}`, before the JSON conversion.
@@ -445,9 +601,9 @@ impl Decoder {
                 Ok(Go::Seq(out))
             }
             Node::Mapping(pairs) => {
-                let mut out = Vec::with_capacity(pairs.len());
+                let mut out = MapBuilder::default();
                 self.mapping(pairs, &mut out, depth)?;
-                Ok(Go::Map(out))
+                Ok(Go::Map(out.entries))
             }
         };
         if shared {
@@ -459,7 +615,7 @@ impl Decoder {
     fn mapping(
         &mut self,
         pairs: &[(Rc<Node>, Rc<Node>)],
-        out: &mut Vec<(Go, Go)>,
+        out: &mut MapBuilder,
         depth: usize,
     ) -> Result<(), Error> {
         for (key, value) in pairs {
@@ -472,17 +628,12 @@ impl Decoder {
                 return Err(error(format!("yaml: invalid map key: {}", key.go_syntax())));
             }
             let value = self.decode(value, depth + 1)?;
-            set(out, key, value);
+            out.set(key, value);
         }
         Ok(())
     }
 
-    fn merge(
-        &mut self,
-        node: &Rc<Node>,
-        out: &mut Vec<(Go, Go)>,
-        depth: usize,
-    ) -> Result<(), Error> {
+    fn merge(&mut self, node: &Rc<Node>, out: &mut MapBuilder, depth: usize) -> Result<(), Error> {
         let want_map = || error("yaml: map merge requires map or sequence of maps as the value");
         match &**node {
             Node::Mapping(pairs) => {
@@ -505,25 +656,53 @@ impl Decoder {
     }
 }
 
-fn same_key(a: &Go, b: &Go) -> bool {
-    match (a, b) {
-        (Go::Nil, Go::Nil) => true,
-        (Go::Bool(x), Go::Bool(y)) => x == y,
-        (Go::Int(x), Go::Int(y)) => x == y,
-        (Go::Uint(x), Go::Uint(y)) => x == y,
-        (Go::Float(x), Go::Float(y)) => x.to_bits() == y.to_bits(),
-        (Go::Str(x), Go::Str(y)) => x == y,
-        _ => false,
+/// A Go map's key identity: the same value of the same type.
+#[derive(PartialEq, Eq, Hash)]
+enum KeyId {
+    Nil,
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Float(u64),
+    Str(String),
+}
+
+impl KeyId {
+    fn of(key: &Go) -> Option<KeyId> {
+        Some(match key {
+            Go::Nil => KeyId::Nil,
+            Go::Bool(b) => KeyId::Bool(*b),
+            Go::Int(i) => KeyId::Int(*i),
+            Go::Uint(u) => KeyId::Uint(*u),
+            Go::Float(f) => KeyId::Float(f.to_bits()),
+            Go::Str(s) => KeyId::Str(s.clone()),
+            Go::Seq(_) | Go::Map(_) => return None,
+        })
     }
 }
 
-/// Sets a key in a Go map: a later value replaces an earlier one.
-fn set(out: &mut Vec<(Go, Go)>, key: Go, value: Go) {
-    // Most maps are small; larger ones are checked from the end, where repeats tend to be.
-    if let Some(entry) = out.iter_mut().rev().find(|(k, _)| same_key(k, &key)) {
-        entry.1 = value;
-    } else {
-        out.push((key, value));
+/// A Go map being filled: entries in document order, a later value for a key replacing the
+/// earlier one in place.
+#[derive(Default)]
+struct MapBuilder {
+    entries: Vec<(Go, Go)>,
+    index: HashMap<KeyId, usize>,
+}
+
+impl MapBuilder {
+    fn set(&mut self, key: Go, value: Go) {
+        let Some(id) = KeyId::of(&key) else {
+            self.entries.push((key, value));
+            return;
+        };
+        if let Some(&at) = self.index.get(&id)
+            && let Some(entry) = self.entries.get_mut(at)
+        {
+            entry.1 = value;
+            return;
+        }
+        self.index.insert(id, self.entries.len());
+        self.entries.push((key, value));
     }
 }
 
@@ -539,7 +718,7 @@ fn scalar(value: &str, plain: bool, tag: Option<&str>) -> Result<Go, Error> {
         (_, Some("binary")) => {
             let data = base64_decode(value.as_bytes())
                 .map_err(|_| error("yaml: !!binary value contains invalid base64 data"))?;
-            return Ok(Go::Str(String::from_utf8_lossy(&data).into_owned()));
+            return Ok(Go::Str(super::go_lossy(&data)));
         }
         _ => {}
     }
@@ -745,6 +924,7 @@ fn number(f: f64) -> Result<serde_json::Value, Error> {
 
 pub(crate) fn parse(text: &str) -> Result<serde_json::Value, Error> {
     check_characters(text)?;
+    check_leading_tabs(text)?;
     let Some(root) = read_tree(text)? else {
         return Ok(serde_json::Value::Null);
     };

@@ -235,6 +235,8 @@ enum Key {
     Rsa(Box<rsa::PrivateKey>),
     Ec(p256::SecretKey),
     Ed(Box<ed25519_dalek::SigningKey>),
+    /// A DSA key (OpenSSL form): Sprig reads it, but Go cannot certify or sign with it.
+    Dsa(Vec<u8>),
 }
 
 const ED25519_OID: &str = "1.3.101.112";
@@ -268,6 +270,7 @@ impl Key {
                 ]);
                 Ok(pem_encode("PRIVATE KEY", &der))
             }
+            Key::Dsa(der) => Ok(pem_encode("DSA PRIVATE KEY", der)),
         }
     }
 
@@ -295,6 +298,7 @@ impl Key {
                 let algorithm = seq(&[&oid(ED25519_OID)]);
                 (seq(&[&algorithm, &bit_string(&bits, 0)]), bits)
             }
+            Key::Dsa(_) => return Err("x509: unsupported public key type: *dsa.PublicKey".into()),
         })
     }
 
@@ -323,6 +327,11 @@ impl Key {
                 let signature = ed25519_dalek::Signer::sign(k.as_ref(), message);
                 (seq(&[&oid(ED25519_OID)]), signature.to_bytes().to_vec())
             }
+            Key::Dsa(_) => {
+                return Err(
+                    "x509: certificate private key does not implement crypto.Signer".into(),
+                );
+            }
         })
     }
 }
@@ -344,8 +353,52 @@ fn parse_private_key(text: &str) -> Result<Key, String> {
         "EC" => p256::SecretKey::from_sec1_der(&der)
             .map(Key::Ec)
             .map_err(|e| format!("parsing EC private key from PEM: {e}")),
+        "DSA" => {
+            if is_integer_sequence(&der, 6) {
+                Ok(Key::Dsa(der))
+            } else {
+                Err("parsing DSA private key from PEM: asn1: structure error".into())
+            }
+        }
         _ => Err(format!("invalid private key type {label}")),
     }
+}
+
+/// Whether `der` is exactly a SEQUENCE of `count` INTEGERs (OpenSSL's DSA private key form).
+fn is_integer_sequence(der: &[u8], count: usize) -> bool {
+    /// One TLV at the start of `bytes`: tag, content, rest.
+    fn read(bytes: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+        let (&tag, rest) = bytes.split_first()?;
+        let (&first, mut rest) = rest.split_first()?;
+        let len = if first < 0x80 {
+            usize::from(first)
+        } else {
+            let n = usize::from(first & 0x7f);
+            if n == 0 || n > 4 || rest.len() < n {
+                return None;
+            }
+            let (len_bytes, after) = rest.split_at(n);
+            rest = after;
+            len_bytes
+                .iter()
+                .fold(0_usize, |acc, b| (acc << 8) | usize::from(*b))
+        };
+        if rest.len() < len {
+            return None;
+        }
+        let (content, after) = rest.split_at(len);
+        Some((tag, content, after))
+    }
+    let Some((0x30, mut content, [])) = read(der) else {
+        return false;
+    };
+    for _ in 0..count {
+        match read(content) {
+            Some((0x02, _, rest)) => content = rest,
+            _ => return false,
+        }
+    }
+    content.is_empty()
 }
 
 fn parse_pkcs8(der: &[u8]) -> Result<Key, String> {
@@ -363,7 +416,7 @@ fn parse_pkcs8(der: &[u8]) -> Result<Key, String> {
 
 fn gen_private_key(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
-    let kind = str_arg(&args[0], "string")?;
+    let kind = str_arg(&args[0])?;
     let key = match kind {
         "rsa" => Key::generate_rsa(call, 4096),
         "dsa" => return Ok(Value::str(generate_dsa(call))),
@@ -414,6 +467,17 @@ fn generate_dsa(call: &mut Call<'_>) -> String {
     }
 }
 
+/// A function that reads a PEM private key (for robustness tests of the PEM and key readers).
+#[cfg(test)]
+pub(super) fn register_probe() -> crate::template::Function {
+    fn probe(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
+        let text = args.first().and_then(Value::as_str).unwrap_or_default();
+        let _ = pem_decode(text);
+        parse_private_key(text).map(|_| Value::Nil)
+    }
+    probe
+}
+
 // ---- Certificates.
 
 /// What Sprig's base template varies: the subject, alternative names, validity and whether it
@@ -439,6 +503,14 @@ fn create_certificate(
     key: &Key,
     issuer: Option<&Issuer<'_>>,
 ) -> Result<String, String> {
+    let signer = issuer.map_or(key, |i| i.key);
+    // Go checks the signing key before anything else.
+    if matches!(signer, Key::Dsa(_)) {
+        return Err(
+            "error creating certificate: x509: certificate private key does not implement crypto.Signer"
+                .into(),
+        );
+    }
     let serial: [u8; 16] = call.env.rng.random();
     let now = call.env.now.timestamp();
     let until = jiff::Timestamp::from_second(
@@ -446,10 +518,11 @@ fn create_certificate(
             .saturating_add(template.days.saturating_mul(86_400)),
     )
     .map_err(|e| format!("x509: {e}"))?;
-    let (spki, public_bits) = key.public_key_info()?;
+    let (spki, public_bits) = key
+        .public_key_info()
+        .map_err(|e| format!("error creating certificate: {e}"))?;
     let subject = name(&template.cn);
     let issuer_name = issuer.map_or_else(|| subject.clone(), |i| i.name.clone());
-    let signer = issuer.map_or(key, |i| i.key);
     let subject_key_id = template
         .is_ca
         .then(|| sha2::Sha256::digest(&public_bits)[..20].to_vec());
@@ -532,7 +605,7 @@ fn template(
     days: &Value,
     is_ca: bool,
 ) -> Result<Template, String> {
-    let cn = str_arg(cn, "string")?.to_owned();
+    let cn = str_arg(cn)?.to_owned();
     let ips = list_arg(ips)?;
     let dns = list_arg(dns)?;
     let days = int_arg(days)?;
@@ -594,8 +667,8 @@ fn gen_ca(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 fn gen_ca_with_key(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 3)?;
     let template = template(&args[0], &Value::Nil, &Value::Nil, &args[1], true)?;
-    let key = parse_private_key(str_arg(&args[2], "string")?)
-        .map_err(|e| format!("parsing private key: {e}"))?;
+    let key =
+        parse_private_key(str_arg(&args[2])?).map_err(|e| format!("parsing private key: {e}"))?;
     let cert = create_certificate(call, &template, &key, None)?;
     certificate_value(cert, &key)
 }
@@ -611,8 +684,8 @@ fn gen_self_signed_cert(call: &mut Call<'_>, args: &[Value]) -> Result<Value, St
 fn gen_self_signed_cert_with_key(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 5)?;
     let template = template(&args[0], &args[1], &args[2], &args[3], false)?;
-    let key = parse_private_key(str_arg(&args[4], "string")?)
-        .map_err(|e| format!("parsing private key: {e}"))?;
+    let key =
+        parse_private_key(str_arg(&args[4])?).map_err(|e| format!("parsing private key: {e}"))?;
     let cert = create_certificate(call, &template, &key, None)?;
     certificate_value(cert, &key)
 }
@@ -625,8 +698,9 @@ fn sign_with_ca(
     ca: &Certificate,
 ) -> Result<Value, String> {
     let (_, der) = pem_decode(&ca.cert).ok_or("unable to decode certificate")?;
-    let (issuer_name, key_id) = certificate_subject(&der)
-        .map_err(|e| format!("error parsing certificate: decodedSignerCert.Bytes: {e}"))?;
+    let (issuer_name, key_id) = certificate_subject(&der).map_err(|_| {
+        "error parsing certificate: decodedSignerCert.Bytes: x509: malformed certificate".to_owned()
+    })?;
     let ca_key =
         parse_private_key(&ca.key).map_err(|e| format!("error parsing private key: {e}"))?;
     let issuer = Issuer {
@@ -669,22 +743,24 @@ fn gen_signed_cert_with_key(call: &mut Call<'_>, args: &[Value]) -> Result<Value
     want_args(call, args, 6)?;
     let template = template(&args[0], &args[1], &args[2], &args[3], false)?;
     let ca = certificate_arg(&args[4])?;
-    let key = parse_private_key(str_arg(&args[5], "string")?)
-        .map_err(|e| format!("parsing private key: {e}"))?;
+    let key =
+        parse_private_key(str_arg(&args[5])?).map_err(|e| format!("parsing private key: {e}"))?;
     sign_with_ca(call, &template, &key, &ca)
 }
 
 fn build_custom_cert(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 2)?;
-    let cert = super::go_base64_decode(str_arg(&args[0], "string")?)
+    let cert = super::go_base64_decode(str_arg(&args[0])?)
         .map_err(|_| "unable to decode base64 certificate".to_owned())?;
-    let key = super::go_base64_decode(str_arg(&args[1], "string")?)
+    let key = super::go_base64_decode(str_arg(&args[1])?)
         .map_err(|_| "unable to decode base64 private key".to_owned())?;
     let cert = String::from_utf8_lossy(&cert).into_owned();
     let key = String::from_utf8_lossy(&key).into_owned();
     let (_, der) = pem_decode(&cert).ok_or("unable to decode certificate")?;
-    certificate_subject(&der)
-        .map_err(|e| format!("error parsing certificate: decodedCert.Bytes: {e}"))?;
+    // Go's x509 names most structural failures this way.
+    certificate_subject(&der).map_err(|_| {
+        "error parsing certificate: decodedCert.Bytes: x509: malformed certificate".to_owned()
+    })?;
     parse_private_key(&key).map_err(|e| format!("error parsing private key: {e}"))?;
     Ok(Value::Object(Rc::new(Certificate { cert, key })))
 }
@@ -850,6 +926,9 @@ mod tests {
             assert_eq!(cert_of(&leaf).key, key);
             parse(&cert_of(&leaf).cert);
         }
+        // SEC 1 with the curve and the public key, as Go's MarshalECPrivateKey: "MHcCAQEEI…".
+        let ec = test_call_env(gen_private_key, &[s("ecdsa")], &mut env).unwrap();
+        assert!(ec.as_str().unwrap().contains("\nMHcCAQEEI"), "{ec}");
         let ed = test_call_env(gen_private_key, &[s("ed25519")], &mut env).unwrap();
         // Go's PKCS #8 v1 form: 48 bytes, "MC4CAQAwBQYDK2VwBCIEI…".
         assert!(ed.as_str().unwrap().contains("\nMC4CAQAwBQYDK2VwBCIEI"));
@@ -859,6 +938,12 @@ mod tests {
                 .to_string(),
             "Unknown type bogus"
         );
+    }
+
+    fn test_ec_key() -> String {
+        test_call(gen_private_key, &[s("ecdsa")])
+            .unwrap()
+            .to_string()
     }
 
     #[test]
@@ -902,6 +987,52 @@ mod tests {
         assert_eq!(
             test_call(build_custom_cert, &[s("junk"), s("junk")]).unwrap_err(),
             "unable to decode certificate"
+        );
+        assert_eq!(
+            test_call(build_custom_cert, &[s("!!"), s("junk")]).unwrap_err(),
+            "unable to decode base64 certificate"
+        );
+        let bad_cert =
+            "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCkFBQUEKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=";
+        assert_eq!(
+            test_call(build_custom_cert, &[s(bad_cert), s("junk")]).unwrap_err(),
+            "error parsing certificate: decodedCert.Bytes: x509: malformed certificate"
+        );
+        // A DSA key is read, but Go cannot sign with it.
+        let dsa_key = pem_encode(
+            "DSA PRIVATE KEY",
+            &seq(&[
+                &[2, 1, 0],
+                &[2, 1, 7],
+                &[2, 1, 7],
+                &[2, 1, 7],
+                &[2, 1, 7],
+                &[2, 1, 7],
+            ]),
+        );
+        assert_eq!(
+            test_call(
+                gen_self_signed_cert_with_key,
+                &[s("y"), Value::Nil, Value::Nil, Value::Int(1), s(&dsa_key)]
+            )
+            .unwrap_err(),
+            "error creating certificate: x509: certificate private key does not implement crypto.Signer"
+        );
+        let ca = test_call(gen_ca_with_key, &[s("x"), Value::Int(1), s(&test_ec_key())]).unwrap();
+        assert_eq!(
+            test_call(
+                gen_signed_cert_with_key,
+                &[
+                    s("y"),
+                    Value::Nil,
+                    Value::Nil,
+                    Value::Int(1),
+                    ca,
+                    s(&dsa_key)
+                ]
+            )
+            .unwrap_err(),
+            "error creating certificate: x509: unsupported public key type: *dsa.PublicKey"
         );
         assert_eq!(
             test_call(

@@ -135,6 +135,22 @@ fn more_errors_as_helm_words_them() {
             "yaml: did not find expected hexdecimal number",
         ),
         ("a: *nope", "yaml: unknown anchor 'nope' referenced"),
+        (
+            "\ta: 1",
+            "yaml: found character that cannot start any token",
+        ),
+        (
+            "\t# comment\na: 1",
+            "yaml: found character that cannot start any token",
+        ),
+        (
+            "---\n\ta: 1",
+            "yaml: line 2: found character that cannot start any token",
+        ),
+        (
+            "\n\ta: 1",
+            "yaml: line 2: found character that cannot start any token",
+        ),
         ("a: &a [*a]", "yaml: anchor 'a' value contains itself"),
         (
             "d:\n  <<: 1\n",
@@ -147,6 +163,10 @@ fn more_errors_as_helm_words_them() {
     ] {
         assert_eq!(json(doc), format!("{prefix}{want}"), "{doc:?}");
     }
+    // Tabs after a value indicator, inside flow collections and inside scalars are fine.
+    assert_eq!(json("a:\t1"), r#"{"a":1}"#);
+    assert_eq!(json("a: [1,\t2]"), r#"{"a":[1,2]}"#);
+    assert_eq!(json("a: b\n  \tc"), r#"{"a":"b c"}"#);
     // Tabs after a block scalar's indentation are content.
     assert_eq!(
         json("a: |-\n    x {\n    \ty\n    }\n"),
@@ -167,4 +187,25 @@ fn alias_bombs_are_refused() {
     assert!(json(&text).contains("excessive aliasing"));
     let deep = "[".repeat(100_000);
     assert!(json(&deep).starts_with("ERR"));
+}
+
+#[test]
+fn values_documents_split_as_helm() {
+    use crate::yaml::split_documents;
+    fn docs(text: &str) -> Result<Vec<&str>, String> {
+        split_documents(text).map_err(|e| e.message)
+    }
+    assert_eq!(
+        docs("a: 1\nb: {c: 1}\n---\nb: {c: 3}\n"),
+        Ok(vec!["a: 1\nb: {c: 1}\n", "b: {c: 3}\n"])
+    );
+    assert_eq!(docs("---\na: 1"), Ok(vec!["a: 1"]));
+    assert_eq!(docs("a: 1\n---\n"), Ok(vec!["a: 1\n"]));
+    assert_eq!(docs("a: 1\n--- # c\nb: 2\n"), Ok(vec!["a: 1\n", "b: 2\n"]));
+    assert_eq!(docs(""), Ok(vec![]));
+    assert_eq!(docs("a: |\n  x\n  ---\n"), Ok(vec!["a: |\n  x\n  ---\n"]));
+    assert_eq!(
+        docs("a: 1\n---x\nb: 2"),
+        Err("invalid Yaml document separator: x".to_string())
+    );
 }
