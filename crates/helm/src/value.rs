@@ -84,7 +84,29 @@ pub trait Object: fmt::Debug {
     }
 }
 
+thread_local! {
+    /// The one list that stands for a nil `[]interface {}`; see [`Value::nil_list`].
+    static NIL_LIST: Rc<Vec<Value>> = Rc::new(Vec::new());
+}
+
 impl Value {
+    /// A nil `[]interface {}`, as Sprig's `concat` of empty lists and `rest`/`initial` of an
+    /// empty list return: empty, printed `[]` and false like any empty list, but marshalled as
+    /// `null` by `toJson` and `toYaml` (JSON/YAML writers check [`Value::is_nil_list`]).
+    pub fn nil_list() -> Self {
+        NIL_LIST.with(|items| Value::List(Rc::clone(items), ListKind::Any))
+    }
+
+    /// Whether this is the nil list of [`Value::nil_list`] (not merely an empty one).
+    pub fn is_nil_list(&self) -> bool {
+        match self {
+            Value::List(items, _) => {
+                items.is_empty() && NIL_LIST.with(|nil| Rc::ptr_eq(nil, items))
+            }
+            _ => false,
+        }
+    }
+
     /// A string value.
     pub fn str(s: impl AsRef<str>) -> Self {
         Value::String(Rc::from(s.as_ref()))
@@ -258,6 +280,7 @@ impl Value {
             Value::Bytes(b) => {
                 serde_json::Value::String(base64::engine::general_purpose::STANDARD.encode(b))
             }
+            Value::List(..) if self.is_nil_list() => serde_json::Value::Null,
             Value::List(items, _) => {
                 serde_json::Value::Array(items.iter().map(Value::to_json).collect())
             }

@@ -87,6 +87,20 @@ fn refuse_cycle(value: &Value, target: &Map) -> Result<(), String> {
 /// Whether `target` is `value` or reachable from it. Iterative, and each shared map is visited
 /// once, so deep or widely shared values cost no stack and linear time.
 fn contains_map(value: &Value, target: &Map) -> bool {
+    // The common case, a scalar or a map without nested containers, needs no bookkeeping.
+    match value {
+        Value::Map(m) if Rc::ptr_eq(m, target) => return true,
+        Value::Map(m)
+            if !m
+                .borrow()
+                .values()
+                .any(|v| matches!(v, Value::Map(_) | Value::List(..))) =>
+        {
+            return false;
+        }
+        Value::Map(_) | Value::List(..) => {}
+        _ => return false,
+    }
     let mut seen = std::collections::HashSet::new();
     let mut pending: Vec<Value> = vec![value.clone()];
     while let Some(value) = pending.pop() {
@@ -312,6 +326,8 @@ fn copy_value_at(v: &Value, depth: usize) -> Result<Value, String> {
                 .collect::<Result<BTreeMap<_, _>, String>>()?;
             Value::map(entries)
         }
+        // A nil list stays nil (and has nothing to copy).
+        Value::List(..) if v.is_nil_list() => v.clone(),
         Value::List(items, kind) => Value::List(
             Rc::new(
                 items

@@ -121,13 +121,19 @@ fn last(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 fn rest(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
     let items = items_of(&args[0], "Cannot find rest on type")?;
+    if items.is_empty() {
+        return Ok(Value::nil_list());
+    }
     Ok(any_list(items.iter().skip(1).cloned().collect()))
 }
 
 fn initial(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
     let items = items_of(&args[0], "Cannot find initial on type")?;
-    let keep = items.len().saturating_sub(1);
+    if items.is_empty() {
+        return Ok(Value::nil_list());
+    }
+    let keep = items.len() - 1;
     Ok(any_list(items.iter().take(keep).cloned().collect()))
 }
 
@@ -237,6 +243,10 @@ fn concat(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
             }
         })?;
         out.extend(items.iter().cloned());
+    }
+    // Go appends to a nil slice, which stays nil when nothing was appended.
+    if out.is_empty() {
+        return Ok(Value::nil_list());
     }
     Ok(any_list(out))
 }
@@ -360,6 +370,9 @@ fn seq(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
         .join(" ");
     Ok(Value::from(text))
 }
+
+#[cfg(test)]
+mod oracle_tests;
 
 #[cfg(test)]
 mod tests {
@@ -534,6 +547,27 @@ mod tests {
             "[1 a b] ([]interface {})"
         );
         assert_eq!(show("concat", &[]), "[] ([]interface {})");
+        // Oracle: `toJson (concat)`, `toJson (concat (list) (list))`, `toJson (rest (list))`,
+        // `toJson (initial (list))` → null (Go's nil slice); `toJson (list)`, `toJson (rest
+        // (list 1))`, `toJson (uniq (list))` → [].
+        let json = |name: &str, args: &[Value]| call(name, args).expect(name).to_json().to_string();
+        assert_eq!(json("concat", &[]), "null");
+        assert_eq!(json("concat", &[list(&[]), list(&[])]), "null");
+        assert_eq!(json("rest", &[list(&[])]), "null");
+        assert_eq!(json("initial", &[list(&[])]), "null");
+        assert_eq!(json("list", &[]), "[]");
+        assert_eq!(json("rest", &[ints(&[1])]), "[]");
+        assert_eq!(json("uniq", &[list(&[])]), "[]");
+        let nil = call("concat", &[]).expect("concat");
+        assert_eq!(show("deepEqual", &[nil.clone(), list(&[])]), "false (bool)");
+        assert_eq!(
+            show(
+                "deepEqual",
+                &[nil.clone(), call("rest", &[list(&[])]).expect("rest")]
+            ),
+            "true (bool)"
+        );
+        assert!(call("deepCopy", &[nil]).expect("copy").is_nil_list());
     }
 
     #[test]

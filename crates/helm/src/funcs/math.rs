@@ -133,7 +133,7 @@ fn subf(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 
 fn mulf(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_at_least(call, args, 1)?;
-    decimal_fold(&args[0], &args[1..], |a, b| Ok(a.mul(&b)))
+    decimal_fold(&args[0], &args[1..], |a, b| a.mul(&b))
 }
 
 fn divf(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
@@ -270,6 +270,9 @@ struct Decimal {
     exponent: i64,
 }
 
+/// The decimal exponents products may reach; far beyond any float (10^±400).
+const MAX_EXPONENT: i64 = 100_000;
+
 /// shopspring/decimal's default division precision: 16 decimal places.
 const DIVISION_PLACES: i64 = 16;
 
@@ -325,11 +328,19 @@ impl Decimal {
         }
     }
 
-    fn mul(&self, other: &Decimal) -> Decimal {
-        Decimal {
-            mantissa: &self.mantissa * &other.mantissa,
-            exponent: self.exponent + other.exponent,
+    /// The exact product; refused when its exponent leaves ±[`MAX_EXPONENT`], where the exact
+    /// digits would only cost memory (the float result is 0 or ±Inf long before).
+    fn mul(&self, other: &Decimal) -> Result<Decimal, String> {
+        let exponent = self.exponent + other.exponent;
+        if exponent.abs() > MAX_EXPONENT {
+            return Err(format!(
+                "decimal exponent {exponent} out of range (at most {MAX_EXPONENT} either way)"
+            ));
         }
+        Ok(Decimal {
+            mantissa: &self.mantissa * &other.mantissa,
+            exponent,
+        })
     }
 
     /// The quotient rounded to [`DIVISION_PLACES`] decimal places, half away from zero.

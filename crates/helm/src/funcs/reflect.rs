@@ -97,6 +97,7 @@ fn deep_equal_step(a: &Value, b: &Value, depth: usize) -> bool {
         (Value::Bytes(x), Value::Bytes(y)) => x == y,
         (Value::List(x, kx), Value::List(y, ky)) => {
             kx == ky
+                && a.is_nil_list() == b.is_nil_list()
                 && x.len() == y.len()
                 && x.iter()
                     .zip(y.iter())

@@ -20,6 +20,14 @@ use crate::value::{ListKind, Value};
 /// (grown on the heap by `stacker`), so the cap is lower, with Go's message.
 pub const MAX_TEMPLATE_DEPTH: usize = 10_000;
 
+/// How many lists of nodes (a template body, each loop iteration's body, each branch taken;
+/// counted across every `include`, `tpl` and `{{template}}` it makes) one execution may walk.
+/// Go has no limit and runs for hours on nested ranges over large integers
+/// (`{{range 100000}}{{range 100000}}…`). A chart template walks thousands to tens of
+/// thousands of lists, so the cap leaves a wide margin while bounding a hostile one to about
+/// a second.
+pub const MAX_STEPS: u64 = 10_000_000;
+
 /// The most text one execution (a file, an `include`, a `tpl`) may produce: 256 MiB.
 pub const MAX_OUTPUT: usize = 256 << 20;
 
@@ -63,6 +71,8 @@ pub(crate) struct Shared {
     pub includes: HashMap<String, usize>,
     /// How many `tpl` calls are running inside each other.
     pub tpl_depth: usize,
+    /// Steps taken so far (see [`MAX_STEPS`]).
+    pub steps: u64,
 }
 
 pub(crate) struct Exec<'a, 's> {
@@ -142,7 +152,21 @@ impl<'a, 's> Exec<'a, 's> {
         }
     }
 
+    /// Counts one walked list against [`MAX_STEPS`]. A list is as long as the text it came
+    /// from, so this bounds the work of loops and recursion, not of straight-line text.
+    fn step(&mut self) -> R<()> {
+        self.shared.steps += 1;
+        if self.shared.steps > MAX_STEPS {
+            return Err(self.error(format!(
+                "exceeded maximum template execution steps ({MAX_STEPS})"
+            )));
+        }
+        Ok(())
+    }
+
     fn walk_list(&mut self, dot: &Val, list: &'a [Node]) -> R<Flow> {
+        // Every list, even an empty loop body, is a step.
+        self.step()?;
         for node in list {
             let flow = self.walk(dot, node)?;
             if flow != Flow::Normal {

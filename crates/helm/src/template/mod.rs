@@ -33,7 +33,7 @@ use crate::value::Value;
 
 mod builtins;
 mod exec;
-pub use exec::{MAX_OUTPUT, MAX_TEMPLATE_DEPTH};
+pub use exec::{MAX_OUTPUT, MAX_STEPS, MAX_TEMPLATE_DEPTH};
 mod lex;
 mod parse;
 mod signatures;
@@ -273,6 +273,7 @@ impl Set {
         let mut shared = exec::Shared {
             includes: HashMap::new(),
             tpl_depth: 0,
+            steps: 0,
         };
         self.execute_shared(name, data, env, &mut shared)
     }

@@ -601,8 +601,17 @@ fn allowed_alias_ratio(decode_count: u64) -> f64 {
     }
 }
 
+/// Whether a key is `yaml.v2`'s merge key: `<<` resolved implicitly (plain and untagged, or
+/// under the non-specific tag `!`, quoted or not, as libyaml counts it) or tagged `!!merge`.
 fn is_merge(node: &Node) -> bool {
-    matches!(node, Node::Scalar { value, plain: true, tag: None } if value == "<<")
+    let Node::Scalar { value, plain, tag } = node else {
+        return false;
+    };
+    value == "<<"
+        && match tag.as_deref() {
+            None => *plain,
+            Some(tag) => tag == "!" || tag.strip_prefix(CORE) == Some("merge"),
+        }
 }
 
 impl Decoder {

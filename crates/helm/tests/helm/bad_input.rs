@@ -297,6 +297,19 @@ fn huge_until() {
 }
 
 #[test]
+fn nested_ranges_bounded() {
+    // Helm has no bound and runs for hours on this (10^10 iterations); ours stops after
+    // `MAX_STEPS` walked lists, naming the template and the loop.
+    let message =
+        template_error("{{- range until 100000 }}{{ range until 100000 }}{{ end }}{{ end }}\n");
+    // The same form as Helm v4 gives Go's template-depth error (see `recursive_template`).
+    assert_eq!(
+        message,
+        "c/templates/cm.yaml:1:40\n  executing \"c/templates/cm.yaml\" at <100000>:\n    exceeded maximum template execution steps (10000000)"
+    );
+}
+
+#[test]
 fn files_get_outside_chart() {
     // Helm's `.Files` only holds the chart's own files: both paths give "".
     let dir = chart(&[(

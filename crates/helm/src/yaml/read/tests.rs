@@ -257,3 +257,13 @@ fn timing_stages() {
         }
     }
 }
+
+#[test]
+fn merge_keys_as_helm_reads_them() {
+    // Expectations from Helm v4.2.3 (`fromYaml ... | toJson`): `<<` merges when plain, under
+    // the non-specific tag `!` (quoted too) or tagged `!!merge`; quoted and untagged it is a key.
+    assert_eq!(json("b: &b {a: 1}\n! <<: *b\n"), r#"{"a":1,"b":{"a":1}}"#);
+    assert_eq!(json("! '<<': {a: 1}\n"), r#"{"a":1}"#);
+    assert_eq!(json("!!merge <<: {a: 1}\nb: 2\n"), r#"{"a":1,"b":2}"#);
+    assert_eq!(json("\"<<\": {a: 1}\n"), r#"{"\u003c\u003c":{"a":1}}"#);
+}
