@@ -366,6 +366,97 @@ fn values_file_not_yaml() {
     );
 }
 
+/// Runs `f` on a thread with a 2 MiB stack (the size of a Rust thread by default, and less
+/// than Go's 1 GiB): deep input must be refused or handled without overflowing it.
+fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(f)
+        .expect("a thread")
+        .join()
+        .expect("no panic, no overflow")
+}
+
+#[test]
+fn deep_recursion_small_stack() {
+    let tpl = on_small_stack(|| {
+        let dir = chart(&[
+            ("templates/cm.yaml", "a: {{ tpl .Values.t . }}\n"),
+            ("values.yaml", "t: \"{{ tpl .Values.t . }}\"\n"),
+        ]);
+        error(dir.path(), Vec::new())
+    });
+    assert!(
+        tpl.ends_with("exceeded maximum template depth (1000)"),
+        "{}",
+        tail(&tpl)
+    );
+    let template = on_small_stack(|| {
+        template_error(
+            "{{- define \"self\" }}x{{ template \"self\" . }}{{ end }}\na: {{ template \"self\" . }}\n",
+        )
+    });
+    assert!(
+        template.ends_with("exceeded maximum template depth (10000)"),
+        "{template}"
+    );
+}
+
+#[test]
+fn deep_nesting_small_stack() {
+    // A values file nested 100,000 deep, and a template nesting 20,000 `if`s: refused with
+    // the file or template named, on a small stack.
+    let values = on_small_stack(|| {
+        let dir = chart(&[("templates/cm.yaml", "a: 1\n")]);
+        let deep = format!("a: {}\n", "[".repeat(100_000));
+        std::fs::write(dir.path().join("deep.yaml"), deep).expect("values file");
+        error(dir.path(), vec![ValueSource::File("deep.yaml".into())])
+    });
+    assert!(
+        values.starts_with("failed to parse deep.yaml: "),
+        "{values}"
+    );
+    let ifs = on_small_stack(|| {
+        template_error(&format!(
+            "{}{}",
+            "{{ if 1 }}".repeat(20_000),
+            "{{ end }}".repeat(20_000)
+        ))
+    });
+    assert!(ifs.contains("c/templates/cm.yaml:1"), "{}", tail(&ifs));
+    assert!(
+        ifs.contains("nests deeper than 10000 levels"),
+        "{}",
+        tail(&ifs)
+    );
+}
+
+#[test]
+fn archive_with_link_entry() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut tar = tar::Builder::new(Vec::new());
+    let mut header = tar::Header::new_gnu();
+    header.set_size(CHART_YAML.len() as u64);
+    header.set_mode(0o644);
+    header.set_cksum();
+    tar.append_data(&mut header, "c/Chart.yaml", CHART_YAML.as_bytes())
+        .expect("entry");
+    let mut link = tar::Header::new_gnu();
+    link.set_entry_type(tar::EntryType::Symlink);
+    link.set_size(0);
+    tar.append_link(&mut link, "c/templates/leak.yaml", "/etc/passwd")
+        .expect("link");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&tar.into_inner().expect("tar")).expect("gzip");
+    std::fs::write(dir.path().join("c.tgz"), gz.finish().expect("gzip")).expect("archive");
+    // Helm keeps a link entry as an empty file; a chart needs none, so ours refuses it,
+    // naming the entry.
+    assert_eq!(
+        template(dir.path(), "c.tgz", Vec::new()).expect_err("refused"),
+        "chart archive entry \"c/templates/leak.yaml\" is a link, which charts may not contain"
+    );
+}
+
 /// The last 300 characters of a long message.
 fn tail(message: &str) -> &str {
     let start = message
