@@ -342,6 +342,24 @@ fn symlink_out_of_directory_chart() {
     );
 }
 
+#[cfg(unix)]
+#[test]
+fn ignored_symlink_out_of_directory_chart() {
+    // What `.helmignore` leaves out is never read: Helm loads this chart, and so do we.
+    let dir = chart(&[
+        (
+            "templates/cm.yaml",
+            "a: {{ .Files.Get \"leak\" | quote }}\n",
+        ),
+        (".helmignore", "leak\n"),
+    ]);
+    std::os::unix::fs::symlink(dir.path(), dir.path().join("c/leak")).expect("symlink");
+    assert_eq!(
+        template(dir.path(), "c", Vec::new()).expect("renders"),
+        "---\n# Source: c/templates/cm.yaml\na: \"\"\n"
+    );
+}
+
 #[test]
 fn set_syntax_error() {
     // The oracle's `set set a` gives "key \"a\" has no value"; `helm template` wraps it.
