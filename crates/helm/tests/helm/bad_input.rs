@@ -202,6 +202,25 @@ fn chart_yaml_bad_field() {
     );
 }
 
+#[test]
+fn chart_yaml_not_yaml() {
+    let dir = chart(&[
+        ("templates/cm.yaml", "a: 1\n"),
+        ("Chart.yaml", "apiVersion: v2\nname: [c\nversion: 0.1.0\n"),
+    ]);
+    assert_eq!(
+        error(dir.path(), Vec::new()),
+        "cannot load Chart.yaml: error converting YAML to JSON: yaml: line 2: did not find expected ',' or ']'"
+    );
+}
+
+#[test]
+fn chart_yaml_missing() {
+    let dir = chart(&[("templates/cm.yaml", "a: 1\n")]);
+    std::fs::remove_file(dir.path().join("c/Chart.yaml")).expect("remove");
+    assert_eq!(error(dir.path(), Vec::new()), "Chart.yaml file is missing");
+}
+
 /// Helm's render repeats the include chain a thousand times in its message; the start and
 /// the end are what matter: the template and line of the first call, and the limit.
 #[test]
