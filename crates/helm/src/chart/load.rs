@@ -280,6 +280,12 @@ impl Walk {
             } else {
                 format!("{prefix}/{name}")
             };
+            // What `.helmignore` leaves out is never read, so it is skipped before the link
+            // check: Helm loads such a chart, whatever the ignored link points to.
+            let meta = std::fs::metadata(&path).map_err(|e| Error::new(format!("{rel}: {e}")))?;
+            if self.rules.ignored(&rel, meta.is_dir()) {
+                continue;
+            }
             // Links are followed (as Helm does) but must stay inside the chart.
             let resolved = path
                 .canonicalize()
@@ -289,21 +295,13 @@ impl Walk {
                     "{rel}: the link points outside the chart directory"
                 )));
             }
-            let meta =
-                std::fs::metadata(&resolved).map_err(|e| Error::new(format!("{rel}: {e}")))?;
             if meta.is_dir() {
-                if self.rules.ignored(&rel, true) {
-                    continue;
-                }
                 if rel.matches('/').count() > 4 * MAX_NESTING {
                     return Err(Error::new(format!(
                         "{rel}: the chart's directories nest too deep"
                     )));
                 }
                 self.dir(&path, &rel)?;
-                continue;
-            }
-            if self.rules.ignored(&rel, false) {
                 continue;
             }
             if !meta.is_file() {
@@ -316,14 +314,23 @@ impl Walk {
                     "chart file {rel:?} is larger than the maximum file size {MAX_FILE_SIZE}"
                 )));
             }
-            self.total += meta.len();
+            // Read one byte past the cap: a file growing after its size was checked cannot
+            // bring in more.
+            let mut data = Vec::new();
+            std::fs::File::open(&resolved)
+                .and_then(|f| f.take(MAX_FILE_SIZE + 1).read_to_end(&mut data))
+                .map_err(|e| Error::new(format!("{rel}: {e}")))?;
+            if data.len() as u64 > MAX_FILE_SIZE {
+                return Err(Error::new(format!(
+                    "chart file {rel:?} is larger than the maximum file size {MAX_FILE_SIZE}"
+                )));
+            }
+            self.total += data.len() as u64;
             if self.total > MAX_CHART_SIZE {
                 return Err(Error::new(format!(
                     "the chart is larger than the maximum size {MAX_CHART_SIZE}"
                 )));
             }
-            let mut data =
-                std::fs::read(&resolved).map_err(|e| Error::new(format!("{rel}: {e}")))?;
             strip_bom(&mut data);
             self.files.push(File { name: rel, data });
         }

@@ -5,6 +5,7 @@
 //! The Helm SDK comes from `scripts/setup` (a venv at `.tools/helm-venv`); a test needing it
 //! fails with a message naming that command when it is missing.
 
+mod bad_input;
 mod common;
 mod differential;
 mod helm;
