@@ -237,6 +237,7 @@ pub fn build_with(
             );
             resource.set_string_map("annotations", annotations);
         }
+        resource.drop_empty_annotations();
         out.push(resource.object);
     }
     Ok(out)
@@ -1181,5 +1182,53 @@ mod tests {
         .unwrap();
         assert_eq!(k.patches_strategic_merge, ["p.yaml"]);
         assert_eq!(k.images[0].new_tag, "y");
+    }
+
+    /// Resources whose `metadata.annotations` is null or empty, with
+    /// null/empty labels and template metadata beside them.
+    const EMPTY_METADATA: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\n  annotations:\n  labels:\nspec:\n  template:\n    metadata:\n      annotations:\n      labels:\n    spec:\n      containers: []\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  annotations: {}\n  labels: {}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: d\n  annotations:\n    x: y\n  labels:\nspec:\n  template:\n    metadata:\n      annotations: {}\n";
+
+    #[test]
+    fn empty_annotations_are_dropped_like_kubectl() {
+        // Expected outputs are `kubectl kustomize` (kustomize v5.5.0):
+        // top-level annotations that are null or {} disappear, labels and
+        // nested template metadata stay as written.
+        let build = |kustomization: &str| {
+            let objects = run(&[
+                ("app/kustomization.yaml", kustomization),
+                ("app/r.yaml", EMPTY_METADATA),
+            ])
+            .unwrap();
+            crate::yaml::to_yaml(&objects)
+        };
+        assert_eq!(
+            build("resources: [r.yaml]\n"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: {}\n  name: b\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n---\napiVersion: v1\nkind: Service\nmetadata:\n  annotations:\n    x: \"y\"\n  labels: null\n  name: d\nspec:\n  template:\n    metadata:\n      annotations: {}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  labels: null\n  name: a\nspec:\n  template:\n    metadata:\n      annotations: null\n      labels: null\n    spec:\n      containers: []\n"
+        );
+        assert_eq!(
+            build("resources: [r.yaml]\nnamePrefix: p-\n"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: {}\n  name: p-b\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: p-c\n---\napiVersion: v1\nkind: Service\nmetadata:\n  annotations:\n    x: \"y\"\n  labels: null\n  name: p-d\nspec:\n  template:\n    metadata:\n      annotations: {}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  labels: null\n  name: p-a\nspec:\n  template:\n    metadata:\n      annotations: null\n      labels: null\n    spec:\n      containers: []\n"
+        );
+        assert_eq!(
+            build("resources: [r.yaml]\ncommonAnnotations: {k: v}\n"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  annotations:\n    k: v\n  labels: {}\n  name: b\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  annotations:\n    k: v\n  name: c\n---\napiVersion: v1\nkind: Service\nmetadata:\n  annotations:\n    k: v\n    x: \"y\"\n  labels: null\n  name: d\nspec:\n  template:\n    metadata:\n      annotations: {}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  annotations:\n    k: v\n  labels: null\n  name: a\nspec:\n  template:\n    metadata:\n      annotations:\n        k: v\n      labels: null\n    spec:\n      containers: []\n"
+        );
+        assert_eq!(
+            build("resources: [r.yaml]\nnamespace: ns1\n"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  labels: {}\n  name: b\n  namespace: ns1\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: ns1\n---\napiVersion: v1\nkind: Service\nmetadata:\n  annotations:\n    x: \"y\"\n  labels: null\n  name: d\n  namespace: ns1\nspec:\n  template:\n    metadata:\n      annotations: {}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  labels: null\n  name: a\n  namespace: ns1\nspec:\n  template:\n    metadata:\n      annotations: null\n      labels: null\n    spec:\n      containers: []\n"
+        );
+    }
+
+    #[test]
+    fn annotations_emptied_by_patches_are_dropped_like_kubectl() {
+        let objects = run(&[
+            ("app/kustomization.yaml", "resources: [r.yaml]\npatches:\n- target: {name: b}\n  patch: |\n    - op: add\n      path: /metadata/annotations\n      value: {}\n- target: {name: c}\n  patch: |\n    apiVersion: v1\n    kind: ConfigMap\n    metadata:\n      name: c\n      annotations: {}\n- target: {name: e}\n  patch: |\n    - op: remove\n      path: /metadata/annotations/z\n"),
+            ("app/r.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e\n  annotations:\n    z: z\n"),
+        ])
+        .unwrap();
+        assert_eq!(
+            crate::yaml::to_yaml(&objects),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e\n"
+        );
     }
 }

@@ -236,6 +236,26 @@ impl Resource {
         self.string_map("annotations")
     }
 
+    /// Removes a top-level `metadata.annotations` that is null or empty.
+    ///
+    /// kustomize stores its bookkeeping in annotations and clears them
+    /// before output; clearing leaves no annotations field behind when
+    /// nothing else is in it, so `annotations: null` and `annotations: {}`
+    /// never reach `kubectl kustomize` output. Labels and nested template
+    /// metadata are not touched by that step and are kept as written.
+    pub fn drop_empty_annotations(&mut self) {
+        if let Some(metadata) = self
+            .object
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+            && metadata
+                .get("annotations")
+                .is_some_and(|a| a.is_null() || a.as_object().is_some_and(Map::is_empty))
+        {
+            metadata.shift_remove("annotations");
+        }
+    }
+
     pub fn set_string_map(&mut self, field: &str, map: Map<String, Value>) {
         if map.is_empty() {
             self.metadata_mut().remove(field);
