@@ -271,6 +271,9 @@ fn read_tree(text: &str) -> Result<Option<Rc<Node>>, Error> {
     let mut options = Options::default();
     options.emit_unresolved_aliases = true;
     options.emit_anchor_events = true;
+    // Comments mean nothing to Helm; emitting them would also cap how many may sit between a key
+    // and its value (the parser buffers at most 96), which real values files exceed.
+    options.emit_comments = false;
     let mut parser = Parser::new_from_str_with_options(text, options);
     let mut names: HashMap<usize, String> = HashMap::new();
     let mut anchors: HashMap<usize, Rc<Node>> = HashMap::new();

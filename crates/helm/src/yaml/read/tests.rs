@@ -267,3 +267,15 @@ fn merge_keys_as_helm_reads_them() {
     assert_eq!(json("!!merge <<: {a: 1}\nb: 2\n"), r#"{"a":1,"b":2}"#);
     assert_eq!(json("\"<<\": {a: 1}\n"), r#"{"\u003c\u003c":{"a":1}}"#);
 }
+
+#[test]
+fn long_comment_runs_between_entries_are_read() {
+    // A key whose value starts after a hundred comment lines, as real charts carry
+    // (opentelemetry-demo's `components:`); Helm reads it.
+    let mut text = String::from("components:\n");
+    for i in 0..120 {
+        text.push_str(&format!("  # - commented out entry {i}\n"));
+    }
+    text.push_str("  c: 2\n");
+    assert_eq!(json(&text), r#"{"components":{"c":2}}"#);
+}
