@@ -128,7 +128,7 @@ fn parse_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
             .map_err(|_| ApiError::bad_request("the request body is not UTF-8"))?;
         // No snippet of the input: kube-apiserver's YAML errors name the line only, and the
         // input may be a Secret.
-        let options = serde_saphyr::options! { strict_booleans: true, with_snippet: false };
+        let options = serde_saphyr::options! { strict_booleans: true, with_snippet: false, emit_comments: false };
         return serde_saphyr::from_str_with_options::<Value>(text, options)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
     }

@@ -44,6 +44,9 @@ pub fn parse_documents_located(text: &str) -> Result<Vec<Value>, YamlError> {
     let options = serde_saphyr::options! {
         strict_booleans: true,
         legacy_octal_numbers: true,
+        // Comments carry no data; emitting them would cap how many may sit before a value (the
+        // parser buffers 96), and real files have longer commented-out blocks.
+        emit_comments: false,
         budget: serde_saphyr::budget! {
             max_documents: 1_000_000,
             max_nodes: 50_000_000,
@@ -840,6 +843,20 @@ mod budget_tests {
         let documents = parse_documents(&stream).unwrap();
         assert_eq!(documents.len(), 5_000);
         assert_eq!(documents[4_999]["metadata"]["name"], "c4999");
+    }
+
+    #[test]
+    fn long_comment_blocks_before_a_value_parse() {
+        // kubectl reads a value that follows a hundred commented-out lines (real values files
+        // and manifests carry such blocks); the parser must not buffer comments for it.
+        let mut text =
+            String::from("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n");
+        for i in 0..120 {
+            text.push_str(&format!("  # commented out {i}\n"));
+        }
+        text.push_str("  a: b\n");
+        let documents = parse_documents(&text).unwrap();
+        assert_eq!(documents[0]["data"]["a"], "b");
     }
 
     #[test]
