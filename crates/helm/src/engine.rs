@@ -107,10 +107,8 @@ pub fn render_values(
     });
 
     // With Go's parameter types, so that calls get Go's argument checks and their errors.
-    let mut set = Set::with_signatures(
-        Rc::new(crate::funcs::helm()),
-        Rc::new(crate::template::helm_signatures()),
-    );
+    let (funcs, signatures) = HELM_FUNCS.with(Clone::clone);
+    let mut set = Set::with_signatures(funcs, signatures);
     for name in &order {
         let renderable = &renderables[*name];
         set.parse(name, &renderable.text)
@@ -138,6 +136,15 @@ pub fn render_values(
         rendered.insert(name.clone(), text.replace("<no value>", ""));
     }
     Ok(rendered)
+}
+
+thread_local! {
+    /// Helm's function map and signatures, built once per thread: one map for every render
+    /// also lets the template set reuse the parses of earlier renders.
+    static HELM_FUNCS: (Rc<crate::template::FuncMap>, Rc<crate::template::Signatures>) = (
+        Rc::new(crate::funcs::helm()),
+        Rc::new(crate::template::helm_signatures()),
+    );
 }
 
 impl Error {

@@ -847,12 +847,13 @@ mod budget_tests {
 
     #[test]
     fn long_comment_blocks_before_a_value_parse() {
+        use std::fmt::Write as _;
         // kubectl reads a value that follows a hundred commented-out lines (real values files
         // and manifests carry such blocks); the parser must not buffer comments for it.
         let mut text =
             String::from("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n");
         for i in 0..120 {
-            text.push_str(&format!("  # commented out {i}\n"));
+            let _ = writeln!(text, "  # commented out {i}");
         }
         text.push_str("  a: b\n");
         let documents = parse_documents(&text).unwrap();

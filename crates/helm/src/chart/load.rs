@@ -127,7 +127,8 @@ fn archive_files(bytes: &[u8], unpacked: &mut u64) -> Result<Vec<File>, Error> {
                 "decompressed chart is larger than the maximum size {MAX_CHART_SIZE} (at {header_path:?})"
             )));
         }
-        let mut data = Vec::new();
+        // The header's size (capped above) spares the reallocations of a growing buffer.
+        let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
         // Read one byte past the cap so a lying header cannot smuggle more in.
         (&mut entry)
             .take(MAX_FILE_SIZE + 1)
@@ -240,7 +241,8 @@ fn load_dir(root: &Path) -> Result<Chart, Error> {
         entries: 0,
         total: 0,
     };
-    walk.dir(root, "")?;
+    let canonical = walk.root.clone();
+    walk.dir(root, &canonical, "")?;
     let mut unpacked = walk.total;
     load_files(walk.files, 0, &mut unpacked)
 }
@@ -254,20 +256,27 @@ struct Walk {
 }
 
 impl Walk {
-    fn dir(&mut self, dir: &Path, prefix: &str) -> Result<(), Error> {
+    /// Walks `dir`, whose canonical path is `canonical_dir` (inside the root).
+    fn dir(&mut self, dir: &Path, canonical_dir: &Path, prefix: &str) -> Result<(), Error> {
         let read =
             std::fs::read_dir(dir).map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
-        let mut names: Vec<(String, PathBuf)> = Vec::new();
+        let mut names: Vec<(String, PathBuf, bool)> = Vec::new();
         for entry in read {
             let entry = entry.map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
+            // The entry's type usually comes with the directory listing: no system call.
+            let link = match entry.file_type() {
+                Ok(kind) => kind.is_symlink(),
+                Err(_) => true,
+            };
             names.push((
                 entry.file_name().to_string_lossy().into_owned(),
                 entry.path(),
+                link,
             ));
         }
         // Go's filepath.Walk visits entries in lexical order.
         names.sort();
-        for (name, path) in names {
+        for (name, path, link) in names {
             self.entries += 1;
             if self.entries > MAX_DIR_ENTRIES {
                 return Err(Error::new(format!(
@@ -286,10 +295,18 @@ impl Walk {
             if self.rules.ignored(&rel, meta.is_dir()) {
                 continue;
             }
-            // Links are followed (as Helm does) but must stay inside the chart.
-            let resolved = path
-                .canonicalize()
-                .map_err(|e| Error::new(format!("{rel}: {e}")))?;
+            // Links are followed (as Helm does) but must stay inside the chart. Anything else
+            // sits in the canonical directory already, and resolving it again (a system call
+            // per path component) would only cost time.
+            let resolved = if link {
+                path.canonicalize()
+                    .map_err(|e| Error::new(format!("{rel}: {e}")))?
+            } else {
+                match path.file_name() {
+                    Some(file_name) => canonical_dir.join(file_name),
+                    None => canonical_dir.to_path_buf(),
+                }
+            };
             if !resolved.starts_with(&self.root) {
                 return Err(Error::new(format!(
                     "{rel}: the link points outside the chart directory"
@@ -301,7 +318,7 @@ impl Walk {
                         "{rel}: the chart's directories nest too deep"
                     )));
                 }
-                self.dir(&path, &rel)?;
+                self.dir(&path, &resolved, &rel)?;
                 continue;
             }
             if !meta.is_file() {

@@ -36,20 +36,53 @@ pub(crate) fn validate_chart(chart: &Chart, values: &Values, depth: usize) -> Op
     (!out.is_empty()).then_some(out)
 }
 
-/// One schema against one values tree: `Err` with Helm's text (each line ending in `\n`).
-fn validate_one(schema: &[u8], values: &Values) -> Result<(), String> {
-    let schema: Json = serde_json::from_slice(schema).map_err(|e| {
+/// How many compiled schemas a thread keeps (see [`compiled`]).
+const SCHEMA_CACHE_SIZE: usize = 32;
+/// The largest schema text kept compiled (bigger ones are compiled at each use).
+const SCHEMA_CACHE_MAX_TEXT: usize = 1 << 20;
+
+thread_local! {
+    /// Compiled validators by schema text: compiling a schema (and checking it against its
+    /// metaschema) costs more than validating, and a process renders the same charts again
+    /// and again (a controller's reconciles, repeated renders).
+    static SCHEMAS: std::cell::RefCell<std::collections::HashMap<Vec<u8>, std::rc::Rc<jsonschema::Validator>>> =
+        std::cell::RefCell::default();
+}
+
+/// The validator of `schema`, compiled once per thread; `Err` with Helm's text.
+fn compiled(schema: &[u8]) -> Result<std::rc::Rc<jsonschema::Validator>, String> {
+    if let Some(validator) = SCHEMAS.with(|cache| cache.borrow().get(schema).cloned()) {
+        return Ok(validator);
+    }
+    let json: Json = serde_json::from_slice(schema).map_err(|e| {
         let text = String::from_utf8_lossy(schema);
         format!("{}\n", crate::strvals::json_error(&e, &text).message)
     })?;
     // No resolver is configured: a remote `$ref` fails here instead of being fetched (Helm
     // would download it).
     let validator = jsonschema::options()
-        .build(&schema)
+        .build(&json)
         .map_err(|e| match e.kind() {
             ValidationErrorKind::Referencing(reference) => format!("failing loading {reference}\n"),
             _ => format!("\"file:///values.schema.json#\" is not valid against metaschema: {e}\n"),
         })?;
+    let validator = std::rc::Rc::new(validator);
+    if schema.len() > SCHEMA_CACHE_MAX_TEXT {
+        return Ok(validator);
+    }
+    SCHEMAS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.len() >= SCHEMA_CACHE_SIZE {
+            cache.clear();
+        }
+        cache.insert(schema.to_vec(), validator.clone());
+    });
+    Ok(validator)
+}
+
+/// One schema against one values tree: `Err` with Helm's text (each line ending in `\n`).
+fn validate_one(schema: &[u8], values: &Values) -> Result<(), String> {
+    let validator = compiled(schema)?;
     let instance = Json::Object(values.clone());
     let errors: Vec<Leaf> = validator.iter_errors(&instance).map(|e| leaf(&e)).collect();
     if errors.is_empty() {

@@ -197,6 +197,78 @@ pub struct Error {
     pub message: String,
 }
 
+/// How many parses a thread keeps (see [`parsed`]), and how much template text in all.
+const PARSE_CACHE_ENTRIES: usize = 4096;
+const PARSE_CACHE_TEXT: usize = 32 << 20;
+
+/// A kept parse: the function map it was parsed against (held weakly, so its address cannot
+/// be reused while the entry exists), and the trees.
+struct Parsed {
+    funcs: std::rc::Weak<FuncMap>,
+    trees: Rc<[Rc<parse::Tree>]>,
+}
+
+#[derive(Default)]
+struct ParseCache {
+    entries: HashMap<(usize, Box<str>, Box<str>), Parsed>,
+    text: usize,
+}
+
+thread_local! {
+    /// Parsed trees by function map, name and text. The same templates are parsed again and
+    /// again (every render of a chart, every `tpl` call with the same text) and a parse costs
+    /// far more than finding it here; trees are immutable once parsed, so sharing them is
+    /// invisible. Failed parses are not kept.
+    static PARSES: std::cell::RefCell<ParseCache> = std::cell::RefCell::default();
+}
+
+/// The trees of `text` parsed as `name` against `funcs`, from the thread's cache when it was
+/// parsed before against the same (live) function map.
+fn parsed(funcs: &Rc<FuncMap>, name: &str, text: &str) -> Result<Rc<[Rc<parse::Tree>]>, String> {
+    let key = (Rc::as_ptr(funcs) as usize, Box::from(name), Box::from(text));
+    let hit = PARSES.with(|cache| {
+        let cache = cache.borrow();
+        let entry = cache.entries.get(&key)?;
+        let live = entry.funcs.upgrade().is_some_and(|f| Rc::ptr_eq(&f, funcs));
+        live.then(|| entry.trees.clone())
+    });
+    if let Some(trees) = hit {
+        return Ok(trees);
+    }
+    let trees: Rc<[Rc<parse::Tree>]> = stacker::maybe_grow(128 * 1024, 4 * 1024 * 1024, || {
+        parse::parse(name, text, funcs)
+    })?
+    .into_iter()
+    .map(Rc::new)
+    .collect();
+    PARSES.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let size = name.len() + text.len();
+        if cache.entries.len() >= PARSE_CACHE_ENTRIES || cache.text + size > PARSE_CACHE_TEXT {
+            // Entries whose function map is gone can never be hit again; if that frees
+            // too little, start over.
+            cache.entries.retain(|_, e| e.funcs.strong_count() > 0);
+            cache.text = cache.entries.keys().map(|k| k.1.len() + k.2.len()).sum();
+            if cache.entries.len() >= PARSE_CACHE_ENTRIES || cache.text + size > PARSE_CACHE_TEXT {
+                cache.entries.clear();
+                cache.text = 0;
+            }
+        }
+        if size <= PARSE_CACHE_TEXT {
+            cache.text += size;
+            let entry = Parsed {
+                funcs: Rc::downgrade(funcs),
+                trees: trees.clone(),
+            };
+            if let Some(old) = cache.entries.insert(key, entry) {
+                cache.text -= size.min(cache.text);
+                drop(old);
+            }
+        }
+    });
+    Ok(trees)
+}
+
 /// The name Helm gives the template `tpl` parses, and the name of its root template.
 pub(crate) const TPL_NAME: &str = "gotpl";
 
@@ -248,16 +320,13 @@ impl Set {
     /// set (a later definition of a name replaces the earlier one, as Go's `Parse` does, except
     /// that an empty definition never replaces a non-empty one).
     pub fn parse(&mut self, name: &str, text: &str) -> Result<(), Error> {
-        let trees = stacker::maybe_grow(128 * 1024, 4 * 1024 * 1024, || {
-            parse::parse(name, text, &self.funcs)
-        })
-        .map_err(|message| Error { message })?;
-        for tree in trees {
+        let trees = parsed(&self.funcs, name, text).map_err(|message| Error { message })?;
+        for tree in trees.iter() {
             if tree.is_empty() && self.lookup(&tree.name).is_some() {
                 continue;
             }
             let layer = Rc::make_mut(&mut self.layer);
-            layer.templates.insert(tree.name.clone(), Rc::new(tree));
+            layer.templates.insert(tree.name.clone(), tree.clone());
         }
         Ok(())
     }

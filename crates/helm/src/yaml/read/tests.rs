@@ -270,11 +270,12 @@ fn merge_keys_as_helm_reads_them() {
 
 #[test]
 fn long_comment_runs_between_entries_are_read() {
+    use std::fmt::Write as _;
     // A key whose value starts after a hundred comment lines, as real charts carry
     // (opentelemetry-demo's `components:`); Helm reads it.
     let mut text = String::from("components:\n");
     for i in 0..120 {
-        text.push_str(&format!("  # - commented out entry {i}\n"));
+        let _ = writeln!(text, "  # - commented out entry {i}");
     }
     text.push_str("  c: 2\n");
     assert_eq!(json(&text), r#"{"components":{"c":2}}"#);
