@@ -1,3 +1,5 @@
+use std::fmt::Write as _;
+
 use super::*;
 
 fn json(text: &str) -> String {
@@ -274,7 +276,7 @@ fn long_comment_runs_between_entries_are_read() {
     // (opentelemetry-demo's `components:`); Helm reads it.
     let mut text = String::from("components:\n");
     for i in 0..120 {
-        text.push_str(&format!("  # - commented out entry {i}\n"));
+        let _ = writeln!(text, "  # - commented out entry {i}");
     }
     text.push_str("  c: 2\n");
     assert_eq!(json(&text), r#"{"components":{"c":2}}"#);
