@@ -75,34 +75,7 @@ pub(super) fn int_arg(value: &Value) -> Result<i64, String> {
     }
 }
 
-/// Go's `strconv.Quote` for the texts errors quote: printable characters as they are, the rest
-/// escaped.
-pub(super) fn go_quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub(super) use crate::fmt::quote as go_quote;
 
 /// Go's `base64.StdEncoding.DecodeString`: padding required, `\r` and `\n` skipped, lenient
 /// about unused trailing bits; errors name the offset Go names.
