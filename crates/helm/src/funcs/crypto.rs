@@ -38,18 +38,7 @@ pub fn register(map: &mut FuncMap) {
 
 // ---- Argument helpers shared by the crypto, date, semver, regex, network and random modules.
 
-/// Checks the argument count of a function with `want` fixed parameters.
-pub(super) fn want_args(call: &Call<'_>, args: &[Value], want: usize) -> Result<(), String> {
-    if args.len() == want {
-        Ok(())
-    } else {
-        Err(format!(
-            "wrong number of args for {}: want {want} got {}",
-            call.name,
-            args.len()
-        ))
-    }
-}
+pub(super) use super::reflect::want_args;
 
 /// A `string` parameter: only a Go string converts (Go's templates do not stringify).
 pub(super) fn str_arg(value: &Value) -> Result<&str, String> {
