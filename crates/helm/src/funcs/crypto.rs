@@ -458,25 +458,7 @@ pub(super) fn test_call_env(
     args: &[Value],
     env: &mut crate::template::Env,
 ) -> Result<Value, String> {
-    struct NoRuntime;
-    impl crate::template::Runtime for NoRuntime {
-        fn include(
-            &mut self,
-            _: &mut crate::template::Env,
-            _: &str,
-            _: Value,
-        ) -> Result<String, String> {
-            Err("no runtime".into())
-        }
-        fn tpl(
-            &mut self,
-            _: &mut crate::template::Env,
-            _: &str,
-            _: Value,
-        ) -> Result<String, String> {
-            Err("no runtime".into())
-        }
-    }
+    use super::reflect::tests::NoRuntime;
     let mut runtime = NoRuntime;
     let mut call = Call::new("f", env, &mut runtime);
     f(&mut call, args)
