@@ -819,6 +819,19 @@ mod tests {
     }
 
     #[test]
+    fn error_keys_are_quoted_as_go_does() {
+        // Helm escapes C1 controls and other unprintable runes as `\uXXXX`.
+        assert_eq!(
+            run("set", "a\u{85}"),
+            Err("key \"a\\u0085\" has no value".into())
+        );
+        assert_eq!(
+            run("set", "a\u{ad}"),
+            Err("key \"a\\u00ad\" has no value".into())
+        );
+    }
+
+    #[test]
     fn set_errors() {
         let cases = [
             ("a", "key \"a\" has no value"),
