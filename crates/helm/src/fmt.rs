@@ -70,6 +70,13 @@ pub fn quote_to_ascii(s: &str) -> String {
     out
 }
 
+/// `strconv.QuoteRune`: `c` in single quotes with Go's escapes.
+pub fn quote_rune(c: char) -> String {
+    let mut out = String::with_capacity(6);
+    append_quoted_rune(&mut out, c, false);
+    out
+}
+
 /// Go's `tooLarge`: widths, precisions and argument indexes beyond a million are refused, which
 /// also bounds what one verb can allocate.
 const LIMIT: usize = 1_000_000;

@@ -9,8 +9,6 @@
 //! keys and values (`a\.b=c\,d`), except with `--set-literal`, whose value is the whole rest of
 //! the expression.
 
-use std::fmt::Write as _;
-
 use serde_json::{Map, Value as Json};
 
 /// What `--set-file` reads a path with: the file's text, or the error to report.
@@ -146,39 +144,11 @@ fn conversion_error(found: &Json, want: &str) -> Error {
     }
 }
 
-/// Go's `%q` of a string.
-fn go_quote(text: &str) -> String {
-    let mut out = String::from("\"");
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\x{:02x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+use crate::fmt::quote as go_quote;
 
 /// Go's `%q` of a `[]rune`: each rune quoted, `['a' 'b']`.
 fn go_quote_runes(runes: &[char]) -> String {
-    let items: Vec<String> = runes
-        .iter()
-        .map(|&c| match c {
-            '\'' => "'\\''".to_string(),
-            '\\' => "'\\\\'".to_string(),
-            '\n' => "'\\n'".to_string(),
-            '\t' => "'\\t'".to_string(),
-            c if c.is_control() => format!("'\\x{:02x}'", u32::from(c)),
-            c => format!("'{c}'"),
-        })
-        .collect();
+    let items: Vec<String> = runes.iter().map(|&c| crate::fmt::quote_rune(c)).collect();
     format!("[{}]", items.join(" "))
 }
 
@@ -846,6 +816,19 @@ mod tests {
         assert_eq!(run("set", "a=1,b[0]"), Ok(json!({"a": 1, "b": []})));
         assert_eq!(run("set", "a.b."), Ok(json!({})));
         assert_eq!(run("set", "a.b"), Err("key \"b\" has no value".into()));
+    }
+
+    #[test]
+    fn error_keys_are_quoted_as_go_does() {
+        // Helm escapes C1 controls and other unprintable runes as `\uXXXX`.
+        assert_eq!(
+            run("set", "a\u{85}"),
+            Err("key \"a\\u0085\" has no value".into())
+        );
+        assert_eq!(
+            run("set", "a\u{ad}"),
+            Err("key \"a\\u00ad\" has no value".into())
+        );
     }
 
     #[test]

@@ -31,6 +31,7 @@ mod schema;
 mod values;
 
 pub use ignore::Rules as IgnoreRules;
+pub(crate) use ignore::glob_match;
 pub use load::{MAX_CHART_SIZE, MAX_FILE_SIZE, load, load_archive, load_dir_files};
 pub use values::{
     GLOBAL_KEY, Values, coalesce_tables, coalesce_values, merge_maps, merge_values, read_values,

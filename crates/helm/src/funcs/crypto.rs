@@ -16,16 +16,15 @@ use std::fmt::Write as _;
 
 use base64::Engine as _;
 use rand::RngExt as _;
-use sha2::Digest as _;
 
 use crate::template::{Call, FuncMap};
 use crate::value::Value;
 
 /// Adds this module's functions to `map`.
 pub fn register(map: &mut FuncMap) {
-    map.insert("sha1sum", sha1sum);
-    map.insert("sha256sum", sha256sum);
-    map.insert("sha512sum", sha512sum);
+    map.insert("sha1sum", digest_sum::<sha1::Sha1>);
+    map.insert("sha256sum", digest_sum::<sha2::Sha256>);
+    map.insert("sha512sum", digest_sum::<sha2::Sha512>);
     map.insert("adler32sum", adler32sum);
     map.insert("bcrypt", bcrypt_fn);
     map.insert("htpasswd", htpasswd);
@@ -38,18 +37,7 @@ pub fn register(map: &mut FuncMap) {
 
 // ---- Argument helpers shared by the crypto, date, semver, regex, network and random modules.
 
-/// Checks the argument count of a function with `want` fixed parameters.
-pub(super) fn want_args(call: &Call<'_>, args: &[Value], want: usize) -> Result<(), String> {
-    if args.len() == want {
-        Ok(())
-    } else {
-        Err(format!(
-            "wrong number of args for {}: want {want} got {}",
-            call.name,
-            args.len()
-        ))
-    }
-}
+pub(super) use super::reflect::want_args;
 
 /// A `string` parameter: only a Go string converts (Go's templates do not stringify).
 pub(super) fn str_arg(value: &Value) -> Result<&str, String> {
@@ -75,34 +63,7 @@ pub(super) fn int_arg(value: &Value) -> Result<i64, String> {
     }
 }
 
-/// Go's `strconv.Quote` for the texts errors quote: printable characters as they are, the rest
-/// escaped.
-pub(super) fn go_quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub(super) use crate::fmt::quote as go_quote;
 
 /// Go's `base64.StdEncoding.DecodeString`: padding required, `\r` and `\n` skipped, lenient
 /// about unused trailing bits; errors name the offset Go names.
@@ -191,22 +152,11 @@ fn hex(bytes: &[u8]) -> String {
     out
 }
 
-fn sha1sum(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
+/// `sha1sum`, `sha256sum` and `sha512sum`: the lower-case hex digest of a string.
+fn digest_sum<D: sha2::Digest>(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
     want_args(call, args, 1)?;
     let input = str_arg(&args[0])?;
-    Ok(Value::str(hex(&sha1::Sha1::digest(input.as_bytes()))))
-}
-
-fn sha256sum(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
-    want_args(call, args, 1)?;
-    let input = str_arg(&args[0])?;
-    Ok(Value::str(hex(&sha2::Sha256::digest(input.as_bytes()))))
-}
-
-fn sha512sum(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
-    want_args(call, args, 1)?;
-    let input = str_arg(&args[0])?;
-    Ok(Value::str(hex(&sha2::Sha512::digest(input.as_bytes()))))
+    Ok(Value::str(hex(&D::digest(input.as_bytes()))))
 }
 
 fn adler32sum(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
@@ -508,25 +458,7 @@ pub(super) fn test_call_env(
     args: &[Value],
     env: &mut crate::template::Env,
 ) -> Result<Value, String> {
-    struct NoRuntime;
-    impl crate::template::Runtime for NoRuntime {
-        fn include(
-            &mut self,
-            _: &mut crate::template::Env,
-            _: &str,
-            _: Value,
-        ) -> Result<String, String> {
-            Err("no runtime".into())
-        }
-        fn tpl(
-            &mut self,
-            _: &mut crate::template::Env,
-            _: &str,
-            _: Value,
-        ) -> Result<String, String> {
-            Err("no runtime".into())
-        }
-    }
+    use super::reflect::tests::NoRuntime;
     let mut runtime = NoRuntime;
     let mut call = Call::new("f", env, &mut runtime);
     f(&mut call, args)
@@ -547,20 +479,20 @@ mod tests {
     #[test]
     fn digests_match_sprig() {
         assert_eq!(
-            text(sha1sum, &[s("abc")]),
+            text(digest_sum::<sha1::Sha1>, &[s("abc")]),
             "a9993e364706816aba3e25717850c26c9cd0d89d"
         );
         assert_eq!(
-            text(sha256sum, &[s("abc")]),
+            text(digest_sum::<sha2::Sha256>, &[s("abc")]),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
         assert_eq!(
-            text(sha512sum, &[s("abc")]),
+            text(digest_sum::<sha2::Sha512>, &[s("abc")]),
             "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f"
         );
         assert_eq!(text(adler32sum, &[s("abc")]), "38600999");
         assert_eq!(
-            test_call(sha1sum, &[Value::Int(12)]).unwrap_err(),
+            test_call(digest_sum::<sha1::Sha1>, &[Value::Int(12)]).unwrap_err(),
             "wrong type for value; expected string; got int"
         );
     }

@@ -5,6 +5,7 @@
 //! `HELM_ERR_END`), so that the engine can report it as `execution error at (…): message`
 //! whatever template nesting it came through.
 
+use crate::cast;
 use crate::template::{Call, FuncMap};
 use crate::value::Value;
 
@@ -28,18 +29,6 @@ pub fn wrap_message(message: &str) -> String {
     format!("{ERR_START}{message}{ERR_END}")
 }
 
-/// Go's complaint when a function gets the wrong number of arguments.
-fn arity(name: &str, want: usize, args: &[Value]) -> Result<(), String> {
-    if args.len() == want {
-        Ok(())
-    } else {
-        Err(format!(
-            "wrong number of args for {name}: want {want} got {}",
-            args.len()
-        ))
-    }
-}
-
 /// A `string` parameter: Go's template engine refuses anything else, in these words (it
 /// reports them at the argument, which a function cannot; the text is the same).
 fn string_arg(value: &Value) -> Result<&str, String> {
@@ -52,21 +41,21 @@ fn string_arg(value: &Value) -> Result<&str, String> {
 
 /// `include NAME DATA`: the named template's text.
 fn include(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
-    arity("include", 2, args)?;
+    cast::want_args("include", args, 2)?;
     let name = string_arg(&args[0])?;
     call.include(name, args[1].clone()).map(Value::from)
 }
 
 /// `tpl TEXT DATA`: `TEXT` rendered as a template with `DATA`.
 fn tpl(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
-    arity("tpl", 2, args)?;
+    cast::want_args("tpl", args, 2)?;
     let text = string_arg(&args[0])?;
     call.tpl(text, args[1].clone()).map(Value::from)
 }
 
 /// `required MESSAGE VALUE`: `VALUE`, unless it is nil or an empty string.
 fn required(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
-    arity("required", 2, args)?;
+    cast::want_args("required", args, 2)?;
     let message = string_arg(&args[0])?;
     match &args[1] {
         Value::Nil => Err(wrap_message(message)),
@@ -77,13 +66,13 @@ fn required(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 
 /// `fail MESSAGE`: fails the render with `MESSAGE`.
 fn fail(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
-    arity("fail", 1, args)?;
+    cast::want_args("fail", args, 1)?;
     Err(wrap_message(string_arg(&args[0])?))
 }
 
 /// `lookup API_VERSION KIND NAMESPACE NAME`: through the render's [`crate::Lookup`].
 fn lookup(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
-    arity("lookup", 4, args)?;
+    cast::want_args("lookup", args, 4)?;
     let api_version = string_arg(&args[0])?;
     let kind = string_arg(&args[1])?;
     let namespace = string_arg(&args[2])?;
@@ -94,7 +83,7 @@ fn lookup(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 /// `getHostByName`: Helm answers "" unless DNS lookups are enabled, which a pure renderer
 /// never does.
 fn get_host_by_name(_: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
-    arity("getHostByName", 1, args)?;
+    cast::want_args("getHostByName", args, 1)?;
     string_arg(&args[0])?;
     Ok(Value::str(""))
 }

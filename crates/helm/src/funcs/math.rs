@@ -66,21 +66,21 @@ fn sub(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
 }
 
 fn div(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
-    want_args(call, args, 2)?;
-    let divisor = cast::to_i64(&args[1]);
-    if divisor == 0 {
-        return Err(DIVIDE_BY_ZERO.into());
-    }
-    Ok(Value::Int64(cast::to_i64(&args[0]).wrapping_div(divisor)))
+    divide(call, args, i64::wrapping_div)
 }
 
 fn modulo(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {
+    divide(call, args, i64::wrapping_rem)
+}
+
+/// `div` and `mod`: Go's integer `/` or `%`, which panics on a zero divisor.
+fn divide(call: &Call<'_>, args: &[Value], op: fn(i64, i64) -> i64) -> Result<Value, String> {
     want_args(call, args, 2)?;
     let divisor = cast::to_i64(&args[1]);
     if divisor == 0 {
         return Err(DIVIDE_BY_ZERO.into());
     }
-    Ok(Value::Int64(cast::to_i64(&args[0]).wrapping_rem(divisor)))
+    Ok(Value::Int64(op(cast::to_i64(&args[0]), divisor)))
 }
 
 fn mul(call: &mut Call<'_>, args: &[Value]) -> Result<Value, String> {

@@ -231,7 +231,8 @@ pub(crate) mod tests {
     use crate::template::{Env, Function, Runtime};
     use std::collections::BTreeMap;
 
-    struct NoRuntime;
+    /// A runtime for calling functions outside a template: `include` and `tpl` fail.
+    pub(crate) struct NoRuntime;
 
     impl Runtime for NoRuntime {
         fn include(&mut self, _: &mut Env, _: &str, _: Value) -> Result<String, String> {

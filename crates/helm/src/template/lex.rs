@@ -5,8 +5,6 @@
 //! state never depends on the parser's, so this gives the same token stream Go's concurrent
 //! lexer would, in one tight loop.
 
-use std::fmt::Write as _;
-
 /// What a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -107,56 +105,7 @@ impl Token {
     }
 }
 
-/// Go's `%q` of a string (`strconv.Quote`).
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if !is_go_print(c) => {
-                if (c as u32) < 0x10000 {
-                    let _ = write!(out, "\\u{:04x}", c as u32);
-                } else {
-                    let _ = write!(out, "\\U{:08x}", c as u32);
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// An approximation of Go's `unicode.IsPrint` for non-ASCII characters: everything but
-/// controls, format characters, non-ASCII spaces and private-use code points.
-pub(crate) fn is_go_print(c: char) -> bool {
-    if c.is_ascii() {
-        return (' '..='~').contains(&c);
-    }
-    let u = c as u32;
-    !(c.is_control()
-        || c.is_whitespace()
-        || u == 0xad
-        || (0x200b..=0x200f).contains(&u)
-        || (0x202a..=0x202e).contains(&u)
-        || (0x2060..=0x206f).contains(&u)
-        || u == 0xfeff
-        || (0xe000..=0xf8ff).contains(&u)
-        || (0xfff9..=0xfffb).contains(&u)
-        || u >= 0xf0000)
-}
+pub(crate) use crate::fmt::{is_print as is_go_print, quote as go_quote};
 
 /// Go's `%#U` of a rune: `U+0041 'A'`.
 fn go_rune_u(c: char) -> String {

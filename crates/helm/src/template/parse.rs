@@ -572,10 +572,15 @@ impl<'t> Parser<'t> {
     }
 
     /// Runs `f` as the parser of a new tree (`define`/`block`): fresh variables, no range.
-    fn sub_tree<T>(&mut self, f: impl FnOnce(&mut Self) -> PResult<T>) -> PResult<T> {
+    /// The body of a `define` or `block` up to its `{{end}}`, parsed as a tree of its own: its
+    /// variables start afresh with `$`, and no `{{break}}`/`{{continue}}` reaches an outer range.
+    fn template_body(&mut self, context: &str) -> PResult<Vec<Node>> {
         let vars = std::mem::replace(&mut self.vars, vec![Rc::from("$")]);
         let range_depth = std::mem::replace(&mut self.range_depth, 0);
-        let r = f(self);
+        let r = self.item_list().and_then(|(list, end)| match end {
+            End::Else => self.err(format!("unexpected {{{{else}}}} in {context}")),
+            End::End => Ok(list),
+        });
         self.vars = vars;
         self.range_depth = range_depth;
         r
@@ -589,13 +594,7 @@ impl<'t> Parser<'t> {
         }
         let name = self.unquote(&t)?;
         self.expect(Kind::RightDelim, CONTEXT)?;
-        let root = self.sub_tree(|p| {
-            let (list, end) = p.item_list()?;
-            if let End::Else = end {
-                return p.err(format!("unexpected {{{{else}}}} in {CONTEXT}"));
-            }
-            Ok(list)
-        })?;
+        let root = self.template_body(CONTEXT)?;
         self.add(name, root)
     }
 
@@ -778,13 +777,7 @@ impl<'t> Parser<'t> {
         let t = self.next_non_space();
         let name = self.template_name(&t, CONTEXT)?;
         let pipe = self.pipeline(CONTEXT, Kind::RightDelim)?;
-        let root = self.sub_tree(|p| {
-            let (list, end) = p.item_list()?;
-            if let End::Else = end {
-                return p.err(format!("unexpected {{{{else}}}} in {CONTEXT}"));
-            }
-            Ok(list)
-        })?;
+        let root = self.template_body(CONTEXT)?;
         self.add(name.clone(), root)?;
         Ok(Node::Template {
             pos: t.pos,

@@ -1142,8 +1142,17 @@ const CASES: &[(&str, &str, Result<&str, &str>)] = &[
 
 #[test]
 fn go_text_template_cases() {
+    check_cases(CASES, render);
+}
+
+/// Renders every `(template, values JSON, expected)` case with `render` and reports all that
+/// differ at once.
+fn check_cases(
+    cases: &[(&str, &str, Result<&str, &str>)],
+    render: fn(&str, &str) -> Result<String, String>,
+) {
     let mut failures = Vec::new();
-    for (text, values, want) in CASES {
+    for (text, values, want) in cases {
         let got = render(text, values);
         let want = want.map(str::to_string).map_err(str::to_string);
         if got != want {
@@ -1154,7 +1163,7 @@ fn go_text_template_cases() {
         failures.is_empty(),
         "{} of {} cases differ:\n{}",
         failures.len(),
-        CASES.len(),
+        cases.len(),
         failures.join("\n")
     );
 }
@@ -1764,21 +1773,7 @@ mod typed {
 
     #[test]
     fn typed_arguments_follow_go() {
-        let mut failures = Vec::new();
-        for (text, values, want) in CASES {
-            let got = render(text, values);
-            let want = want.map(str::to_string).map_err(str::to_string);
-            if got != want {
-                failures.push(format!("{text:?}\n   got {got:?}\n  want {want:?}"));
-            }
-        }
-        assert!(
-            failures.is_empty(),
-            "{} of {} cases differ:\n{}",
-            failures.len(),
-            CASES.len(),
-            failures.join("\n")
-        );
+        super::check_cases(CASES, render);
     }
 }
 

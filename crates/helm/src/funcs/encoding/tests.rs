@@ -1,18 +1,9 @@
 //! Expectations are Helm v4.2.3's answers for the same calls.
 
 use super::*;
-use crate::template::{Env, Runtime};
+use crate::template::Env;
 
-struct NoRuntime;
-
-impl Runtime for NoRuntime {
-    fn include(&mut self, _: &mut Env, _: &str, _: Value) -> Result<String, String> {
-        Err("no templates".into())
-    }
-    fn tpl(&mut self, _: &mut Env, _: &str, _: Value) -> Result<String, String> {
-        Err("no templates".into())
-    }
-}
+use crate::funcs::reflect::tests::NoRuntime;
 
 fn call(name: &str, args: &[Value]) -> Result<Value, String> {
     let mut map = FuncMap::new();

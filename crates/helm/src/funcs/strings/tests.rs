@@ -1,20 +1,11 @@
 //! Sprig's string functions against outputs recorded from Helm's Go SDK (`tests/oracle.py`).
 
 use super::*;
-use crate::template::{Env, Runtime};
+use crate::template::Env;
 
 mod cases;
 
-struct NoRuntime;
-
-impl Runtime for NoRuntime {
-    fn include(&mut self, _: &mut Env, _: &str, _: Value) -> std::result::Result<String, String> {
-        Err("no templates here".into())
-    }
-    fn tpl(&mut self, _: &mut Env, _: &str, _: Value) -> std::result::Result<String, String> {
-        Err("no templates here".into())
-    }
-}
+use crate::funcs::reflect::tests::NoRuntime;
 
 fn json(text: &str) -> Value {
     Value::from_json_floats(&serde_json::from_str(text).expect("test JSON"))
