@@ -74,7 +74,10 @@ fn check(root: &Path, target: &Path) -> Result<(), String> {
         load_restrictor: LoadRestrictor::None,
         ..BuildOptions::default()
     };
-    let objects = capstan_kustomize::build_with(&fs, &templates.join(&relative), &options)
+    // The overlay holds the canonical path, so the build starts from the canonical tree too (the
+    // corpus may sit behind a symbolic link).
+    let target = root.join("hack/manifest-templates").join(&relative);
+    let objects = capstan_kustomize::build_with(&fs, &target, &options)
         .map_err(|e| format!("kustomize build: {e}"))?;
     let got = capstan_kustomize::to_yaml(&objects);
     let expected_path = root.join(format!("deploy/static/{relative}/deploy.yaml"));
