@@ -996,7 +996,7 @@ fn underindented_quote_line(text: &str) -> Option<usize> {
 fn indent_line(text: &str, line: usize) -> String {
     let deepest = text
         .lines()
-        .take(line)
+        .take(line.saturating_sub(1))
         .map(|l| l.len() - l.trim_start_matches(' ').len())
         .max()
         .unwrap_or(0);
@@ -1019,19 +1019,25 @@ pub(crate) fn parse(text: &str) -> Result<serde_json::Value, Error> {
     // libyaml accepts a quoted scalar's continuation lines at any indentation (their leading
     // whitespace is folded away); the YAML 1.2 parser wants them inside the enclosing block.
     // Such lines are indented further and the text read again.
+    // Each pass must move the error to a later line: a line that is still refused after being
+    // indented (or a line number that does not match our split, as with lone `\r` breaks) ends
+    // the attempts, so the text never grows more than MAX_REINDENTS lines' worth.
     let mut current = std::borrow::Cow::Borrowed(text);
     let mut reindents = 0;
+    let mut last_line = 0;
     let root = loop {
         match read_tree(&current) {
             Ok(root) => break root,
             Err(e) => {
                 let line = (reindents < MAX_REINDENTS)
                     .then(|| underindented_quote_line(&current))
-                    .flatten();
+                    .flatten()
+                    .filter(|&line| line > last_line);
                 let Some(line) = line else {
                     return Err(e);
                 };
                 current = std::borrow::Cow::Owned(indent_line(&current, line));
+                last_line = line;
                 reindents += 1;
             }
         }

@@ -282,3 +282,16 @@ fn long_comment_runs_between_entries_are_read() {
     text.push_str("  c: 2\n");
     assert_eq!(json(&text), r#"{"components":{"c":2}}"#);
 }
+
+#[test]
+fn unfixable_quoted_scalar_indentation_fails_fast() {
+    // Found by fuzzing (the input is the fuzz seed of the same name): an unterminated quoted
+    // scalar whose continuation line the parser refuses again after re-indenting (lone `\r`
+    // breaks shift its line numbers). Each pass doubled the text; it must end in an error at once.
+    let text =
+        include_str!("../../../fuzz/corpus/values_yaml/regression-quoted-indent-growth.yaml");
+    let started = std::time::Instant::now();
+    let error = crate::yaml::parse(text).unwrap_err();
+    assert!(error.message.contains("line 33"), "{}", error.message);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
