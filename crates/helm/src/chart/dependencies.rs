@@ -4,7 +4,6 @@
 
 use serde_json::Value as Json;
 
-use super::constraint::satisfies;
 use super::values::{self, Values, path_to_map, path_value, table};
 use super::{Chart, Dependency};
 
@@ -19,7 +18,7 @@ pub fn process(chart: &mut Chart, user: &Values) -> Result<(), String> {
 }
 
 fn compatible(constraint: &str, version: &str) -> bool {
-    satisfies(constraint, version).unwrap_or(false)
+    super::version_matches(constraint, version).unwrap_or(false)
 }
 
 /// The subchart a dependency entry refers to, renamed to its alias.

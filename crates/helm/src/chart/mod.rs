@@ -22,7 +22,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod constraint;
 mod dependencies;
 mod ignore;
 mod load;
@@ -98,7 +97,9 @@ pub fn check_dependencies(chart: &Chart) -> Result<(), Error> {
 /// `^1.2 || ~2.0`); `None` when either does not parse. Helm checks `kubeVersion` and
 /// dependency versions this way.
 pub fn version_matches(constraint: &str, version: &str) -> Option<bool> {
-    constraint::satisfies(constraint, version)
+    let version = capstan_semver::parse_version(version)?;
+    let constraint = capstan_semver::Constraint::parse(constraint).ok()?;
+    Some(constraint.matches(&version))
 }
 
 impl Chart {

@@ -437,3 +437,36 @@ fn broken_schema() {
         "{message}"
     );
 }
+
+#[test]
+fn constraints() {
+    let cases = [
+        ("1.2.3", "1.2.3", true),
+        ("1.2.x", "1.2.9", true),
+        ("1.2.x", "1.3.0", false),
+        ("~1.2.0", "1.2.5", true),
+        ("~1.2.0", "1.3.0", false),
+        ("^1.2.0", "1.9.0", true),
+        ("^1.2.0", "2.0.0", false),
+        ("^0.2.3", "0.2.9", true),
+        ("^0.2.3", "0.3.0", false),
+        (">=1.2.0 <2.0.0", "1.5.0", true),
+        (">=1.2.0, <2.0.0", "2.0.0", false),
+        ("^1 || ^2", "2.3.0", true),
+        ("1.2 - 1.4.5", "1.4.5", true),
+        ("1.2 - 1.4.5", "1.4.6", false),
+        (">= 1.20", "1.29.0", true),
+        (">=1.0.0", "1.1.0-rc.1", false),
+        ("*", "3.1.0", true),
+        ("2.x.x", "2.31.4", true),
+    ];
+    for (constraint, version, want) in cases {
+        assert_eq!(
+            super::version_matches(constraint, version),
+            Some(want),
+            "{constraint} {version}"
+        );
+    }
+    assert_eq!(super::version_matches("", "1.0.0"), None);
+    assert_eq!(super::version_matches("nonsense", "1.0.0"), None);
+}
