@@ -1,6 +1,8 @@
-//! `capstan create source git|oci|bucket` and `capstan create kustomization`: build the object
-//! from Capstan's typed API structs, then print it (`--export`) or server-side apply it and wait
-//! until it is Ready.
+//! `capstan create source git|oci|bucket|helm|chart`, `capstan create kustomization` and
+//! `capstan create helmrelease`: build the object from Capstan's typed API structs, then print it
+//! (`--export`) or server-side apply it and wait until it is Ready.
+
+mod helm;
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -17,7 +19,10 @@ use clap::{Args, Subcommand, ValueEnum};
 use kube::api::{DynamicObject, ObjectMeta, PostParams};
 use serde_json::Value;
 
-use super::{BUCKET, ClusterArgs, GIT, KUSTOMIZATION, Kind, OCI, say};
+use super::{
+    BUCKET, ClusterArgs, GIT, HELM_CHART, HELM_RELEASE, HELM_REPOSITORY, KUSTOMIZATION, Kind, OCI,
+    say,
+};
 
 /// `capstan create`.
 #[derive(Debug, Args)]
@@ -49,6 +54,9 @@ pub enum CreateCommand {
     /// A Kustomization.
     #[command(alias = "ks")]
     Kustomization(CreateKustomization),
+    /// A HelmRelease.
+    #[command(alias = "hr")]
+    Helmrelease(helm::CreateHelmRelease),
 }
 
 /// The source kinds.
@@ -60,6 +68,10 @@ pub enum CreateSource {
     Oci(CreateOci),
     /// A Bucket.
     Bucket(CreateBucket),
+    /// A HelmRepository (`type: oci` for an `oci://` address).
+    Helm(helm::CreateHelm),
+    /// A HelmChart.
+    Chart(helm::CreateChart),
 }
 
 /// `create source git`.
@@ -298,7 +310,9 @@ fn source_reference(text: &str) -> anyhow::Result<CrossNamespaceSourceReference>
         None => ("GitRepository", text),
     };
     let kind = match Kind::by_name(kind) {
-        Some(k) if k.is_source => serde_json::from_value::<SourceKind>(Value::from(k.type_name))?,
+        Some(k) if [&GIT, &OCI, &BUCKET].contains(&k) => {
+            serde_json::from_value::<SourceKind>(Value::from(k.type_name))?
+        }
         _ => bail!(
             "invalid --source '{text}': the kind must be GitRepository, OCIRepository or Bucket"
         ),
@@ -439,6 +453,21 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<ExitCode> {
             &a.name,
             kustomization(a, metadata(&a.name, namespace, &args.label)?, interval)?,
         ),
+        CreateCommand::Source(CreateSource::Helm(a)) => (
+            &HELM_REPOSITORY,
+            &a.name,
+            helm::helm_repository(a, metadata(&a.name, namespace, &args.label)?, interval)?,
+        ),
+        CreateCommand::Source(CreateSource::Chart(a)) => (
+            &HELM_CHART,
+            &a.name,
+            helm::helm_chart(a, metadata(&a.name, namespace, &args.label)?, interval)?,
+        ),
+        CreateCommand::Helmrelease(a) => (
+            &HELM_RELEASE,
+            &a.name,
+            helm::helm_release(a, metadata(&a.name, namespace, &args.label)?, interval)?,
+        ),
     };
     if args.export {
         print!("{}", super::yaml_documents(&[object]));
@@ -446,11 +475,20 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<ExitCode> {
     }
     say::generate(&format!("generating {}", kind.display));
     let client = args.cluster.client().await?;
+    let mut object = object;
+    if let CreateCommand::Source(CreateSource::Helm(a)) = &args.command {
+        helm::credentials_secret(&client, a, namespace, &mut object).await?;
+    }
     say::action(&format!("applying {}", kind.display));
     let existed = upsert(&client, kind, namespace, name, object).await?;
+    // Flux names Helm sources "source" here ("✔ source created").
+    let created = if kind == &HELM_REPOSITORY || kind == &HELM_CHART {
+        "source"
+    } else {
+        kind.display
+    };
     say::success(&format!(
-        "{} {}",
-        kind.display,
+        "{created} {}",
         if existed { "updated" } else { "created" }
     ));
     say::waiting(&format!("waiting for {} reconciliation", kind.display));
@@ -461,7 +499,13 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<ExitCode> {
             } else {
                 say::success(&format!("{} {name} is ready", kind.display));
             }
-            say::success(&kind.revision_message(&ready));
+            if kind.is_static(&ready) {
+                // An OCI HelmRepository has no artifact.
+            } else if kind == &HELM_REPOSITORY || kind == &HELM_CHART {
+                say::success(&format!("fetched revision: {}", kind.revision(&ready)));
+            } else {
+                say::success(&kind.revision_message(&ready));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {

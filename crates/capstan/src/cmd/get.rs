@@ -6,7 +6,8 @@ use clap::{Args, Subcommand};
 use serde_json::{Map, Value};
 
 use super::{
-    ALL, BUCKET, ClusterArgs, GIT, KUSTOMIZATION, Kind, OCI, Output, SOURCES, Target, say,
+    ALL, BUCKET, ClusterArgs, GIT, HELM_CHART, HELM_RELEASE, HELM_REPOSITORY, KUSTOMIZATION, Kind,
+    OCI, Output, SOURCES, Target, say,
 };
 
 /// `capstan get`.
@@ -27,13 +28,16 @@ pub struct GetArgs {
 /// What to list.
 #[derive(Debug, Subcommand)]
 pub enum GetCommand {
-    /// Sources: `git`, `oci`, `bucket` or `all`.
+    /// Sources: `git`, `oci`, `bucket`, `helm`, `chart` or `all`.
     #[command(subcommand, alias = "source")]
     Sources(GetSources),
     /// Kustomizations.
     #[command(alias = "ks", alias = "kustomization")]
     Kustomizations(GetName),
-    /// Every source and Kustomization.
+    /// HelmReleases.
+    #[command(alias = "hr", alias = "helmrelease")]
+    Helmreleases(GetHelmReleases),
+    /// Every source, Kustomization and HelmRelease.
     All(GetName),
 }
 
@@ -46,6 +50,10 @@ pub enum GetSources {
     Oci(GetName),
     /// Buckets.
     Bucket(GetName),
+    /// HelmRepositories.
+    Helm(GetName),
+    /// HelmCharts.
+    Chart(GetName),
     /// Every source kind.
     All(GetName),
 }
@@ -57,9 +65,50 @@ pub struct GetName {
     pub name: Option<String>,
 }
 
-/// One row of Flux's status table.
-fn row(kind: &Kind, object: &Value, prefixed: bool, all_namespaces: bool) -> Vec<String> {
-    let (ready, message) = super::ready_status(object);
+/// `get helmreleases`.
+#[derive(Debug, Args)]
+pub struct GetHelmReleases {
+    #[command(flatten)]
+    pub name: GetName,
+    /// Show the source reference of each HelmRelease (`<kind>/<namespace>/<name>`).
+    #[arg(long)]
+    pub show_source: bool,
+}
+
+/// The chart source of a HelmRelease as Flux's `--show-source` prints it: `chartRef`, else the
+/// template's `sourceRef`, as `<kind>/<namespace>/<name>` (the HelmRelease's namespace when the
+/// reference has none).
+pub fn helm_release_source(object: &Value) -> String {
+    let spec = &object["spec"];
+    let reference = if spec["chartRef"].is_object() {
+        &spec["chartRef"]
+    } else {
+        &spec["chart"]["spec"]["sourceRef"]
+    };
+    let namespace = reference["namespace"]
+        .as_str()
+        .unwrap_or_else(|| super::namespace_of(object));
+    format!(
+        "{}/{namespace}/{}",
+        reference["kind"].as_str().unwrap_or_default(),
+        reference["name"].as_str().unwrap_or_default()
+    )
+}
+
+/// One row of Flux's status table (a static object — an OCI HelmRepository — is always ready,
+/// as Flux prints it).
+fn row(
+    kind: &Kind,
+    object: &Value,
+    prefixed: bool,
+    all_namespaces: bool,
+    show_source: bool,
+) -> Vec<String> {
+    let (ready, message) = if kind.is_static(object) {
+        ("True".to_owned(), "Helm repository is Ready".to_owned())
+    } else {
+        super::ready_status(object)
+    };
     let name = super::name_of(object);
     let mut row = Vec::with_capacity(6);
     if all_namespaces {
@@ -70,6 +119,9 @@ fn row(kind: &Kind, object: &Value, prefixed: bool, all_namespaces: bool) -> Vec
     } else {
         name.to_owned()
     });
+    if show_source {
+        row.push(helm_release_source(object));
+    }
     row.push(kind.revision(object).to_owned());
     row.push(
         if super::suspended(object) {
@@ -93,10 +145,14 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
         GetCommand::Sources(GetSources::Git(n)) => (vec![&GIT], n.name.as_ref()),
         GetCommand::Sources(GetSources::Oci(n)) => (vec![&OCI], n.name.as_ref()),
         GetCommand::Sources(GetSources::Bucket(n)) => (vec![&BUCKET], n.name.as_ref()),
+        GetCommand::Sources(GetSources::Helm(n)) => (vec![&HELM_REPOSITORY], n.name.as_ref()),
+        GetCommand::Sources(GetSources::Chart(n)) => (vec![&HELM_CHART], n.name.as_ref()),
         GetCommand::Sources(GetSources::All(n)) => (SOURCES.to_vec(), n.name.as_ref()),
         GetCommand::Kustomizations(n) => (vec![&KUSTOMIZATION], n.name.as_ref()),
+        GetCommand::Helmreleases(a) => (vec![&HELM_RELEASE], a.name.name.as_ref()),
         GetCommand::All(n) => (ALL.to_vec(), n.name.as_ref()),
     };
+    let show_source = matches!(&args.command, GetCommand::Helmreleases(a) if a.show_source);
     let client = args.cluster.client().await?;
     let namespace = (!args.all_namespaces).then_some(args.cluster.namespace.as_str());
     let get_all = kinds.len() > 1;
@@ -134,6 +190,9 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
     }
     let prefixed = get_all;
     let mut headers = vec!["NAME", "REVISION", "SUSPENDED", "READY", "MESSAGE"];
+    if show_source {
+        headers.insert(1, "SOURCE");
+    }
     if args.all_namespaces {
         headers.insert(0, "NAMESPACE");
     }
@@ -143,7 +202,7 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
         }
         let rows: Vec<Vec<String>> = objects
             .iter()
-            .map(|o| row(kind, o, prefixed, args.all_namespaces))
+            .map(|o| row(kind, o, prefixed, args.all_namespaces, show_source))
             .collect();
         super::print_table(&headers, &rows);
     }

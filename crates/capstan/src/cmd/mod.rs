@@ -2,7 +2,8 @@
 //! `resume`, `delete`, `export`, `build`, `diff`, `tree`, `trace`, `events`).
 //!
 //! Every verb works on the same small table of kinds ([`Kind`], built from the [`FluxKind`] facts
-//! on each API type): GitRepository, OCIRepository, Bucket and Kustomization, reached as
+//! on each API type): GitRepository, OCIRepository, Bucket, HelmRepository, HelmChart,
+//! Kustomization and HelmRelease, reached as
 //! [`DynamicObject`]s through their [`ApiResource`], so one implementation serves all kinds. Progress goes to stderr with Flux's markers (`►`, `◎`, `✔`,
 //! `✗`, `✚`); tables and documents go to stdout.
 
@@ -19,7 +20,10 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use capstan_api::kind::ConditionView;
 use capstan_api::meta::{annotation, condition};
-use capstan_api::{Bucket, FluxKind, GitRepository, Kustomization, OCIRepository};
+use capstan_api::{
+    Bucket, FluxKind, GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization,
+    OCIRepository,
+};
 use clap::{Args, Subcommand, ValueEnum};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::{Api, Client};
@@ -87,12 +91,29 @@ pub const OCI: Kind = Kind::of::<OCIRepository>();
 /// Bucket.
 pub const BUCKET: Kind = Kind::of::<Bucket>();
 
+/// HelmRepository.
+pub const HELM_REPOSITORY: Kind = Kind::of::<HelmRepository>();
+
+/// HelmChart.
+pub const HELM_CHART: Kind = Kind::of::<HelmChart>();
+
 /// Kustomization.
 pub const KUSTOMIZATION: Kind = Kind::of::<Kustomization>();
 
+/// HelmRelease.
+pub const HELM_RELEASE: Kind = Kind::of::<HelmRelease>();
+
 /// Every kind the verbs serve, in `get all` order (the CRD order of [`capstan_api::KINDS`]): the
 /// one list of the CLI's kinds; the sources are derived from it.
-pub const ALL: [&Kind; 4] = [&GIT, &OCI, &BUCKET, &KUSTOMIZATION];
+pub const ALL: [&Kind; 7] = [
+    &GIT,
+    &OCI,
+    &BUCKET,
+    &HELM_REPOSITORY,
+    &HELM_CHART,
+    &KUSTOMIZATION,
+    &HELM_RELEASE,
+];
 
 /// The sources (role [`Role::Source`](capstan_api::Role::Source)) of [`ALL`], in
 /// `get sources all` order.
@@ -200,15 +221,28 @@ impl Kind {
     }
 
     /// The revision of an object: `status.artifact.revision` for sources,
-    /// `status.lastAppliedRevision` for Kustomizations.
+    /// `status.lastAppliedRevision` for Kustomizations, and for HelmReleases, as Flux prints it,
+    /// the chart version of the newest `status.history` snapshot (else
+    /// `status.lastAttemptedRevision`).
     pub fn revision<'a>(&self, object: &'a Value) -> &'a str {
         let status = &object["status"];
         let revision = if self.is_source {
             &status["artifact"]["revision"]
+        } else if self == &HELM_RELEASE {
+            match &status["history"][0]["chartVersion"] {
+                Value::String(version) => return version,
+                _ => &status["lastAttemptedRevision"],
+            }
         } else {
             &status["lastAppliedRevision"]
         };
         revision.as_str().unwrap_or_default()
+    }
+
+    /// Whether the object is static: no controller reconciles it, so it is ready as it exists
+    /// (Flux's HelmRepository of `type: oci`).
+    pub fn is_static(&self, object: &Value) -> bool {
+        self == &HELM_REPOSITORY && object["spec"]["type"] == "oci"
     }
 
     /// What Flux prints once the object is ready: `fetched revision X` / `applied revision X`.
@@ -292,6 +326,9 @@ pub async fn wait_ready(
     let start = Instant::now();
     loop {
         let object = kind.get(client, namespace, name).await?;
+        if kind.is_static(&object) {
+            return Ok(object);
+        }
         let handled = requested
             .is_none_or(|token| object["status"]["lastHandledReconcileAt"].as_str() == Some(token));
         let last = if handled {
@@ -314,17 +351,21 @@ pub async fn wait_ready(
     }
 }
 
-/// Sets `reconcile.fluxcd.io/requestedAt` to now and returns the token.
+/// Sets `reconcile.fluxcd.io/requestedAt` (and each annotation of `also`, e.g. a HelmRelease's
+/// `reconcile.fluxcd.io/forceAt`, as Flux does) to now and returns the token.
 pub async fn request_reconcile(
     client: &Client,
     kind: &Kind,
     namespace: &str,
     name: &str,
+    also: &[&str],
 ) -> anyhow::Result<String> {
     let token = jiff::Timestamp::now().to_string();
-    let patch = serde_json::json!({
-        "metadata": {"annotations": {annotation::RECONCILE_REQUESTED_AT: token}}
-    });
+    let mut annotations = serde_json::Map::new();
+    for key in std::iter::once(&annotation::RECONCILE_REQUESTED_AT).chain(also) {
+        annotations.insert((*key).to_owned(), Value::from(token.clone()));
+    }
+    let patch = serde_json::json!({"metadata": {"annotations": annotations}});
     kind.api(client, Some(namespace))
         .patch(
             name,
@@ -441,12 +482,15 @@ pub fn required_name(name: Option<&String>, kind: &Kind) -> anyhow::Result<Strin
 /// The target kind of `reconcile`/`suspend`/`resume`/`delete`/`export`.
 #[derive(Clone, Debug, Subcommand)]
 pub enum Target {
-    /// A source: `git`, `oci` or `bucket`.
+    /// A source: `git`, `oci`, `bucket`, `helm` or `chart`.
     #[command(subcommand)]
     Source(SourceTarget),
     /// A Kustomization.
     #[command(alias = "ks")]
     Kustomization(NameArg),
+    /// A HelmRelease.
+    #[command(alias = "hr")]
+    Helmrelease(NameArg),
 }
 
 /// The source kinds.
@@ -458,6 +502,10 @@ pub enum SourceTarget {
     Oci(NameArg),
     /// A Bucket.
     Bucket(NameArg),
+    /// A HelmRepository.
+    Helm(NameArg),
+    /// A HelmChart.
+    Chart(NameArg),
 }
 
 /// The object's name.
@@ -474,7 +522,10 @@ impl Target {
             Target::Source(SourceTarget::Git(n)) => (&GIT, n.name.as_ref()),
             Target::Source(SourceTarget::Oci(n)) => (&OCI, n.name.as_ref()),
             Target::Source(SourceTarget::Bucket(n)) => (&BUCKET, n.name.as_ref()),
+            Target::Source(SourceTarget::Helm(n)) => (&HELM_REPOSITORY, n.name.as_ref()),
+            Target::Source(SourceTarget::Chart(n)) => (&HELM_CHART, n.name.as_ref()),
             Target::Kustomization(n) => (&KUSTOMIZATION, n.name.as_ref()),
+            Target::Helmrelease(n) => (&HELM_RELEASE, n.name.as_ref()),
         }
     }
 }
@@ -492,7 +543,16 @@ mod tests {
             .collect();
         assert!(positions.is_sorted(), "{positions:?}");
         let sources: Vec<&str> = SOURCES.iter().map(|k| k.type_name).collect();
-        assert_eq!(sources, ["GitRepository", "OCIRepository", "Bucket"]);
+        assert_eq!(
+            sources,
+            [
+                "GitRepository",
+                "OCIRepository",
+                "Bucket",
+                "HelmRepository",
+                "HelmChart"
+            ]
+        );
         assert_eq!(Kind::by_name("bucket"), Some(&BUCKET));
     }
 

@@ -1,0 +1,546 @@
+//! `capstan create source helm`, `create source chart` and `create helmrelease`: the objects as
+//! `flux create … --export` builds them (the same flags, defaults and checks, in Flux's order).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use capstan_api::helm::v2::{
+    ChartReference, CrdsPolicy, CrossNamespaceObjectReference, HelmChartTemplate,
+    HelmChartTemplateSpec, HelmReleaseSpec, Install, Upgrade,
+};
+use capstan_api::meta::{
+    DependencyReference, KubeConfigReference, LocalObjectReference, ValuesReference,
+};
+use capstan_api::source::v1::{
+    HelmChartSpec, HelmRepositorySpec, HelmRepositoryType, LocalHelmChartSourceReference,
+};
+use capstan_api::{HelmChart, HelmRelease, HelmRepository};
+use clap::Args;
+use kube::api::{ObjectMeta, Patch, PatchParams};
+use serde_json::{Map, Value};
+
+use super::required_only;
+
+/// `create source helm`.
+#[derive(Debug, Args)]
+pub struct CreateHelm {
+    /// Name of the HelmRepository.
+    pub name: String,
+    /// Helm repository address (`http(s)://`, or `oci://` for an OCI registry: `type: oci`).
+    #[arg(long)]
+    pub url: String,
+    /// Name of an existing Secret with basic auth, TLS or docker-config credentials.
+    #[arg(long)]
+    pub secret_ref: Option<String>,
+    /// Basic authentication username (stored in the Secret `helm-NAME`).
+    #[arg(short = 'u', long)]
+    pub username: Option<String>,
+    /// Basic authentication password (stored in the Secret `helm-NAME`).
+    #[arg(short = 'p', long)]
+    pub password: Option<String>,
+    /// Pass the credentials to every domain (chart hosts other than the repository's).
+    #[arg(long)]
+    pub pass_credentials: bool,
+    /// Timeout of the index download (Go duration).
+    #[arg(long)]
+    pub fetch_timeout: Option<String>,
+}
+
+/// `create source chart`.
+#[derive(Debug, Args)]
+pub struct CreateChart {
+    /// Name of the HelmChart.
+    pub name: String,
+    /// Helm chart name or path.
+    #[arg(long)]
+    pub chart: String,
+    /// Helm chart version, a semver range (ignored for charts from GitRepository sources).
+    #[arg(long)]
+    pub chart_version: Option<String>,
+    /// Source holding the chart, `<kind>/<name>`; kind `HelmRepository`, `GitRepository` or
+    /// `Bucket`.
+    #[arg(long)]
+    pub source: String,
+    /// What makes a new artifact: `ChartVersion` or `Revision`.
+    #[arg(long, default_value = "ChartVersion")]
+    pub reconcile_strategy: String,
+}
+
+/// `create helmrelease`.
+#[derive(Debug, Args)]
+pub struct CreateHelmRelease {
+    /// Name of the HelmRelease.
+    pub name: String,
+    /// Helm release name; `[<target-namespace>-]<name>` when absent.
+    #[arg(long)]
+    pub release_name: Option<String>,
+    /// Source holding the chart, `<kind>/<name>[.<namespace>]`; kind `HelmRepository`,
+    /// `GitRepository` or `Bucket`.
+    #[arg(long)]
+    pub source: Option<String>,
+    /// Helm chart name or path.
+    #[arg(long)]
+    pub chart: Option<String>,
+    /// Helm chart version, a semver range (ignored for charts from GitRepository sources).
+    #[arg(long)]
+    pub chart_version: Option<String>,
+    /// An existing chart source, `<kind>/<name>[.<namespace>]`; kind `OCIRepository` or
+    /// `HelmChart` (instead of `--chart`).
+    #[arg(long)]
+    pub chart_ref: Option<String>,
+    /// HelmReleases that must be ready first, `[<namespace>/]<name>` (repeatable).
+    #[arg(long, value_delimiter = ',')]
+    pub depends_on: Vec<String>,
+    /// Namespace the release is installed into; the HelmRelease's own when absent.
+    #[arg(long)]
+    pub target_namespace: Option<String>,
+    /// Namespace of the Helm storage; the target namespace when absent.
+    #[arg(long)]
+    pub storage_namespace: Option<String>,
+    /// Create the target namespace if it does not exist.
+    #[arg(long)]
+    pub create_target_namespace: bool,
+    /// Service account to impersonate when reconciling.
+    #[arg(long)]
+    pub service_account: Option<String>,
+    /// What makes a new chart artifact: `ChartVersion` or `Revision`.
+    #[arg(long, default_value = "ChartVersion")]
+    pub reconcile_strategy: String,
+    /// How often the chart source is checked for new versions (Go duration).
+    #[arg(long)]
+    pub chart_interval: Option<String>,
+    /// Local values files merged in order into `spec.values` (repeatable, or comma separated).
+    #[arg(long, value_delimiter = ',')]
+    pub values: Vec<PathBuf>,
+    /// Values from a `<kind>/<name>` ConfigMap or Secret (key `values.yaml`; repeatable).
+    #[arg(long, value_delimiter = ',')]
+    pub values_from: Vec<String>,
+    /// Upgrade CRDs policy: `Skip`, `Create` or `CreateReplace` (install creates them).
+    #[arg(long)]
+    pub crds: Option<String>,
+    /// Name of the Secret holding the kubeconfig of a remote target cluster.
+    #[arg(long)]
+    pub kubeconfig_secret_ref: Option<String>,
+}
+
+/// The HelmRepository. The type is `oci` when the address is `oci://`, as Flux derives it.
+/// `--pass-credentials` is kept only with credentials (a `--secret-ref`, or `--username` once
+/// its Secret exists: see [`credentials_secret`]).
+pub fn helm_repository(
+    args: &CreateHelm,
+    meta: ObjectMeta,
+    interval: String,
+) -> anyhow::Result<Value> {
+    let (scheme, rest) = args
+        .url
+        .split_once("://")
+        .ok_or_else(|| anyhow::anyhow!("url parse failed: '{}' has no scheme", args.url))?;
+    if !matches!(scheme, "http" | "https" | "oci") {
+        bail!("url scheme '{scheme}' not supported, can be: http, https and oci");
+    }
+    if rest
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default()
+        .is_empty()
+    {
+        bail!("url host is required");
+    }
+    let timeout = args
+        .fetch_timeout
+        .as_ref()
+        .map(|t| super::super::normalized_duration("fetch-timeout", t))
+        .transpose()?;
+    let object = HelmRepository {
+        metadata: meta,
+        spec: HelmRepositorySpec {
+            url: args.url.clone(),
+            interval: Some(interval),
+            type_: (scheme == "oci").then_some(HelmRepositoryType::Oci),
+            timeout,
+            secret_ref: args
+                .secret_ref
+                .as_ref()
+                .map(|name| LocalObjectReference { name: name.clone() }),
+            pass_credentials: (args.secret_ref.is_some() && args.pass_credentials).then_some(true),
+            ..required_only(serde_json::json!({"url": ""}))?
+        },
+        status: None,
+    };
+    Ok(serde_json::to_value(object)?)
+}
+
+/// With `--username` and no `--secret-ref`, as Flux: the Secret `helm-NAME` holding the
+/// credentials is applied and the HelmRepository refers to it. Returns whether it did.
+pub async fn credentials_secret(
+    client: &kube::Client,
+    args: &CreateHelm,
+    namespace: &str,
+    object: &mut Value,
+) -> anyhow::Result<bool> {
+    if args.secret_ref.is_some() || (args.username.is_none() && args.password.is_none()) {
+        return Ok(false);
+    }
+    let name = format!("helm-{}", args.name);
+    let mut data = Map::new();
+    for (key, value) in [("username", &args.username), ("password", &args.password)] {
+        if let Some(value) = value {
+            data.insert(key.into(), Value::from(value.as_str()));
+        }
+    }
+    let secret = serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "stringData": data,
+    });
+    super::super::say::action("applying secret with repository credentials");
+    kube::Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), namespace)
+        .patch(
+            &name,
+            &PatchParams::apply("capstan").force(),
+            &Patch::Apply(secret),
+        )
+        .await
+        .with_context(|| format!("applying Secret {namespace}/{name}"))?;
+    object["spec"]["secretRef"] = serde_json::json!({"name": name});
+    if args.pass_credentials {
+        object["spec"]["passCredentials"] = Value::Bool(true);
+    }
+    super::super::say::success("authentication configured");
+    Ok(true)
+}
+
+/// Checks a `--reconcile-strategy` as Flux does.
+fn reconcile_strategy(value: &str) -> anyhow::Result<Value> {
+    if !matches!(value, "Revision" | "ChartVersion") {
+        bail!("'{value}' is an invalid reconcile strategy(valid: Revision, ChartVersion)");
+    }
+    Ok(Value::from(value))
+}
+
+/// Splits `<kind>/<name>[.<namespace>]` as Flux's `ParseObjectKindNameNamespace` does: the kind
+/// only when there is exactly one `/`; the namespace after the last `.`.
+fn kind_name_namespace(text: &str) -> (&str, &str, Option<&str>) {
+    let (kind, name) = match text.split('/').collect::<Vec<_>>()[..] {
+        [kind, name] => (kind, name),
+        _ => ("", text),
+    };
+    match name.rsplit_once('.') {
+        Some((name, namespace)) => (kind, name, Some(namespace)),
+        None => (kind, name, None),
+    }
+}
+
+/// The chart source kinds of `--source`, matched in any case as Flux does.
+const CHART_SOURCE_KINDS: [&str; 3] = ["HelmRepository", "GitRepository", "Bucket"];
+
+/// Parses `--source` (Flux's `HelmChartSource` flag).
+fn chart_source(text: &str) -> anyhow::Result<(&'static str, String, Option<String>)> {
+    if text.trim().is_empty() {
+        bail!(
+            "no helm chart source given, please specify source that contains the chart in the \
+             format '<kind>/<name>.<namespace>', where kind must be one of: (HelmRepository, \
+             GitRepository, Bucket)"
+        );
+    }
+    let (kind, name, namespace) = kind_name_namespace(text);
+    if kind.is_empty() || name.is_empty() {
+        bail!("invalid helm chart source '{text}', must be in format <kind>/<name>");
+    }
+    let Some(kind) = CHART_SOURCE_KINDS
+        .into_iter()
+        .find(|k| k.eq_ignore_ascii_case(kind))
+    else {
+        bail!(
+            "invalid argument \"{text}\" for \"--source\" flag: source kind '{kind}' is not \
+             supported, must be one of: {}",
+            CHART_SOURCE_KINDS.join(", ")
+        );
+    };
+    Ok((kind, name.to_owned(), namespace.map(str::to_owned)))
+}
+
+/// The HelmChart of `create source chart`.
+pub fn helm_chart(args: &CreateChart, meta: ObjectMeta, interval: String) -> anyhow::Result<Value> {
+    let (kind, name, _) = chart_source(&args.source)?;
+    let strategy = reconcile_strategy(&args.reconcile_strategy)?;
+    let object = HelmChart {
+        metadata: meta,
+        spec: HelmChartSpec {
+            chart: args.chart.clone(),
+            version: args.chart_version.clone().filter(|v| !v.is_empty()),
+            source_ref: LocalHelmChartSourceReference {
+                api_version: None,
+                kind: serde_json::from_value(Value::from(kind))?,
+                name,
+            },
+            interval,
+            reconcile_strategy: Some(serde_json::from_value(strategy)?),
+            ..required_only(serde_json::json!({
+                "chart": "", "interval": "", "sourceRef": {"kind": "HelmRepository", "name": ""}
+            }))?
+        },
+        status: None,
+    };
+    Ok(serde_json::to_value(object)?)
+}
+
+/// Reads values files and merges them in order (maps deeply, anything else replaced), as
+/// `flux create hr --values` does; YAML is read as `sigs.k8s.io/yaml` reads it.
+fn values_files(files: &[PathBuf]) -> anyhow::Result<Map<String, Value>> {
+    let mut merged = Map::new();
+    for file in files {
+        let text = fs_err::read_to_string(file)
+            .with_context(|| format!("reading values from {} failed", file.display()))?;
+        let value = capstan_helm::yaml::parse(&text).map_err(|e| {
+            anyhow::anyhow!(
+                "converting values to JSON from {} failed: {e}",
+                file.display()
+            )
+        })?;
+        let map = match integral_numbers(value) {
+            Value::Object(map) => map,
+            Value::Null => Map::new(),
+            _ => bail!(
+                "unmarshaling values from {} failed: the document is not a map",
+                file.display()
+            ),
+        };
+        merge_maps(&mut merged, map);
+    }
+    Ok(merged)
+}
+
+/// Numbers as Go's `encoding/json` writes the `float64`s `sigs.k8s.io/yaml` reads: an
+/// integral value without a fraction (`2`, not `2.0`).
+fn integral_numbers(value: Value) -> Value {
+    match value {
+        Value::Number(n) => match n.as_f64() {
+            #[allow(clippy::cast_possible_truncation)] // checked: integral and in range
+            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 1e15 => Value::from(f as i64),
+            _ => Value::Number(n),
+        },
+        Value::Array(items) => Value::Array(items.into_iter().map(integral_numbers).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, integral_numbers(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// Flux's `transform.MergeMaps`: `overlay` over `base`, maps merged key by key.
+fn merge_maps(base: &mut Map<String, Value>, overlay: Map<String, Value>) {
+    for (key, value) in overlay {
+        match (base.get_mut(&key), value) {
+            (Some(Value::Object(inner)), Value::Object(over)) => merge_maps(inner, over),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
+/// `--values-from` references (`<kind>/<name>`, kind `Secret` or `ConfigMap` in any case).
+fn values_from(references: &[String]) -> anyhow::Result<Vec<ValuesReference>> {
+    references
+        .iter()
+        .map(|text| {
+            let (kind, name) = match text.split('/').collect::<Vec<_>>()[..] {
+                [kind, name] => (kind, name),
+                _ => ("", text.as_str()),
+            };
+            if kind.is_empty() {
+                bail!(
+                    "invalid Kubernetes object reference '{text}', must be in format <kind>/<name>"
+                );
+            }
+            let Some(kind) = ["Secret", "ConfigMap"]
+                .into_iter()
+                .find(|k| k.eq_ignore_ascii_case(kind))
+            else {
+                bail!(
+                    "reference kind '{kind}' is not supported, must be one of: Secret, ConfigMap"
+                );
+            };
+            Ok(serde_json::from_value(
+                serde_json::json!({"kind": kind, "name": name}),
+            )?)
+        })
+        .collect()
+}
+
+/// `--depends-on` as Flux's `MakeDependsOn`: `<namespace>/<name>` or `<name>`.
+fn depends_on(references: &[String]) -> Vec<DependencyReference> {
+    references
+        .iter()
+        .map(|d| match d.split('/').collect::<Vec<_>>()[..] {
+            [namespace, name] => DependencyReference {
+                name: name.to_owned(),
+                namespace: Some(namespace.to_owned()),
+                ready_expr: None,
+            },
+            _ => DependencyReference {
+                name: d.clone(),
+                ..DependencyReference::default()
+            },
+        })
+        .collect()
+}
+
+/// The HelmRelease of `create helmrelease`, checked in Flux's order.
+pub fn helm_release(
+    args: &CreateHelmRelease,
+    meta: ObjectMeta,
+    interval: String,
+) -> anyhow::Result<Value> {
+    let storage_namespace = args
+        .storage_namespace
+        .clone()
+        .or_else(|| args.target_namespace.clone());
+    let (chart, chart_ref) = match (&args.chart, &args.chart_ref) {
+        (None, None) => bail!("chart or chart-ref is required"),
+        (Some(_), Some(_)) => bail!("cannot use --chart in combination with --chart-ref"),
+        pair => pair,
+    };
+    let strategy = reconcile_strategy(&args.reconcile_strategy)?;
+    let mut spec: HelmReleaseSpec = required_only(serde_json::json!({"interval": interval}))?;
+    spec.release_name.clone_from(&args.release_name);
+    spec.target_namespace.clone_from(&args.target_namespace);
+    spec.storage_namespace = storage_namespace;
+    spec.depends_on = depends_on(&args.depends_on);
+    if let Some(chart) = chart {
+        let source = args
+            .source
+            .as_deref()
+            .ok_or_else(|| anyhow::anyhow!("--source is required with --chart"))?;
+        let (kind, name, namespace) = chart_source(source)?;
+        let interval = args
+            .chart_interval
+            .as_ref()
+            .map(|i| super::super::normalized_duration("chart-interval", i))
+            .transpose()?;
+        spec.chart = Some(HelmChartTemplate {
+            metadata: None,
+            spec: HelmChartTemplateSpec {
+                chart: chart.clone(),
+                version: args.chart_version.clone().filter(|v| !v.is_empty()),
+                source_ref: CrossNamespaceObjectReference {
+                    api_version: None,
+                    kind: serde_json::from_value(Value::from(kind))?,
+                    name,
+                    namespace,
+                },
+                interval,
+                reconcile_strategy: Some(serde_json::from_value(strategy)?),
+                values_files: Vec::new(),
+                ignore_missing_values_files: None,
+                verify: None,
+            },
+        });
+    }
+    if let Some(reference) = chart_ref {
+        let (kind, name, namespace) = kind_name_namespace(reference);
+        if !matches!(kind, "OCIRepository" | "HelmChart") {
+            bail!(
+                "chart reference kind '{kind}' is not supported, must be one of: OCIRepository, \
+                 HelmChart"
+            );
+        }
+        spec.chart_ref = Some(ChartReference {
+            api_version: None,
+            kind: serde_json::from_value(Value::from(kind))?,
+            name: name.to_owned(),
+            namespace: namespace.map(str::to_owned),
+        });
+    }
+    if let Some(secret) = &args.kubeconfig_secret_ref {
+        spec.kube_config = Some(KubeConfigReference {
+            config_map_ref: None,
+            secret_ref: Some(serde_json::from_value(serde_json::json!({"name": secret}))?),
+        });
+    }
+    if args.create_target_namespace {
+        spec.install
+            .get_or_insert_with(Install::default)
+            .create_namespace = Some(true);
+    }
+    spec.service_account_name.clone_from(&args.service_account);
+    if let Some(policy) = &args.crds {
+        let policy: CrdsPolicy =
+            serde_json::from_value(Value::from(policy.as_str())).map_err(|_| {
+                anyhow::anyhow!(
+                    "unsupported upgrade CRDs policy '{policy}', must be one of: Skip, Create, \
+                 CreateReplace"
+                )
+            })?;
+        spec.install.get_or_insert_with(Install::default).crds = Some(CrdsPolicy::Create);
+        spec.upgrade = Some(Upgrade {
+            crds: Some(policy),
+            ..Upgrade::default()
+        });
+    }
+    if !args.values.is_empty() {
+        spec.values = Some(values_files(&args.values)?);
+    }
+    spec.values_from = values_from(&args.values_from)?;
+    let object = HelmRelease {
+        metadata: meta,
+        spec,
+        status: None,
+    };
+    Ok(serde_json::to_value(object)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references_split_as_flux_splits_them() {
+        assert_eq!(
+            kind_name_namespace("HelmRepository/podinfo.flux-system"),
+            ("HelmRepository", "podinfo", Some("flux-system"))
+        );
+        assert_eq!(
+            kind_name_namespace("OCIRepository/a.b.c"),
+            ("OCIRepository", "a.b", Some("c"))
+        );
+        assert_eq!(kind_name_namespace("podinfo"), ("", "podinfo", None));
+        assert_eq!(kind_name_namespace("a/b/c"), ("", "a/b/c", None));
+        assert_eq!(
+            chart_source("helmrepository/x").unwrap().0,
+            "HelmRepository"
+        );
+        let e = chart_source("foobar/podinfo").unwrap_err().to_string();
+        assert!(
+            e.ends_with(
+                "source kind 'foobar' is not supported, must be one of: HelmRepository, \
+                 GitRepository, Bucket"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn values_files_merge_deeply_with_go_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.yaml");
+        let b = dir.path().join("b.yaml");
+        std::fs::write(
+            &a,
+            "image:\n  tag: 1.0.0\n  repository: x\nreplicas: 2\nflag: yes\n",
+        )
+        .unwrap();
+        std::fs::write(&b, "image:\n  tag: 1.1.0\nratio: 0.5\n").unwrap();
+        let merged = values_files(&[a, b]).unwrap();
+        assert_eq!(
+            Value::Object(merged),
+            serde_json::json!({
+                "image": {"tag": "1.1.0", "repository": "x"},
+                "replicas": 2, "flag": true, "ratio": 0.5,
+            })
+        );
+    }
+}
