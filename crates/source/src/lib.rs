@@ -11,6 +11,8 @@
 //!   to a Flux revision without downloading objects.
 //! - [`bucket`]: fetch a Flux `Bucket` (S3-compatible or Azure Blob) into a directory, with
 //!   Flux's `sha256:` object-index revision, or compute that revision from a listing alone.
+//! - [`helm`]: Helm chart repositories (`index.yaml`, chart downloads), chart builds and
+//!   `helm dependency build`, for the HelmRepository and HelmChart reconcilers.
 //! - [`redact`]: URLs without credentials and error chains, for every message naming a URL.
 //! - [`temp`]: recognisable temporary directories, and the sweep of those a crash left.
 //! - [`semver_constraint`]: Masterminds-compatible version constraints (`>=1.2 <2`, `^1.2 || ~2.0`).
@@ -65,6 +67,7 @@ pub mod digest;
 mod error;
 pub mod fetch;
 pub mod git;
+pub mod helm;
 pub mod oci;
 pub mod redact;
 /// Masterminds-compatible version constraints, now in their own crate ([`capstan_semver`]).
