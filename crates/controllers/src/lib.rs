@@ -8,6 +8,7 @@
 //! - [`bucket`]: the Bucket reconciler (`source.toolkit.fluxcd.io/v1`).
 //! - [`git_repository`]: the GitRepository reconciler (`source.toolkit.fluxcd.io/v1`).
 //! - [`oci_repository`]: the OCIRepository reconciler (`source.toolkit.fluxcd.io/v1`).
+//! - [`helm_storage`]: Helm's Secret storage driver (`sh.helm.release.v1.<name>.v<N>`).
 //! - [`kustomization`]: the Kustomization reconciler (`kustomize.toolkit.fluxcd.io/v1`).
 //! - [`leader`]: leader election with a Lease, so one replica of the operator reconciles.
 //!
@@ -32,6 +33,7 @@
 pub mod bucket;
 pub mod error;
 pub mod git_repository;
+pub mod helm_storage;
 pub mod kustomization;
 pub mod leader;
 pub mod oci_repository;

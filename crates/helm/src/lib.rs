@@ -18,6 +18,7 @@ pub mod engine;
 pub mod fmt;
 pub mod funcs;
 pub mod output;
+pub mod release;
 pub mod strvals;
 pub mod template;
 pub mod value;

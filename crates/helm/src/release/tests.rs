@@ -1,0 +1,1 @@
+//! Unit tests of the release model and codec.
