@@ -26,6 +26,7 @@ mod dependencies;
 mod ignore;
 mod load;
 mod metadata;
+pub mod package;
 mod schema;
 mod values;
 

@@ -30,6 +30,7 @@
 pub mod build;
 pub mod dependencies;
 pub mod index;
+pub mod oci;
 pub mod repository;
 
 /// Helm's limit on an `index.yaml` (Flux's `MaxIndexSize`): 50 MiB.
@@ -162,7 +163,8 @@ impl Error {
         }
     }
 
-    pub(crate) fn chart(context: impl Into<String>, reason: impl std::fmt::Display) -> Self {
+    /// A chart failure: `context: reason`.
+    pub fn chart(context: impl Into<String>, reason: impl std::fmt::Display) -> Self {
         Error::Chart {
             context: context.into(),
             reason: reason.to_string(),

@@ -188,7 +188,7 @@ pub fn revision(tag: Option<&str>, manifest_digest: &Digest) -> String {
     }
 }
 
-fn registry_error(
+pub(crate) fn registry_error(
     operation: &'static str,
     reference: &oci_client::Reference,
     source: oci_client::errors::OciDistributionError,
