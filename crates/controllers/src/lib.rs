@@ -9,6 +9,7 @@
 //! - [`git_repository`]: the GitRepository reconciler (`source.toolkit.fluxcd.io/v1`).
 //! - [`oci_repository`]: the OCIRepository reconciler (`source.toolkit.fluxcd.io/v1`).
 //! - [`helm_storage`]: Helm's Secret storage driver (`sh.helm.release.v1.<name>.v<N>`).
+//! - [`helm_release`]: the HelmRelease reconciler (`helm.toolkit.fluxcd.io/v2`).
 //! - [`kustomization`]: the Kustomization reconciler (`kustomize.toolkit.fluxcd.io/v1`).
 //! - [`leader`]: leader election with a Lease, so one replica of the operator reconciles.
 //!
@@ -33,6 +34,7 @@
 pub mod bucket;
 pub mod error;
 pub mod git_repository;
+pub mod helm_release;
 pub mod helm_storage;
 pub mod kustomization;
 pub mod leader;
@@ -56,6 +58,7 @@ pub fn controllers(
         .register(GitRepositoryReconciler::new(storage.clone()))
         .register(OCIRepositoryReconciler::new(storage.clone()))
         .register(BucketReconciler::new(storage.clone()))
+        .register(helm_release::HelmReleaseReconciler::new(client.clone()))
         .register(kustomization::KustomizationReconciler::new(client))
         .route(storage.router())
 }

@@ -1,0 +1,1868 @@
+//! The release state machine, as Flux's helm-controller runs it (`AtomicRelease`): the state
+//! of the release is determined from Helm's storage and the HelmRelease's status
+//! ([`determine`]), the action for that state runs ([`next_action`]), and this repeats until
+//! the release is in sync, an action waits for the cluster, or the retries are exhausted.
+//!
+//! # Expected flow
+//! - Absent → install; Unmanaged (a release this object did not record, e.g. installed by
+//!   Helm) or OutOfSync (chart, values, post-renderers or common metadata changed) → upgrade;
+//!   Locked (a `pending-*` record no wait of ours owns, e.g. after a restart) → unlock (marked
+//!   `failed`); Failed → remediation (rollback, or uninstall, per the active remediation and
+//!   its retries), or upgrade when none applies; Untested → test; Drifted → correct
+//!   (`driftDetection.mode: enabled`) or report (`warn`); InSync → done.
+//! - An install, upgrade or rollback writes a `pending-install`/`pending-upgrade`/
+//!   `pending-rollback` record, installs CRDs by policy, runs the `pre-*` hooks, applies the
+//!   manifest with the apply engine (server-side apply, field manager `helm-controller`),
+//!   prunes what left the manifest (upgrade, rollback), then waits for kstatus health of the
+//!   applied objects (unless `disableWait`; Jobs unless `disableWaitForJobs`) — one look per
+//!   pass, the worker freed in between ([`StepContext::look`]) — bounded by the action's
+//!   timeout; then the `post-*` hooks run, the record becomes `deployed` (the previous one
+//!   `superseded`), the history is pruned to `maxHistory`, and the snapshot is recorded.
+//! - A failure marks the record `failed` and counts (`installFailures`/`upgradeFailures`).
+//!
+//! # Errors
+//! Conditions and reasons are Flux's: `Released` (`InstallSucceeded`, `InstallFailed`,
+//! `UpgradeSucceeded`, `UpgradeFailed`), `Remediated` (`RollbackSucceeded`, `RollbackFailed`,
+//! `UninstallSucceeded`, `UninstallFailed`), `TestSuccess` (`TestSucceeded`, `TestFailed`),
+//! `Drifted` (`DriftDetected`, `NoDriftDetected`). Exhausted retries stall the HelmRelease
+//! with the reason and message of the last failure.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use capstan_api::HelmRelease;
+use capstan_api::helm::v2::{
+    CrdsPolicy, DriftDetectionMode, ReleaseAction, RemediationStrategy, condition, reason,
+};
+use capstan_api::meta::annotation;
+use capstan_apply::{
+    ApplyOptions, DeleteOptions, DriftKind, Inventory, ObjectRef, ResourceManager,
+};
+use capstan_helm::chart::Chart;
+use capstan_helm::output::HookEvent;
+use capstan_helm::release::{self, Release, Status};
+use kube::api::DynamicObject;
+use kube::runtime::events::EventType;
+use kube::{Client, ResourceExt};
+
+use super::render::{self, ClusterInfo, RenderRequest, Rendered};
+use super::values::{self, Values};
+use super::{HelmReleaseReconciler, hooks, status};
+use crate::error::ReconcileError;
+use crate::helm_storage::HelmStorage;
+use crate::runtime::{ConditionStatus, StepContext, StepOutcome};
+
+type Cx = StepContext<HelmReleaseReconciler>;
+
+/// The reason of a `Released=False` after unlocking a stale pending release (Flux's).
+pub const PENDING_RELEASE: &str = "PendingRelease";
+/// The reason of a stalled HelmRelease out of retries, when no release condition says more.
+pub const RETRIES_EXCEEDED: &str = "RetriesExceeded";
+
+/// Where and as what a release is made: the target cluster's apply engine and storage, the
+/// release name and namespace.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// The apply engine (field manager `helm-controller`) of the target cluster.
+    pub manager: ResourceManager,
+    /// Helm's storage in the storage namespace of the target cluster.
+    pub storage: HelmStorage,
+    /// The release name.
+    pub name: String,
+    /// The release namespace.
+    pub namespace: String,
+}
+
+impl Target {
+    fn client(&self) -> &Client {
+        self.manager.client()
+    }
+}
+
+/// The state of a release compared with its HelmRelease (Flux's `ReleaseStatus`).
+#[derive(Debug)]
+pub enum ReleaseState {
+    /// No release (or only an uninstalled one).
+    Absent,
+    /// The last record is pending and no wait of ours owns it.
+    Locked(Box<Release>),
+    /// A release this HelmRelease did not record.
+    Unmanaged(String),
+    /// Deployed, but the chart, values or post-renderers changed.
+    OutOfSync(String),
+    /// The last release failed.
+    Failed,
+    /// Deployed, tests enabled and not run.
+    Untested,
+    /// Deployed, but the cluster drifted from the manifest.
+    Drifted(Vec<String>),
+    /// Deployed and in sync.
+    InSync,
+}
+
+/// What one step of the release loop left.
+enum Progress {
+    /// Determine the state again.
+    Continue,
+    /// A wait is in flight: end this pass.
+    Pending(StepOutcome),
+    /// In sync: the reconcile is done.
+    Done,
+}
+
+/// Runs the release loop (see the module docs) for the chart and values in `cx.state`.
+pub(super) async fn reconcile(cx: &mut Cx) -> Result<StepOutcome, ReconcileError> {
+    let (Some(target), Some(chart), Some(values)) = (
+        cx.state.target.clone(),
+        cx.state.chart.clone(),
+        cx.state.values.clone(),
+    ) else {
+        return Ok(StepOutcome::next());
+    };
+    handle_reset(cx);
+    let last = target
+        .storage
+        .last(&target.name)
+        .await
+        .map_err(storage_error)?;
+    if let Some(last) = last.as_ref()
+        && last.status().is_pending()
+        && let Some(wait) = cx.wait_in_flight(&wait_key(last))
+    {
+        return resume(cx, &target, last.clone(), wait).await;
+    }
+    for _ in 0..8 {
+        let state = determine(cx, &target, &chart, &values).await?;
+        tracing::debug!(?state, "release state");
+        match act(cx, &target, &chart, &values, state).await? {
+            Progress::Continue => {}
+            Progress::Pending(outcome) => return Ok(outcome),
+            Progress::Done => return Ok(StepOutcome::next()),
+        }
+    }
+    Err(ReconcileError::transient(
+        meta_reason::RECONCILIATION_FAILED,
+        "the release did not settle after several actions; retrying",
+    ))
+}
+
+mod meta_reason {
+    pub use capstan_api::meta::reason::*;
+}
+
+fn storage_error(error: crate::helm_storage::StorageError) -> ReconcileError {
+    ReconcileError::from_error(
+        crate::error::ErrorClass::Transient,
+        meta_reason::RECONCILIATION_FAILED,
+        error,
+    )
+}
+
+/// `reconcile.fluxcd.io/resetAt`: a new token clears the failure counters.
+fn handle_reset(cx: &mut Cx) {
+    let token = cx
+        .object
+        .annotations()
+        .get(annotation::RESET_REQUESTED_AT)
+        .cloned();
+    if let Some(token) = token
+        && cx.status.last_handled_reset_at.as_deref() != Some(token.as_str())
+    {
+        cx.status.install_failures = None;
+        cx.status.upgrade_failures = None;
+        cx.status.failures = None;
+        cx.status.last_handled_reset_at = Some(token);
+    }
+}
+
+/// Whether `reconcile.fluxcd.io/forceAt` asks for a release now (a token not handled yet).
+fn force_requested(cx: &Cx) -> Option<String> {
+    let token = cx
+        .object
+        .annotations()
+        .get(annotation::FORCE_REQUESTED_AT)?;
+    (cx.status.last_handled_force_at.as_deref() != Some(token.as_str())).then(|| token.clone())
+}
+
+/// Flux's digest of `spec.postRenderers` (empty when there are none).
+pub fn post_renderers_digest(object: &HelmRelease) -> Option<String> {
+    (!object.spec.post_renderers.is_empty()).then(|| {
+        values::sha256(&serde_json::to_vec(&object.spec.post_renderers).unwrap_or_default())
+    })
+}
+
+/// Flux's digest of `spec.commonMetadata` (empty when absent).
+pub fn common_metadata_digest(object: &HelmRelease) -> Option<String> {
+    object
+        .spec
+        .common_metadata
+        .as_ref()
+        .map(|c| values::sha256(&serde_json::to_vec(c).unwrap_or_default()))
+}
+
+async fn determine(
+    cx: &Cx,
+    target: &Target,
+    chart: &Chart,
+    values: &Values,
+) -> Result<ReleaseState, ReconcileError> {
+    let Some(last) = target
+        .storage
+        .last(&target.name)
+        .await
+        .map_err(storage_error)?
+    else {
+        return Ok(ReleaseState::Absent);
+    };
+    if last.status().is_pending() {
+        return Ok(ReleaseState::Locked(Box::new(last)));
+    }
+    let Some(current) = cx.status.history.first() else {
+        if last.status() == Status::Uninstalled {
+            return Ok(ReleaseState::Absent);
+        }
+        return Ok(ReleaseState::Unmanaged(
+            "found existing release in storage".into(),
+        ));
+    };
+    if current.name != last.name
+        || current.version != last.version
+        || current.digest != status::release_digest(&last, current.oci_digest.as_deref())
+    {
+        return Ok(ReleaseState::Unmanaged(
+            "release not observed to be made for object".into(),
+        ));
+    }
+    match last.status() {
+        Status::Failed => Ok(ReleaseState::Failed),
+        Status::Uninstalled => Ok(ReleaseState::Absent),
+        Status::Deployed => deployed_state(cx, target, chart, values, &last).await,
+        other => Err(ReconcileError::transient(
+            meta_reason::RECONCILIATION_FAILED,
+            format!("unable to determine state for release with status '{other}'"),
+        )),
+    }
+}
+
+async fn deployed_state(
+    cx: &Cx,
+    target: &Target,
+    chart: &Chart,
+    values: &Values,
+    last: &Release,
+) -> Result<ReleaseState, ReconcileError> {
+    if last.chart_name() != chart.metadata.name || last.chart_version() != chart.metadata.version {
+        return Ok(ReleaseState::OutOfSync("release chart changed".into()));
+    }
+    let current = cx.status.history.first();
+    if current.is_none_or(|c| c.config_digest != values::digest(values)) {
+        return Ok(ReleaseState::OutOfSync(
+            "release config values changed".into(),
+        ));
+    }
+    if cx.status.observed_generation != cx.object.metadata.generation {
+        if post_renderers_digest(&cx.object) != cx.status.observed_post_renderers_digest {
+            return Ok(ReleaseState::OutOfSync(
+                "postrenderers digest has changed".into(),
+            ));
+        }
+        if common_metadata_digest(&cx.object) != cx.status.observed_common_metadata_digest {
+            return Ok(ReleaseState::OutOfSync(
+                "common metadata digest has changed".into(),
+            ));
+        }
+    }
+    let test = cx.object.spec.test.clone().unwrap_or_default();
+    if test.enable == Some(true) {
+        let tested = current.is_some_and(|c| !c.test_hooks.is_empty())
+            || !last
+                .hooks
+                .iter()
+                .any(|h| h.events.contains(&HookEvent::Test));
+        if !tested {
+            return Ok(ReleaseState::Untested);
+        }
+        let failed = current.is_some_and(|c| {
+            c.test_hooks
+                .values()
+                .any(|h| h.phase.as_deref() == Some("Failed"))
+        });
+        if failed && !test.ignore_failures.unwrap_or(false) {
+            return Ok(ReleaseState::Failed);
+        }
+    }
+    let mode = cx.object.spec.drift_detection.as_ref().map_or(
+        DriftDetectionMode::Disabled,
+        capstan_api::helm::v2::DriftDetection::mode,
+    );
+    if mode != DriftDetectionMode::Disabled {
+        let drifted = drift(cx, target, last).await?;
+        if !drifted.is_empty() {
+            return Ok(ReleaseState::Drifted(drifted));
+        }
+    }
+    Ok(ReleaseState::InSync)
+}
+
+fn apply_options(target: &Target, force: bool) -> ApplyOptions {
+    ApplyOptions {
+        force,
+        default_namespace: Some(target.namespace.clone()),
+        ..ApplyOptions::default()
+    }
+}
+
+fn to_dynamic(objects: &[serde_json::Value]) -> Result<Vec<DynamicObject>, String> {
+    objects
+        .iter()
+        .map(|o| serde_json::from_value(o.clone()).map_err(|e| e.to_string()))
+        .collect()
+}
+
+/// The objects of `last`'s manifest that differ from the cluster (`Kind/namespace/name` with
+/// the changed paths), after the `driftDetection.ignore` rules.
+async fn drift(cx: &Cx, target: &Target, last: &Release) -> Result<Vec<String>, ReconcileError> {
+    let failed =
+        |message: String| ReconcileError::transient(meta_reason::RECONCILIATION_FAILED, message);
+    let objects = render::manifest_objects(&last.manifest)
+        .and_then(|o| to_dynamic(&o))
+        .map_err(|e| failed(format!("cannot read the release manifest: {e}")))?;
+    let drifts = target
+        .manager
+        .diff(&objects, &apply_options(target, false))
+        .await
+        .map_err(|e| {
+            failed(format!(
+                "unable to determine cluster state: {}",
+                capstan_source::redact::error_chain(&e)
+            ))
+        })?;
+    let rules = cx
+        .object
+        .spec
+        .drift_detection
+        .as_ref()
+        .map(|d| d.ignore.clone())
+        .unwrap_or_default();
+    let mut found = Vec::new();
+    for drift in drifts {
+        match drift.kind {
+            DriftKind::Created => found.push(format!("{} removed", drift.object)),
+            DriftKind::Changed(paths) => {
+                let kept: Vec<String> = paths
+                    .into_iter()
+                    .filter(|p| !ignored(&rules, &drift.object, p))
+                    .collect();
+                if !kept.is_empty() {
+                    found.push(format!("{} changed ({})", drift.object, kept.join(", ")));
+                }
+            }
+            DriftKind::Unchanged | DriftKind::Skipped => {}
+        }
+    }
+    Ok(found)
+}
+
+/// Whether an ignore rule covers the dotted `path` of `object`.
+fn ignored(rules: &[capstan_api::meta::IgnoreRule], object: &ObjectRef, path: &str) -> bool {
+    let tokens: Vec<String> = path
+        .replace('[', ".")
+        .replace(']', "")
+        .split('.')
+        .map(str::to_owned)
+        .collect();
+    rules.iter().any(|rule| {
+        let selected = rule.target.as_ref().is_none_or(|t| {
+            t.kind.as_deref().is_none_or(|k| k == object.kind)
+                && t.name.as_deref().is_none_or(|n| n == object.name)
+                && t.namespace.as_deref().is_none_or(|n| n == object.namespace)
+                && t.group.as_deref().is_none_or(|g| g == object.group)
+                && t.version.as_deref().is_none_or(|v| v == object.version)
+        });
+        selected
+            && rule.paths.iter().any(|pointer| {
+                let wanted: Vec<String> = pointer
+                    .split('/')
+                    .skip(1)
+                    .map(|t| t.replace("~1", "/").replace("~0", "~"))
+                    .collect();
+                !wanted.is_empty() && tokens.starts_with(&wanted)
+            })
+    })
+}
+
+async fn act(
+    cx: &mut Cx,
+    target: &Target,
+    chart: &Arc<Chart>,
+    values: &Values,
+    state: ReleaseState,
+) -> Result<Progress, ReconcileError> {
+    let forced = force_requested(cx);
+    match state {
+        ReleaseState::InSync => {
+            if let Some(token) = forced {
+                cx.status.last_handled_force_at = Some(token);
+                return upgrade(cx, target, chart, values).await;
+            }
+            in_sync(cx);
+            Ok(Progress::Done)
+        }
+        ReleaseState::Locked(release) => {
+            unlock(cx, target, *release).await?;
+            Ok(Progress::Continue)
+        }
+        ReleaseState::Absent => {
+            if retries_exhausted(cx, ReleaseAction::Install) {
+                if let Some(token) = forced {
+                    cx.status.last_handled_force_at = Some(token);
+                } else {
+                    return Err(exceeded(cx, "install"));
+                }
+            }
+            install(cx, target, chart, values).await
+        }
+        ReleaseState::Unmanaged(why) => {
+            tracing::info!(reason = %why, "release not managed by this object: upgrading");
+            cx.status.history.clear();
+            upgrade(cx, target, chart, values).await
+        }
+        ReleaseState::OutOfSync(why) => {
+            tracing::info!(reason = %why, "release out of sync");
+            if retries_exhausted(cx, ReleaseAction::Upgrade) {
+                if let Some(token) = forced {
+                    cx.status.last_handled_force_at = Some(token);
+                } else {
+                    return Err(exceeded(cx, "upgrade"));
+                }
+            }
+            upgrade(cx, target, chart, values).await
+        }
+        ReleaseState::Untested => {
+            test(cx, target).await?;
+            Ok(Progress::Continue)
+        }
+        ReleaseState::Drifted(drifts) => drifted(cx, target, drifts).await,
+        ReleaseState::Failed => remediate(cx, target, chart, values, forced).await,
+    }
+}
+
+/// The failures counted for `action`.
+fn failure_count(cx: &Cx, action: ReleaseAction) -> i64 {
+    match action {
+        ReleaseAction::Install => cx.status.install_failures.unwrap_or(0),
+        ReleaseAction::Upgrade => cx.status.upgrade_failures.unwrap_or(0),
+    }
+}
+
+/// `(retries, remediateLastFailure)` of `action`'s remediation (Flux's defaults: 0 retries,
+/// remediate the last failure when retries are set).
+fn remediation_of(object: &HelmRelease, action: ReleaseAction) -> (i64, bool) {
+    let (retries, last) = match action {
+        ReleaseAction::Install => object
+            .spec
+            .install
+            .as_ref()
+            .and_then(|i| i.remediation.as_ref())
+            .map_or((0, None), |r| {
+                (r.retries.unwrap_or(0), r.remediate_last_failure)
+            }),
+        ReleaseAction::Upgrade => object
+            .spec
+            .upgrade
+            .as_ref()
+            .and_then(|u| u.remediation.as_ref())
+            .map_or((0, None), |r| {
+                (r.retries.unwrap_or(0), r.remediate_last_failure)
+            }),
+    };
+    (retries, last.unwrap_or(retries > 0))
+}
+
+fn retries_exhausted(cx: &Cx, action: ReleaseAction) -> bool {
+    let (retries, _) = remediation_of(&cx.object, action);
+    retries >= 0 && failure_count(cx, action) > retries
+}
+
+/// The error of exhausted retries: the HelmRelease stalls with the last failure's words.
+fn exceeded(cx: &Cx, action: &str) -> ReconcileError {
+    let conditions = &cx.status.conditions;
+    let find = |type_: &str| conditions.iter().find(|c| c.type_ == type_);
+    let failed = find(condition::REMEDIATED)
+        .filter(|c| c.status == "False")
+        .or_else(|| find(condition::RELEASED).filter(|c| c.status == "False"))
+        .or_else(|| find(condition::REMEDIATED));
+    let attempts =
+        failure_count(cx, ReleaseAction::Install) + failure_count(cx, ReleaseAction::Upgrade);
+    match failed {
+        Some(c) => ReconcileError::stalled(
+            c.reason.clone(),
+            format!(
+                "{} (failed to {action} after {attempts} attempt(s): exceeded maximum retries)",
+                c.message
+            ),
+        ),
+        None => ReconcileError::stalled(
+            RETRIES_EXCEEDED,
+            format!("Failed to {action} after {attempts} attempt(s)"),
+        ),
+    }
+}
+
+async fn remediate(
+    cx: &mut Cx,
+    target: &Target,
+    chart: &Arc<Chart>,
+    values: &Values,
+    forced: Option<String>,
+) -> Result<Progress, ReconcileError> {
+    let Some(action) = cx.status.last_attempted_release_action else {
+        return upgrade(cx, target, chart, values).await;
+    };
+    if cx
+        .object
+        .retry_interval(action == ReleaseAction::Upgrade)
+        .ok()
+        .flatten()
+        .is_some()
+    {
+        return upgrade(cx, target, chart, values).await;
+    }
+    if failure_count(cx, action) <= 0 {
+        return upgrade(cx, target, chart, values).await;
+    }
+    if let Some(token) = forced {
+        cx.status.last_handled_force_at = Some(token);
+        return upgrade(cx, target, chart, values).await;
+    }
+    let (_, remediate_last) = remediation_of(&cx.object, action);
+    if retries_exhausted(cx, action) && !remediate_last {
+        return Err(exceeded(
+            cx,
+            if action == ReleaseAction::Install {
+                "install"
+            } else {
+                "upgrade"
+            },
+        ));
+    }
+    let strategy = match action {
+        ReleaseAction::Install => RemediationStrategy::Uninstall,
+        ReleaseAction::Upgrade => cx
+            .object
+            .spec
+            .upgrade
+            .as_ref()
+            .and_then(|u| u.remediation.as_ref())
+            .map_or(
+                RemediationStrategy::Rollback,
+                capstan_api::helm::v2::UpgradeRemediation::strategy,
+            ),
+    };
+    let last = target
+        .storage
+        .last(&target.name)
+        .await
+        .map_err(storage_error)?
+        .ok_or_else(|| {
+            ReconcileError::transient(
+                meta_reason::RECONCILIATION_FAILED,
+                "release disappeared from storage",
+            )
+        })?;
+    if remediated(cx, &last) {
+        // This failure was remediated already; the next action is decided by the retries.
+        return Err(exceeded(
+            cx,
+            if action == ReleaseAction::Install {
+                "install"
+            } else {
+                "upgrade"
+            },
+        ));
+    }
+    match strategy {
+        RemediationStrategy::Rollback => {
+            let history = target
+                .storage
+                .history(&target.name)
+                .await
+                .map_err(storage_error)?;
+            let previous = history
+                .iter()
+                .rev()
+                .find(|r| {
+                    r.version < last.version
+                        && matches!(r.status(), Status::Superseded | Status::Deployed)
+                })
+                .cloned();
+            let Some(previous) = previous else {
+                return Err(ReconcileError::stalled(
+                    reason::ROLLBACK_FAILED,
+                    "cannot remediate failed release: missing target release for rollback",
+                ));
+            };
+            rollback(cx, target, &last, previous).await
+        }
+        RemediationStrategy::Uninstall => {
+            let message = match uninstall(cx, target, last.clone(), true).await {
+                Ok(()) => {
+                    let message = format!(
+                        "Helm uninstall remediation for release {} with chart {} succeeded",
+                        status::full_name(&last),
+                        status::versioned_chart(&last)
+                    );
+                    set(
+                        cx,
+                        condition::REMEDIATED,
+                        true,
+                        reason::UNINSTALL_SUCCEEDED,
+                        &message,
+                    );
+                    event(cx, EventType::Normal, reason::UNINSTALL_SUCCEEDED, &message).await;
+                    message
+                }
+                Err(error) => {
+                    let message = format!(
+                        "Helm uninstall remediation for release {} with chart {} failed: {error}",
+                        status::full_name(&last),
+                        status::versioned_chart(&last)
+                    );
+                    set(
+                        cx,
+                        condition::REMEDIATED,
+                        false,
+                        reason::UNINSTALL_FAILED,
+                        &message,
+                    );
+                    event(cx, EventType::Warning, reason::UNINSTALL_FAILED, &message).await;
+                    return Err(ReconcileError::transient(reason::UNINSTALL_FAILED, message));
+                }
+            };
+            tracing::info!(%message, "remediated");
+            Ok(Progress::Continue)
+        }
+    }
+}
+
+/// Whether `Remediated` already speaks of a remediation after `last` failed.
+fn remediated(cx: &Cx, last: &Release) -> bool {
+    last.info.description.starts_with("Rollback to")
+        || cx.status.conditions.iter().any(|c| {
+            c.type_ == condition::REMEDIATED
+                && c.status == "True"
+                && cx
+                    .status
+                    .history
+                    .first()
+                    .is_some_and(|s| s.version > last.version)
+        })
+}
+
+fn set(cx: &mut Cx, type_: &str, value: bool, reason: &str, message: &str) {
+    let status = if value {
+        ConditionStatus::True
+    } else {
+        ConditionStatus::False
+    };
+    cx.set_condition(type_, status, reason, message);
+}
+
+async fn event(cx: &Cx, type_: EventType, reason: &str, message: &str) {
+    cx.publish_event(type_, reason, message, "Release").await;
+}
+
+/// In sync: `Ready=True` with the `Released` condition's words; a drift reported earlier is
+/// cleared.
+fn in_sync(cx: &mut Cx) {
+    let released = cx
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == condition::RELEASED)
+        .cloned();
+    if let Some(released) = released {
+        if released.status == "True" {
+            cx.set_ready_reason(released.reason.clone());
+            cx.set_ready_message(released.message.clone());
+        } else if let Some(current) = cx.status.history.first().cloned() {
+            // A failed release fixed since (e.g. by a rollback, or by hand): Flux reports the
+            // success of the action that made the current revision.
+            let (reason, verb) = if current.action.as_deref() == Some("install") {
+                (reason::INSTALL_SUCCEEDED, "install")
+            } else {
+                (reason::UPGRADE_SUCCEEDED, "upgrade")
+            };
+            let message = format!(
+                "Helm {verb} succeeded for release {}/{}.v{} with chart {}@{}",
+                current.namespace,
+                current.name,
+                current.version,
+                current.chart_name,
+                current.chart_version
+            );
+            set(cx, condition::RELEASED, true, reason, &message);
+            cx.remove_condition(condition::REMEDIATED);
+            cx.set_ready_reason(reason);
+            cx.set_ready_message(message);
+        }
+    }
+    let mode = cx.object.spec.drift_detection.as_ref().map_or(
+        DriftDetectionMode::Disabled,
+        capstan_api::helm::v2::DriftDetection::mode,
+    );
+    if mode == DriftDetectionMode::Disabled {
+        cx.remove_condition(condition::DRIFTED);
+    } else {
+        set(
+            cx,
+            condition::DRIFTED,
+            false,
+            reason::NO_DRIFT_DETECTED,
+            "No drift detected against the cluster state",
+        );
+    }
+}
+
+async fn drifted(
+    cx: &mut Cx,
+    target: &Target,
+    drifts: Vec<String>,
+) -> Result<Progress, ReconcileError> {
+    let current = cx.status.history.first().cloned();
+    let name = current
+        .as_ref()
+        .map(|c| format!("{}/{}.v{}", c.namespace, c.name, c.version))
+        .unwrap_or_default();
+    let message = format!(
+        "Cluster state of release {name} has drifted from the desired state:\n{}",
+        drifts.join("\n")
+    );
+    let previous = cx
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == condition::DRIFTED)
+        .map(|c| c.message.clone());
+    set(
+        cx,
+        condition::DRIFTED,
+        true,
+        reason::DRIFT_DETECTED,
+        &message,
+    );
+    if previous.as_deref() != Some(message.as_str()) {
+        event(cx, EventType::Warning, reason::DRIFT_DETECTED, &message).await;
+    }
+    let mode = cx.object.spec.drift_detection.as_ref().map_or(
+        DriftDetectionMode::Disabled,
+        capstan_api::helm::v2::DriftDetection::mode,
+    );
+    if mode != DriftDetectionMode::Enabled {
+        // Warn: reported only; the release stays as it is.
+        let released = cx
+            .status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == condition::RELEASED)
+            .cloned();
+        if let Some(released) = released.filter(|c| c.status == "True") {
+            cx.set_ready_reason(released.reason);
+            cx.set_ready_message(released.message);
+        }
+        return Ok(Progress::Done);
+    }
+    let Some(last) = target
+        .storage
+        .last(&target.name)
+        .await
+        .map_err(storage_error)?
+    else {
+        return Ok(Progress::Continue);
+    };
+    let objects = render::manifest_objects(&last.manifest)
+        .and_then(|o| to_dynamic(&o))
+        .map_err(|e| {
+            ReconcileError::transient(
+                meta_reason::RECONCILIATION_FAILED,
+                format!("cannot read the release manifest: {e}"),
+            )
+        })?;
+    target
+        .manager
+        .apply_all_staged(&objects, &apply_options(target, true))
+        .await
+        .map_err(|e| {
+            ReconcileError::transient(
+                meta_reason::RECONCILIATION_FAILED,
+                format!(
+                    "Failed to correct cluster state of release {name}: {}",
+                    capstan_source::redact::error_chain(&e)
+                ),
+            )
+        })?;
+    let message = format!(
+        "Cluster state of release {name} has been corrected:\n{}",
+        drifts.join("\n")
+    );
+    event(cx, EventType::Normal, reason::DRIFT_DETECTED, &message).await;
+    in_sync(cx);
+    set(
+        cx,
+        condition::DRIFTED,
+        true,
+        reason::DRIFT_DETECTED,
+        &message,
+    );
+    Ok(Progress::Done)
+}
+
+/// The timeout of an action: its own, else `spec.timeout` (5m).
+fn action_timeout(object: &HelmRelease, own: Option<&String>) -> Duration {
+    own.and_then(|t| capstan_api::parse_go_duration(t).ok())
+        .or_else(|| object.timeout().ok())
+        .unwrap_or(capstan_api::helm::v2::DEFAULT_TIMEOUT)
+}
+
+/// What an install, upgrade or rollback does, for [`deploy`].
+struct Deploy {
+    kind: Kind,
+    timeout: Duration,
+    disable_hooks: bool,
+    disable_wait: bool,
+    disable_wait_for_jobs: bool,
+    force: bool,
+    crds: CrdsPolicy,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Install,
+    Upgrade,
+    Rollback,
+}
+
+impl Kind {
+    fn parse_description(description: &str) -> Self {
+        if description.starts_with("Rollback") {
+            Kind::Rollback
+        } else if description.starts_with("Initial install") || description.starts_with("Install") {
+            Kind::Install
+        } else {
+            Kind::Upgrade
+        }
+    }
+
+    fn verb(self) -> &'static str {
+        match self {
+            Kind::Install => "install",
+            Kind::Upgrade => "upgrade",
+            Kind::Rollback => "rollback",
+        }
+    }
+
+    fn pre(self) -> HookEvent {
+        match self {
+            Kind::Install => HookEvent::PreInstall,
+            Kind::Upgrade => HookEvent::PreUpgrade,
+            Kind::Rollback => HookEvent::PreRollback,
+        }
+    }
+
+    fn post(self) -> HookEvent {
+        match self {
+            Kind::Install => HookEvent::PostInstall,
+            Kind::Upgrade => HookEvent::PostUpgrade,
+            Kind::Rollback => HookEvent::PostRollback,
+        }
+    }
+}
+
+fn install_settings(object: &HelmRelease) -> Deploy {
+    let install = object.spec.install.clone().unwrap_or_default();
+    let crds = install.crds.unwrap_or(if install.skip_crds == Some(true) {
+        CrdsPolicy::Skip
+    } else {
+        CrdsPolicy::Create
+    });
+    Deploy {
+        kind: Kind::Install,
+        timeout: action_timeout(object, install.timeout.as_ref()),
+        disable_hooks: install.disable_hooks.unwrap_or(false),
+        disable_wait: install.disable_wait.unwrap_or(false),
+        disable_wait_for_jobs: install.disable_wait_for_jobs.unwrap_or(false),
+        force: false,
+        crds,
+    }
+}
+
+fn upgrade_settings(object: &HelmRelease) -> Deploy {
+    let upgrade = object.spec.upgrade.clone().unwrap_or_default();
+    Deploy {
+        kind: Kind::Upgrade,
+        timeout: action_timeout(object, upgrade.timeout.as_ref()),
+        disable_hooks: upgrade.disable_hooks.unwrap_or(false),
+        disable_wait: upgrade.disable_wait.unwrap_or(false),
+        disable_wait_for_jobs: upgrade.disable_wait_for_jobs.unwrap_or(false),
+        force: upgrade.force.unwrap_or(false),
+        crds: upgrade.crds.unwrap_or(CrdsPolicy::Skip),
+    }
+}
+
+fn rollback_settings(object: &HelmRelease) -> Deploy {
+    let rollback = object.spec.rollback.clone().unwrap_or_default();
+    Deploy {
+        kind: Kind::Rollback,
+        timeout: action_timeout(object, rollback.timeout.as_ref()),
+        disable_hooks: rollback.disable_hooks.unwrap_or(false),
+        disable_wait: rollback.disable_wait.unwrap_or(false),
+        disable_wait_for_jobs: rollback.disable_wait_for_jobs.unwrap_or(false),
+        force: rollback.force.unwrap_or(false),
+        crds: CrdsPolicy::Skip,
+    }
+}
+
+fn settings_for(object: &HelmRelease, kind: Kind) -> Deploy {
+    match kind {
+        Kind::Install => install_settings(object),
+        Kind::Upgrade => upgrade_settings(object),
+        Kind::Rollback => rollback_settings(object),
+    }
+}
+
+/// The key of the wait of the release revision `release`.
+fn wait_key(release: &Release) -> String {
+    format!("{}.v{}", release.name, release.version)
+}
+
+/// Renders the chart for revision `revision` (on a blocking thread; `lookup` answered by the
+/// target cluster).
+async fn render_release(
+    cx: &Cx,
+    target: &Target,
+    chart: &Arc<Chart>,
+    values: &Values,
+    revision: i64,
+    is_upgrade: bool,
+) -> Result<Rendered, String> {
+    let cluster: ClusterInfo = cx.reconciler.cluster_info(target.client()).await;
+    let object = cx.object.clone();
+    let chart = chart.clone();
+    let values = values.clone();
+    let lookup = render::ClusterLookup {
+        client: target.client().clone(),
+        handle: tokio::runtime::Handle::current(),
+    };
+    let revision = u32::try_from(revision).unwrap_or(1);
+    tokio::task::spawn_blocking(move || {
+        let mut env = capstan_helm::template::Env::new();
+        env.lookup = Box::new(lookup);
+        let request = RenderRequest {
+            object: &object,
+            chart: &chart,
+            values: &values,
+            revision,
+            is_upgrade,
+            cluster: &cluster,
+        };
+        render::render(&request, &mut env).map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| format!("render task failed: {e}"))?
+}
+
+async fn install(
+    cx: &mut Cx,
+    target: &Target,
+    chart: &Arc<Chart>,
+    values: &Values,
+) -> Result<Progress, ReconcileError> {
+    let settings = install_settings(&cx.object);
+    cx.status.last_attempted_release_action = Some(ReleaseAction::Install);
+    mark_running(cx, &settings).await?;
+    let history = target
+        .storage
+        .history(&target.name)
+        .await
+        .map_err(storage_error)?;
+    let version = history.last().map_or(1, |r| r.version + 1);
+    let rendered = match render_release(cx, target, chart, values, version, false).await {
+        Ok(rendered) => rendered,
+        Err(error) => {
+            fail(
+                cx,
+                target,
+                None,
+                &settings,
+                &error,
+                &chart_label(Some(chart)),
+            )
+            .await?;
+            return Ok(Progress::Continue);
+        }
+    };
+    let mut record = new_record(target, chart, values, &rendered, version);
+    record.set_status(Status::PendingInstall, "Initial install underway");
+    target
+        .storage
+        .create(&record)
+        .await
+        .map_err(storage_error)?;
+    deploy(cx, target, record, &rendered.crds, &settings, None).await
+}
+
+async fn upgrade(
+    cx: &mut Cx,
+    target: &Target,
+    chart: &Arc<Chart>,
+    values: &Values,
+) -> Result<Progress, ReconcileError> {
+    let settings = upgrade_settings(&cx.object);
+    cx.status.last_attempted_release_action = Some(ReleaseAction::Upgrade);
+    mark_running(cx, &settings).await?;
+    let Some(last) = target
+        .storage
+        .last(&target.name)
+        .await
+        .map_err(storage_error)?
+    else {
+        return install(cx, target, chart, values).await;
+    };
+    let previous = target
+        .storage
+        .deployed(&target.name)
+        .await
+        .map_err(storage_error)?;
+    let mut values = values.clone();
+    if cx
+        .object
+        .spec
+        .upgrade
+        .as_ref()
+        .and_then(|u| u.preserve_values)
+        == Some(true)
+        && let Some(previous) = previous.as_ref()
+    {
+        let mut merged = previous.config.clone();
+        capstan_helm::output::merge_maps(&mut merged, values);
+        values = merged;
+    }
+    let version = last.version + 1;
+    let rendered = match render_release(cx, target, chart, &values, version, true).await {
+        Ok(rendered) => rendered,
+        Err(error) => {
+            fail(
+                cx,
+                target,
+                None,
+                &settings,
+                &error,
+                &chart_label(Some(chart)),
+            )
+            .await?;
+            return Ok(Progress::Continue);
+        }
+    };
+    let mut record = new_record(target, chart, &values, &rendered, version);
+    if let Some(first) = previous
+        .as_ref()
+        .or(Some(&last))
+        .and_then(|p| p.info.first_deployed)
+    {
+        record.info.first_deployed = Some(first);
+    }
+    record.set_status(Status::PendingUpgrade, "Preparing upgrade");
+    target
+        .storage
+        .create(&record)
+        .await
+        .map_err(storage_error)?;
+    let previous_manifest = previous.map_or(last.manifest, |p| p.manifest);
+    deploy(
+        cx,
+        target,
+        record,
+        &rendered.crds,
+        &settings,
+        Some(&previous_manifest),
+    )
+    .await
+}
+
+async fn rollback(
+    cx: &mut Cx,
+    target: &Target,
+    current: &Release,
+    to: Release,
+) -> Result<Progress, ReconcileError> {
+    let settings = rollback_settings(&cx.object);
+    mark_running(cx, &settings).await?;
+    let mut record = to.clone();
+    record.version = current.version + 1;
+    record.info.last_deployed = Some(jiff::Timestamp::now());
+    record.info.deleted = None;
+    for hook in &mut record.hooks {
+        hook.last_run = capstan_helm::release::HookExecution::default();
+    }
+    record.set_status(
+        Status::PendingRollback,
+        format!("Rollback to {}", to.version),
+    );
+    target
+        .storage
+        .create(&record)
+        .await
+        .map_err(storage_error)?;
+    deploy(cx, target, record, &[], &settings, Some(&current.manifest)).await
+}
+
+fn new_record(
+    target: &Target,
+    chart: &Chart,
+    values: &Values,
+    rendered: &Rendered,
+    version: i64,
+) -> Release {
+    let mut record = Release::new(
+        &target.name,
+        &target.namespace,
+        version,
+        release::Chart::from_loaded(chart),
+    );
+    let now = jiff::Timestamp::now();
+    record.info.first_deployed = Some(now);
+    record.info.last_deployed = Some(now);
+    record.info.notes = rendered.notes.clone();
+    record.config = values.clone();
+    record.manifest = rendered.manifest.clone();
+    record.hooks = rendered
+        .hooks
+        .iter()
+        .map(release::Hook::from_output)
+        .collect();
+    record
+}
+
+async fn mark_running(cx: &mut Cx, settings: &Deploy) -> Result<(), ReconcileError> {
+    let message = format!(
+        "Running '{}' action with timeout of {}",
+        settings.kind.verb(),
+        capstan_api::format_go_duration(settings.timeout)
+    );
+    cx.mark_progressing(&message).await.map_err(|e| {
+        ReconcileError::transient(
+            meta_reason::RECONCILIATION_FAILED,
+            format!("cannot record the release in progress: {e}"),
+        )
+        .with_source(e)
+    })
+}
+
+/// Installs the CRDs of `crds/` by `policy`: `Create` applies those that do not exist,
+/// `CreateReplace` applies all, `Skip` none.
+async fn install_crds(
+    target: &Target,
+    crds: &[capstan_helm::output::Crd],
+    policy: CrdsPolicy,
+) -> Result<(), String> {
+    if crds.is_empty() || policy == CrdsPolicy::Skip {
+        return Ok(());
+    }
+    let mut objects = Vec::new();
+    for crd in crds {
+        let documents = capstan_kustomize::parse_documents(&crd.data)
+            .map_err(|e| format!("failed to read CRD {}: {e}", crd.filename))?;
+        objects.extend(documents.into_iter().filter(|d| d.get("kind").is_some()));
+    }
+    let mut objects = to_dynamic(&objects)?;
+    if policy == CrdsPolicy::Create {
+        let references: Vec<ObjectRef> = objects
+            .iter()
+            .filter_map(|o| ObjectRef::from_object(o).ok())
+            .collect();
+        let health = target.manager.check_health(&references).await;
+        let existing: BTreeSet<String> = health
+            .into_iter()
+            .filter(|h| h.status != capstan_apply::Status::NotFound)
+            .map(|h| h.object.name)
+            .collect();
+        objects.retain(|o| !existing.contains(&o.name_any()));
+    }
+    if objects.is_empty() {
+        return Ok(());
+    }
+    target
+        .manager
+        .apply_all_staged(&objects, &apply_options(target, false))
+        .await
+        .map(|_| ())
+        .map_err(|e| {
+            format!(
+                "failed to install CRD: {}",
+                capstan_source::redact::error_chain(&e)
+            )
+        })
+}
+
+/// Applies a pending record: CRDs, `pre-*` hooks, the manifest, prune of what left it; then
+/// waits (pending) or finishes.
+async fn deploy(
+    cx: &mut Cx,
+    target: &Target,
+    mut record: Release,
+    crds: &[capstan_helm::output::Crd],
+    settings: &Deploy,
+    previous_manifest: Option<&str>,
+) -> Result<Progress, ReconcileError> {
+    let chart_for_errors = cx.state.chart.clone();
+    let result: Result<Vec<ObjectRef>, String> = async {
+        install_crds(target, crds, settings.crds).await?;
+        if !settings.disable_hooks {
+            hooks::run(
+                &target.manager,
+                &mut record.hooks,
+                settings.kind.pre(),
+                &target.namespace,
+                settings.timeout,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        }
+        let objects = render::manifest_objects(&record.manifest).and_then(|o| to_dynamic(&o))?;
+        let options = apply_options(target, settings.force);
+        let changeset = target
+            .manager
+            .apply_all_staged(&objects, &options)
+            .await
+            .map_err(|e| capstan_source::redact::error_chain(&e))?;
+        let inventory = Inventory::from_changeset(&changeset);
+        if let Some(previous) = previous_manifest {
+            let old = render::manifest_objects(previous).and_then(|o| to_dynamic(&o))?;
+            let old = Inventory::new(target.manager.references(&old, &options).await);
+            let stale = old.diff(&inventory);
+            if !stale.is_empty() {
+                target
+                    .manager
+                    .delete_all(&stale, &DeleteOptions::default())
+                    .await
+                    .map_err(|e| capstan_source::redact::error_chain(&e))?;
+            }
+        }
+        Ok(inventory.objects().to_vec())
+    }
+    .await;
+    let applied = match result {
+        Ok(applied) => applied,
+        Err(error) => {
+            let chart = chart_label(chart_for_errors.as_deref());
+            fail(cx, target, Some(record), settings, &error, &chart).await?;
+            return Ok(Progress::Continue);
+        }
+    };
+    cx.status.inventory = Some(Inventory::new(applied.clone()).to_status());
+    if settings.disable_wait {
+        finish(cx, target, record, settings).await?;
+        return Ok(Progress::Continue);
+    }
+    let awaited: Vec<ObjectRef> = applied
+        .into_iter()
+        .filter(|o| !(settings.disable_wait_for_jobs && o.kind == "Job"))
+        .collect();
+    let wait = cx.look(&wait_key(&record), settings.timeout, || awaited);
+    resume(cx, target, record, wait).await.map(|outcome| {
+        if outcome.pending {
+            Progress::Pending(outcome)
+        } else {
+            Progress::Continue
+        }
+    })
+}
+
+/// One look at the objects a pending record waits for: still progressing → pending; healthy
+/// → finish; failed or timed out → fail. Returns the pass's outcome; `pending: false` means
+/// the release loop goes on.
+async fn resume(
+    cx: &mut Cx,
+    target: &Target,
+    record: Release,
+    wait: crate::runtime::Wait,
+) -> Result<StepOutcome, ReconcileError> {
+    let kind = Kind::parse_description(&record.info.description);
+    let settings = settings_for(&cx.object, kind);
+    let results = target.manager.check_health(&wait.objects).await;
+    let now = std::time::Instant::now();
+    let failed: Vec<String> = results
+        .iter()
+        .filter(|r| r.status == capstan_apply::Status::Failed)
+        .map(|r| format!("{}: {}", r.object, r.message))
+        .collect();
+    let error = if !failed.is_empty() {
+        Some(format!("resource not ready: {}", failed.join("; ")))
+    } else if results
+        .iter()
+        .all(|r| r.status == capstan_apply::Status::Current)
+    {
+        None
+    } else if wait.expired(now) {
+        let pending: Vec<String> = results
+            .iter()
+            .filter(|r| r.status != capstan_apply::Status::Current)
+            .map(|r| format!("{}: {}", r.object, r.message))
+            .collect();
+        Some(format!(
+            "context deadline exceeded: timed out after {} waiting for: {}",
+            capstan_api::format_go_duration(wait.timeout()),
+            pending.join("; ")
+        ))
+    } else {
+        return Ok(StepOutcome::pending(wait.next_poll(now)));
+    };
+    match error {
+        None => {
+            finish(cx, target, record, &settings).await?;
+            if kind == Kind::Rollback {
+                // The rollback is the remediation of a failure: what comes next is decided by
+                // the retries, in this same pass.
+            }
+            let outcome = Box::pin(continue_loop(cx)).await?;
+            Ok(outcome)
+        }
+        Some(error) => {
+            let chart = chart_label(cx.state.chart.as_deref());
+            fail(cx, target, Some(record), &settings, &error, &chart).await?;
+            Box::pin(continue_loop(cx)).await
+        }
+    }
+}
+
+/// Goes on with the release loop after a wait ended.
+async fn continue_loop(cx: &mut Cx) -> Result<StepOutcome, ReconcileError> {
+    let (Some(target), Some(chart), Some(values)) = (
+        cx.state.target.clone(),
+        cx.state.chart.clone(),
+        cx.state.values.clone(),
+    ) else {
+        return Ok(StepOutcome::next());
+    };
+    for _ in 0..8 {
+        let state = determine(cx, &target, &chart, &values).await?;
+        match Box::pin(act(cx, &target, &chart, &values, state)).await? {
+            Progress::Continue => {}
+            Progress::Pending(outcome) => return Ok(outcome),
+            Progress::Done => return Ok(StepOutcome::next()),
+        }
+    }
+    Err(ReconcileError::transient(
+        meta_reason::RECONCILIATION_FAILED,
+        "the release did not settle after several actions; retrying",
+    ))
+}
+
+/// A healthy release: `post-*` hooks, `deployed`, the previous revisions `superseded`,
+/// history pruned, snapshot and conditions recorded.
+async fn finish(
+    cx: &mut Cx,
+    target: &Target,
+    mut record: Release,
+    settings: &Deploy,
+) -> Result<(), ReconcileError> {
+    if !settings.disable_hooks
+        && let Err(error) = hooks::run(
+            &target.manager,
+            &mut record.hooks,
+            settings.kind.post(),
+            &target.namespace,
+            settings.timeout,
+        )
+        .await
+    {
+        let chart = chart_label(cx.state.chart.as_deref());
+        return fail(
+            cx,
+            target,
+            Some(record),
+            settings,
+            &error.to_string(),
+            &chart,
+        )
+        .await;
+    }
+    let description = match settings.kind {
+        Kind::Install => "Install complete".to_owned(),
+        Kind::Upgrade => "Upgrade complete".to_owned(),
+        Kind::Rollback => record.info.description.clone(),
+    };
+    record.set_status(Status::Deployed, description);
+    record.info.last_deployed = Some(jiff::Timestamp::now());
+    target
+        .storage
+        .update(&record)
+        .await
+        .map_err(storage_error)?;
+    let history = target
+        .storage
+        .history(&target.name)
+        .await
+        .map_err(storage_error)?;
+    for mut other in history {
+        if other.version != record.version && matches!(other.status(), Status::Deployed) {
+            other.set_status(Status::Superseded, "Superseded");
+            target.storage.update(&other).await.map_err(storage_error)?;
+        }
+    }
+    let max = cx.object.max_history();
+    if max > 0 {
+        target
+            .storage
+            .prune(&target.name, max)
+            .await
+            .map_err(storage_error)?;
+    }
+    let records = target
+        .storage
+        .history(&target.name)
+        .await
+        .map_err(storage_error)?;
+    let action = settings.kind.verb();
+    let snapshot = status::snapshot(
+        &record,
+        Some(action),
+        cx.status.last_attempted_revision_digest.as_deref(),
+    );
+    status::record(
+        &mut cx.status.history,
+        snapshot,
+        &records,
+        capstan_api::meta::HISTORY_MAX_SIZE,
+    );
+    cx.status.observed_post_renderers_digest = post_renderers_digest(&cx.object);
+    cx.status.observed_common_metadata_digest = common_metadata_digest(&cx.object);
+    let (full, chart) = (status::full_name(&record), status::versioned_chart(&record));
+    match settings.kind {
+        Kind::Install | Kind::Upgrade => {
+            let (reason, verb) = if settings.kind == Kind::Install {
+                (reason::INSTALL_SUCCEEDED, "install")
+            } else {
+                (reason::UPGRADE_SUCCEEDED, "upgrade")
+            };
+            let message = format!("Helm {verb} succeeded for release {full} with chart {chart}");
+            set(cx, condition::RELEASED, true, reason, &message);
+            cx.remove_condition(condition::REMEDIATED);
+            cx.remove_condition(condition::TEST_SUCCESS);
+            event(cx, EventType::Normal, reason, &message).await;
+        }
+        Kind::Rollback => {
+            let message =
+                format!("Helm rollback to previous release {full} with chart {chart} succeeded");
+            set(
+                cx,
+                condition::REMEDIATED,
+                true,
+                reason::ROLLBACK_SUCCEEDED,
+                &message,
+            );
+            event(cx, EventType::Normal, reason::ROLLBACK_SUCCEEDED, &message).await;
+        }
+    }
+    Ok(())
+}
+
+/// A failed action: the record (if one was written) `failed`, the failure counted, the
+/// conditions and an Event say so.
+async fn fail(
+    cx: &mut Cx,
+    target: &Target,
+    record: Option<Release>,
+    settings: &Deploy,
+    error: &str,
+    chart_name: &str,
+) -> Result<(), ReconcileError> {
+    if let Some(mut record) = record {
+        record.set_status(
+            Status::Failed,
+            format!("Release \"{}\" failed: {error}", record.name),
+        );
+        target
+            .storage
+            .update(&record)
+            .await
+            .map_err(storage_error)?;
+        let records = target
+            .storage
+            .history(&target.name)
+            .await
+            .map_err(storage_error)?;
+        if settings.kind != Kind::Rollback {
+            let snapshot = status::snapshot(
+                &record,
+                Some(settings.kind.verb()),
+                cx.status.last_attempted_revision_digest.as_deref(),
+            );
+            status::record(
+                &mut cx.status.history,
+                snapshot,
+                &records,
+                capstan_api::meta::HISTORY_MAX_SIZE,
+            );
+        }
+        let max = cx.object.max_history();
+        if max > 0 {
+            let _ = target.storage.prune(&target.name, max).await;
+        }
+    }
+    cx.status.failures = Some(cx.status.failures.unwrap_or(0) + 1);
+    let (namespace, name) = (&target.namespace, &target.name);
+    match settings.kind {
+        Kind::Install => {
+            cx.status.install_failures = Some(cx.status.install_failures.unwrap_or(0) + 1);
+            let message = format!(
+                "Helm install failed for release {namespace}/{name} with chart {chart_name}: {}",
+                error.trim()
+            );
+            set(
+                cx,
+                condition::RELEASED,
+                false,
+                reason::INSTALL_FAILED,
+                &message,
+            );
+            event(cx, EventType::Warning, reason::INSTALL_FAILED, &message).await;
+        }
+        Kind::Upgrade => {
+            cx.status.upgrade_failures = Some(cx.status.upgrade_failures.unwrap_or(0) + 1);
+            let message = format!(
+                "Helm upgrade failed for release {namespace}/{name} with chart {chart_name}: {}",
+                error.trim()
+            );
+            set(
+                cx,
+                condition::RELEASED,
+                false,
+                reason::UPGRADE_FAILED,
+                &message,
+            );
+            event(cx, EventType::Warning, reason::UPGRADE_FAILED, &message).await;
+        }
+        Kind::Rollback => {
+            let message = format!(
+                "Helm rollback to previous release {namespace}/{name} with chart {chart_name} failed: {}",
+                error.trim()
+            );
+            set(
+                cx,
+                condition::REMEDIATED,
+                false,
+                reason::ROLLBACK_FAILED,
+                &message,
+            );
+            event(cx, EventType::Warning, reason::ROLLBACK_FAILED, &message).await;
+            return Err(ReconcileError::transient(reason::ROLLBACK_FAILED, message));
+        }
+    }
+    if let Ok(Some(interval)) = cx.object.retry_interval(settings.kind == Kind::Upgrade) {
+        let released = cx
+            .status
+            .conditions
+            .iter()
+            .find(|c| c.type_ == condition::RELEASED)
+            .map(|c| (c.reason.clone(), c.message.clone()))
+            .unwrap_or_default();
+        return Err(ReconcileError::waiting(interval, released.0, released.1));
+    }
+    Ok(())
+}
+
+/// `<chart>@<version>` of the chart being released.
+fn chart_label(chart: Option<&Chart>) -> String {
+    chart.map_or_else(String::new, |c| {
+        format!("{}@{}", c.metadata.name, c.metadata.version)
+    })
+}
+
+/// Marks a stale pending record `failed` (Flux's unlock).
+async fn unlock(cx: &mut Cx, target: &Target, mut release: Release) -> Result<(), ReconcileError> {
+    let previous = release.status();
+    release.set_status(
+        Status::Failed,
+        format!("Release unlocked from stale '{previous}' state"),
+    );
+    target
+        .storage
+        .update(&release)
+        .await
+        .map_err(storage_error)?;
+    let message = format!(
+        "Unlocked Helm release {} with chart {} in {previous} state",
+        status::full_name(&release),
+        status::versioned_chart(&release)
+    );
+    set(cx, condition::RELEASED, false, PENDING_RELEASE, &message);
+    if cx.status.last_attempted_release_action == Some(ReleaseAction::Install) {
+        cx.status.install_failures = Some(cx.status.install_failures.unwrap_or(0) + 1);
+    } else {
+        cx.status.upgrade_failures = Some(cx.status.upgrade_failures.unwrap_or(0) + 1);
+    }
+    if cx
+        .status
+        .history
+        .first()
+        .is_none_or(|s| s.version != release.version)
+    {
+        let records = target
+            .storage
+            .history(&target.name)
+            .await
+            .map_err(storage_error)?;
+        let snapshot = status::snapshot(
+            &release,
+            cx.status.last_attempted_release_action.map(|a| {
+                if a == ReleaseAction::Install {
+                    "install"
+                } else {
+                    "upgrade"
+                }
+            }),
+            cx.status.last_attempted_revision_digest.as_deref(),
+        );
+        status::record(
+            &mut cx.status.history,
+            snapshot,
+            &records,
+            capstan_api::meta::HISTORY_MAX_SIZE,
+        );
+    } else if let Some(first) = cx.status.history.first_mut() {
+        "failed".clone_into(&mut first.status);
+        first.digest = status::release_digest(&release, first.oci_digest.as_deref());
+    }
+    Ok(())
+}
+
+/// Runs the test hooks of the last release (Flux's test action) and records them.
+async fn test(cx: &mut Cx, target: &Target) -> Result<(), ReconcileError> {
+    let Some(mut release) = target
+        .storage
+        .last(&target.name)
+        .await
+        .map_err(storage_error)?
+    else {
+        return Ok(());
+    };
+    let spec = cx.object.spec.test.clone().unwrap_or_default();
+    let timeout = action_timeout(&cx.object, spec.timeout.as_ref());
+    let filters = spec.filters.clone();
+    // Flux's filters: excluded names never run; with includes, only those run.
+    let selected = |name: &str| {
+        let excluded = filters
+            .iter()
+            .any(|f| f.exclude == Some(true) && f.name == name);
+        let includes: Vec<_> = filters.iter().filter(|f| f.exclude != Some(true)).collect();
+        !excluded && (includes.is_empty() || includes.iter().any(|f| f.name == name))
+    };
+    let mut tests: Vec<_> = release
+        .hooks
+        .iter()
+        .filter(|h| h.events.contains(&HookEvent::Test) && selected(&h.name))
+        .cloned()
+        .collect();
+    let result = hooks::run(
+        &target.manager,
+        &mut tests,
+        HookEvent::Test,
+        &target.namespace,
+        timeout,
+    )
+    .await;
+    for ran in &tests {
+        if let Some(hook) = release.hooks.iter_mut().find(|h| h.name == ran.name) {
+            hook.last_run = ran.last_run.clone();
+        }
+    }
+    target
+        .storage
+        .update(&release)
+        .await
+        .map_err(storage_error)?;
+    if let Some(first) = cx.status.history.first_mut()
+        && first.version == release.version
+    {
+        first.test_hooks = status::test_hooks(&release);
+    }
+    let (full, chart) = (
+        status::full_name(&release),
+        status::versioned_chart(&release),
+    );
+    match result {
+        Ok(()) => {
+            let count = tests.len();
+            let hooks = if count == 0 {
+                "no test hooks".to_owned()
+            } else {
+                format!(
+                    "{count} test hook{} completed successfully",
+                    if count == 1 { "" } else { "s" }
+                )
+            };
+            let message =
+                format!("Helm test succeeded for release {full} with chart {chart}: {hooks}");
+            set(
+                cx,
+                condition::TEST_SUCCESS,
+                true,
+                reason::TEST_SUCCEEDED,
+                &message,
+            );
+            event(cx, EventType::Normal, reason::TEST_SUCCEEDED, &message).await;
+            if count == 0
+                && let Some(first) = cx.status.history.first_mut()
+            {
+                // Flux records a run without test hooks as tested.
+                first.test_hooks.insert(
+                    "none".to_owned(),
+                    capstan_api::helm::v2::TestHookStatus {
+                        phase: Some("Succeeded".to_owned()),
+                        ..Default::default()
+                    },
+                );
+            }
+            Ok(())
+        }
+        Err(error) => {
+            let message =
+                format!("Helm test failed for release {full} with chart {chart}: {error}");
+            set(
+                cx,
+                condition::TEST_SUCCESS,
+                false,
+                reason::TEST_FAILED,
+                &message,
+            );
+            event(cx, EventType::Warning, reason::TEST_FAILED, &message).await;
+            if spec.ignore_failures == Some(true) {
+                return Ok(());
+            }
+            match cx.status.last_attempted_release_action {
+                Some(ReleaseAction::Install) => {
+                    cx.status.install_failures = Some(cx.status.install_failures.unwrap_or(0) + 1);
+                }
+                _ => {
+                    cx.status.upgrade_failures = Some(cx.status.upgrade_failures.unwrap_or(0) + 1);
+                }
+            }
+            Err(ReconcileError::transient(reason::TEST_FAILED, message))
+        }
+    }
+}
+
+/// Uninstalls `release` as Helm does: `pre-delete` hooks, the manifest's objects deleted,
+/// `post-delete` hooks, then the record `uninstalled` (kept with `keepHistory`, else every
+/// record deleted).
+pub(super) async fn uninstall(
+    cx: &Cx,
+    target: &Target,
+    release: Release,
+    remediation: bool,
+) -> Result<(), String> {
+    uninstall_with(&cx.object, target, release, remediation).await
+}
+
+/// [`uninstall`] without a step context (the deletion cleanup).
+pub(super) async fn uninstall_with(
+    object: &HelmRelease,
+    target: &Target,
+    mut release: Release,
+    _remediation: bool,
+) -> Result<(), String> {
+    let spec = object.spec.uninstall.clone().unwrap_or_default();
+    let timeout = action_timeout(object, spec.timeout.as_ref());
+    release.set_status(
+        Status::Uninstalling,
+        "Deletion in progress (or silently failed)",
+    );
+    target
+        .storage
+        .update(&release)
+        .await
+        .map_err(|e| capstan_source::redact::error_chain(&e))?;
+    if spec.disable_hooks != Some(true) {
+        hooks::run(
+            &target.manager,
+            &mut release.hooks,
+            HookEvent::PreDelete,
+            &target.namespace,
+            timeout,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    }
+    let objects = render::manifest_objects(&release.manifest).and_then(|o| to_dynamic(&o))?;
+    let references = target
+        .manager
+        .references(&objects, &apply_options(target, false))
+        .await;
+    target
+        .manager
+        .delete_all(&references, &DeleteOptions::default())
+        .await
+        .map_err(|e| capstan_source::redact::error_chain(&e))?;
+    if spec.disable_hooks != Some(true) {
+        hooks::run(
+            &target.manager,
+            &mut release.hooks,
+            HookEvent::PostDelete,
+            &target.namespace,
+            timeout,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    }
+    release.set_status(Status::Uninstalled, "Uninstallation complete");
+    release.info.deleted = Some(jiff::Timestamp::now());
+    if spec.keep_history == Some(true) {
+        target
+            .storage
+            .update(&release)
+            .await
+            .map_err(|e| capstan_source::redact::error_chain(&e))?;
+    } else {
+        target
+            .storage
+            .uninstall_all(&target.name)
+            .await
+            .map_err(|e| capstan_source::redact::error_chain(&e))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ignore_rules_match_json_pointers_and_targets() {
+        let rules: Vec<capstan_api::meta::IgnoreRule> = serde_json::from_value(serde_json::json!([
+            {"paths": ["/spec/replicas"], "target": {"kind": "Deployment"}},
+            {"paths": ["/metadata/annotations/a~1b"]},
+        ]))
+        .unwrap();
+        let deployment = ObjectRef::new("apps/v1", "Deployment", "apps", "web");
+        let service = ObjectRef::new("v1", "Service", "apps", "web");
+        assert!(ignored(&rules, &deployment, "spec.replicas"));
+        assert!(!ignored(&rules, &service, "spec.replicas"));
+        assert!(!ignored(&rules, &deployment, "spec.template"));
+        assert!(ignored(&rules, &service, "metadata.annotations.a/b"));
+    }
+
+    #[test]
+    fn remediation_defaults_follow_flux() {
+        let object: HelmRelease = serde_json::from_value(serde_json::json!({
+            "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+            "metadata": {"name": "web", "namespace": "apps"},
+            "spec": {"interval": "5m", "chartRef": {"kind": "OCIRepository", "name": "c"},
+                     "upgrade": {"remediation": {"retries": 2}}},
+        }))
+        .unwrap();
+        assert_eq!(remediation_of(&object, ReleaseAction::Install), (0, false));
+        assert_eq!(remediation_of(&object, ReleaseAction::Upgrade), (2, true));
+    }
+}

@@ -1,0 +1,283 @@
+//! The chart of a release: the HelmChart a HelmRelease's `spec.chart` templates (created,
+//! updated and garbage-collected as Flux's helm-controller does), the source a release reads
+//! (that HelmChart, or `spec.chartRef`: an OCIRepository or HelmChart), and the chart loaded
+//! from the source's artifact (downloaded, digest checked, extracted within limits).
+
+use std::path::{Path, PathBuf};
+
+use capstan_api::helm::v2::ChartRefKind;
+use capstan_api::meta::Artifact;
+use capstan_api::{HelmChart, HelmRelease};
+use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::{Api, Client, ResourceExt};
+
+use super::render::{NAME_LABEL, NAMESPACE_LABEL};
+
+/// The field manager of the HelmCharts a HelmRelease creates (Flux's).
+pub const FIELD_MANAGER: &str = "helm-controller";
+
+const SOURCE_GROUP: &str = "source.toolkit.fluxcd.io";
+
+/// Where a release's chart comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChartSource {
+    /// `HelmChart` or `OCIRepository`.
+    pub kind: &'static str,
+    /// API version (`source.toolkit.fluxcd.io/v1` unless the reference says otherwise).
+    pub api_version: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+impl std::fmt::Display for ChartSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}/{}", self.kind, self.namespace, self.name)
+    }
+}
+
+/// The source of `object`'s chart: the HelmChart `<namespace>-<name>` in the namespace of
+/// `spec.chart.spec.sourceRef`, or `spec.chartRef`.
+pub fn source_of(object: &HelmRelease) -> Option<ChartSource> {
+    let own = object.namespace().unwrap_or_default();
+    if let Some(template) = object.spec.chart.as_ref() {
+        return Some(ChartSource {
+            kind: "HelmChart",
+            api_version: format!("{SOURCE_GROUP}/v1"),
+            namespace: template
+                .spec
+                .source_ref
+                .namespace
+                .clone()
+                .unwrap_or_else(|| own.clone()),
+            name: object.helm_chart_name(),
+        });
+    }
+    let reference = object.spec.chart_ref.as_ref()?;
+    let kind = match reference.kind {
+        ChartRefKind::OciRepository => "OCIRepository",
+        ChartRefKind::HelmChart => "HelmChart",
+        ChartRefKind::ExternalArtifact => "ExternalArtifact",
+    };
+    Some(ChartSource {
+        kind,
+        api_version: reference
+            .api_version
+            .clone()
+            .unwrap_or_else(|| format!("{SOURCE_GROUP}/v1")),
+        namespace: reference.namespace.clone().unwrap_or(own),
+        name: reference.name.clone(),
+    })
+}
+
+/// `<namespace>/<name>` of the HelmChart `spec.chart` asks for (`status.helmChart`).
+pub fn template_chart_key(object: &HelmRelease) -> Option<String> {
+    let source = source_of(object).filter(|_| object.spec.chart.is_some())?;
+    Some(format!("{}/{}", source.namespace, source.name))
+}
+
+/// The HelmChart `spec.chart` templates, as Flux builds it: chart, version, sourceRef (kind and
+/// name), the chart template's interval (else the release's), reconcileStrategy, valuesFiles,
+/// ignoreMissingValuesFiles, verify, the template's labels and annotations, and the owner
+/// labels `helm.toolkit.fluxcd.io/name|namespace`.
+pub fn chart_from_template(object: &HelmRelease) -> Option<serde_json::Value> {
+    let template = object.spec.chart.as_ref()?;
+    let source = source_of(object)?;
+    let spec = &template.spec;
+    let mut labels = template
+        .metadata
+        .as_ref()
+        .map(|m| m.labels.clone())
+        .unwrap_or_default();
+    labels.insert(NAME_LABEL.to_owned(), object.name_any());
+    labels.insert(
+        NAMESPACE_LABEL.to_owned(),
+        object.namespace().unwrap_or_default(),
+    );
+    let mut chart_spec = serde_json::json!({
+        "chart": spec.chart,
+        "sourceRef": {"kind": spec.source_ref.kind, "name": spec.source_ref.name},
+        "interval": spec.interval.clone().unwrap_or_else(|| object.spec.interval.clone()),
+    });
+    let fields = [
+        ("version", serde_json::to_value(&spec.version)),
+        (
+            "reconcileStrategy",
+            serde_json::to_value(spec.reconcile_strategy),
+        ),
+        (
+            "ignoreMissingValuesFiles",
+            serde_json::to_value(spec.ignore_missing_values_files),
+        ),
+        ("verify", serde_json::to_value(&spec.verify)),
+    ];
+    for (key, value) in fields {
+        if let Ok(value) = value
+            && !value.is_null()
+        {
+            chart_spec[key] = value;
+        }
+    }
+    if !spec.values_files.is_empty() {
+        chart_spec["valuesFiles"] = serde_json::json!(spec.values_files);
+    }
+    let mut metadata = serde_json::json!({
+        "name": source.name,
+        "namespace": source.namespace,
+        "labels": labels,
+    });
+    if let Some(annotations) = template
+        .metadata
+        .as_ref()
+        .map(|m| &m.annotations)
+        .filter(|a| !a.is_empty())
+    {
+        metadata["annotations"] = serde_json::json!(annotations);
+    }
+    Some(serde_json::json!({
+        "apiVersion": format!("{SOURCE_GROUP}/v1"),
+        "kind": "HelmChart",
+        "metadata": metadata,
+        "spec": chart_spec,
+    }))
+}
+
+/// Server-side applies the HelmChart of `spec.chart` (field manager [`FIELD_MANAGER`]).
+///
+/// # Errors
+/// The API server's refusal.
+pub async fn apply_template(client: &Client, object: &HelmRelease) -> Result<(), kube::Error> {
+    let Some(chart) = chart_from_template(object) else {
+        return Ok(());
+    };
+    let namespace = chart["metadata"]["namespace"].as_str().unwrap_or_default();
+    let name = chart["metadata"]["name"].as_str().unwrap_or_default();
+    let api: Api<HelmChart> = Api::namespaced(client.clone(), namespace);
+    api.patch(
+        name,
+        &PatchParams::apply(FIELD_MANAGER).force(),
+        &Patch::Apply(&chart),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Deletes the HelmChart recorded in `status.helmChart` (`<namespace>/<name>`), if it exists.
+///
+/// # Errors
+/// The API server's refusal (a missing HelmChart is not an error).
+pub async fn delete_chart(client: &Client, key: &str) -> Result<(), kube::Error> {
+    let Some((namespace, name)) = key.split_once('/') else {
+        return Ok(());
+    };
+    let api: Api<HelmChart> = Api::namespaced(client.clone(), namespace);
+    match api.delete(name, &DeleteParams::background()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// What reading a source found.
+#[derive(Debug)]
+pub enum SourceState {
+    /// The source does not exist.
+    Missing,
+    /// The source exists without an artifact (or is not Ready for its generation).
+    NotReady(String),
+    /// The source's artifact.
+    Ready(Artifact),
+}
+
+/// Reads `source` and its `status.artifact`.
+///
+/// # Errors
+/// The API server's refusal.
+pub async fn read_source(
+    client: &Client,
+    source: &ChartSource,
+) -> Result<SourceState, kube::Error> {
+    let (group, version) = source
+        .api_version
+        .split_once('/')
+        .unwrap_or(("", &source.api_version));
+    let gvk = GroupVersionKind::gvk(group, version, source.kind);
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        &source.namespace,
+        &ApiResource::from_gvk(&gvk),
+    );
+    let Some(found) = api.get_opt(&source.name).await? else {
+        return Ok(SourceState::Missing);
+    };
+    let artifact = found
+        .data
+        .pointer("/status/artifact")
+        .and_then(|a| serde_json::from_value::<Artifact>(a.clone()).ok());
+    Ok(match artifact {
+        Some(artifact) => SourceState::Ready(artifact),
+        None => SourceState::NotReady(format!(
+            "{} '{}/{}' is not ready: no artifact",
+            source.kind, source.namespace, source.name
+        )),
+    })
+}
+
+/// The chart directory inside an extracted chart archive: the one top-level directory
+/// holding a `Chart.yaml` (Helm's archives hold `<name>/…`), or the root itself.
+///
+/// # Errors
+/// No `Chart.yaml` at either place.
+pub fn chart_dir(root: &Path) -> Result<PathBuf, String> {
+    if root.join("Chart.yaml").is_file() {
+        return Ok(root.to_owned());
+    }
+    let entries = std::fs::read_dir(root).map_err(|e| format!("cannot read the artifact: {e}"))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() && path.join("Chart.yaml").is_file() {
+            return Ok(path);
+        }
+    }
+    Err("no Chart.yaml found in the artifact".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templated_charts_follow_flux() {
+        let object: HelmRelease = serde_json::from_value(serde_json::json!({
+            "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+            "metadata": {"name": "podinfo", "namespace": "apps"},
+            "spec": {
+                "interval": "5m",
+                "chart": {
+                    "metadata": {"labels": {"team": "a"}},
+                    "spec": {
+                        "chart": "podinfo", "version": "6.x",
+                        "sourceRef": {"kind": "HelmRepository", "name": "repo", "namespace": "flux-system"},
+                        "valuesFiles": ["values-prod.yaml"],
+                    },
+                },
+            },
+        }))
+        .unwrap();
+        let source = source_of(&object).unwrap();
+        assert_eq!(source.to_string(), "HelmChart/flux-system/apps-podinfo");
+        assert_eq!(
+            template_chart_key(&object).as_deref(),
+            Some("flux-system/apps-podinfo")
+        );
+        let chart = chart_from_template(&object).unwrap();
+        assert_eq!(chart["spec"]["interval"], "5m");
+        assert_eq!(chart["spec"]["version"], "6.x");
+        assert_eq!(chart["spec"]["sourceRef"]["kind"], "HelmRepository");
+        assert!(chart["spec"]["sourceRef"].get("namespace").is_none());
+        assert_eq!(chart["metadata"]["labels"]["team"], "a");
+        assert_eq!(chart["metadata"]["labels"][NAME_LABEL], "podinfo");
+        assert_eq!(chart["spec"]["valuesFiles"][0], "values-prod.yaml");
+    }
+}

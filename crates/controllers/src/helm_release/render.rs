@@ -1,0 +1,535 @@
+//! A release's manifests: the chart rendered with the native Helm engine as Helm's install and
+//! upgrade actions render it, then post-rendered as Flux's helm-controller does.
+//!
+//! # Expected flow
+//! 1. [`release_name`]: `spec.releaseName`, else `[<targetNamespace>-]<name>`, shortened to
+//!    Flux's `<first 40 characters>-<12 hex of its sha256>` when over 53 characters.
+//! 2. [`render`]: the chart checked as Helm's install checks it (installable type,
+//!    dependencies present, `kubeVersion` against the cluster's version), rendered with
+//!    `.Release` (name, namespace, revision, install/upgrade), `.Capabilities` (the target
+//!    cluster's version and API versions, [`capabilities`]) and `lookup` answered by the target
+//!    cluster ([`ClusterLookup`]), split and sorted as Helm does (hooks apart, install order),
+//!    with the CRDs of `crds/`.
+//! 3. [`post_render`]: `spec.postRenderers` (kustomize `patches` and `images`, in order,
+//!    through the native kustomize engine over an in-memory tree, as Flux's kustomize
+//!    post-renderer builds `resources: [helm-output.yaml]`), then `spec.commonMetadata`, then
+//!    the origin labels `helm.toolkit.fluxcd.io/name` and `…/namespace` on every object.
+//!    Hooks are not post-rendered (Flux's default `postRenderStrategy`).
+//!
+//! [`render_local`] is the whole pipeline without a cluster, for `capstan build helmrelease`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::LazyLock;
+
+use capstan_api::HelmRelease;
+use capstan_helm::chart::Chart;
+use capstan_helm::output::{Crd, Hook};
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::{Api, Client, ResourceExt};
+use regex::Regex;
+use serde_json::Value;
+
+use super::values::Values;
+
+/// The label group of Flux's origin labels.
+pub const ORIGIN_GROUP: &str = "helm.toolkit.fluxcd.io";
+/// Origin label: the HelmRelease's name.
+pub const NAME_LABEL: &str = "helm.toolkit.fluxcd.io/name";
+/// Origin label: the HelmRelease's namespace.
+pub const NAMESPACE_LABEL: &str = "helm.toolkit.fluxcd.io/namespace";
+
+/// The longest release name Helm accepts.
+pub const MAX_RELEASE_NAME: usize = 53;
+
+static VALID_NAME: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+        .expect("the release name regex is valid")
+});
+
+/// A failed render or post-render, in Helm's (or kustomize's) words.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// The chart cannot be installed as it is (type, dependencies, kubeVersion, name).
+    #[error("{0}")]
+    Chart(String),
+    /// The templates failed (the message names the template and line, as Helm's does).
+    #[error("{0}")]
+    Template(String),
+    /// A rendered document is not a Kubernetes object.
+    #[error("{0}")]
+    Manifest(String),
+    /// A post-renderer failed.
+    #[error("post-renderer failed: {0}")]
+    PostRender(String),
+    /// A local file (`render_local`) could not be read.
+    #[error("{0}")]
+    Local(String),
+}
+
+/// The release name of `object` as Flux computes it (see the module docs).
+pub fn release_name(object: &HelmRelease) -> String {
+    shorten_name(&object.release_name())
+}
+
+/// Flux's `release.ShortenName`.
+pub fn shorten_name(name: &str) -> String {
+    if name.len() <= MAX_RELEASE_NAME {
+        return name.to_owned();
+    }
+    let sum = super::values::sha256(name.as_bytes());
+    let hex = sum.trim_start_matches("sha256:");
+    let cut = MAX_RELEASE_NAME - 13;
+    let mut end = cut;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}-{}", &name[..end], &hex[..12])
+}
+
+/// What the cluster tells a render (Helm's `.Capabilities`).
+#[derive(Clone, Debug, Default)]
+pub struct ClusterInfo {
+    /// The API server's `gitVersion` (`v1.33.0`); `None` is Helm's default.
+    pub kube_version: Option<String>,
+    /// `group/version` and `group/version/Kind` entries served.
+    pub api_versions: Vec<String>,
+}
+
+/// The inputs of one render.
+#[derive(Debug)]
+pub struct RenderRequest<'a> {
+    /// The HelmRelease (post-renderers, common metadata, names).
+    pub object: &'a HelmRelease,
+    /// The chart.
+    pub chart: &'a Chart,
+    /// The composed values.
+    pub values: &'a Values,
+    /// `.Release.Revision`.
+    pub revision: u32,
+    /// An upgrade (else an install).
+    pub is_upgrade: bool,
+    /// `.Capabilities`.
+    pub cluster: &'a ClusterInfo,
+}
+
+/// A rendered release.
+#[derive(Clone, Debug, Default)]
+pub struct Rendered {
+    /// The release manifest as stored (post-rendered objects as YAML documents).
+    pub manifest: String,
+    /// The objects of the manifest, in order.
+    pub objects: Vec<Value>,
+    /// The hooks, in Helm's order (unsorted by weight: callers sort per event).
+    pub hooks: Vec<Hook>,
+    /// The CRDs of `crds/` (processed chart: disabled subcharts out).
+    pub crds: Vec<Crd>,
+    /// The top chart's rendered `NOTES.txt`.
+    pub notes: String,
+}
+
+/// Renders a release (see the module docs); `env` carries `lookup`, the clock and randomness.
+///
+/// # Errors
+/// [`RenderError`]: the chart is not installable, a template failed (naming the template and
+/// line), a document is not an object, or a post-renderer failed.
+pub fn render(
+    request: &RenderRequest<'_>,
+    env: &mut capstan_helm::template::Env,
+) -> Result<Rendered, RenderError> {
+    let RenderRequest {
+        object,
+        chart,
+        values,
+        revision,
+        is_upgrade,
+        cluster,
+    } = request;
+    let name = release_name(object);
+    check_installable(chart, &name, cluster.kube_version.as_deref())?;
+    let namespace = object.target_namespace().unwrap_or("default").to_owned();
+    let options = capstan_helm::engine::Options {
+        release_name: name,
+        namespace,
+        revision: *revision,
+        is_install: !*is_upgrade,
+        is_upgrade: *is_upgrade,
+        kube_version: cluster.kube_version.clone(),
+        api_versions: cluster.api_versions.clone(),
+    };
+    let files = capstan_helm::engine::render(chart, values, &options, env)
+        .map_err(|e| RenderError::Template(e.message))?;
+    let (files, notes) = capstan_helm::output::without_notes(&chart.metadata.name, files);
+    let (hooks, manifests) = capstan_helm::output::sort_manifests(&files)
+        .map_err(|e| RenderError::Manifest(e.message))?;
+    let (processed, _) =
+        capstan_helm::chart::prepare(chart, values).map_err(|e| RenderError::Chart(e.message))?;
+    let crds = capstan_helm::output::crd_objects(&processed);
+    let mut objects = Vec::new();
+    for manifest in &manifests {
+        for document in capstan_kustomize::parse_documents(&manifest.content)
+            .map_err(|e| RenderError::Manifest(format!("{}: {e}", manifest.name)))?
+        {
+            if !document.is_null() {
+                objects.push(document);
+            }
+        }
+    }
+    let objects = post_render(object, objects)?;
+    let manifest = manifest_text(&objects);
+    Ok(Rendered {
+        manifest,
+        objects,
+        hooks,
+        crds,
+        notes,
+    })
+}
+
+/// Helm's install checks: an application chart, its dependencies under `charts/`, a valid
+/// release name, and Chart.yaml's `kubeVersion` met by the cluster.
+fn check_installable(
+    chart: &Chart,
+    name: &str,
+    kube_version: Option<&str>,
+) -> Result<(), RenderError> {
+    if !matches!(chart.metadata.chart_type.as_str(), "" | "application") {
+        return Err(RenderError::Chart(format!(
+            "{} charts are not installable",
+            chart.metadata.chart_type
+        )));
+    }
+    capstan_helm::chart::check_dependencies(chart).map_err(|e| {
+        RenderError::Chart(format!(
+            "an error occurred while checking for chart dependencies: {}",
+            e.message
+        ))
+    })?;
+    if name.is_empty() || name.len() > MAX_RELEASE_NAME || !VALID_NAME.is_match(name) {
+        return Err(RenderError::Chart(format!(
+            "release name {name:?}: invalid release name, must match regex {} and the length must not be longer than 53",
+            VALID_NAME.as_str()
+        )));
+    }
+    let constraint = &chart.metadata.kube_version;
+    if !constraint.is_empty() {
+        let version = match kube_version {
+            Some(v) if v.starts_with('v') => v.to_owned(),
+            Some(v) => format!("v{v}"),
+            None => format!(
+                "v{}",
+                capstan_helm::engine::KubeVersion::default_version().version
+            )
+            .replace("vv", "v"),
+        };
+        // Helm compares the version without pre-release/build suffixes of providers
+        // (`v1.29.3-gke.1`): the constraint decides on the version as reported.
+        if capstan_helm::chart::version_matches(constraint, &version) != Some(true) {
+            return Err(RenderError::Chart(format!(
+                "chart requires kubeVersion: {constraint} which is incompatible with Kubernetes {version}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Flux's post-rendering of `objects`: `spec.postRenderers` (kustomize), `commonMetadata`,
+/// then the origin labels.
+///
+/// # Errors
+/// [`RenderError::PostRender`] when kustomize refuses a patch or image.
+pub fn post_render(object: &HelmRelease, objects: Vec<Value>) -> Result<Vec<Value>, RenderError> {
+    let mut objects = objects;
+    for renderer in &object.spec.post_renderers {
+        let Some(kustomize) = renderer.kustomize.as_ref() else {
+            continue;
+        };
+        if kustomize.patches.is_empty() && kustomize.images.is_empty() {
+            continue;
+        }
+        objects = kustomize_post_render(objects, kustomize)?;
+    }
+    if let Some(common) = object.spec.common_metadata.as_ref() {
+        for item in &mut objects {
+            add_metadata(item, "labels", &common.labels);
+            add_metadata(item, "annotations", &common.annotations);
+        }
+    }
+    let origin = BTreeMap::from([
+        (NAME_LABEL.to_owned(), object.name_any()),
+        (
+            NAMESPACE_LABEL.to_owned(),
+            object.namespace().unwrap_or_default(),
+        ),
+    ]);
+    for item in &mut objects {
+        add_metadata(item, "labels", &origin);
+    }
+    Ok(objects)
+}
+
+fn add_metadata(object: &mut Value, field: &str, entries: &BTreeMap<String, String>) {
+    if entries.is_empty() {
+        return;
+    }
+    let Some(map) = object.as_object_mut() else {
+        return;
+    };
+    let metadata = map
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if !metadata.is_object() {
+        *metadata = Value::Object(serde_json::Map::new());
+    }
+    let Some(metadata) = metadata.as_object_mut() else {
+        return;
+    };
+    let target = metadata
+        .entry(field)
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if !target.is_object() {
+        *target = Value::Object(serde_json::Map::new());
+    }
+    if let Some(target) = target.as_object_mut() {
+        for (key, value) in entries {
+            target.insert(key.clone(), Value::String(value.clone()));
+        }
+    }
+}
+
+/// One kustomize post-renderer over an in-memory tree: `helm-output.yaml` holding the objects
+/// and a kustomization with the patches and images.
+fn kustomize_post_render(
+    objects: Vec<Value>,
+    renderer: &capstan_api::helm::v2::KustomizePostRenderer,
+) -> Result<Vec<Value>, RenderError> {
+    let root = Path::new("/postrender");
+    let mut fs = capstan_kustomize::MemoryFs::new();
+    fs.insert(
+        root.join("helm-output.yaml"),
+        capstan_kustomize::to_yaml(&objects),
+    );
+    let mut kustomization = serde_json::json!({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": ["helm-output.yaml"],
+    });
+    if !renderer.patches.is_empty() {
+        kustomization["patches"] = serde_json::to_value(&renderer.patches).unwrap_or_default();
+    }
+    if !renderer.images.is_empty() {
+        kustomization["images"] = serde_json::to_value(&renderer.images).unwrap_or_default();
+    }
+    fs.insert(
+        root.join("kustomization.yaml"),
+        serde_json::to_vec(&kustomization).unwrap_or_default(),
+    );
+    let options = capstan_kustomize::BuildOptions {
+        boundary: Some(root.to_owned()),
+        ..capstan_kustomize::BuildOptions::default()
+    };
+    capstan_kustomize::build_with(&fs, root, &options)
+        .map_err(|e| RenderError::PostRender(capstan_source::redact::error_chain(&e)))
+}
+
+/// The objects as the release manifest Helm stores after a post-renderer: YAML documents, each
+/// starting with `---`.
+pub fn manifest_text(objects: &[Value]) -> String {
+    let mut out = String::new();
+    for object in objects {
+        out.push_str("---\n");
+        out.push_str(&capstan_kustomize::to_yaml_document(object));
+    }
+    out
+}
+
+/// The objects of a stored release manifest (Helm's or ours).
+///
+/// # Errors
+/// A document that does not parse.
+pub fn manifest_objects(manifest: &str) -> Result<Vec<Value>, String> {
+    let mut objects = Vec::new();
+    for document in capstan_helm::output::split_manifests(manifest) {
+        for value in capstan_kustomize::parse_documents(document).map_err(|e| e.to_string())? {
+            if value.get("kind").is_some() {
+                objects.push(value);
+            }
+        }
+    }
+    Ok(objects)
+}
+
+/// The cluster's `.Capabilities`: its version and every served `group/version` and
+/// `group/version/Kind`.
+///
+/// # Errors
+/// The API server's refusal of the version or discovery requests.
+pub async fn capabilities(client: &Client) -> Result<ClusterInfo, kube::Error> {
+    let version = client.apiserver_version().await?;
+    let discovery = kube::Discovery::new(client.clone()).run().await?;
+    let mut api_versions = Vec::new();
+    for group in discovery.groups() {
+        for version in group.versions() {
+            let group_version = if group.name().is_empty() {
+                version.to_owned()
+            } else {
+                format!("{}/{version}", group.name())
+            };
+            api_versions.push(group_version.clone());
+            for (resource, _) in group.versioned_resources(version) {
+                api_versions.push(format!("{group_version}/{}", resource.kind));
+            }
+        }
+    }
+    api_versions.sort();
+    api_versions.dedup();
+    Ok(ClusterInfo {
+        kube_version: Some(version.git_version),
+        api_versions,
+    })
+}
+
+/// Helm's `lookup` answered by a cluster: the template engine is synchronous and runs on a
+/// blocking thread, so each lookup is run on the runtime through `handle`.
+#[derive(Clone)]
+pub struct ClusterLookup {
+    /// The target cluster's client.
+    pub client: Client,
+    /// The async runtime the client runs on.
+    pub handle: tokio::runtime::Handle,
+}
+
+impl std::fmt::Debug for ClusterLookup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterLookup").finish_non_exhaustive()
+    }
+}
+
+impl capstan_helm::Lookup for ClusterLookup {
+    fn lookup(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<capstan_helm::Value, String> {
+        let client = self.client.clone();
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        let (namespace, name) = (namespace.to_owned(), name.to_owned());
+        let found = self.handle.block_on(async move {
+            let (resource, capabilities): (ApiResource, _) =
+                kube::discovery::pinned_kind(&client, &gvk)
+                    .await
+                    .map_err(|e| format!("unable to get apiresource from unstructured: {e}"))?;
+            let namespaced = capabilities.scope == kube::discovery::Scope::Namespaced;
+            let api: Api<DynamicObject> = if namespaced && !namespace.is_empty() {
+                Api::namespaced_with(client, &namespace, &resource)
+            } else {
+                Api::all_with(client, &resource)
+            };
+            if name.is_empty() {
+                let list = api
+                    .list(&ListParams::default())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let items: Vec<Value> = list
+                    .items
+                    .iter()
+                    .filter_map(|item| serde_json::to_value(item).ok())
+                    .collect();
+                return Ok::<Value, String>(serde_json::json!({
+                    "apiVersion": "v1", "kind": "List", "items": items,
+                }));
+            }
+            match api.get_opt(&name).await {
+                Ok(Some(object)) => Ok(serde_json::to_value(&object).unwrap_or(Value::Null)),
+                Ok(None) => Ok(Value::Object(serde_json::Map::new())),
+                Err(e) => Err(e.to_string()),
+            }
+        })?;
+        Ok(capstan_helm::Value::from_json(&found))
+    }
+}
+
+/// Renders `object`'s release locally, as the controller would install it, without a cluster
+/// (for `capstan build helmrelease`): the chart at `chart_path` (a directory or a `.tgz`),
+/// `values` composed by the caller (e.g. [`super::values::merge_references`] with the
+/// `valuesFrom` data at hand), Helm's default capabilities (or `cluster`), empty lookups.
+/// Returns the release manifest as the controller stores it (post-rendered, origin labels
+/// added), followed by the hooks' documents.
+///
+/// # Errors
+/// The chart does not load, or [`render`]'s errors.
+pub fn render_local(
+    object: &HelmRelease,
+    chart_path: &Path,
+    values: &Values,
+    cluster: Option<&ClusterInfo>,
+) -> Result<Rendered, RenderError> {
+    let chart = capstan_helm::chart::load(chart_path)
+        .map_err(|e| RenderError::Local(format!("cannot load chart: {}", e.message)))?;
+    let default = ClusterInfo::default();
+    let request = RenderRequest {
+        object,
+        chart: &chart,
+        values,
+        revision: 1,
+        is_upgrade: false,
+        cluster: cluster.unwrap_or(&default),
+    };
+    let mut env = capstan_helm::template::Env::new();
+    render(&request, &mut env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_names_are_shortened_as_flux_does() {
+        assert_eq!(shorten_name("podinfo"), "podinfo");
+        let long = "some-front-appended-namespace-release-with-a-very-long-name";
+        let short = shorten_name(long);
+        assert_eq!(short.len(), 53);
+        assert!(short.starts_with("some-front-appended-namespace-release-wi-"));
+        let hex = super::super::values::sha256(long.as_bytes());
+        assert_eq!(&short[41..], &hex["sha256:".len().."sha256:".len() + 12]);
+    }
+
+    #[test]
+    fn origin_labels_and_common_metadata_are_added() {
+        let mut object: HelmRelease = serde_json::from_value(serde_json::json!({
+            "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+            "metadata": {"name": "web", "namespace": "apps"},
+            "spec": {
+                "interval": "5m", "chartRef": {"kind": "OCIRepository", "name": "c"},
+                "commonMetadata": {"labels": {"team": "a"}},
+                "postRenderers": [{"kustomize": {
+                    "patches": [{"patch": "- op: replace\n  path: /spec/replicas\n  value: 3\n",
+                                 "target": {"kind": "Deployment"}}],
+                    "images": [{"name": "nginx", "newTag": "1.27"}],
+                }}],
+            },
+        }))
+        .unwrap();
+        object.metadata.namespace = Some("apps".into());
+        let deployment = serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web"},
+            "spec": {"replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.25"}]}}},
+        });
+        let out = post_render(&object, vec![deployment]).unwrap();
+        assert_eq!(out[0]["spec"]["replicas"], 3);
+        assert_eq!(
+            out[0]["spec"]["template"]["spec"]["containers"][0]["image"],
+            "nginx:1.27"
+        );
+        assert_eq!(out[0]["metadata"]["labels"][NAME_LABEL], "web");
+        assert_eq!(out[0]["metadata"]["labels"][NAMESPACE_LABEL], "apps");
+        assert_eq!(out[0]["metadata"]["labels"]["team"], "a");
+        let text = manifest_text(&out);
+        assert!(text.starts_with("---\napiVersion: apps/v1\n"), "{text}");
+        assert_eq!(manifest_objects(&text).unwrap(), out);
+    }
+}
