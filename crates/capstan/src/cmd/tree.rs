@@ -1,5 +1,6 @@
-//! `capstan tree kustomization` (the inventory as a tree) and `capstan trace` (from an object to
-//! the Kustomization that applied it and that Kustomization's source).
+//! `capstan tree kustomization` (the inventory as a tree), `capstan tree helmrelease` (the
+//! objects of the latest Helm release) and `capstan trace` (from an object to the Kustomization
+//! that applied it and that Kustomization's source).
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -15,7 +16,7 @@ use kube::core::GroupVersion;
 use kube::discovery::{ApiCapabilities, Scope};
 use serde_json::Value;
 
-use super::{ClusterArgs, KUSTOMIZATION};
+use super::{ClusterArgs, HELM_RELEASE, KUSTOMIZATION};
 
 /// `capstan tree`.
 #[derive(Debug, Args)]
@@ -32,12 +33,15 @@ pub enum TreeTarget {
     /// A Kustomization's inventory, nested Kustomizations expanded.
     #[command(alias = "ks")]
     Kustomization(TreeName),
+    /// The objects of a HelmRelease's latest release (its manifest in Helm's storage).
+    #[command(alias = "hr")]
+    Helmrelease(TreeName),
 }
 
-/// The Kustomization's name.
+/// The object's name.
 #[derive(Debug, Args)]
 pub struct TreeName {
-    /// Name of the Kustomization.
+    /// Name of the Kustomization or HelmRelease.
     pub name: String,
 }
 
@@ -97,9 +101,19 @@ fn render_tree<'a>(
     })
 }
 
-/// Prints the inventory tree of a Kustomization.
+/// Prints the inventory tree of a Kustomization, or the objects of a HelmRelease's release.
 pub async fn tree(args: TreeArgs) -> anyhow::Result<ExitCode> {
-    let TreeTarget::Kustomization(target) = &args.target;
+    let target = match &args.target {
+        TreeTarget::Kustomization(target) => target,
+        TreeTarget::Helmrelease(target) => {
+            let client = args.cluster.client().await?;
+            print!(
+                "{}",
+                helm_release_tree(&client, &args.cluster.namespace, &target.name).await?
+            );
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let client = args.cluster.client().await?;
     let namespace = &args.cluster.namespace;
     let object = KUSTOMIZATION.get(&client, namespace, &target.name).await?;
@@ -108,6 +122,95 @@ pub async fn tree(args: TreeArgs) -> anyhow::Result<ExitCode> {
     render_tree(&client, object, String::new(), &mut visited, &mut out).await?;
     print!("{out}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The Helm release of a HelmRelease: its storage namespace and release name, as the
+/// controller recorded them (`status.storageNamespace`, the newest `status.history` entry), else
+/// as the spec gives them (`storageNamespace`, `releaseName`, `[<targetNamespace>-]<name>`).
+fn release_of(object: &Value) -> (String, String) {
+    let own = super::namespace_of(object);
+    let spec = &object["spec"];
+    let status = &object["status"];
+    let storage = status["storageNamespace"]
+        .as_str()
+        .or_else(|| spec["storageNamespace"].as_str())
+        .unwrap_or(own);
+    let name = match (
+        status["history"][0]["name"].as_str(),
+        spec["releaseName"].as_str(),
+        spec["targetNamespace"].as_str(),
+    ) {
+        (Some(name), _, _) | (None, Some(name), _) => name.to_owned(),
+        (None, None, Some(target)) => format!("{target}-{}", super::name_of(object)),
+        (None, None, None) => super::name_of(object).to_owned(),
+    };
+    (storage.to_owned(), name)
+}
+
+/// The objects of a release manifest, in manifest order; a namespaced object without a
+/// namespace is in the release's (the API's discovery tells which kinds are namespaced).
+async fn manifest_objects(
+    client: &Client,
+    manifest: &str,
+    release_namespace: &str,
+) -> anyhow::Result<Vec<ObjectRef>> {
+    let documents = capstan_kustomize::parse_documents(manifest)
+        .map_err(|e| anyhow::anyhow!("reading the release manifest: {e}"))?;
+    let mut scopes: std::collections::HashMap<(String, String), bool> = Default::default();
+    let mut objects = Vec::new();
+    for document in documents.iter().filter(|d| d.is_object()) {
+        let api_version = document["apiVersion"].as_str().unwrap_or_default();
+        let kind = document["kind"].as_str().unwrap_or_default();
+        let name = document["metadata"]["name"].as_str().unwrap_or_default();
+        let key = (api_version.to_owned(), kind.to_owned());
+        let namespaced = match scopes.get(&key) {
+            Some(namespaced) => *namespaced,
+            None => {
+                let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+                let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+                // A kind the API does not serve (yet) is taken as namespaced, as Helm does.
+                let namespaced = kube::discovery::pinned_kind(client, &gvk)
+                    .await
+                    .map_or(true, |(_, caps)| caps.scope == Scope::Namespaced);
+                scopes.insert(key, namespaced);
+                namespaced
+            }
+        };
+        let namespace = match document["metadata"]["namespace"].as_str() {
+            _ if !namespaced => "",
+            Some(namespace) if !namespace.is_empty() => namespace,
+            _ => release_namespace,
+        };
+        objects.push(ObjectRef::new(api_version, kind, namespace, name));
+    }
+    Ok(objects)
+}
+
+/// The tree of a HelmRelease: the objects of its latest release, read from Helm's storage
+/// (the `sh.helm.release.v1.<name>.v<N>` Secrets), in manifest order.
+async fn helm_release_tree(client: &Client, namespace: &str, name: &str) -> anyhow::Result<String> {
+    let object = HELM_RELEASE.get(client, namespace, name).await?;
+    let (storage_namespace, release_name) = release_of(&object);
+    let storage =
+        capstan_controllers::helm_storage::HelmStorage::new(client.clone(), &storage_namespace);
+    let release = storage
+        .last(&release_name)
+        .await
+        .with_context(|| format!("reading the release {storage_namespace}/{release_name}"))?;
+    let mut out = format!("HelmRelease/{namespace}/{name}\n");
+    let Some(release) = release else {
+        return Ok(out);
+    };
+    let objects = manifest_objects(client, &release.manifest, &release.namespace).await?;
+    for (index, object) in objects.iter().enumerate() {
+        let branch = if index + 1 == objects.len() {
+            "└── "
+        } else {
+            "├── "
+        };
+        let _ = writeln!(out, "{branch}{object}");
+    }
+    Ok(out)
 }
 
 /// `capstan trace`.
