@@ -1,5 +1,8 @@
 //! `capstan build kustomization` (render a local directory as kustomize-controller would) and
-//! `capstan diff kustomization` (compare that render with the cluster by server-side dry-run).
+//! `capstan diff kustomization` (compare that render with the cluster by server-side dry-run);
+//! `build`/`diff helmrelease` in [`helm`].
+
+mod helm;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -7,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use capstan_api::Kustomization;
-use capstan_apply::{ApplyOptions, DriftKind, Inventory, ObjectRef, ResourceManager};
+use capstan_apply::{ApplyOptions, Comparison, DriftKind, Inventory, ObjectRef, ResourceManager};
 use clap::{Args, Subcommand};
 use kube::Client;
 use kube::api::DynamicObject;
@@ -30,6 +33,9 @@ pub enum BuildTarget {
     /// A Kustomization.
     #[command(alias = "ks")]
     Kustomization(BuildKustomization),
+    /// A HelmRelease: its release of a local chart, as helm-controller would render it.
+    #[command(alias = "hr")]
+    Helmrelease(helm::BuildHelmRelease),
 }
 
 /// `build kustomization`.
@@ -57,6 +63,9 @@ pub enum DiffTarget {
     /// A Kustomization.
     #[command(alias = "ks")]
     Kustomization(RenderArgs),
+    /// A HelmRelease: its release of a local chart against the cluster.
+    #[command(alias = "hr")]
+    Helmrelease(helm::HelmRenderArgs),
 }
 
 /// The Kustomization and the local directory standing in for its `spec.path`.
@@ -142,7 +151,13 @@ fn source_root(path: &Path) -> anyhow::Result<(PathBuf, String)> {
 
 /// Prints the render of `--path` as YAML documents.
 pub async fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
-    let BuildTarget::Kustomization(build) = &args.target;
+    let build = match &args.target {
+        BuildTarget::Kustomization(build) => build,
+        BuildTarget::Helmrelease(build) => {
+            helm::build(build, &args.cluster).await?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
     let client = if build.dry_run {
         None
     } else {
@@ -159,7 +174,17 @@ pub async fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
 
 /// Prints what applying the render of `--path` would change; exit code 1 when anything would.
 pub async fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
-    let DiffTarget::Kustomization(render_args) = &args.target;
+    let render_args = match &args.target {
+        DiffTarget::Kustomization(render_args) => render_args,
+        DiffTarget::Helmrelease(render_args) => {
+            let changed = helm::diff(render_args, &args.cluster).await?;
+            return Ok(if changed {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::SUCCESS
+            });
+        }
+    };
     let client = args.cluster.client().await?;
     let (object, objects) = render(render_args, &args.cluster.namespace, Some(&client)).await?;
     let manager = ResourceManager::new(
@@ -174,8 +199,33 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
         .compare(&objects, &options)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut changed = print_comparisons(&comparisons);
+    if object.spec.prune
+        && let Some(status) = object.status.as_ref().and_then(|s| s.inventory.as_ref())
+    {
+        let old = Inventory::from_status(status).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let new = Inventory::new(
+            objects
+                .iter()
+                .filter_map(|o| ObjectRef::from_object(o).ok()),
+        );
+        for stale in old.diff(&new) {
+            changed = true;
+            println!("► {stale} deleted");
+        }
+    }
+    Ok(if changed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Prints the objects a comparison found created (`► X created`) or drifted (`► X drifted` and
+/// a line diff, Secret values masked); returns whether there was any.
+fn print_comparisons(comparisons: &[Comparison]) -> bool {
     let mut changed = false;
-    for comparison in &comparisons {
+    for comparison in comparisons {
         let drift = &comparison.drift;
         match &drift.kind {
             DriftKind::Created => {
@@ -198,25 +248,7 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
             DriftKind::Unchanged | DriftKind::Skipped => {}
         }
     }
-    if object.spec.prune
-        && let Some(status) = object.status.as_ref().and_then(|s| s.inventory.as_ref())
-    {
-        let old = Inventory::from_status(status).map_err(|e| anyhow::anyhow!("{e}"))?;
-        let new = Inventory::new(
-            objects
-                .iter()
-                .filter_map(|o| ObjectRef::from_object(o).ok()),
-        );
-        for stale in old.diff(&new) {
-            changed = true;
-            println!("► {stale} deleted");
-        }
-    }
-    Ok(if changed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
+    changed
 }
 
 /// Lines of context around each change in a diff.

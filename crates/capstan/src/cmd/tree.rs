@@ -126,7 +126,8 @@ pub async fn tree(args: TreeArgs) -> anyhow::Result<ExitCode> {
 
 /// The Helm release of a HelmRelease: its storage namespace and release name, as the
 /// controller recorded them (`status.storageNamespace`, the newest `status.history` entry), else
-/// as the spec gives them (`storageNamespace`, `releaseName`, `[<targetNamespace>-]<name>`).
+/// as the spec gives them (`storageNamespace`; `releaseName`, else `[<targetNamespace>-]<name>`
+/// shortened as the controller does).
 fn release_of(object: &Value) -> (String, String) {
     let own = super::namespace_of(object);
     let spec = &object["spec"];
@@ -135,21 +136,19 @@ fn release_of(object: &Value) -> (String, String) {
         .as_str()
         .or_else(|| spec["storageNamespace"].as_str())
         .unwrap_or(own);
-    let name = match (
-        status["history"][0]["name"].as_str(),
-        spec["releaseName"].as_str(),
-        spec["targetNamespace"].as_str(),
-    ) {
-        (Some(name), _, _) | (None, Some(name), _) => name.to_owned(),
-        (None, None, Some(target)) => format!("{target}-{}", super::name_of(object)),
-        (None, None, None) => super::name_of(object).to_owned(),
+    let name = match status["history"][0]["name"].as_str() {
+        Some(name) => name.to_owned(),
+        None => serde_json::from_value::<capstan_api::HelmRelease>(object.clone()).map_or_else(
+            |_| super::name_of(object).to_owned(),
+            |typed| capstan_controllers::helm_release::release_name(&typed),
+        ),
     };
     (storage.to_owned(), name)
 }
 
 /// The objects of a release manifest, in manifest order; a namespaced object without a
 /// namespace is in the release's (the API's discovery tells which kinds are namespaced).
-async fn manifest_objects(
+pub(crate) async fn manifest_objects(
     client: &Client,
     manifest: &str,
     release_namespace: &str,
