@@ -57,7 +57,33 @@ pub enum EncodeError {
 ///
 /// A value JSON cannot represent (never for records built from JSON values).
 pub fn to_json(release: &Release) -> Result<Vec<u8>, EncodeError> {
-    serde_json::to_vec(release).map_err(|e| EncodeError::Json(e.classify_text()))
+    let mut value =
+        serde_json::to_value(release).map_err(|e| EncodeError::Json(e.classify_text()))?;
+    go_numbers(&mut value);
+    serde_json::to_vec(&value).map_err(|e| EncodeError::Json(e.classify_text()))
+}
+
+/// Numbers as Go's `encoding/json` writes a `float64` (what YAML and JSON values are in
+/// Helm): a whole number without a fraction (`1`, not `1.0`).
+fn go_numbers(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Number(number) => {
+            if let Some(float) = number.as_f64().filter(|_| number.is_f64())
+                && float.fract() == 0.0
+                && float.abs() < 1e15
+            {
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    reason = "a whole number below 1e15 is exact in an i64"
+                )]
+                let whole = float as i64;
+                *number = whole.into();
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(go_numbers),
+        serde_json::Value::Object(map) => map.values_mut().for_each(go_numbers),
+        _ => {}
+    }
 }
 
 /// Encodes a release as Helm's storage drivers do: JSON, gzip at best compression, standard
