@@ -7,6 +7,7 @@
 mod bucket;
 mod fetch;
 mod git;
+mod helm_oci;
 mod oci;
 mod oci_tls;
 mod oci_verify;
