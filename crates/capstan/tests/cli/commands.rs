@@ -13,10 +13,10 @@ use capstan_testkit::{Run, eventually, kubectl_binary};
 
 /// `capstan dev` in a temp dir, plus a Git server serving `fleet.git` and a work tree pushing
 /// to it.
-struct Env {
-    dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
-    git_url: String,
+pub(crate) struct Env {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) kubeconfig: PathBuf,
+    pub(crate) git_url: String,
     _dev: tokio::process::Child,
 }
 
@@ -41,7 +41,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 impl Env {
-    async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         let mut dev = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
@@ -114,7 +114,7 @@ impl Env {
 
     /// Writes `files` (path, content; empty content deletes) into the work tree, commits and
     /// pushes; returns the commit SHA.
-    fn commit(&self, files: &[(&str, &str)]) -> String {
+    pub(crate) fn commit(&self, files: &[(&str, &str)]) -> String {
         let work = self.dir.path().join("work");
         for (path, content) in files {
             let path = work.join(path);
@@ -136,7 +136,7 @@ impl Env {
     }
 
     /// Runs `capstan <args> --kubeconfig <this cluster>` with stdin closed.
-    async fn capstan(&self, args: &[&str]) -> Run {
+    pub(crate) async fn capstan(&self, args: &[&str]) -> Run {
         self.capstan_with(&self.kubeconfig, args).await
     }
 
@@ -156,7 +156,7 @@ impl Env {
             .into()
     }
 
-    async fn kubectl(&self, args: &[&str]) -> Run {
+    pub(crate) async fn kubectl(&self, args: &[&str]) -> Run {
         let out = tokio::process::Command::new(kubectl_binary())
             .env("KUBECONFIG", &self.kubeconfig)
             .env("HOME", self.dir.path())
@@ -352,7 +352,7 @@ data:
 ";
 
 /// The rows of a Flux table, cells trimmed.
-fn table(stdout: &str) -> Vec<Vec<String>> {
+pub(crate) fn table(stdout: &str) -> Vec<Vec<String>> {
     stdout
         .lines()
         .filter(|l| !l.is_empty())
