@@ -5,5 +5,4 @@
 
 mod cli;
 mod commands;
-mod helm_cli;
 mod helm_commands;
