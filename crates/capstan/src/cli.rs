@@ -96,7 +96,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Controller(args) => crate::controller::run(args).await,
         Command::Install(args) => crate::install::run(&args),
         Command::Kustomize(args) => crate::kustomize::run(&args),
-        Command::Helm(args) => crate::helm::run(&args),
+        Command::Helm(args) => crate::helm::run(&args).await,
         Command::Push(command) => crate::artifact::run_push(command).await,
         Command::Pull(command) => crate::artifact::run_pull(command).await,
         Command::Diff(args) => Ok(flux_style(crate::cmd::build::diff(args).await, 2)),

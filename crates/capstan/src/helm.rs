@@ -5,6 +5,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use capstan_helm::chart::package;
 use capstan_helm::output::{PrintOptions, Template, ValueSource};
 use capstan_helm::template::Env;
 use clap::{Args, Subcommand};
@@ -20,6 +21,140 @@ pub struct HelmArgs {
 enum HelmCommand {
     /// Render a chart locally and print the manifests, as `helm template`.
     Template(TemplateArgs),
+    /// Package a chart directory into a versioned chart archive, as `helm package`.
+    Package(PackageArgs),
+    /// Push a chart archive to an OCI registry, as `helm push`.
+    Push(PushArgs),
+}
+
+#[derive(Debug, Args)]
+struct PushArgs {
+    /// The chart archive (`.tgz`).
+    #[arg(value_name = "CHART")]
+    chart: PathBuf,
+    /// The repository root, `oci://HOST/PATH`; the chart goes to `<remote>/<name>:<version>`.
+    #[arg(value_name = "REMOTE")]
+    remote: String,
+    /// Use insecure HTTP connections for the chart upload.
+    #[arg(long = "plain-http")]
+    plain_http: bool,
+    /// Chart repository username.
+    #[arg(long, requires = "password")]
+    username: Option<String>,
+    /// Chart repository password.
+    #[arg(long, requires = "username")]
+    password: Option<String>,
+    /// Verify certificates of HTTPS-enabled servers using this CA bundle.
+    #[arg(long = "ca-file")]
+    ca_file: Option<PathBuf>,
+}
+
+impl PushArgs {
+    /// `helm push`: `Pushed: <reference>` and `Digest: <manifest digest>` on stdout.
+    async fn run(&self) -> anyhow::Result<ExitCode> {
+        match self.push().await {
+            Ok(pushed) => {
+                println!("Pushed: {}", pushed.reference);
+                println!("Digest: {}", pushed.digest);
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(message) => {
+                eprintln!("Error: {message}");
+                Ok(ExitCode::FAILURE)
+            }
+        }
+    }
+
+    async fn push(&self) -> Result<capstan_source::helm::oci::PushedChart, String> {
+        if !self.remote.starts_with(capstan_source::oci::URL_SCHEME) {
+            return Err(format!(
+                "scheme prefix missing from remote (e.g. \"{}\")",
+                capstan_source::oci::URL_SCHEME
+            ));
+        }
+        let chart = &self.chart;
+        let meta = std::fs::metadata(chart).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => format!("{}: no such file", chart.display()),
+            _ => format!("{}: {e}", chart.display()),
+        })?;
+        if meta.is_dir() {
+            return Err("cannot push directory, must provide chart archive (.tgz)".to_owned());
+        }
+        let bytes = std::fs::read(chart).map_err(|e| format!("{}: {e}", chart.display()))?;
+        // Helm's `created` annotation: the time the archive was last written.
+        let created = meta
+            .modified()
+            .ok()
+            .and_then(|time| jiff::Timestamp::try_from(time).ok())
+            .map(|time| time.strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
+        let mut ca_certificates = Vec::new();
+        if let Some(ca) = &self.ca_file {
+            ca_certificates.push(std::fs::read(ca).map_err(|e| format!("{}: {e}", ca.display()))?);
+        }
+        let registry = capstan_source::oci::RegistryOptions {
+            credentials: self
+                .username
+                .as_ref()
+                .map(|username| capstan_source::oci::Credentials {
+                    username: username.clone(),
+                    password: self.password.clone().unwrap_or_default(),
+                }),
+            insecure: self.plain_http,
+            ca_certificates,
+        };
+        capstan_source::helm::oci::push(&bytes, &self.remote, created.as_deref(), &registry)
+            .await
+            .map_err(|e| capstan_source::redact::error_chain(&e))
+    }
+}
+
+#[derive(Debug, Args)]
+#[command(disable_version_flag = true)]
+struct PackageArgs {
+    /// The chart directories to package.
+    #[arg(required = true, value_name = "CHART_PATH")]
+    charts: Vec<PathBuf>,
+    /// Location to write the chart.
+    #[arg(short = 'd', long, default_value = ".")]
+    destination: PathBuf,
+    /// Set the version on the chart to this semver version.
+    #[arg(long)]
+    version: Option<String>,
+    /// Set the appVersion on the chart to this version.
+    #[arg(long = "app-version")]
+    app_version: Option<String>,
+}
+
+impl PackageArgs {
+    /// `helm package`: one line per chart written; the first failure ends it (`Error: …`).
+    fn run(&self) -> anyhow::Result<ExitCode> {
+        let options = package::Options {
+            version: self.version.clone(),
+            app_version: self.app_version.clone(),
+            source_date_epoch: None,
+        };
+        let cwd = std::env::current_dir()?;
+        for chart in &self.charts {
+            let written = package::package_with(chart, &options)
+                .map_err(|e| e.message)
+                .and_then(|packaged| {
+                    packaged
+                        .write_to(&cwd.join(&self.destination))
+                        .map_err(|e| format!("failed to save: {e}"))
+                });
+            match written {
+                Ok(path) => println!(
+                    "Successfully packaged chart and saved it to: {}",
+                    path.display()
+                ),
+                Err(message) => {
+                    eprintln!("Error: {message}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
 }
 
 #[derive(Debug, Args)]
@@ -121,8 +256,10 @@ impl TemplateArgs {
 
 /// Runs `capstan helm …`: manifests to stdout; errors to stderr as Helm prints them
 /// (`Error: …`), exit 1.
-pub fn run(args: &HelmArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(args: &HelmArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
+        HelmCommand::Package(package) => package.run(),
+        HelmCommand::Push(push) => push.run().await,
         HelmCommand::Template(template) => {
             let cwd = std::env::current_dir()?;
             let result = template.template().execute(&cwd, &mut Env::new());

@@ -5,4 +5,5 @@
 
 mod cli;
 mod commands;
+mod helm_cli;
 mod helm_commands;

@@ -1,0 +1,186 @@
+//! `capstan helm package` and `capstan helm push` as a user runs them, against a real
+//! `docker-registry`, the pushed chart inspected with `skopeo` and pulled back.
+
+use std::path::Path;
+use std::process::Output;
+
+use capstan_source::helm::oci;
+use capstan_source::oci::RegistryOptions;
+use capstan_testkit::Registry;
+
+async fn capstan(dir: &Path, args: &[&str]) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .await
+        .expect("run capstan")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[tokio::test]
+async fn helm_package_and_push_publish_a_chart_helm_clients_read() {
+    capstan_testkit::require("skopeo");
+    let registry = Registry::start().await;
+    let work = tempfile::tempdir().unwrap();
+    capstan_testkit::write_files(
+        &work.path().join("hello"),
+        &[
+            (
+                "Chart.yaml",
+                "apiVersion: v2\nname: hello\nversion: 0.1.0\ndescription: Hello\n",
+            ),
+            ("values.yaml", "message: hi\n"),
+            (
+                "templates/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hello\ndata:\n  message: {{ .Values.message }}\n",
+            ),
+        ],
+    );
+
+    let out = capstan(
+        work.path(),
+        &[
+            "helm",
+            "package",
+            "hello",
+            "-d",
+            "dist",
+            "--version",
+            "1.2.0+ci.7",
+            "--app-version",
+            "v2",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let archive = work.path().join("dist/hello-1.2.0+ci.7.tgz");
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "Successfully packaged chart and saved it to: {}\n",
+            archive.display()
+        )
+    );
+
+    let remote = format!("oci://{}/charts", registry.address);
+    let out = capstan(
+        work.path(),
+        &[
+            "helm",
+            "push",
+            "dist/hello-1.2.0+ci.7.tgz",
+            &remote,
+            "--plain-http",
+        ],
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let mut lines = stdout.lines();
+    assert_eq!(
+        lines.next(),
+        Some(format!("Pushed: {}/charts/hello:1.2.0_ci.7", registry.address).as_str())
+    );
+    let digest = lines
+        .next()
+        .and_then(|line| line.strip_prefix("Digest: sha256:"))
+        .unwrap_or_else(|| panic!("no digest line in {stdout:?}"));
+    assert_eq!(digest.len(), 64);
+
+    // An independent client sees Helm's media types and annotations.
+    let raw = std::process::Command::new("skopeo")
+        .args([
+            "inspect",
+            "--raw",
+            "--tls-verify=false",
+            "--no-creds",
+            &format!("docker://{}/charts/hello:1.2.0_ci.7", registry.address),
+        ])
+        .output()
+        .unwrap();
+    assert!(raw.status.success(), "{}", text(&raw.stderr));
+    let manifest: serde_json::Value = serde_json::from_slice(&raw.stdout).unwrap();
+    assert_eq!(
+        manifest["config"]["mediaType"],
+        "application/vnd.cncf.helm.config.v1+json"
+    );
+    assert_eq!(
+        manifest["layers"][0]["mediaType"],
+        "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+    );
+    assert_eq!(
+        manifest["annotations"]["org.opencontainers.image.version"],
+        "1.2.0+ci.7"
+    );
+    assert_eq!(
+        manifest["annotations"]["org.opencontainers.image.description"],
+        "Hello"
+    );
+
+    // Pulled back by version, the archive is the one packaged.
+    let pulled = oci::pull(
+        &format!("{remote}/hello"),
+        "1.2.0+ci.7",
+        &RegistryOptions {
+            insecure: true,
+            ..RegistryOptions::default()
+        },
+        1 << 20,
+    )
+    .await
+    .unwrap();
+    assert_eq!(pulled.bytes, std::fs::read(&archive).unwrap());
+    assert_eq!(pulled.digest.to_string(), format!("sha256:{digest}"));
+    assert_eq!(
+        pulled.annotations["org.opencontainers.image.title"],
+        "hello"
+    );
+}
+
+#[tokio::test]
+async fn helm_package_and_push_fail_as_helm_does() {
+    let work = tempfile::tempdir().unwrap();
+    capstan_testkit::write_files(
+        &work.path().join("bad"),
+        &[("Chart.yaml", "apiVersion: v2\nname: bad\nversion: 0.1.0\n")],
+    );
+    let out = capstan(work.path(), &["helm", "package", "bad", "--version", "one"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).starts_with("Error: "),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stderr).contains("\"one\""),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!work.path().join("bad-one.tgz").exists());
+
+    let out = capstan(
+        work.path(),
+        &["helm", "push", "bad", "oci://127.0.0.1:1/charts"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "Error: cannot push directory, must provide chart archive (.tgz)\n"
+    );
+    let out = capstan(
+        work.path(),
+        &["helm", "push", "missing.tgz", "127.0.0.1:1/charts"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("oci://"),
+        "{}",
+        text(&out.stderr)
+    );
+}
