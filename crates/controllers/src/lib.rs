@@ -8,6 +8,8 @@
 //! - [`bucket`]: the Bucket reconciler (`source.toolkit.fluxcd.io/v1`).
 //! - [`git_repository`]: the GitRepository reconciler (`source.toolkit.fluxcd.io/v1`).
 //! - [`oci_repository`]: the OCIRepository reconciler (`source.toolkit.fluxcd.io/v1`).
+//! - [`helm_repository`], [`helm_chart`]: the HelmRepository and HelmChart reconcilers
+//!   (`source.toolkit.fluxcd.io/v1`).
 //! - [`helm_storage`]: Helm's Secret storage driver (`sh.helm.release.v1.<name>.v<N>`).
 //! - [`helm_release`]: the HelmRelease reconciler (`helm.toolkit.fluxcd.io/v2`).
 //! - [`kustomization`]: the Kustomization reconciler (`kustomize.toolkit.fluxcd.io/v1`).
@@ -34,6 +36,8 @@
 pub mod bucket;
 pub mod error;
 pub mod git_repository;
+pub mod helm_chart;
+pub mod helm_repository;
 pub mod helm_release;
 pub mod helm_storage;
 pub mod kustomization;
@@ -58,6 +62,8 @@ pub fn controllers(
         .register(GitRepositoryReconciler::new(storage.clone()))
         .register(OCIRepositoryReconciler::new(storage.clone()))
         .register(BucketReconciler::new(storage.clone()))
+        .register(helm_repository::HelmRepositoryReconciler::new(storage.clone()))
+        .register(helm_chart::HelmChartReconciler::new(storage.clone()))
         .register(helm_release::HelmReleaseReconciler::new(client.clone()))
         .register(kustomization::KustomizationReconciler::new(client))
         .route(storage.router())

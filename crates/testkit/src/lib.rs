@@ -9,6 +9,7 @@
 //! `./scripts/setup`.
 
 pub mod buckets;
+pub mod helm_repo;
 
 use std::fmt::Write as _;
 use std::net::TcpListener;

@@ -7,6 +7,8 @@ mod bucket;
 mod events;
 mod fleet;
 mod git_repository;
+mod helm_chart;
+mod helm_repository;
 mod kustomization;
 mod kustomization_acceptance;
 mod kustomization_features;

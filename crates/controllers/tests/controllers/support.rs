@@ -55,6 +55,14 @@ impl Env {
             .register(GitRepositoryReconciler::new(storage.clone()))
             .register(BucketReconciler::new(storage.clone()))
             .register(OCIRepositoryReconciler::new(storage.clone()))
+            .register(
+                capstan_controllers::helm_repository::HelmRepositoryReconciler::new(
+                    storage.clone(),
+                ),
+            )
+            .register(capstan_controllers::helm_chart::HelmChartReconciler::new(
+                storage.clone(),
+            ))
             .route(storage.router());
         let app = controllers.router();
         let shutdown = CancellationToken::new();

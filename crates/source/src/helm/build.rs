@@ -143,10 +143,9 @@ impl Built {
             self.name, self.version
         );
         if !self.values_files.is_empty() {
-            summary.push_str(&format!(
-                " and merged values files [{}]",
-                self.values_files.join(" ")
-            ));
+            summary.push_str(" and merged values files [");
+            summary.push_str(&self.values_files.join(" "));
+            summary.push(']');
         }
         summary
     }
@@ -182,9 +181,8 @@ pub fn with_metadata(version: &str, metadata: &str) -> Result<String> {
             format!("invalid version '{version}'"),
         )
     })?;
-    let build = semver::BuildMetadata::new(metadata).map_err(|e| {
-        Error::chart("failed to set SemVer metadata on chart version", e)
-    })?;
+    let build = semver::BuildMetadata::new(metadata)
+        .map_err(|e| Error::chart("failed to set SemVer metadata on chart version", e))?;
     let mut out = format!("{}.{}.{}", parsed.major, parsed.minor, parsed.patch);
     if !parsed.pre.is_empty() {
         out.push('-');
@@ -234,13 +232,15 @@ fn build_remote_blocking(archive: Vec<u8>, options: &BuildOptions) -> Result<Bui
     }
     let temp = temp_dir().map_err(|e| BuildError::new(BuildErrorReason::ChartPackage, e))?;
     let unpacked = temp.path().join("chart");
-    crate::artifact::extract(&archive[..], &unpacked, &Limits::default())
-        .map_err(|e| {
-            BuildError::new(
-                BuildErrorReason::ChartPackage,
-                Error::chart("failed to unpack downloaded chart", crate::redact::error_chain(&e)),
-            )
-        })?;
+    crate::artifact::extract(&archive[..], &unpacked, &Limits::default()).map_err(|e| {
+        BuildError::new(
+            BuildErrorReason::ChartPackage,
+            Error::chart(
+                "failed to unpack downloaded chart",
+                crate::redact::error_chain(&e),
+            ),
+        )
+    })?;
     let chart_dir = single_directory(&unpacked)
         .map_err(|e| BuildError::new(BuildErrorReason::ChartPackage, e))?;
     let values_files = merge_values(&chart_dir, &chart_dir, options)
@@ -281,8 +281,9 @@ pub async fn build_local(
         )));
     }
     if chart.is_file() {
-        let archive = std::fs::read(&chart)
-            .map_err(|e| BuildError::new(BuildErrorReason::ChartPull, Error::io("read", &chart, e)))?;
+        let archive = std::fs::read(&chart).map_err(|e| {
+            BuildError::new(BuildErrorReason::ChartPull, Error::io("read", &chart, e))
+        })?;
         if options.values_files.is_empty() && options.version_metadata.is_none() {
             return build_remote(archive, options).await;
         }
@@ -384,11 +385,10 @@ fn single_directory(dir: &Path) -> Result<PathBuf> {
 
 fn load_metadata(dir: &Path) -> Result<capstan_helm::chart::Metadata> {
     let path = dir.join("Chart.yaml");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        Error::chart("no chart found", format!("cannot read Chart.yaml: {e}"))
-    })?;
-    let value = capstan_helm::yaml::parse(&text)
-        .map_err(|e| Error::chart("cannot load Chart.yaml", e))?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Error::chart("no chart found", format!("cannot read Chart.yaml: {e}")))?;
+    let value =
+        capstan_helm::yaml::parse(&text).map_err(|e| Error::chart("cannot load Chart.yaml", e))?;
     let field = |key: &str| {
         value
             .get(key)
@@ -403,12 +403,18 @@ fn load_metadata(dir: &Path) -> Result<capstan_helm::chart::Metadata> {
         ..capstan_helm::chart::Metadata::default()
     };
     if metadata.name.is_empty() {
-        return Err(Error::chart("invalid Chart.yaml", "validation: chart.metadata.name is required"));
+        return Err(Error::chart(
+            "invalid Chart.yaml",
+            "validation: chart.metadata.name is required",
+        ));
     }
     if capstan_semver::parse_version(&metadata.version).is_none() {
         return Err(Error::chart(
             "invalid Chart.yaml",
-            format!("validation: chart.metadata.version {:?} is invalid", metadata.version),
+            format!(
+                "validation: chart.metadata.version {:?} is invalid",
+                metadata.version
+            ),
         ));
     }
     Ok(metadata)
@@ -419,15 +425,18 @@ fn load_metadata(dir: &Path) -> Result<capstan_helm::chart::Metadata> {
 fn set_version(dir: &Path, version: &str) -> Result<()> {
     let path = dir.join("Chart.yaml");
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io("read", &path, e))?;
-    let mut value = capstan_helm::yaml::parse(&text)
-        .map_err(|e| Error::chart("cannot load Chart.yaml", e))?;
+    let mut value =
+        capstan_helm::yaml::parse(&text).map_err(|e| Error::chart("cannot load Chart.yaml", e))?;
     if value.get("version").and_then(serde_json::Value::as_str) == Some(version) {
         return Ok(());
     }
     let Some(map) = value.as_object_mut() else {
         return Err(Error::chart("invalid Chart.yaml", "not a map"));
     };
-    map.insert("version".to_owned(), serde_json::Value::String(version.to_owned()));
+    map.insert(
+        "version".to_owned(),
+        serde_json::Value::String(version.to_owned()),
+    );
     let yaml = capstan_helm::yaml::to_yaml(&capstan_helm::Value::from_json(&value))
         .map_err(|e| Error::chart("cannot write Chart.yaml", e))?;
     std::fs::write(&path, yaml).map_err(|e| Error::io("write", &path, e))
@@ -446,7 +455,10 @@ fn merge_values(base: &Path, chart_dir: &Path, options: &BuildOptions) -> Result
         let path = confined(base, base, file, "values file")?;
         let data = match std::fs::read(&path) {
             Ok(data) if path.is_file() => data,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && options.ignore_missing_values_files => {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && options.ignore_missing_values_files =>
+            {
                 continue;
             }
             _ => {
@@ -456,17 +468,18 @@ fn merge_values(base: &Path, chart_dir: &Path, options: &BuildOptions) -> Result
                 ));
             }
         };
-        let values = capstan_helm::chart::read_values(&data).map_err(|e| {
-            Error::chart(format!("unmarshaling values from '{file}' failed"), e)
-        })?;
+        let values = capstan_helm::chart::read_values(&data)
+            .map_err(|e| Error::chart(format!("unmarshaling values from '{file}' failed"), e))?;
         merged = capstan_helm::chart::merge_maps(&merged, &values);
         found.push(file.clone());
     }
     let yaml = if merged.is_empty() {
         String::new()
     } else {
-        capstan_helm::yaml::to_yaml(&capstan_helm::Value::from_json(&serde_json::Value::Object(merged)))
-            .map_err(|e| Error::chart("cannot write values.yaml", e))?
+        capstan_helm::yaml::to_yaml(&capstan_helm::Value::from_json(&serde_json::Value::Object(
+            merged,
+        )))
+        .map_err(|e| Error::chart("cannot write values.yaml", e))?
     };
     let target = chart_dir.join("values.yaml");
     std::fs::write(&target, yaml).map_err(|e| Error::io("write", &target, e))?;
@@ -480,7 +493,9 @@ fn merge_values(base: &Path, chart_dir: &Path, options: &BuildOptions) -> Result
 /// # Errors
 /// [`Error::OutsideSource`] for a link leaving the root, [`Error::Chart`] past a limit.
 pub fn copy_confined(root: &Path, from: &Path, to: &Path, limits: &Limits) -> Result<()> {
-    let root = root.canonicalize().map_err(|e| Error::io("resolve", root, e))?;
+    let root = root
+        .canonicalize()
+        .map_err(|e| Error::io("resolve", root, e))?;
     let mut entries = 0_u64;
     let mut total = 0_u64;
     copy_dir(&root, from, to, limits, &mut entries, &mut total, 0)
@@ -496,7 +511,10 @@ fn copy_dir(
     depth: usize,
 ) -> Result<()> {
     if depth > 64 {
-        return Err(Error::chart("cannot copy the chart", "directories nest too deep"));
+        return Err(Error::chart(
+            "cannot copy the chart",
+            "directories nest too deep",
+        ));
     }
     std::fs::create_dir_all(to).map_err(|e| Error::io("create directory", to, e))?;
     let mut children: Vec<_> = std::fs::read_dir(from)
@@ -507,14 +525,21 @@ fn copy_dir(
     for child in children {
         *entries += 1;
         if *entries > limits.max_entries {
-            return Err(Error::chart("cannot copy the chart", format!("more than {} entries", limits.max_entries)));
+            return Err(Error::chart(
+                "cannot copy the chart",
+                format!("more than {} entries", limits.max_entries),
+            ));
         }
         let source = child.path();
         let target = to.join(child.file_name());
         let mut resolved = source.clone();
-        let file_type = child.file_type().map_err(|e| Error::io("inspect", &source, e))?;
+        let file_type = child
+            .file_type()
+            .map_err(|e| Error::io("inspect", &source, e))?;
         if file_type.is_symlink() {
-            resolved = source.canonicalize().map_err(|e| Error::io("resolve", &source, e))?;
+            resolved = source
+                .canonicalize()
+                .map_err(|e| Error::io("resolve", &source, e))?;
             if !resolved.starts_with(root) {
                 return Err(Error::OutsideSource {
                     what: "link",
@@ -526,16 +551,27 @@ fn copy_dir(
                 });
             }
         }
-        let metadata = std::fs::metadata(&resolved).map_err(|e| Error::io("inspect", &resolved, e))?;
+        let metadata =
+            std::fs::metadata(&resolved).map_err(|e| Error::io("inspect", &resolved, e))?;
         if metadata.is_dir() {
             copy_dir(root, &resolved, &target, limits, entries, total, depth + 1)?;
         } else if metadata.is_file() {
             if metadata.len() > limits.max_file_bytes {
-                return Err(Error::chart("cannot copy the chart", format!("{} exceeds {} bytes", source.display(), limits.max_file_bytes)));
+                return Err(Error::chart(
+                    "cannot copy the chart",
+                    format!(
+                        "{} exceeds {} bytes",
+                        source.display(),
+                        limits.max_file_bytes
+                    ),
+                ));
             }
             *total += metadata.len();
             if *total > limits.max_total_bytes {
-                return Err(Error::chart("cannot copy the chart", format!("more than {} bytes", limits.max_total_bytes)));
+                return Err(Error::chart(
+                    "cannot copy the chart",
+                    format!("more than {} bytes", limits.max_total_bytes),
+                ));
             }
             std::fs::copy(&resolved, &target).map_err(|e| Error::io("copy", &resolved, e))?;
         }
@@ -629,7 +665,10 @@ mod tests {
     #[test]
     fn version_metadata_replaces_build_metadata() {
         assert_eq!(with_metadata("6.0.3", "1").unwrap(), "6.0.3+1");
-        assert_eq!(with_metadata("6.0.3+old", "abc123def456.2").unwrap(), "6.0.3+abc123def456.2");
+        assert_eq!(
+            with_metadata("6.0.3+old", "abc123def456.2").unwrap(),
+            "6.0.3+abc123def456.2"
+        );
         assert_eq!(with_metadata("1.0.0-rc.1", "3").unwrap(), "1.0.0-rc.1+3");
         assert!(with_metadata("not-a-version", "1").is_err());
         assert!(with_metadata("1.0.0", "bad_meta").is_err());
@@ -637,7 +676,10 @@ mod tests {
 
     #[test]
     fn build_reasons_are_fluxs() {
-        assert_eq!(BuildErrorReason::ChartReference.reason(), "InvalidChartReference");
+        assert_eq!(
+            BuildErrorReason::ChartReference.reason(),
+            "InvalidChartReference"
+        );
         assert!(BuildErrorReason::ValuesFilesMerge.is_persistent());
         assert!(!BuildErrorReason::ChartPull.is_build_failure());
     }

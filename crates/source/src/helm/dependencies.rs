@@ -64,7 +64,11 @@ pub async fn build(
         .collect();
     let mut missing = Vec::new();
     for dep in &loaded.metadata.dependencies {
-        if present.contains(&dep.name) || missing.iter().any(|d: &capstan_helm::chart::Dependency| d.name == dep.name) {
+        if present.contains(&dep.name)
+            || missing
+                .iter()
+                .any(|d: &capstan_helm::chart::Dependency| d.name == dep.name)
+        {
             continue;
         }
         missing.push(dep.clone());
@@ -76,9 +80,15 @@ pub async fn build(
     let mut resolved = Vec::with_capacity(missing.len());
     for dep in missing {
         let added = if is_local(&dep.repository) {
-            add_local(source_root, chart_dir, &charts, &dep, &options.defaults.limits)
-                .await
-                .map_err(|e| wrap("local", &dep.name, &e))?
+            add_local(
+                source_root,
+                chart_dir,
+                &charts,
+                &dep,
+                &options.defaults.limits,
+            )
+            .await
+            .map_err(|e| wrap("local", &dep.name, &e))?
         } else {
             add_remote(&charts, &dep, options)
                 .await
@@ -108,16 +118,20 @@ fn is_local(repository: &str) -> bool {
 
 async fn load_blocking(dir: PathBuf) -> Result<capstan_helm::chart::Chart> {
     tokio::task::spawn_blocking(move || {
-        capstan_helm::chart::load(&dir).map_err(|e| {
-            Error::chart(format!("cannot load chart at '{}'", dir.display()), e)
-        })
+        capstan_helm::chart::load(&dir)
+            .map_err(|e| Error::chart(format!("cannot load chart at '{}'", dir.display()), e))
     })
     .await
     .map_err(Error::Task)?
 }
 
 /// Resolves `path` (relative to `base`) inside `root`, refusing anything outside it.
-pub(crate) fn confined(root: &Path, base: &Path, path: &str, what: &'static str) -> Result<PathBuf> {
+pub(crate) fn confined(
+    root: &Path,
+    base: &Path,
+    path: &str,
+    what: &'static str,
+) -> Result<PathBuf> {
     let outside = || Error::OutsideSource {
         what,
         path: path.to_owned(),
@@ -175,7 +189,10 @@ async fn add_local(
     if !path.is_dir() {
         return Err(Error::chart(
             "missing chart",
-            format!("no chart found at '{relative}' (reference '{}')", dep.repository),
+            format!(
+                "no chart found at '{relative}' (reference '{}')",
+                dep.repository
+            ),
         ));
     }
     let temp = crate::temp::dir("helm-dependency")
@@ -185,10 +202,13 @@ async fn add_local(
     let package = package_dir(copy).await?;
     if !dep.version.is_empty() {
         let constraint = capstan_semver::Constraint::parse(&dep.version).map_err(|e| {
-            Error::chart(format!("invalid version/constraint format '{}'", dep.version), e)
+            Error::chart(
+                format!("invalid version/constraint format '{}'", dep.version),
+                e,
+            )
         })?;
-        let matches = capstan_semver::parse_version(&package.version)
-            .is_some_and(|v| constraint.matches(&v));
+        let matches =
+            capstan_semver::parse_version(&package.version).is_some_and(|v| constraint.matches(&v));
         if !matches {
             return Err(Error::chart(
                 "version mismatch",
@@ -225,7 +245,10 @@ async fn add_remote(
     if dep.repository.starts_with("oci://") {
         return Err(Error::chart(
             "unsupported repository",
-            format!("OCI dependency '{}' is not supported yet", crate::redact::url(&dep.repository)),
+            format!(
+                "OCI dependency '{}' is not supported yet",
+                crate::redact::url(&dep.repository)
+            ),
         ));
     }
     let url = normalize_url(&dep.repository)?;

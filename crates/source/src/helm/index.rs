@@ -75,13 +75,12 @@ impl Index {
                 "the index exceeds the maximum index file size of {MAX_INDEX_SIZE} bytes"
             )));
         }
-        let value: serde_json::Value = match serde_json::from_slice(bytes) {
-            Ok(value) => value,
-            Err(_) => {
-                let text = std::str::from_utf8(bytes)
-                    .map_err(|e| invalid(format!("the index is not UTF-8: {e}")))?;
-                capstan_helm::yaml::parse(text).map_err(|e| invalid(e.message))?
-            }
+        let value: serde_json::Value = if let Ok(value) = serde_json::from_slice(bytes) {
+            value
+        } else {
+            let text = std::str::from_utf8(bytes)
+                .map_err(|e| invalid(format!("the index is not UTF-8: {e}")))?;
+            capstan_helm::yaml::parse(text).map_err(|e| invalid(e.message))?
         };
         let serde_json::Value::Object(mut map) = value else {
             return Err(invalid(format!(
@@ -321,17 +320,32 @@ generated: "2024-01-02T00:00:00Z"
         assert_eq!(index.select("podinfo", "*").unwrap().version, "6.1.0");
         assert_eq!(index.select("podinfo", "").unwrap().version, "6.1.0");
         assert_eq!(index.select("podinfo", "6.0.x").unwrap().version, "6.0.3");
-        assert_eq!(index.select("podinfo", ">=6.2.0-0").unwrap().version, "6.2.0-rc.1");
-        assert_eq!(index.select("podinfo", "6.2.0-rc.1").unwrap().version, "6.2.0-rc.1");
+        assert_eq!(
+            index.select("podinfo", ">=6.2.0-0").unwrap().version,
+            "6.2.0-rc.1"
+        );
+        assert_eq!(
+            index.select("podinfo", "6.2.0-rc.1").unwrap().version,
+            "6.2.0-rc.1"
+        );
         let missing = index.select("podinfo", "7.x").unwrap_err();
         assert_eq!(
             missing.to_string(),
             "no 'podinfo' chart with version matching '7.x' found"
         );
-        assert!(matches!(index.select("nginx", "*"), Err(Error::NoChartName { .. })));
-        assert!(matches!(index.select("empty", "*"), Err(Error::NoChartVersion { .. })));
+        assert!(matches!(
+            index.select("nginx", "*"),
+            Err(Error::NoChartName { .. })
+        ));
+        assert!(matches!(
+            index.select("empty", "*"),
+            Err(Error::NoChartVersion { .. })
+        ));
         // Invalid versions are dropped; the rest are newest first.
-        let versions: Vec<_> = index.entries["podinfo"].iter().map(|v| v.version.as_str()).collect();
+        let versions: Vec<_> = index.entries["podinfo"]
+            .iter()
+            .map(|v| v.version.as_str())
+            .collect();
         assert_eq!(versions, ["6.2.0-rc.1", "6.1.0", "6.0.3"]);
     }
 
@@ -387,7 +401,9 @@ generated: "2024-01-02T00:00:00Z"
             "https://other.example.com/p.tgz"
         );
         assert_eq!(
-            normalize_url("https://example.com/charts").unwrap().as_str(),
+            normalize_url("https://example.com/charts")
+                .unwrap()
+                .as_str(),
             "https://example.com/charts/"
         );
         assert!(normalize_url("oci://example.com/charts").is_err());

@@ -113,7 +113,9 @@ pub enum Error {
     #[error(transparent)]
     Constraint(#[from] capstan_semver::ConstraintError),
     /// A downloaded chart does not match the digest the index gives.
-    #[error("digest mismatch for chart {url}: the index gives {expected}, the download is {actual}")]
+    #[error(
+        "digest mismatch for chart {url}: the index gives {expected}, the download is {actual}"
+    )]
     DigestMismatch {
         /// The chart URL (without credentials).
         url: String,
@@ -155,7 +157,11 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn io(action: &'static str, path: impl Into<std::path::PathBuf>, source: std::io::Error) -> Self {
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<std::path::PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
         Error::Io {
             action,
             path: path.into(),

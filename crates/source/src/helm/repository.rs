@@ -57,7 +57,10 @@ pub struct ClientOptions {
 impl std::fmt::Debug for ClientOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClientOptions")
-            .field("basic_auth", &self.basic_auth.as_ref().map(|_| "<redacted>"))
+            .field(
+                "basic_auth",
+                &self.basic_auth.as_ref().map(|_| "<redacted>"),
+            )
             .field("ca_pem", &self.ca_pem.is_some())
             .field("client_identity", &self.client_identity.is_some())
             .field("pass_credentials", &self.pass_credentials)
@@ -177,7 +180,9 @@ impl Repository {
             let identity =
                 reqwest::Identity::from_pem(&pem).map_err(|e| Error::InvalidCredentials {
                     what: "TLS client certificate",
-                    reason: format!("{CERT_KEY} and {KEY_KEY} are not a PEM certificate and key: {e}"),
+                    reason: format!(
+                        "{CERT_KEY} and {KEY_KEY} are not a PEM certificate and key: {e}"
+                    ),
                 })?;
             builder = builder.identity(identity);
         }
@@ -293,7 +298,10 @@ impl Repository {
             url: shown.clone(),
             limit,
         };
-        if response.content_length().is_some_and(|length| length > limit) {
+        if response
+            .content_length()
+            .is_some_and(|length| length > limit)
+        {
             return Err(too_large());
         }
         let mut bytes = Vec::new();
@@ -311,8 +319,10 @@ impl Repository {
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
-    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
-        let _ = write!(out, "{b:02x}");
-        out
-    })
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut out, b| {
+            let _ = write!(out, "{b:02x}");
+            out
+        })
 }

@@ -7,6 +7,7 @@
 mod bucket;
 mod fetch;
 mod git;
+mod helm;
 mod helm_oci;
 mod oci;
 mod oci_tls;

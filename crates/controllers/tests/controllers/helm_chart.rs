@@ -1,0 +1,313 @@
+//! The HelmChart controller: charts from a HelmRepository (served over HTTP with basic auth,
+//! indexed by Helm's SDK) and from a GitRepository (a chart with a `file://` dependency), with
+//! values files, the Revision strategy and a missing version.
+
+use std::collections::BTreeMap;
+
+use capstan_api::HelmChart;
+use capstan_testkit::corpus;
+use kube::api::{Api, PostParams};
+
+use crate::helm_repository::{ChartRepository, PASSWORD, USER, create_repository, create_secret};
+use crate::support::{Env, GitServer, download, wait_for};
+
+fn condition(object: &HelmChart, type_: &str) -> Option<(String, String, String)> {
+    object
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+fn ready_is(object: &HelmChart, status: &str) -> bool {
+    condition(object, "Ready").is_some_and(|(s, ..)| s == status)
+}
+
+async fn create_chart(env: &Env, namespace: &str, name: &str, spec: serde_json::Value) {
+    let object: HelmChart = serde_json::from_value(serde_json::json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "HelmChart",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }))
+    .unwrap();
+    Api::<HelmChart>::namespaced(env.client.clone(), namespace)
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+}
+
+fn values_of(archive: &[u8]) -> serde_json::Map<String, serde_json::Value> {
+    capstan_helm::chart::load_archive(archive).unwrap().values
+}
+
+#[tokio::test]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
+async fn charts_from_a_helm_repository_with_basic_auth() {
+    let env = Env::start().await;
+    let ns = env.namespace("helmchart-repo").await;
+    let repo = ChartRepository::start().await;
+    create_secret(
+        &env,
+        &ns,
+        "auth",
+        &BTreeMap::from([("username", USER), ("password", PASSWORD)]),
+    )
+    .await;
+    create_repository(
+        &env,
+        &ns,
+        "charts",
+        serde_json::json!({
+            "url": repo.server.url(), "interval": "1m", "secretRef": {"name": "auth"},
+        }),
+    )
+    .await;
+    let source = |chart: &str| {
+        serde_json::json!({
+            "chart": chart, "interval": "1m",
+            "sourceRef": {"kind": "HelmRepository", "name": "charts"},
+        })
+    };
+    let mut podinfo = source("podinfo");
+    podinfo["version"] = "6.x".into();
+    create_chart(&env, &ns, "podinfo", podinfo).await;
+    create_chart(&env, &ns, "sealed", source("sealed-secrets")).await;
+    let mut missing = source("podinfo");
+    missing["version"] = "9.x".into();
+    create_chart(&env, &ns, "missing", missing).await;
+    let mut prod = source("podinfo");
+    prod["valuesFiles"] = serde_json::json!(["values.yaml", "values-prod.yaml"]);
+    create_chart(&env, &ns, "prod", prod).await;
+
+    let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
+    let pulled = wait_for(&api, "podinfo", "Ready=True", |o| ready_is(o, "True")).await;
+    let status = pulled.status.clone().unwrap();
+    let artifact = status.artifact.clone().unwrap();
+    assert_eq!(artifact.revision, "6.14.1");
+    assert_eq!(
+        artifact.path,
+        format!("helmchart/{ns}/podinfo/podinfo-6.14.1.tgz")
+    );
+    assert_eq!(
+        condition(&pulled, "Ready").unwrap(),
+        (
+            "True".into(),
+            "ChartPullSucceeded".into(),
+            "pulled 'podinfo' chart with version '6.14.1'".into()
+        )
+    );
+    assert_eq!(status.observed_chart_name.as_deref(), Some("podinfo"));
+    let repository = Api::<capstan_api::HelmRepository>::namespaced(env.client.clone(), &ns)
+        .get("charts")
+        .await
+        .unwrap();
+    assert_eq!(
+        status.observed_source_artifact_revision,
+        repository.status.unwrap().artifact.map(|a| a.revision)
+    );
+    // Without values files the chart is kept as Helm packaged it, byte for byte.
+    assert_eq!(
+        download(&artifact.url).await,
+        repo.file("podinfo-6.14.1.tgz")
+    );
+
+    let latest = wait_for(&api, "sealed", "Ready=True", |o| ready_is(o, "True")).await;
+    assert_eq!(
+        latest.status.unwrap().artifact.unwrap().revision,
+        "2.18.5",
+        "`*` is the latest"
+    );
+
+    let failed = wait_for(&api, "missing", "Ready=False", |o| ready_is(o, "False")).await;
+    let (_, reason, message) = condition(&failed, "Ready").unwrap();
+    assert_eq!(reason, "InvalidChartReference");
+    assert!(
+        message.contains("no 'podinfo' chart with version matching '9.x' found"),
+        "{message}"
+    );
+    assert!(
+        condition(&failed, "Stalled").is_some_and(|(s, ..)| s == "True"),
+        "a missing version waits for a spec change"
+    );
+    assert!(condition(&failed, "FetchFailed").is_some_and(|(s, ..)| s == "True"));
+
+    let packaged = wait_for(&api, "prod", "Ready=True", |o| ready_is(o, "True")).await;
+    let (_, reason, message) = condition(&packaged, "Ready").unwrap();
+    assert_eq!(reason, "ChartPackageSucceeded");
+    assert_eq!(
+        message,
+        "packaged 'podinfo' chart with version '6.14.1+1' and merged values files [values.yaml values-prod.yaml]"
+    );
+    let artifact = packaged.status.unwrap().artifact.unwrap();
+    assert_eq!(
+        artifact.revision, "6.14.1+1",
+        "values files add the generation as build metadata"
+    );
+    let bytes = download(&artifact.url).await;
+    let chart = capstan_helm::chart::load_archive(&bytes).unwrap();
+    assert_eq!(chart.metadata.version, "6.14.1+1");
+    let values = values_of(&bytes);
+    assert_eq!(values["hpa"]["enabled"], true, "values-prod.yaml overrides");
+    assert_eq!(values["redis"]["enabled"], true);
+    assert_eq!(
+        values["prefix"], "/",
+        "values.yaml listed first keeps the defaults"
+    );
+}
+
+const APP_CHART: &str = "apiVersion: v2
+name: app
+version: 1.0.0
+dependencies:
+  - name: podinfo
+    version: 6.x
+    repository: file://../podinfo
+";
+
+#[tokio::test]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
+async fn a_chart_from_git_with_a_file_dependency_values_files_and_the_revision_strategy() {
+    let env = Env::start().await;
+    let ns = env.namespace("helmchart-git").await;
+    let git = GitServer::start().await;
+    copy_dir(
+        &corpus("podinfo/src/charts/podinfo"),
+        &git.work().join("charts/podinfo"),
+    );
+    let app = git.work().join("charts/app");
+    std::fs::create_dir_all(app.join("templates")).unwrap();
+    std::fs::write(app.join("Chart.yaml"), APP_CHART).unwrap();
+    std::fs::write(
+        app.join("values.yaml"),
+        "greeting: hello\npodinfo:\n  replicaCount: 1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        app.join("templates/configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  greeting: {{ .Values.greeting }}\n",
+    )
+    .unwrap();
+    let commit = git.commit(
+        &[(
+            "envs/prod.yaml",
+            "greeting: prod\npodinfo:\n  replicaCount: 3\n",
+        )],
+        "charts",
+    );
+    env.create_git_repository(
+        &ns,
+        "repo",
+        serde_json::json!({
+            "url": git.url(), "interval": "1m", "ref": {"branch": "main"},
+        }),
+    )
+    .await;
+    create_chart(
+        &env,
+        &ns,
+        "app",
+        serde_json::json!({
+            "chart": "charts/app", "interval": "1m", "reconcileStrategy": "Revision",
+            "sourceRef": {"kind": "GitRepository", "name": "repo"},
+            "valuesFiles": ["charts/app/values.yaml", "envs/prod.yaml"],
+        }),
+    )
+    .await;
+    create_chart(
+        &env,
+        &ns,
+        "escape",
+        serde_json::json!({
+            "chart": "../../etc", "interval": "1m",
+            "sourceRef": {"kind": "GitRepository", "name": "repo"},
+        }),
+    )
+    .await;
+
+    let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
+    let ready = wait_for(&api, "app", "Ready=True", |o| ready_is(o, "True")).await;
+    let status = ready.status.clone().unwrap();
+    let artifact = status.artifact.clone().unwrap();
+    let version = format!("1.0.0+{}.1", &commit[..12]);
+    assert_eq!(
+        artifact.revision, version,
+        "Flux's Revision strategy: <version>+<12 hex>.<generation>"
+    );
+    assert_eq!(
+        artifact.path,
+        format!("helmchart/{ns}/app/app-{version}.tgz")
+    );
+    assert_eq!(
+        condition(&ready, "Ready").unwrap(),
+        (
+            "True".into(),
+            "ChartPackageSucceeded".into(),
+            format!(
+                "packaged 'app' chart with version '{version}' and merged values files [charts/app/values.yaml envs/prod.yaml]"
+            )
+        )
+    );
+    assert_eq!(
+        status.observed_source_artifact_revision,
+        Some(format!("main@sha1:{commit}"))
+    );
+    let bytes = download(&artifact.url).await;
+    let chart = capstan_helm::chart::load_archive(&bytes).unwrap();
+    assert_eq!(chart.metadata.version, version);
+    let dependencies: Vec<_> = chart
+        .dependencies
+        .iter()
+        .map(|c| (c.metadata.name.as_str(), c.metadata.version.as_str()))
+        .collect();
+    assert_eq!(
+        dependencies,
+        [("podinfo", "6.14.1")],
+        "the file:// dependency is packaged into charts/"
+    );
+    assert_eq!(chart.values["greeting"], "prod");
+    assert_eq!(
+        chart.values["podinfo"]["replicaCount"], 3.0,
+        "numbers read as Helm reads them (float64)"
+    );
+
+    // A new commit is a new revision: a new chart version.
+    let next = git.commit(&[("envs/prod.yaml", "greeting: again\n")], "values");
+    env.patch(
+        &ns,
+        "repo",
+        serde_json::json!({
+            "metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "next"}},
+        }),
+    )
+    .await;
+    let updated = wait_for(&api, "app", "the new revision", |o| {
+        o.status
+            .as_ref()
+            .and_then(|s| s.artifact.as_ref())
+            .is_some_and(|a| a.revision.contains(&next[..12]))
+    })
+    .await;
+    let bytes = download(&updated.status.unwrap().artifact.unwrap().url).await;
+    assert_eq!(values_of(&bytes)["greeting"], "again");
+
+    let refused = wait_for(&api, "escape", "Ready=False", |o| ready_is(o, "False")).await;
+    let (_, reason, message) = condition(&refused, "Ready").unwrap();
+    assert_eq!(reason, "InvalidChartReference");
+    assert!(message.contains("is outside the source"), "{message}");
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}

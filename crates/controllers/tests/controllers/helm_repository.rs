@@ -1,0 +1,232 @@
+//! The HelmRepository controller against a chart repository served over HTTP with basic auth,
+//! whose charts and `index.yaml` Helm's own SDK wrote (`helm package`, `helm repo index`).
+
+use std::collections::BTreeMap;
+
+use capstan_api::HelmRepository;
+use capstan_testkit::corpus;
+use capstan_testkit::helm_repo::{HelmRepoServer, sdk_repository};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, PostParams};
+use sha2::Digest as _;
+
+use crate::support::{Env, download, wait_for};
+
+pub const USER: &str = "chart-reader";
+pub const PASSWORD: &str = "s3cr3t-chart-pass";
+
+/// A chart repository of podinfo (../shared/corpus/podinfo) and sealed-secrets
+/// (../shared/corpus/helm-charts), packaged and indexed by Helm's SDK, served with basic auth.
+pub struct ChartRepository {
+    pub server: HelmRepoServer,
+    pub packages: Vec<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl ChartRepository {
+    pub async fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let podinfo = corpus("podinfo/src/charts/podinfo");
+        let sealed = corpus("helm-charts/sealed-secrets/chart");
+        let out = dir.path().join("repo");
+        let packages =
+            tokio::task::spawn_blocking(move || sdk_repository(&[&podinfo, &sealed], &out, None))
+                .await
+                .unwrap();
+        let server = HelmRepoServer::start(&dir.path().join("repo"), Some((USER, PASSWORD))).await;
+        Self {
+            server,
+            packages,
+            _dir: dir,
+        }
+    }
+
+    pub fn file(&self, name: &str) -> Vec<u8> {
+        std::fs::read(self.server.root().join(name)).unwrap()
+    }
+}
+
+pub fn condition(object: &HelmRepository, type_: &str) -> Option<(String, String, String)> {
+    object
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+pub async fn create_secret(env: &Env, namespace: &str, name: &str, data: &BTreeMap<&str, &str>) {
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "namespace": namespace},
+        "stringData": data,
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(env.client.clone(), namespace)
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+}
+
+pub async fn create_repository(env: &Env, namespace: &str, name: &str, spec: serde_json::Value) {
+    let object: HelmRepository = serde_json::from_value(serde_json::json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "HelmRepository",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }))
+    .unwrap();
+    Api::<HelmRepository>::namespaced(env.client.clone(), namespace)
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+fn ready_is(object: &HelmRepository, status: &str) -> bool {
+    condition(object, "Ready").is_some_and(|(s, ..)| s == status)
+}
+
+#[tokio::test]
+async fn the_index_helm_wrote_is_stored_and_a_wrong_password_is_reported_without_it() {
+    let env = Env::start().await;
+    let ns = env.namespace("helmrepo").await;
+    let repo = ChartRepository::start().await;
+    create_secret(
+        &env,
+        &ns,
+        "auth",
+        &BTreeMap::from([("username", USER), ("password", PASSWORD)]),
+    )
+    .await;
+    create_secret(
+        &env,
+        &ns,
+        "wrong",
+        &BTreeMap::from([("username", USER), ("password", "not-the-password")]),
+    )
+    .await;
+    create_repository(
+        &env,
+        &ns,
+        "charts",
+        serde_json::json!({
+            "url": repo.server.url(), "interval": "1m", "secretRef": {"name": "auth"},
+        }),
+    )
+    .await;
+    create_repository(&env, &ns, "refused", serde_json::json!({
+        "url": format!("{}/", repo.server.url()), "interval": "1m", "secretRef": {"name": "wrong"},
+    }))
+    .await;
+
+    let api: Api<HelmRepository> = Api::namespaced(env.client.clone(), &ns);
+    let ready = wait_for(&api, "charts", "Ready=True", |o| ready_is(o, "True")).await;
+    let index = repo.file("index.yaml");
+    let hex = hex_of(&sha2::Sha256::digest(&index));
+    let artifact = ready.status.as_ref().unwrap().artifact.clone().unwrap();
+    assert_eq!(
+        artifact.revision,
+        format!("sha256:{hex}"),
+        "Flux's revision: the digest of the index as served"
+    );
+    assert_eq!(
+        artifact.path,
+        format!("helmrepository/{ns}/charts/index-{hex}.yaml")
+    );
+    let (_, reason, message) = condition(&ready, "Ready").unwrap();
+    assert_eq!(reason, "Succeeded");
+    assert_eq!(message, format!("stored artifact: revision 'sha256:{hex}'"));
+    assert_eq!(
+        ready.status.as_ref().unwrap().url.as_deref(),
+        Some(artifact.url.as_str())
+    );
+    // The stored index lists what Helm packaged, and matches its digest.
+    let stored = download(&artifact.url).await;
+    assert_eq!(
+        artifact.digest,
+        format!("sha256:{}", hex_of(&sha2::Sha256::digest(&stored)))
+    );
+    let parsed = capstan_source::helm::index::Index::parse(&stored).unwrap();
+    assert_eq!(parsed.entries["podinfo"][0].version, "6.14.1");
+    assert_eq!(parsed.entries["sealed-secrets"][0].version, "2.18.5");
+    assert_eq!(repo.packages.len(), 2);
+
+    let refused = wait_for(&api, "refused", "Ready=False", |o| ready_is(o, "False")).await;
+    let (_, reason, message) = condition(&refused, "Ready").unwrap();
+    assert_eq!(reason, "Failed");
+    assert!(
+        message.starts_with("failed to fetch Helm repository index: "),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("{}/index.yaml", repo.server.url())),
+        "names the repository: {message}"
+    );
+    assert!(message.contains("401"), "{message}");
+    assert!(
+        !message.contains("not-the-password") && !message.contains(USER),
+        "no secret: {message}"
+    );
+    assert!(condition(&refused, "FetchFailed").is_some_and(|(s, ..)| s == "True"));
+    assert!(refused.status.as_ref().unwrap().artifact.is_none());
+}
+
+#[tokio::test]
+async fn an_index_that_is_not_yaml_is_an_error_not_an_empty_repository() {
+    let env = Env::start().await;
+    let ns = env.namespace("helmrepo-bad").await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("index.yaml"),
+        "<html><body>maintenance: [ }</body></html>\n",
+    )
+    .unwrap();
+    let server = HelmRepoServer::start(dir.path(), None).await;
+    create_repository(
+        &env,
+        &ns,
+        "broken",
+        serde_json::json!({"url": server.url(), "interval": "1m"}),
+    )
+    .await;
+    let api: Api<HelmRepository> = Api::namespaced(env.client.clone(), &ns);
+    let failed = wait_for(&api, "broken", "Ready=False", |o| ready_is(o, "False")).await;
+    let (_, reason, message) = condition(&failed, "Ready").unwrap();
+    assert_eq!(reason, "IndexationFailed");
+    assert!(
+        message.starts_with(
+            "failed to load Helm repository from index YAML: invalid Helm repository index from "
+        ),
+        "{message}"
+    );
+    assert!(!message.contains("no chart"), "{message}");
+    assert!(failed.status.as_ref().unwrap().artifact.is_none());
+}
+
+#[tokio::test]
+async fn an_oci_repository_is_static_and_ready_without_artifact() {
+    let env = Env::start().await;
+    let ns = env.namespace("helmrepo-oci").await;
+    create_repository(
+        &env,
+        &ns,
+        "oci",
+        serde_json::json!({
+            "url": "oci://127.0.0.1:5000/charts", "type": "oci",
+        }),
+    )
+    .await;
+    let api: Api<HelmRepository> = Api::namespaced(env.client.clone(), &ns);
+    let ready = wait_for(&api, "oci", "Ready=True", |o| ready_is(o, "True")).await;
+    let (_, _, message) = condition(&ready, "Ready").unwrap();
+    assert_eq!(message, "Helm repository is ready");
+    assert!(ready.status.as_ref().unwrap().artifact.is_none());
+}

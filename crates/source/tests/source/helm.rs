@@ -1,0 +1,294 @@
+//! Helm chart repositories and chart builds against a repository served over HTTP on
+//! 127.0.0.1 whose charts and `index.yaml` Helm's own SDK wrote.
+
+use std::path::Path;
+
+use capstan_source::helm::Error;
+use capstan_source::helm::build::{BuildErrorReason, BuildOptions, build_local};
+use capstan_source::helm::dependencies::DependencyOptions;
+use capstan_source::helm::repository::{ClientOptions, Repository};
+use capstan_testkit::corpus;
+use capstan_testkit::helm_repo::{HelmRepoServer, sdk_repository};
+use sha2::Digest as _;
+
+const USER: &str = "reader";
+const PASSWORD: &str = "hunter2-chart";
+
+fn hex_of(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+fn basic() -> ClientOptions {
+    ClientOptions {
+        basic_auth: Some((USER.to_owned(), PASSWORD.to_owned())),
+        ..ClientOptions::default()
+    }
+}
+
+async fn sdk_repo(dir: &Path, base_url: Option<String>) -> Vec<String> {
+    let podinfo = corpus("podinfo/src/charts/podinfo");
+    let out = dir.to_owned();
+    tokio::task::spawn_blocking(move || sdk_repository(&[&podinfo], &out, base_url.as_deref()))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_sdk_index_and_its_charts_are_read_with_basic_auth() {
+    let dir = tempfile::tempdir().unwrap();
+    let packages = sdk_repo(dir.path(), None).await;
+    assert_eq!(packages, ["podinfo-6.14.1.tgz"]);
+    let server = HelmRepoServer::start(dir.path(), Some((USER, PASSWORD))).await;
+
+    let repository = Repository::new(&server.url(), basic()).unwrap();
+    let fetched = repository.fetch_index().await.unwrap();
+    let served = std::fs::read(dir.path().join("index.yaml")).unwrap();
+    assert_eq!(
+        fetched.revision,
+        format!("sha256:{}", hex_of(&sha2::Sha256::digest(&served)))
+    );
+    let version = fetched.index.select("podinfo", "6.x").unwrap();
+    assert_eq!(version.version, "6.14.1");
+    assert!(
+        !version.digest.is_empty(),
+        "Helm writes the digest into the index"
+    );
+    let chart = repository.download_chart(version).await.unwrap();
+    assert_eq!(
+        chart.bytes,
+        std::fs::read(dir.path().join("podinfo-6.14.1.tgz")).unwrap()
+    );
+
+    // Refused without credentials; never showing them.
+    let anonymous = Repository::new(&server.url(), ClientOptions::default()).unwrap();
+    let error = anonymous.fetch_index().await.unwrap_err();
+    assert!(error.is_authentication(), "{error}");
+    let wrong = ClientOptions {
+        basic_auth: Some((USER.to_owned(), "wrong-pass".to_owned())),
+        ..ClientOptions::default()
+    };
+    let error = Repository::new(&server.url(), wrong)
+        .unwrap()
+        .fetch_index()
+        .await
+        .unwrap_err();
+    let message = capstan_source::redact::error_chain(&error);
+    assert!(
+        message.contains(&format!("{}/index.yaml", server.url())) && message.contains("401"),
+        "{message}"
+    );
+    assert!(!message.contains("wrong-pass"), "{message}");
+
+    // A chart that does not match the index's digest is refused.
+    std::fs::write(dir.path().join("podinfo-6.14.1.tgz"), b"tampered").unwrap();
+    let error = repository.download_chart(version).await.unwrap_err();
+    assert!(matches!(error, Error::DigestMismatch { .. }), "{error}");
+}
+
+#[tokio::test]
+async fn credentials_reach_chart_hosts_other_than_the_repository_only_with_pass_credentials() {
+    let charts = tempfile::tempdir().unwrap();
+    let index = tempfile::tempdir().unwrap();
+    let chart_server = HelmRepoServer::start(charts.path(), Some((USER, PASSWORD))).await;
+    sdk_repo(charts.path(), Some(chart_server.url())).await;
+    std::fs::copy(
+        charts.path().join("index.yaml"),
+        index.path().join("index.yaml"),
+    )
+    .unwrap();
+    let index_server = HelmRepoServer::start(index.path(), Some((USER, PASSWORD))).await;
+
+    let repository = Repository::new(&index_server.url(), basic()).unwrap();
+    let fetched = repository.fetch_index().await.unwrap();
+    let version = fetched.index.select("podinfo", "*").unwrap();
+    assert!(
+        version.urls[0].starts_with(&chart_server.url()),
+        "{:?}",
+        version.urls
+    );
+    let error = repository.download_chart(version).await.unwrap_err();
+    assert!(
+        matches!(error, Error::HttpStatus { status: 401, .. }),
+        "credentials stay with the repository host: {error}"
+    );
+
+    let passing = ClientOptions {
+        pass_credentials: true,
+        ..basic()
+    };
+    let repository = Repository::new(&index_server.url(), passing).unwrap();
+    assert!(repository.download_chart(version).await.is_ok());
+}
+
+#[tokio::test]
+async fn an_index_that_is_not_yaml_is_an_error_naming_the_url() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("index.yaml"), "<html>\n  not: [ an index\n").unwrap();
+    let server = HelmRepoServer::start(dir.path(), None).await;
+    let error = Repository::new(&server.url(), ClientOptions::default())
+        .unwrap()
+        .fetch_index()
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::InvalidIndex { .. }), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("{}/index.yaml", server.url())),
+        "{error}"
+    );
+}
+
+const APP_CHART: &str = "apiVersion: v2
+name: app
+version: 0.1.0
+dependencies:
+  - name: podinfo
+    version: '>=6.0.0'
+    repository: file://../podinfo
+";
+
+fn source_tree() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    copy_dir(
+        &corpus("podinfo/src/charts/podinfo"),
+        &root.path().join("charts/podinfo"),
+    );
+    let app = root.path().join("charts/app");
+    std::fs::create_dir_all(app.join("templates")).unwrap();
+    std::fs::write(app.join("Chart.yaml"), APP_CHART).unwrap();
+    std::fs::write(app.join("values.yaml"), "a: 1\nb: {c: 2}\n").unwrap();
+    std::fs::write(app.join("templates/cm.yaml"), "kind: ConfigMap\n").unwrap();
+    std::fs::write(root.path().join("prod.yaml"), "b: {d: 3}\n").unwrap();
+    root
+}
+
+#[tokio::test]
+async fn a_local_chart_is_built_with_its_file_dependency_values_and_version_metadata() {
+    let root = source_tree();
+    let options = BuildOptions {
+        values_files: vec![
+            "charts/app/values.yaml".into(),
+            "prod.yaml".into(),
+            "missing.yaml".into(),
+        ],
+        ignore_missing_values_files: true,
+        version_metadata: Some("abcdef012345.2".into()),
+    };
+    let built = build_local(
+        root.path(),
+        "charts/app",
+        &options,
+        &DependencyOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(built.version, "0.1.0+abcdef012345.2");
+    assert_eq!(built.file_name(), "app-0.1.0+abcdef012345.2.tgz");
+    assert_eq!(built.values_files, ["charts/app/values.yaml", "prod.yaml"]);
+    assert_eq!(built.dependencies.len(), 1);
+    let chart = capstan_helm::chart::load_archive(&built.bytes).unwrap();
+    assert_eq!(chart.metadata.version, "0.1.0+abcdef012345.2");
+    assert_eq!(chart.dependencies[0].metadata.name, "podinfo");
+    assert_eq!(
+        serde_json::Value::Object(chart.values),
+        serde_json::json!({"a": 1.0, "b": {"c": 2.0, "d": 3.0}})
+    );
+    // The source tree is left as it was.
+    assert!(!root.path().join("charts/app/charts").exists());
+
+    let strict = BuildOptions {
+        values_files: vec!["missing.yaml".into()],
+        ..BuildOptions::default()
+    };
+    let error = build_local(
+        root.path(),
+        "charts/app",
+        &strict,
+        &DependencyOptions::default(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.reason, BuildErrorReason::ValuesFilesMerge);
+    assert!(
+        error
+            .to_string()
+            .contains("no values file found at path 'missing.yaml'"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn nothing_outside_the_source_is_read() {
+    let root = source_tree();
+    let outside = tempfile::tempdir().unwrap();
+    copy_dir(
+        &corpus("podinfo/src/charts/podinfo"),
+        &outside.path().join("podinfo"),
+    );
+    let escape = format!(
+        "apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n  - name: podinfo\n    version: '*'\n    repository: file://../../../{}\n",
+        outside.path().file_name().unwrap().to_string_lossy()
+    );
+    std::fs::write(root.path().join("charts/app/Chart.yaml"), escape).unwrap();
+    let error = build_local(
+        root.path(),
+        "charts/app",
+        &BuildOptions::default(),
+        &DependencyOptions::default(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.reason, BuildErrorReason::DependencyBuild);
+    assert!(error.to_string().contains("outside the source"), "{error}");
+
+    let error = build_local(
+        root.path(),
+        "../x",
+        &BuildOptions::default(),
+        &DependencyOptions::default(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.reason, BuildErrorReason::ChartReference);
+
+    std::os::unix::fs::symlink(
+        outside.path(),
+        root.path().join("charts/app/templates/link"),
+    )
+    .unwrap();
+    std::fs::write(
+        root.path().join("charts/app/Chart.yaml"),
+        "apiVersion: v2\nname: app\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    let error = build_local(
+        root.path(),
+        "charts/app",
+        &BuildOptions::default(),
+        &DependencyOptions::default(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        error.to_string().contains("outside the source"),
+        "a link leaving the source: {error}"
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! A Helm chart repository served over plain HTTP on 127.0.0.1 ([`HelmRepoServer`]): the files
+//! of a directory (`index.yaml`, chart archives), optionally behind basic auth; and
+//! [`sdk_repository`], which has Helm's own SDK package charts and write their `index.yaml`,
+//! so the index Capstan reads is one Helm wrote.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use axum::http::{HeaderMap, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use tokio_util::sync::CancellationToken;
+
+/// A static file server for a chart repository directory; stopped on drop.
+#[derive(Debug)]
+pub struct HelmRepoServer {
+    root: PathBuf,
+    address: std::net::SocketAddr,
+    stop: CancellationToken,
+}
+
+impl HelmRepoServer {
+    /// Serves the files of `root` (re-read at every request, so tests may change them);
+    /// with `basic_auth`, every request must carry those credentials (401 otherwise).
+    pub async fn start(root: &Path, basic_auth: Option<(&str, &str)>) -> Self {
+        use base64::Engine as _;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("listen on 127.0.0.1");
+        let address = listener.local_addr().expect("the server address");
+        let expected = basic_auth.map(|(user, password)| {
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+            )
+        });
+        let served = root.to_owned();
+        let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
+            let served = served.clone();
+            let expected = expected.clone();
+            async move { serve(&served, expected.as_deref(), &uri, &headers) }
+        });
+        let stop = CancellationToken::new();
+        let cancelled = stop.clone();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { cancelled.cancelled().await })
+                .await;
+        });
+        Self {
+            root: root.to_owned(),
+            address,
+            stop,
+        }
+    }
+
+    /// `http://127.0.0.1:<port>` (no trailing slash).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// The directory served.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+impl Drop for HelmRepoServer {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+fn serve(root: &Path, expected: Option<&str>, uri: &Uri, headers: &HeaderMap) -> Response {
+    if let Some(expected) = expected {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        if given != Some(expected) {
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Basic realm=\"charts\"")],
+                "unauthorized",
+            )
+                .into_response();
+        }
+    }
+    let mut path = root.to_owned();
+    for segment in uri.path().split('/').filter(|s| !s.is_empty()) {
+        if segment == ".." || segment.starts_with('.') {
+            return StatusCode::NOT_FOUND.into_response();
+        }
+        path.push(segment);
+    }
+    match std::fs::read(&path) {
+        Ok(bytes) if path.is_file() => bytes.into_response(),
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// The Python of the Helm SDK (`.tools/helm-venv`, installed by `scripts/setup`).
+pub fn helm_python() -> PathBuf {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/helm-venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing; hint: run ./scripts/setup (it installs helm-python-sdk)",
+        python.display()
+    );
+    python
+}
+
+/// Packages each chart directory of `charts` with Helm's SDK (`helm package`) into `out`,
+/// then writes `out/index.yaml` with the SDK (`helm repo index`, entries relative to the
+/// repository unless `base_url` is given). Returns the archive file names.
+pub fn sdk_repository(charts: &[&Path], out: &Path, base_url: Option<&str>) -> Vec<String> {
+    std::fs::create_dir_all(out).expect("the repository directory");
+    let script = r"
+import json, os, sys
+import helm_python
+out = sys.argv[1]
+base_url = sys.argv[2] or None
+names = []
+for chart in sys.argv[3:]:
+    path = helm_python.package(chart, destination=out)
+    names.append(os.path.basename(path))
+helm_python.registry.repo_index_generate(out, base_url=base_url)
+print(json.dumps(names))
+";
+    let mut command = Command::new(helm_python());
+    command
+        .arg("-c")
+        .arg(script)
+        .arg(out)
+        .arg(base_url.unwrap_or(""));
+    for chart in charts {
+        command.arg(chart);
+    }
+    let output = command.output().expect("run the Helm SDK");
+    assert!(
+        output.status.success(),
+        "the Helm SDK failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().unwrap_or("[]");
+    serde_json::from_str(last).expect("the SDK's list of packages")
+}
