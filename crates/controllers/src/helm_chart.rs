@@ -48,12 +48,13 @@ use std::path::Path;
 use capstan_api::meta::Artifact;
 use capstan_api::source::v1::HelmRepositoryType;
 use capstan_api::source::v1::{HelmChartSourceKind, HelmChartStatus, ReconcileStrategy};
-use capstan_api::source::v1::{Source, condition, reason};
+use capstan_api::source::v1::{OciVerificationProvider, Source, condition, reason};
 use capstan_api::{Bucket, FluxKind, GitRepository, HelmChart, HelmRepository};
 use capstan_source::helm::build::{self, BuildError, BuildErrorReason, BuildOptions, Built};
 use capstan_source::helm::dependencies::DependencyOptions;
 use capstan_source::helm::index::{Index, normalize_url};
 use capstan_source::helm::repository::Repository;
+use capstan_source::oci::{Credentials as RegistryCredentials, PublicKey, RegistryOptions};
 use capstan_source::redact::error_chain;
 use capstan_source::storage::Storage;
 use futures::stream::BoxStream;
@@ -61,7 +62,7 @@ use kube::ResourceExt;
 use kube::api::ListParams;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::error::{ErrorClass, ReconcileError};
+use crate::error::{ErrorClass, ReconcileError, SecretError};
 use crate::runtime::depends::{ObjectKey, References};
 use crate::runtime::triggers::{self, WatchedKind};
 use crate::runtime::{ConditionStatus, Reconciler, Step, StepContext, StepFuture, StepOutcome};
@@ -162,16 +163,28 @@ impl Reconciler for HelmChartReconciler {
 /// The source of a chart: the object's artifact and, for a HelmRepository, the object.
 enum ChartSource {
     Repository(Box<HelmRepository>),
+    Oci(Box<HelmRepository>),
     Tarball(Artifact),
 }
 
 fn build_step(cx: &mut StepContext<HelmChartReconciler>) -> StepFuture<'_> {
     Box::pin(async move {
-        if cx.object.spec.verify.is_some() {
+        if cx.object.spec.verify.is_none() {
+            cx.remove_condition(condition::SOURCE_VERIFIED);
+        } else if let Some(refusal) = unsupported_verification(&cx.object) {
             return Err(ReconcileError::stalled(
                 capstan_api::meta::reason::FEATURE_GATE_DISABLED,
-                "spec.verify not supported by this controller yet",
+                refusal,
             ));
+        }
+        // A failed verification is checked again at every reconcile.
+        if cx
+            .status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == condition::SOURCE_VERIFIED && c.status == "False")
+        {
+            cx.remove_condition(condition::SOURCE_VERIFIED);
         }
         let Some(source) = get_source(cx).await? else {
             let kind = cx.object.source().map(|s| s.kind).unwrap_or_default();
@@ -193,6 +206,7 @@ fn build_step(cx: &mut StepContext<HelmChartReconciler>) -> StepFuture<'_> {
         };
         let result = match source {
             ChartSource::Repository(repository) => from_repository(cx, &repository).await,
+            ChartSource::Oci(repository) => from_oci(cx, &repository).await,
             ChartSource::Tarball(artifact) => from_tarball(cx, &artifact).await,
         };
         match result {
@@ -281,12 +295,7 @@ async fn get_source(
                 Err(error) => return Err(unavailable(cx, error)),
             };
             if repository.repository_type() == HelmRepositoryType::Oci {
-                return Err(ReconcileError::stalled(
-                    capstan_api::meta::reason::FEATURE_GATE_DISABLED,
-                    format!(
-                        "charts from the OCI HelmRepository '{name}' are not supported by this controller yet: use an OCIRepository as the HelmRelease's chartRef"
-                    ),
-                ));
+                return Ok(Some(ChartSource::Oci(Box::new(repository))));
             }
             let Some(artifact) = Source::artifact(&repository).cloned() else {
                 return Ok(None);
@@ -369,6 +378,16 @@ async fn from_repository(
     let Some(artifact) = Source::artifact(repository).cloned() else {
         return Ok(());
     };
+    if cx.object.spec.verify.is_some() {
+        return Err(BuildError::new(
+            BuildErrorReason::ChartVerification,
+            capstan_source::helm::Error::chart(
+                "verification not supported",
+                "only charts from an OCI HelmRepository can be verified",
+            ),
+        )
+        .into());
+    }
     let reference = |e| BuildError::new(BuildErrorReason::ChartReference, e);
     let index = {
         let path = storage.local_path(&artifact.path).map_err(|e| {
@@ -500,6 +519,316 @@ async fn from_tarball(
     }
     cx.state.built = Some(built);
     Ok(())
+}
+
+/// Verification this controller cannot do: keyless cosign and notation; `None` when
+/// `spec.verify` can be honoured.
+fn unsupported_verification(object: &HelmChart) -> Option<String> {
+    let verify = object.spec.verify.as_ref()?;
+    if verify.provider == Some(OciVerificationProvider::Notation) {
+        return Some("spec.verify.provider 'notation' not supported by this controller yet".into());
+    }
+    if verify.secret_ref.is_none() {
+        return Some(
+            "failed to verify the signature using provider 'cosign keyless': keyless verification \
+             is not supported yet; set spec.verify.secretRef to a Secret with cosign public keys"
+                .into(),
+        );
+    }
+    None
+}
+
+/// The registry options of an OCI HelmRepository: `spec.insecure`, `username`/`password` (or
+/// `.dockerconfigjson`) of `spec.secretRef` and `ca.crt` of `spec.certSecretRef`.
+async fn registry_options(
+    client: &kube::Client,
+    repository: &HelmRepository,
+) -> Result<RegistryOptions, SecretError> {
+    let namespace = repository.namespace().unwrap_or_default();
+    let spec = &repository.spec;
+    let mut options = RegistryOptions {
+        insecure: spec.insecure.unwrap_or(false),
+        ..RegistryOptions::default()
+    };
+    if let Some(secret_ref) = &spec.secret_ref {
+        let data =
+            crate::helm_repository::secret_data(client, &namespace, &secret_ref.name).await?;
+        let secret = format!("{namespace}/{}", secret_ref.name);
+        let text = |key: &str| {
+            data.get(key)
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+        };
+        if let (Some(username), Some(password)) = (text("username"), text("password")) {
+            options.credentials = Some(RegistryCredentials { username, password });
+        } else if let Some(config) = data.get(".dockerconfigjson") {
+            let host = spec
+                .url
+                .trim_start_matches("oci://")
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            options.credentials =
+                RegistryCredentials::from_docker_config(config, &host).map_err(|source| {
+                    SecretError::Invalid {
+                        secret: secret.clone(),
+                        source: Box::new(source),
+                    }
+                })?;
+        } else {
+            return Err(SecretError::Unusable {
+                secret,
+                problem: "holds neither 'username' and 'password' nor '.dockerconfigjson'".into(),
+            });
+        }
+    }
+    if let Some(cert_ref) = &spec.cert_secret_ref {
+        let data = crate::helm_repository::secret_data(client, &namespace, &cert_ref.name).await?;
+        if let Some(ca) = data.get("ca.crt") {
+            options.ca_certificates.push(ca.clone());
+        }
+    }
+    Ok(options)
+}
+
+/// A chart pull error from the OCI client, as a build error (auth failures recognised).
+fn oci_failure(
+    reason: BuildErrorReason,
+    context: &str,
+    error: &capstan_source::helm::oci::Error,
+) -> BuildError {
+    BuildError::new(
+        reason,
+        capstan_source::helm::Error::chart(context, error_chain(error)),
+    )
+}
+
+/// Whether an OCI failure reads as refused credentials or TLS trouble (Flux matches the text).
+fn is_auth_failure(message: &str) -> bool {
+    let lower = message.to_lowercase();
+    [
+        "401",
+        "unauthorized",
+        "authentication required",
+        "tls",
+        "unknown certificate authority",
+    ]
+    .iter()
+    .any(|needle| lower.contains(needle))
+}
+
+/// The chart version of `reference` that `wanted` selects among the registry's tags.
+async fn resolve_oci_version(
+    cx: &mut StepContext<HelmChartReconciler>,
+    reference: &str,
+    wanted: &str,
+    registry: &RegistryOptions,
+) -> Result<String, Failure> {
+    let spec = cx.object.spec.clone();
+    let versions = capstan_source::helm::oci::list_versions(reference, registry)
+        .await
+        .map_err(|e| {
+            auth_or(
+                cx,
+                oci_failure(
+                    BuildErrorReason::ChartPull,
+                    "failed to get chart version for remote reference",
+                    &e,
+                ),
+            )
+        })?;
+    let chosen = capstan_source::helm::oci::select_version(&versions, wanted)
+        .map_err(|e| {
+            oci_failure(
+                BuildErrorReason::ChartReference,
+                "failed to get chart version for remote reference",
+                &e,
+            )
+        })?
+        .ok_or_else(|| {
+            BuildError::new(
+                BuildErrorReason::ChartReference,
+                capstan_source::helm::Error::chart(
+                    "failed to get chart version for remote reference",
+                    capstan_source::helm::Error::NoChartVersion {
+                        name: spec.chart.clone(),
+                        version: if wanted.is_empty() {
+                            "*".to_owned()
+                        } else {
+                            wanted.to_owned()
+                        },
+                    },
+                ),
+            )
+        })?;
+    Ok(chosen)
+}
+
+async fn from_oci(
+    cx: &mut StepContext<HelmChartReconciler>,
+    repository: &HelmRepository,
+) -> Result<(), Failure> {
+    let registry = registry_options(&cx.client, repository)
+        .await
+        .map_err(|error| {
+            let message = error_chain(&error);
+            fetch_failed(
+                cx,
+                ErrorClass::Transient,
+                reason::AUTHENTICATION_FAILED,
+                message,
+            )
+            .with_source(error)
+        })?;
+    let spec = cx.object.spec.clone();
+    let reference = format!(
+        "{}/{}",
+        repository.spec.url.trim_end_matches('/'),
+        spec.chart
+    );
+    let wanted = spec.version.clone().unwrap_or_default();
+    let chosen = resolve_oci_version(cx, &reference, &wanted, &registry).await?;
+    let options = build_options(cx, None);
+    let mut expected = chosen.clone();
+    if let Some(metadata) = &options.version_metadata {
+        expected = build::with_metadata(&expected, metadata)
+            .map_err(|e| BuildError::new(BuildErrorReason::ChartMetadataPatch, e))?;
+    }
+    let tagged = format!("{reference}:{}", capstan_source::helm::oci::tag_of(&chosen));
+    let verified_for_generation = cx.status.conditions.iter().any(|c| {
+        c.type_ == condition::SOURCE_VERIFIED
+            && c.status == "True"
+            && c.observed_generation == cx.object.metadata.generation
+    });
+    if cached(cx, &spec.chart, &expected) && (spec.verify.is_none() || verified_for_generation) {
+        keep(
+            cx,
+            &spec.chart,
+            &expected,
+            options.version_metadata.is_some(),
+        );
+        return Ok(());
+    }
+    // Verify before anything is downloaded, and pull the digest that verified.
+    let pull_reference = if spec.verify.is_some() {
+        let digest = verify_chart(cx, &tagged, &chosen, &registry).await?;
+        format!("{reference}@{digest}")
+    } else {
+        tagged
+    };
+    let limit = capstan_source::helm::MAX_CHART_SIZE
+        .min(cx.reconciler.storage().limits().max_archive_bytes);
+    let pulled = capstan_source::helm::oci::pull(&pull_reference, "", &registry, limit)
+        .await
+        .map_err(|e| {
+            auth_or(
+                cx,
+                oci_failure(
+                    BuildErrorReason::ChartPull,
+                    "failed to download chart for remote reference",
+                    &e,
+                ),
+            )
+        })?;
+    let mut built = build::build_remote(pulled.bytes, &options).await?;
+    built.version = expected;
+    cx.state.built = Some(built);
+    Ok(())
+}
+
+/// A pull failure that reads as an authentication failure is reported as Flux does
+/// (`AuthenticationFailed`); others keep their build reason.
+fn auth_or(cx: &mut StepContext<HelmChartReconciler>, error: BuildError) -> Failure {
+    let message = error.to_string();
+    if is_auth_failure(&message) {
+        let message = format!("failed to authenticate with the Helm repository: {message}");
+        return Failure::Reconcile(fetch_failed(
+            cx,
+            ErrorClass::Transient,
+            reason::AUTHENTICATION_FAILED,
+            message,
+        ));
+    }
+    Failure::Build(error)
+}
+
+/// Verifies the cosign signature of `reference` (a tag) with the keys of
+/// `spec.verify.secretRef`; sets `SourceVerified` and returns the verified digest.
+async fn verify_chart(
+    cx: &mut StepContext<HelmChartReconciler>,
+    reference: &str,
+    version: &str,
+    registry: &RegistryOptions,
+) -> Result<String, Failure> {
+    let secret_name = cx
+        .object
+        .spec
+        .verify
+        .as_ref()
+        .and_then(|v| v.secret_ref.as_ref())
+        .map(|s| s.name.clone())
+        .unwrap_or_default();
+    let namespace = cx.namespace();
+    let keys = match crate::helm_repository::secret_data(&cx.client, &namespace, &secret_name).await
+    {
+        Ok(data) => {
+            let secret = format!("{namespace}/{secret_name}");
+            let keys: Result<Vec<PublicKey>, String> = data
+                .iter()
+                .filter(|(name, _)| name.ends_with(crate::oci_repository::PUBLIC_KEY_SUFFIX))
+                .map(|(name, pem)| {
+                    PublicKey::from_pem(name, pem)
+                        .map_err(|e| format!("secret '{secret}': {}", error_chain(&e)))
+                })
+                .collect();
+            match keys {
+                Ok(keys) if keys.is_empty() => Err(format!(
+                    "secret '{secret}' has no cosign public keys (keys named *.pub)"
+                )),
+                other => other,
+            }
+        }
+        Err(error) => Err(error_chain(&error)),
+    };
+    let outcome = match keys {
+        Ok(keys) => capstan_source::oci::verify(reference, &keys, registry)
+            .await
+            .map_err(|e| error_chain(&e)),
+        Err(message) => Err(message),
+    };
+    match outcome {
+        Ok(verified) => {
+            cx.set_condition(
+                condition::SOURCE_VERIFIED,
+                ConditionStatus::True,
+                capstan_api::meta::reason::SUCCEEDED,
+                &format!("verified signature of version {version}"),
+            );
+            Ok(verified.digest.to_string())
+        }
+        Err(message) => {
+            let message = format!(
+                "chart verification error: failed to verify the signature using provider 'cosign': {message}"
+            );
+            cx.set_condition(
+                condition::SOURCE_VERIFIED,
+                ConditionStatus::False,
+                reason::VERIFICATION_ERROR,
+                &message,
+            );
+            cx.remove_condition(condition::FETCH_FAILED);
+            cx.set_condition(
+                condition::BUILD_FAILED,
+                ConditionStatus::True,
+                BuildErrorReason::ChartVerification.reason(),
+                &message,
+            );
+            Err(Failure::Reconcile(ReconcileError::transient(
+                BuildErrorReason::ChartVerification.reason(),
+                message,
+            )))
+        }
+    }
 }
 
 /// Flux's revision metadata: the first 12 hex characters of the source revision's digest

@@ -311,3 +311,116 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
         }
     }
 }
+
+#[tokio::test]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
+async fn charts_from_an_oci_helm_repository_verified_with_cosign() {
+    use capstan_source::oci::{Credentials, RegistryOptions, SigningKey};
+    use capstan_testkit::{REGISTRY_PASSWORD, REGISTRY_USER, Registry};
+
+    let env = Env::start().await;
+    let ns = env.namespace("helmchart-oci").await;
+    let registry = Registry::start_with_auth().await;
+    let options = RegistryOptions {
+        credentials: Some(Credentials {
+            username: REGISTRY_USER.to_owned(),
+            password: REGISTRY_PASSWORD.to_owned(),
+        }),
+        insecure: true,
+        ..RegistryOptions::default()
+    };
+    let remote = format!("oci://{}/charts", registry.address);
+    let podinfo =
+        capstan_helm::chart::package::package(&corpus("podinfo/src/charts/podinfo")).unwrap();
+    let sealed =
+        capstan_helm::chart::package::package(&corpus("helm-charts/sealed-secrets/chart")).unwrap();
+    let pushed = capstan_source::helm::oci::push(&podinfo.bytes, &remote, None, &options)
+        .await
+        .unwrap();
+    capstan_source::helm::oci::push(&sealed.bytes, &remote, None, &options)
+        .await
+        .unwrap();
+    let key = SigningKey::generate();
+    capstan_source::oci::sign(
+        &format!("{remote}/podinfo@{}", pushed.digest),
+        &key,
+        &options,
+    )
+    .await
+    .unwrap();
+
+    create_secret(
+        &env,
+        &ns,
+        "registry",
+        &BTreeMap::from([("username", REGISTRY_USER), ("password", REGISTRY_PASSWORD)]),
+    )
+    .await;
+    let public = key.public_key("cosign.pub").to_pem();
+    create_secret(
+        &env,
+        &ns,
+        "cosign",
+        &BTreeMap::from([("cosign.pub", public.as_str())]),
+    )
+    .await;
+    create_repository(
+        &env,
+        &ns,
+        "oci",
+        serde_json::json!({
+            "url": remote, "type": "oci", "insecure": true, "secretRef": {"name": "registry"},
+        }),
+    )
+    .await;
+    let chart = |name: &str| {
+        serde_json::json!({
+            "chart": name, "interval": "1m", "version": "*",
+            "sourceRef": {"kind": "HelmRepository", "name": "oci"},
+            "verify": {"provider": "cosign", "secretRef": {"name": "cosign"}},
+        })
+    };
+    create_chart(&env, &ns, "podinfo", chart("podinfo")).await;
+    create_chart(&env, &ns, "unsigned", chart("sealed-secrets")).await;
+
+    let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
+    let ready = wait_for(&api, "podinfo", "Ready=True", |o| ready_is(o, "True")).await;
+    assert_eq!(
+        condition(&ready, "Ready").unwrap(),
+        (
+            "True".into(),
+            "ChartPullSucceeded".into(),
+            "pulled 'podinfo' chart with version '6.14.1'".into()
+        )
+    );
+    assert_eq!(
+        condition(&ready, "SourceVerified").unwrap(),
+        (
+            "True".into(),
+            "Succeeded".into(),
+            "verified signature of version 6.14.1".into()
+        )
+    );
+    let artifact = ready.status.unwrap().artifact.unwrap();
+    assert_eq!(artifact.revision, "6.14.1");
+    assert_eq!(
+        download(&artifact.url).await,
+        podinfo.bytes,
+        "the pushed chart, byte for byte"
+    );
+
+    let refused = wait_for(&api, "unsigned", "Ready=False", |o| ready_is(o, "False")).await;
+    let (status, reason, message) = condition(&refused, "SourceVerified").unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "VerificationError")
+    );
+    assert!(
+        message.contains("failed to verify the signature using provider 'cosign'"),
+        "{message}"
+    );
+    assert!(
+        refused.status.unwrap().artifact.is_none(),
+        "an unverified chart is never stored"
+    );
+}

@@ -579,8 +579,8 @@ fn copy_dir(
     Ok(())
 }
 
-/// Packages the chart directory `dir` as `helm package` does (the one place this module
-/// packages; the writer is `capstan-helm`'s once it lands).
+/// Packages the chart directory `dir` as `helm package` does (`capstan-helm`'s writer), every
+/// entry stamped with one time so the same chart gives the same bytes.
 pub async fn package_dir(dir: PathBuf) -> Result<Package> {
     tokio::task::spawn_blocking(move || package_dir_blocking(&dir))
         .await
@@ -588,74 +588,26 @@ pub async fn package_dir(dir: PathBuf) -> Result<Package> {
 }
 
 fn package_dir_blocking(dir: &Path) -> Result<Package> {
-    interim_package(dir)
-}
-
-/// A minimal `helm package` until `capstan_helm::chart::package` lands: the files Helm's
-/// loader keeps (`.helmignore` honoured), under `<name>/`, in a gzip tarball.
-fn interim_package(dir: &Path) -> Result<Package> {
-    let chart = capstan_helm::chart::load(dir)
-        .map_err(|e| Error::chart(format!("cannot load chart at '{}'", dir.display()), e))?;
-    let name = chart.metadata.name.clone();
-    let version = chart.metadata.version.clone();
-    let rules = match std::fs::read_to_string(dir.join(".helmignore")) {
-        Ok(text) => capstan_helm::chart::IgnoreRules::parse(&text),
-        Err(_) => capstan_helm::chart::IgnoreRules::parse(""),
-    }
-    .map_err(|e| Error::chart("cannot read .helmignore", e))?;
-    let mut files = Vec::new();
-    collect_files(dir, dir, &rules, &mut files)?;
-    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    let mut tar = tar::Builder::new(gz);
-    for (relative, path) in files {
-        let data = std::fs::read(&path).map_err(|e| Error::io("read", &path, e))?;
-        let mut header = tar::Header::new_gnu();
-        header.set_size(data.len() as u64);
-        header.set_mode(0o644);
-        header.set_mtime(0);
-        header.set_entry_type(tar::EntryType::Regular);
-        tar.append_data(&mut header, format!("{name}/{relative}"), &data[..])
-            .map_err(|e| Error::io("package", &path, e))?;
-    }
-    let gz = tar.into_inner().map_err(|e| Error::io("package", dir, e))?;
-    let bytes = gz.finish().map_err(|e| Error::io("package", dir, e))?;
+    // One time stamp on every entry: the same chart gives the same bytes (and digest).
+    let options = capstan_helm::chart::package::Options {
+        source_date_epoch: Some(0),
+        ..capstan_helm::chart::package::Options::default()
+    };
+    let package = capstan_helm::chart::package::package_with(dir, &options).map_err(|e| {
+        Error::chart(
+            format!(
+                "cannot package chart '{}'",
+                dir.file_name().unwrap_or_default().to_string_lossy()
+            ),
+            e,
+        )
+    })?;
     Ok(Package {
-        file_name: format!("{name}-{version}.tgz"),
-        bytes,
-        name,
-        version,
+        file_name: package.file_name,
+        bytes: package.bytes,
+        name: package.name,
+        version: package.version,
     })
-}
-
-fn collect_files(
-    root: &Path,
-    dir: &Path,
-    rules: &capstan_helm::chart::IgnoreRules,
-    out: &mut Vec<(String, PathBuf)>,
-) -> Result<()> {
-    let mut children: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| Error::io("read directory", dir, e))?
-        .filter_map(std::result::Result::ok)
-        .collect();
-    children.sort_by_key(std::fs::DirEntry::file_name);
-    for child in children {
-        let path = child.path();
-        let relative = path
-            .strip_prefix(root)
-            .unwrap_or(&path)
-            .to_string_lossy()
-            .replace('\\', "/");
-        let is_dir = path.is_dir();
-        if rules.ignored(&relative, is_dir) {
-            continue;
-        }
-        if is_dir {
-            collect_files(root, &path, rules, out)?;
-        } else if path.is_file() {
-            out.push((relative, path));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
