@@ -72,6 +72,8 @@ pub struct Target {
     pub name: String,
     /// The release namespace.
     pub namespace: String,
+    /// Whether the target is another cluster than the controller's (`spec.kubeConfig`).
+    pub remote: bool,
 }
 
 impl Target {
@@ -129,13 +131,15 @@ pub(super) async fn reconcile(cx: &mut Cx) -> Result<StepOutcome, ReconcileError
     if let Some(last) = last.as_ref()
         && last.status().is_pending()
         && let Some(wait) = cx.wait_in_flight(&wait_key(last))
+        && let Progress::Pending(outcome) =
+            Box::pin(resume(cx, &target, last.clone(), wait)).await?
     {
-        return resume(cx, &target, last.clone(), wait).await;
+        return Ok(outcome);
     }
     for _ in 0..8 {
-        let state = determine(cx, &target, &chart, &values).await?;
+        let state = Box::pin(determine(cx, &target, &chart, &values)).await?;
         tracing::debug!(?state, "release state");
-        match act(cx, &target, &chart, &values, state).await? {
+        match Box::pin(act(cx, &target, &chart, &values, state)).await? {
             Progress::Continue => {}
             Progress::Pending(outcome) => return Ok(outcome),
             Progress::Done => return Ok(StepOutcome::next()),
@@ -404,13 +408,13 @@ async fn act(
         ReleaseState::InSync => {
             if let Some(token) = forced {
                 cx.status.last_handled_force_at = Some(token);
-                return upgrade(cx, target, chart, values).await;
+                return Box::pin(upgrade(cx, target, chart, values)).await;
             }
             in_sync(cx);
             Ok(Progress::Done)
         }
         ReleaseState::Locked(release) => {
-            unlock(cx, target, *release).await?;
+            Box::pin(unlock(cx, target, *release)).await?;
             Ok(Progress::Continue)
         }
         ReleaseState::Absent => {
@@ -421,12 +425,12 @@ async fn act(
                     return Err(exceeded(cx, "install"));
                 }
             }
-            install(cx, target, chart, values).await
+            Box::pin(install(cx, target, chart, values)).await
         }
         ReleaseState::Unmanaged(why) => {
             tracing::info!(reason = %why, "release not managed by this object: upgrading");
             cx.status.history.clear();
-            upgrade(cx, target, chart, values).await
+            Box::pin(upgrade(cx, target, chart, values)).await
         }
         ReleaseState::OutOfSync(why) => {
             tracing::info!(reason = %why, "release out of sync");
@@ -437,14 +441,14 @@ async fn act(
                     return Err(exceeded(cx, "upgrade"));
                 }
             }
-            upgrade(cx, target, chart, values).await
+            Box::pin(upgrade(cx, target, chart, values)).await
         }
         ReleaseState::Untested => {
-            test(cx, target).await?;
+            Box::pin(test(cx, target)).await?;
             Ok(Progress::Continue)
         }
-        ReleaseState::Drifted(drifts) => drifted(cx, target, drifts).await,
-        ReleaseState::Failed => remediate(cx, target, chart, values, forced).await,
+        ReleaseState::Drifted(drifts) => Box::pin(drifted(cx, target, drifts)).await,
+        ReleaseState::Failed => Box::pin(remediate(cx, target, chart, values, forced)).await,
     }
 }
 
@@ -518,7 +522,7 @@ async fn remediate(
     forced: Option<String>,
 ) -> Result<Progress, ReconcileError> {
     let Some(action) = cx.status.last_attempted_release_action else {
-        return upgrade(cx, target, chart, values).await;
+        return Box::pin(upgrade(cx, target, chart, values)).await;
     };
     if cx
         .object
@@ -527,14 +531,14 @@ async fn remediate(
         .flatten()
         .is_some()
     {
-        return upgrade(cx, target, chart, values).await;
+        return Box::pin(upgrade(cx, target, chart, values)).await;
     }
     if failure_count(cx, action) <= 0 {
-        return upgrade(cx, target, chart, values).await;
+        return Box::pin(upgrade(cx, target, chart, values)).await;
     }
     if let Some(token) = forced {
         cx.status.last_handled_force_at = Some(token);
-        return upgrade(cx, target, chart, values).await;
+        return Box::pin(upgrade(cx, target, chart, values)).await;
     }
     let (_, remediate_last) = remediation_of(&cx.object, action);
     if retries_exhausted(cx, action) && !remediate_last {
@@ -603,47 +607,54 @@ async fn remediate(
                     "cannot remediate failed release: missing target release for rollback",
                 ));
             };
-            rollback(cx, target, &last, previous).await
+            Box::pin(rollback(cx, target, &last, previous)).await
         }
-        RemediationStrategy::Uninstall => {
-            let message = match uninstall(cx, target, last.clone(), true).await {
-                Ok(()) => {
-                    let message = format!(
-                        "Helm uninstall remediation for release {} with chart {} succeeded",
-                        status::full_name(&last),
-                        status::versioned_chart(&last)
-                    );
-                    set(
-                        cx,
-                        condition::REMEDIATED,
-                        true,
-                        reason::UNINSTALL_SUCCEEDED,
-                        &message,
-                    );
-                    event(cx, EventType::Normal, reason::UNINSTALL_SUCCEEDED, &message).await;
-                    message
-                }
-                Err(error) => {
-                    let message = format!(
-                        "Helm uninstall remediation for release {} with chart {} failed: {error}",
-                        status::full_name(&last),
-                        status::versioned_chart(&last)
-                    );
-                    set(
-                        cx,
-                        condition::REMEDIATED,
-                        false,
-                        reason::UNINSTALL_FAILED,
-                        &message,
-                    );
-                    event(cx, EventType::Warning, reason::UNINSTALL_FAILED, &message).await;
-                    return Err(ReconcileError::transient(reason::UNINSTALL_FAILED, message));
-                }
-            };
-            tracing::info!(%message, "remediated");
-            Ok(Progress::Continue)
-        }
+        RemediationStrategy::Uninstall => Box::pin(uninstall_remediation(cx, target, last)).await,
     }
+}
+
+/// Flux's uninstall remediation of a failed release; the loop then installs again.
+async fn uninstall_remediation(
+    cx: &mut Cx,
+    target: &Target,
+    last: Release,
+) -> Result<Progress, ReconcileError> {
+    let message = match Box::pin(uninstall(cx, target, last.clone(), true)).await {
+        Ok(()) => {
+            let message = format!(
+                "Helm uninstall remediation for release {} with chart {} succeeded",
+                status::full_name(&last),
+                status::versioned_chart(&last)
+            );
+            set(
+                cx,
+                condition::REMEDIATED,
+                true,
+                reason::UNINSTALL_SUCCEEDED,
+                &message,
+            );
+            event(cx, EventType::Normal, reason::UNINSTALL_SUCCEEDED, &message).await;
+            message
+        }
+        Err(error) => {
+            let message = format!(
+                "Helm uninstall remediation for release {} with chart {} failed: {error}",
+                status::full_name(&last),
+                status::versioned_chart(&last)
+            );
+            set(
+                cx,
+                condition::REMEDIATED,
+                false,
+                reason::UNINSTALL_FAILED,
+                &message,
+            );
+            event(cx, EventType::Warning, reason::UNINSTALL_FAILED, &message).await;
+            return Err(ReconcileError::transient(reason::UNINSTALL_FAILED, message));
+        }
+    };
+    tracing::info!(%message, "remediated");
+    Ok(Progress::Continue)
 }
 
 /// Whether `Remediated` already speaks of a remediation after `last` failed.
@@ -946,7 +957,10 @@ async fn render_release(
     revision: i64,
     is_upgrade: bool,
 ) -> Result<Rendered, String> {
-    let cluster: ClusterInfo = cx.reconciler.cluster_info(target.client()).await;
+    let cluster: ClusterInfo = cx
+        .reconciler
+        .cluster_info(target.client(), target.remote)
+        .await;
     let object = cx.object.clone();
     let chart = chart.clone();
     let values = values.clone();
@@ -990,14 +1004,14 @@ async fn install(
     let rendered = match render_release(cx, target, chart, values, version, false).await {
         Ok(rendered) => rendered,
         Err(error) => {
-            fail(
+            Box::pin(fail(
                 cx,
                 target,
                 None,
                 &settings,
                 &error,
                 &chart_label(Some(chart)),
-            )
+            ))
             .await?;
             return Ok(Progress::Continue);
         }
@@ -1009,7 +1023,7 @@ async fn install(
         .create(&record)
         .await
         .map_err(storage_error)?;
-    deploy(cx, target, record, &rendered.crds, &settings, None).await
+    Box::pin(deploy(cx, target, record, &rendered.crds, &settings, None)).await
 }
 
 async fn upgrade(
@@ -1027,7 +1041,7 @@ async fn upgrade(
         .await
         .map_err(storage_error)?
     else {
-        return install(cx, target, chart, values).await;
+        return Box::pin(install(cx, target, chart, values)).await;
     };
     let previous = target
         .storage
@@ -1052,14 +1066,14 @@ async fn upgrade(
     let rendered = match render_release(cx, target, chart, &values, version, true).await {
         Ok(rendered) => rendered,
         Err(error) => {
-            fail(
+            Box::pin(fail(
                 cx,
                 target,
                 None,
                 &settings,
                 &error,
                 &chart_label(Some(chart)),
-            )
+            ))
             .await?;
             return Ok(Progress::Continue);
         }
@@ -1079,14 +1093,14 @@ async fn upgrade(
         .await
         .map_err(storage_error)?;
     let previous_manifest = previous.map_or(last.manifest, |p| p.manifest);
-    deploy(
+    Box::pin(deploy(
         cx,
         target,
         record,
         &rendered.crds,
         &settings,
         Some(&previous_manifest),
-    )
+    ))
     .await
 }
 
@@ -1114,7 +1128,15 @@ async fn rollback(
         .create(&record)
         .await
         .map_err(storage_error)?;
-    deploy(cx, target, record, &[], &settings, Some(&current.manifest)).await
+    Box::pin(deploy(
+        cx,
+        target,
+        record,
+        &[],
+        &settings,
+        Some(&current.manifest),
+    ))
+    .await
 }
 
 fn new_record(
@@ -1133,9 +1155,9 @@ fn new_record(
     let now = jiff::Timestamp::now();
     record.info.first_deployed = Some(now);
     record.info.last_deployed = Some(now);
-    record.info.notes = rendered.notes.clone();
-    record.config = values.clone();
-    record.manifest = rendered.manifest.clone();
+    record.info.notes.clone_from(&rendered.notes);
+    record.config.clone_from(values);
+    record.manifest.clone_from(&rendered.manifest);
     record.hooks = rendered
         .hooks
         .iter()
@@ -1256,13 +1278,13 @@ async fn deploy(
         Ok(applied) => applied,
         Err(error) => {
             let chart = chart_label(chart_for_errors.as_deref());
-            fail(cx, target, Some(record), settings, &error, &chart).await?;
+            Box::pin(fail(cx, target, Some(record), settings, &error, &chart)).await?;
             return Ok(Progress::Continue);
         }
     };
     cx.status.inventory = Some(Inventory::new(applied.clone()).to_status());
     if settings.disable_wait {
-        finish(cx, target, record, settings).await?;
+        Box::pin(finish(cx, target, record, settings)).await?;
         return Ok(Progress::Continue);
     }
     let awaited: Vec<ObjectRef> = applied
@@ -1270,24 +1292,17 @@ async fn deploy(
         .filter(|o| !(settings.disable_wait_for_jobs && o.kind == "Job"))
         .collect();
     let wait = cx.look(&wait_key(&record), settings.timeout, || awaited);
-    resume(cx, target, record, wait).await.map(|outcome| {
-        if outcome.pending {
-            Progress::Pending(outcome)
-        } else {
-            Progress::Continue
-        }
-    })
+    Box::pin(resume(cx, target, record, wait)).await
 }
 
 /// One look at the objects a pending record waits for: still progressing → pending; healthy
-/// → finish; failed or timed out → fail. Returns the pass's outcome; `pending: false` means
-/// the release loop goes on.
+/// → finish; failed or timed out → fail; then the release loop goes on.
 async fn resume(
     cx: &mut Cx,
     target: &Target,
     record: Release,
     wait: crate::runtime::Wait,
-) -> Result<StepOutcome, ReconcileError> {
+) -> Result<Progress, ReconcileError> {
     let kind = Kind::parse_description(&record.info.description);
     let settings = settings_for(&cx.object, kind);
     let results = target.manager.check_health(&wait.objects).await;
@@ -1316,47 +1331,16 @@ async fn resume(
             pending.join("; ")
         ))
     } else {
-        return Ok(StepOutcome::pending(wait.next_poll(now)));
+        return Ok(Progress::Pending(StepOutcome::pending(wait.next_poll(now))));
     };
     match error {
-        None => {
-            finish(cx, target, record, &settings).await?;
-            if kind == Kind::Rollback {
-                // The rollback is the remediation of a failure: what comes next is decided by
-                // the retries, in this same pass.
-            }
-            let outcome = Box::pin(continue_loop(cx)).await?;
-            Ok(outcome)
-        }
+        None => Box::pin(finish(cx, target, record, &settings)).await?,
         Some(error) => {
             let chart = chart_label(cx.state.chart.as_deref());
-            fail(cx, target, Some(record), &settings, &error, &chart).await?;
-            Box::pin(continue_loop(cx)).await
+            Box::pin(fail(cx, target, Some(record), &settings, &error, &chart)).await?;
         }
     }
-}
-
-/// Goes on with the release loop after a wait ended.
-async fn continue_loop(cx: &mut Cx) -> Result<StepOutcome, ReconcileError> {
-    let (Some(target), Some(chart), Some(values)) = (
-        cx.state.target.clone(),
-        cx.state.chart.clone(),
-        cx.state.values.clone(),
-    ) else {
-        return Ok(StepOutcome::next());
-    };
-    for _ in 0..8 {
-        let state = determine(cx, &target, &chart, &values).await?;
-        match Box::pin(act(cx, &target, &chart, &values, state)).await? {
-            Progress::Continue => {}
-            Progress::Pending(outcome) => return Ok(outcome),
-            Progress::Done => return Ok(StepOutcome::next()),
-        }
-    }
-    Err(ReconcileError::transient(
-        meta_reason::RECONCILIATION_FAILED,
-        "the release did not settle after several actions; retrying",
-    ))
+    Ok(Progress::Continue)
 }
 
 /// A healthy release: `post-*` hooks, `deployed`, the previous revisions `superseded`,
@@ -1378,14 +1362,14 @@ async fn finish(
         .await
     {
         let chart = chart_label(cx.state.chart.as_deref());
-        return fail(
+        return Box::pin(fail(
             cx,
             target,
             Some(record),
             settings,
             &error.to_string(),
             &chart,
-        )
+        ))
         .await;
     }
     let description = match settings.kind {
@@ -1426,7 +1410,7 @@ async fn finish(
         .map_err(storage_error)?;
     let action = settings.kind.verb();
     let snapshot = status::snapshot(
-        &record,
+        stored(&records, &record),
         Some(action),
         cx.status.last_attempted_revision_digest.as_deref(),
     );
@@ -1436,12 +1420,22 @@ async fn finish(
         &records,
         capstan_api::meta::HISTORY_MAX_SIZE,
     );
-    cx.status.observed_post_renderers_digest = post_renderers_digest(&cx.object);
-    cx.status.observed_common_metadata_digest = common_metadata_digest(&cx.object);
-    let (full, chart) = (status::full_name(&record), status::versioned_chart(&record));
-    match settings.kind {
+    if settings.kind != Kind::Rollback {
+        // A rollback applies an earlier release, not this spec's post-renderers.
+        cx.status.observed_post_renderers_digest = post_renderers_digest(&cx.object);
+        cx.status.observed_common_metadata_digest = common_metadata_digest(&cx.object);
+    }
+    record_success(cx, &record, settings.kind).await;
+    Ok(())
+}
+
+/// The `Released` (install, upgrade) or `Remediated` (rollback) condition and Event of a
+/// successful action.
+async fn record_success(cx: &mut Cx, record: &Release, kind: Kind) {
+    let (full, chart) = (status::full_name(record), status::versioned_chart(record));
+    match kind {
         Kind::Install | Kind::Upgrade => {
-            let (reason, verb) = if settings.kind == Kind::Install {
+            let (reason, verb) = if kind == Kind::Install {
                 (reason::INSTALL_SUCCEEDED, "install")
             } else {
                 (reason::UPGRADE_SUCCEEDED, "upgrade")
@@ -1465,7 +1459,6 @@ async fn finish(
             event(cx, EventType::Normal, reason::ROLLBACK_SUCCEEDED, &message).await;
         }
     }
-    Ok(())
 }
 
 /// A failed action: the record (if one was written) `failed`, the failure counted, the
@@ -1495,7 +1488,7 @@ async fn fail(
             .map_err(storage_error)?;
         if settings.kind != Kind::Rollback {
             let snapshot = status::snapshot(
-                &record,
+                stored(&records, &record),
                 Some(settings.kind.verb()),
                 cx.status.last_attempted_revision_digest.as_deref(),
             );
@@ -1573,6 +1566,15 @@ async fn fail(
     Ok(())
 }
 
+/// The record of `record`'s revision as the storage holds it (what later reads compare with),
+/// else `record`.
+fn stored<'a>(records: &'a [Release], record: &'a Release) -> &'a Release {
+    records
+        .iter()
+        .find(|r| r.name == record.name && r.version == record.version)
+        .unwrap_or(record)
+}
+
 /// `<chart>@<version>` of the chart being released.
 fn chart_label(chart: Option<&Chart>) -> String {
     chart.map_or_else(String::new, |c| {
@@ -1615,7 +1617,7 @@ async fn unlock(cx: &mut Cx, target: &Target, mut release: Release) -> Result<()
             .await
             .map_err(storage_error)?;
         let snapshot = status::snapshot(
-            &release,
+            stored(&records, &release),
             cx.status.last_attempted_release_action.map(|a| {
                 if a == ReleaseAction::Install {
                     "install"
@@ -1631,11 +1633,31 @@ async fn unlock(cx: &mut Cx, target: &Target, mut release: Release) -> Result<()
             &records,
             capstan_api::meta::HISTORY_MAX_SIZE,
         );
-    } else if let Some(first) = cx.status.history.first_mut() {
-        "failed".clone_into(&mut first.status);
-        first.digest = status::release_digest(&release, first.oci_digest.as_deref());
+    } else {
+        let stored_release = target
+            .storage
+            .get(&target.name, release.version)
+            .await
+            .map_err(storage_error)?
+            .unwrap_or(release);
+        if let Some(first) = cx.status.history.first_mut() {
+            "failed".clone_into(&mut first.status);
+            first.digest = status::release_digest(&stored_release, first.oci_digest.as_deref());
+        }
     }
     Ok(())
+}
+
+/// Flux's test filters: excluded names never run; with includes, only those run.
+fn test_selected(filters: &[capstan_api::helm::v2::TestFilter], name: &str) -> bool {
+    let excluded = filters
+        .iter()
+        .any(|f| f.exclude == Some(true) && f.name == name);
+    let mut includes = filters
+        .iter()
+        .filter(|f| f.exclude != Some(true))
+        .peekable();
+    !excluded && (includes.peek().is_none() || includes.any(|f| f.name == name))
 }
 
 /// Runs the test hooks of the last release (Flux's test action) and records them.
@@ -1650,19 +1672,10 @@ async fn test(cx: &mut Cx, target: &Target) -> Result<(), ReconcileError> {
     };
     let spec = cx.object.spec.test.clone().unwrap_or_default();
     let timeout = action_timeout(&cx.object, spec.timeout.as_ref());
-    let filters = spec.filters.clone();
-    // Flux's filters: excluded names never run; with includes, only those run.
-    let selected = |name: &str| {
-        let excluded = filters
-            .iter()
-            .any(|f| f.exclude == Some(true) && f.name == name);
-        let includes: Vec<_> = filters.iter().filter(|f| f.exclude != Some(true)).collect();
-        !excluded && (includes.is_empty() || includes.iter().any(|f| f.name == name))
-    };
     let mut tests: Vec<_> = release
         .hooks
         .iter()
-        .filter(|h| h.events.contains(&HookEvent::Test) && selected(&h.name))
+        .filter(|h| h.events.contains(&HookEvent::Test) && test_selected(&spec.filters, &h.name))
         .cloned()
         .collect();
     let result = hooks::run(
@@ -1713,18 +1726,6 @@ async fn test(cx: &mut Cx, target: &Target) -> Result<(), ReconcileError> {
                 &message,
             );
             event(cx, EventType::Normal, reason::TEST_SUCCEEDED, &message).await;
-            if count == 0
-                && let Some(first) = cx.status.history.first_mut()
-            {
-                // Flux records a run without test hooks as tested.
-                first.test_hooks.insert(
-                    "none".to_owned(),
-                    capstan_api::helm::v2::TestHookStatus {
-                        phase: Some("Succeeded".to_owned()),
-                        ..Default::default()
-                    },
-                );
-            }
             Ok(())
         }
         Err(error) => {

@@ -178,9 +178,8 @@ impl HelmReleaseReconciler {
     /// The `.Capabilities` of the cluster `client` reaches: the controller's own cluster's are
     /// kept for a while; a remote cluster's are read each time. A cluster whose discovery fails
     /// gets Helm's defaults.
-    async fn cluster_info(&self, client: &Client) -> ClusterInfo {
-        let own = std::ptr::eq(client, &self.client)
-            || client.default_namespace() == self.client.default_namespace();
+    async fn cluster_info(&self, client: &Client, remote: bool) -> ClusterInfo {
+        let own = !remote;
         if own {
             let cached = self
                 .capabilities
@@ -228,8 +227,9 @@ impl HelmReleaseReconciler {
         probe.metadata.namespace = object.namespace();
         probe.spec.kube_config = object.spec.kube_config.clone();
         probe.spec.service_account_name = object.spec.service_account_name.clone();
-        let client = crate::kustomization::target::manager_for(&self.client, &probe)
-            .await?
+        let remote = crate::kustomization::target::manager_for(&self.client, &probe).await?;
+        let client = remote
+            .as_ref()
             .map_or_else(|| self.client.clone(), |m| m.client().clone());
         let storage_namespace = object.storage_namespace().unwrap_or_default().to_owned();
         Ok(action::Target {
@@ -237,6 +237,7 @@ impl HelmReleaseReconciler {
             storage: HelmStorage::new(client, &storage_namespace),
             name: release_name(object),
             namespace: object.target_namespace().unwrap_or("default").to_owned(),
+            remote: remote.is_some(),
         })
     }
 }
@@ -464,34 +465,30 @@ fn load_chart_step(cx: &mut StepContext<HelmReleaseReconciler>) -> StepFuture<'_
         else {
             return Ok(StepOutcome::next());
         };
-        let values = values::compose(&cx.client, &cx.object).await.map_err(|e| {
-            let class = if e.transient {
-                ErrorClass::Transient
-            } else {
-                ErrorClass::Transient
-            };
-            ReconcileError::new(class, values::VALUES_ERROR, e.to_string())
-        })?;
-        let chart = match cx.reconciler.cached_chart(&artifact.digest) {
-            Some(chart) => chart,
-            None => {
-                let chart = Arc::new(load_chart(&artifact, &cx.reconciler.limits).await?);
-                cx.reconciler
-                    .store_chart(artifact.digest.clone(), chart.clone());
-                chart
-            }
+        // Retried: a missing referent may appear (as Flux retries).
+        let values = values::compose(&cx.client, &cx.object)
+            .await
+            .map_err(|e| ReconcileError::transient(values::VALUES_ERROR, e.to_string()))?;
+        let chart = if let Some(chart) = cx.reconciler.cached_chart(&artifact.digest) {
+            chart
+        } else {
+            let chart = Arc::new(load_chart(&artifact, &cx.reconciler.limits).await?);
+            cx.reconciler
+                .store_chart(artifact.digest.clone(), chart.clone());
+            chart
         };
         let config_digest = values::digest(&values);
         let version = chart.metadata.version.clone();
         let oci_digest = (source.kind == "OCIRepository").then(|| artifact.digest.clone());
-        if cx.status.last_attempted_revision.as_deref() != Some(version.as_str())
-            || cx.status.last_attempted_config_digest.as_deref() != Some(config_digest.as_str())
+        // Flux resets the failure counters when the chart or the values changed.
+        if cx.status.last_attempted_revision.is_some()
+            && (cx.status.last_attempted_revision.as_deref() != Some(version.as_str())
+                || cx.status.last_attempted_config_digest.as_deref()
+                    != Some(config_digest.as_str()))
         {
-            if cx.status.last_attempted_revision.is_some() {
-                cx.status.install_failures = None;
-                cx.status.upgrade_failures = None;
-                cx.status.failures = None;
-            }
+            cx.status.install_failures = None;
+            cx.status.upgrade_failures = None;
+            cx.status.failures = None;
         }
         let storage_namespace = cx.object.storage_namespace().unwrap_or_default().to_owned();
         cx.status.storage_namespace = Some(storage_namespace);

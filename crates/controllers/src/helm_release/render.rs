@@ -216,11 +216,7 @@ fn check_installable(
         let version = match kube_version {
             Some(v) if v.starts_with('v') => v.to_owned(),
             Some(v) => format!("v{v}"),
-            None => format!(
-                "v{}",
-                capstan_helm::engine::KubeVersion::default_version().version
-            )
-            .replace("vv", "v"),
+            None => capstan_helm::engine::KubeVersion::default_version().version,
         };
         // Helm compares the version without pre-release/build suffixes of providers
         // (`v1.29.3-gke.1`): the constraint decides on the version as reported.
@@ -247,7 +243,7 @@ pub fn post_render(object: &HelmRelease, objects: Vec<Value>) -> Result<Vec<Valu
         if kustomize.patches.is_empty() && kustomize.images.is_empty() {
             continue;
         }
-        objects = kustomize_post_render(objects, kustomize)?;
+        objects = kustomize_post_render(&objects, kustomize)?;
     }
     if let Some(common) = object.spec.common_metadata.as_ref() {
         for item in &mut objects {
@@ -300,14 +296,14 @@ fn add_metadata(object: &mut Value, field: &str, entries: &BTreeMap<String, Stri
 /// One kustomize post-renderer over an in-memory tree: `helm-output.yaml` holding the objects
 /// and a kustomization with the patches and images.
 fn kustomize_post_render(
-    objects: Vec<Value>,
+    objects: &[Value],
     renderer: &capstan_api::helm::v2::KustomizePostRenderer,
 ) -> Result<Vec<Value>, RenderError> {
     let root = Path::new("/postrender");
     let mut fs = capstan_kustomize::MemoryFs::new();
     fs.insert(
         root.join("helm-output.yaml"),
-        capstan_kustomize::to_yaml(&objects),
+        capstan_kustomize::to_yaml(objects),
     );
     let mut kustomization = serde_json::json!({
         "apiVersion": "kustomize.config.k8s.io/v1beta1",

@@ -265,13 +265,11 @@ mod tests {
         object
     }
 
-    fn data(entries: &[(&str, &str)]) -> Data {
-        Some(
-            entries
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), v.as_bytes().to_vec()))
-                .collect(),
-        )
+    fn data(entries: &[(&str, &str)]) -> BTreeMap<String, Vec<u8>> {
+        entries
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.as_bytes().to_vec()))
+            .collect()
     }
 
     #[test]
@@ -288,17 +286,17 @@ mod tests {
         let mut read = BTreeMap::new();
         read.insert(
             ("ConfigMap".to_owned(), "base".to_owned()),
-            data(&[
+            Some(data(&[
                 (
                     "values.yaml",
                     "replicaCount: 1\nimage:\n  tag: x\n  pullPolicy: Always\n",
                 ),
                 ("tag", "\"1.0\""),
-            ]),
+            ])),
         );
         read.insert(
             ("Secret".to_owned(), "creds".to_owned()),
-            data(&[("token", "s3cr3t")]),
+            Some(data(&[("token", "s3cr3t")])),
         );
         read.insert(("ConfigMap".to_owned(), "absent".to_owned()), None);
         let values = merge_references(&object, "apps", &read).unwrap();
@@ -323,7 +321,7 @@ mod tests {
         );
         read.insert(
             ("Secret".to_owned(), "creds".to_owned()),
-            data(&[("v", "a: [unclosed: s3cr3t")]),
+            Some(data(&[("v", "a: [unclosed: s3cr3t")])),
         );
         let error = merge_references(&object, "apps", &read)
             .unwrap_err()

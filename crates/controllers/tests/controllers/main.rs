@@ -8,6 +8,7 @@ mod events;
 mod fleet;
 mod git_repository;
 mod helm_chart;
+mod helm_release;
 mod helm_repository;
 mod kustomization;
 mod kustomization_acceptance;

@@ -1,0 +1,497 @@
+//! The HelmRelease controller end to end: charts packaged and pushed by Helm's own SDK to a
+//! `docker-registry`, read through an OCIRepository (`chartRef`), released into the embedded
+//! control plane; release records read back from Helm's storage.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use capstan_api::HelmRelease;
+use capstan_controllers::helm_release::HelmReleaseReconciler;
+use capstan_controllers::helm_storage::HelmStorage;
+use capstan_controllers::runtime::{Controllers, RuntimeConfig};
+use capstan_helm::release::Status;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use tokio_util::sync::CancellationToken;
+
+use crate::support::{Env, Registry, eventually, wait_for};
+
+const NAMESPACE: &str = "apps";
+const HELM_CHART_LAYER: &str = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
+
+/// The HelmRelease controller, stopped on drop.
+struct HelmController {
+    shutdown: CancellationToken,
+}
+
+impl HelmController {
+    fn start(env: &Env) -> Self {
+        let shutdown = CancellationToken::new();
+        let config = RuntimeConfig {
+            backoff_base: Duration::from_millis(200),
+            backoff_max: Duration::from_secs(2),
+            ..RuntimeConfig::default()
+        };
+        let controllers = Controllers::new(env.client.clone(), config)
+            .register(HelmReleaseReconciler::new(env.client.clone()));
+        tokio::spawn(controllers.run(shutdown.clone()));
+        Self { shutdown }
+    }
+}
+
+impl Drop for HelmController {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+fn python() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/helm-venv/bin/python")
+}
+
+/// Packages `chart` with Helm's SDK (as `version` when given) and pushes it to
+/// `<registry>/charts/<name>`; returns the `oci://` URL of the chart's repository.
+fn push_chart(registry: &Registry, chart: &Path, version: Option<&str>) -> String {
+    let out = tempfile::tempdir().unwrap();
+    let script = r"
+import json, sys, helm_python
+chart, dest, version, remote = sys.argv[1:5]
+archive = helm_python.package(chart, destination=dest, version=version or None)
+helm_python.push(archive, remote, plain_http=True)
+print(json.dumps(archive))
+";
+    let remote = registry.url("charts");
+    let output = std::process::Command::new(python())
+        .args([
+            "-c",
+            script,
+            &chart.display().to_string(),
+            &out.path().display().to_string(),
+            version.unwrap_or(""),
+            &remote,
+        ])
+        .output()
+        .expect("run the Helm SDK (scripts/setup installs .tools/helm-venv)");
+    assert!(
+        output.status.success(),
+        "helm package/push failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let name = chart_name(chart);
+    format!("{remote}/{name}")
+}
+
+fn chart_name(chart: &Path) -> String {
+    let text = std::fs::read_to_string(chart.join("Chart.yaml")).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("name:"))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+fn podinfo() -> PathBuf {
+    capstan_testkit::corpus("podinfo/src/charts/podinfo")
+}
+
+/// The environment, a registry and the HelmRelease controller.
+async fn setup() -> (Env, Registry, HelmController) {
+    let env = Env::start().await;
+    env.namespace(NAMESPACE).await;
+    let registry = Registry::start().await;
+    let controller = HelmController::start(&env);
+    (env, registry, controller)
+}
+
+/// An OCIRepository `name` selecting the Helm chart layer of `url:tag` (copied as it is).
+async fn oci_chart_source(env: &Env, name: &str, url: &str, tag: &str) {
+    let api: Api<capstan_api::OCIRepository> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let object: capstan_api::OCIRepository = serde_json::from_value(serde_json::json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "url": url, "interval": "10m", "insecure": true, "ref": {"tag": tag},
+            "layerSelector": {"mediaType": HELM_CHART_LAYER, "operation": "copy"},
+        },
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &object).await.unwrap();
+}
+
+fn releases(env: &Env) -> Api<HelmRelease> {
+    Api::namespaced(env.client.clone(), NAMESPACE)
+}
+
+async fn create_release(env: &Env, name: &str, spec: serde_json::Value) {
+    let object: HelmRelease = serde_json::from_value(serde_json::json!({
+        "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": spec,
+    }))
+    .unwrap();
+    releases(env)
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+}
+
+async fn patch_release(env: &Env, name: &str, patch: serde_json::Value) {
+    releases(env)
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+fn condition(object: &HelmRelease, type_: &str) -> Option<(String, String, String)> {
+    object
+        .status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+fn ready_for_generation(object: &HelmRelease) -> bool {
+    object.status.as_ref().is_some_and(|s| {
+        s.observed_generation == object.metadata.generation
+            && s.conditions
+                .iter()
+                .any(|c| c.type_ == "Ready" && c.status == "True")
+    })
+}
+
+async fn wait_release(
+    env: &Env,
+    name: &str,
+    what: &str,
+    check: impl Fn(&HelmRelease) -> bool,
+) -> HelmRelease {
+    wait_for(&releases(env), name, what, check).await
+}
+
+fn history(object: &HelmRelease) -> Vec<(i64, String)> {
+    object
+        .status
+        .as_ref()
+        .map(|s| {
+            s.history
+                .iter()
+                .map(|h| (h.version, h.status.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The statuses of the release's records, oldest first, as Helm's storage holds them.
+async fn records(env: &Env, name: &str) -> Vec<(i64, Status)> {
+    HelmStorage::new(env.client.clone(), NAMESPACE)
+        .history(name)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.version, r.status()))
+        .collect()
+}
+
+fn env_has(container: &serde_json::Value, value: &str) -> bool {
+    container["env"]
+        .as_array()
+        .is_some_and(|env| env.iter().any(|e| e["value"] == value))
+}
+
+#[tokio::test]
+// One scenario read top to bottom: install, upgrades from values and valuesFrom, uninstall.
+#[allow(clippy::too_many_lines)]
+async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
+    let (env, registry, _controller) = setup().await;
+    let url = push_chart(&registry, &podinfo(), None);
+    oci_chart_source(&env, "podinfo", &url, "6.14.1").await;
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let settings: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "podinfo-values", "namespace": NAMESPACE,
+                     "labels": {"reconcile.fluxcd.io/watch": "Enabled"}},
+        "data": {"values.yaml": "ui:\n  message: from-configmap\n"},
+    }))
+    .unwrap();
+    config_maps
+        .create(&PostParams::default(), &settings)
+        .await
+        .unwrap();
+    create_release(
+        &env,
+        "podinfo",
+        serde_json::json!({
+            "interval": "10m",
+            "timeout": "2m",
+            "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
+            "valuesFrom": [{"kind": "ConfigMap", "name": "podinfo-values"}],
+            "values": {
+                "replicaCount": 1,
+                "hooks": {
+                    "preInstall": {"job": {"enabled": true}},
+                    "postInstall": {"job": {"enabled": true}},
+                },
+            },
+        }),
+    )
+    .await;
+    let installed = wait_release(&env, "podinfo", "installed", ready_for_generation).await;
+    let (_, reason, message) = condition(&installed, "Ready").unwrap();
+    assert_eq!(reason, "InstallSucceeded");
+    assert_eq!(
+        message,
+        "Helm install succeeded for release apps/podinfo.v1 with chart podinfo@6.14.1"
+    );
+    let (status, reason, _) = condition(&installed, "Released").unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "InstallSucceeded")
+    );
+    let status = installed.status.as_ref().unwrap();
+    assert_eq!(status.last_attempted_revision.as_deref(), Some("6.14.1"));
+    assert_eq!(status.storage_namespace.as_deref(), Some(NAMESPACE));
+    assert!(status.last_attempted_revision_digest.is_some());
+    assert_eq!(history(&installed), [(1, "deployed".to_owned())]);
+    assert_eq!(records(&env, "podinfo").await, [(1, Status::Deployed)]);
+
+    // The objects carry Flux's origin labels and the values from both places.
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let deployment = deployments.get("podinfo").await.unwrap();
+    let labels = deployment.metadata.labels.clone().unwrap();
+    assert_eq!(labels["helm.toolkit.fluxcd.io/name"], "podinfo");
+    assert_eq!(labels["helm.toolkit.fluxcd.io/namespace"], NAMESPACE);
+    let container =
+        serde_json::to_value(&deployment).unwrap()["spec"]["template"]["spec"]["containers"][0]
+            .clone();
+    assert!(
+        env_has(&container, "from-configmap"),
+        "the ConfigMap's values reach the chart"
+    );
+
+    // Hooks ran in order, pre-install before the objects and post-install after; their
+    // delete policy (hook-succeeded) removed them.
+    let record = HelmStorage::new(env.client.clone(), NAMESPACE)
+        .get("podinfo", 1)
+        .await
+        .unwrap()
+        .unwrap();
+    let run = |name: &str| {
+        record
+            .hooks
+            .iter()
+            .find(|h| h.name == name)
+            .unwrap_or_else(|| panic!("hook {name}"))
+            .last_run
+            .clone()
+    };
+    let (pre, post) = (run("podinfo-pre-install"), run("podinfo-post-install"));
+    assert_eq!(format!("{:?}", pre.phase), "Succeeded");
+    assert_eq!(format!("{:?}", post.phase), "Succeeded");
+    assert!(pre.completed_at.unwrap() <= post.started_at.unwrap());
+    let jobs: Api<Job> = Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(jobs.get_opt("podinfo-pre-install").await.unwrap().is_none());
+
+    // A values change upgrades: v2 deployed, v1 superseded.
+    patch_release(
+        &env,
+        "podinfo",
+        serde_json::json!({"spec": {"values": {"replicaCount": 2}}}),
+    )
+    .await;
+    let upgraded = wait_release(&env, "podinfo", "upgraded", |o| {
+        ready_for_generation(o) && history(o).first().is_some_and(|h| h.0 == 2)
+    })
+    .await;
+    assert_eq!(condition(&upgraded, "Ready").unwrap().1, "UpgradeSucceeded");
+    assert_eq!(
+        history(&upgraded),
+        [(2, "deployed".to_owned()), (1, "superseded".to_owned())]
+    );
+    assert_eq!(
+        records(&env, "podinfo").await,
+        [(1, Status::Superseded), (2, Status::Deployed)]
+    );
+    let deployment = deployments.get("podinfo").await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&deployment).unwrap()["spec"]["replicas"],
+        2
+    );
+
+    // A change of the watched ConfigMap upgrades again.
+    config_maps
+        .patch(
+            "podinfo-values",
+            &PatchParams::default(),
+            &Patch::Merge(
+                serde_json::json!({"data": {"values.yaml": "ui:\n  message: changed\n"}}),
+            ),
+        )
+        .await
+        .unwrap();
+    wait_release(&env, "podinfo", "upgraded from the ConfigMap", |o| {
+        history(o)
+            .first()
+            .is_some_and(|h| h.0 == 3 && h.1 == "deployed")
+    })
+    .await;
+    let deployment = deployments.get("podinfo").await.unwrap();
+    let container =
+        serde_json::to_value(&deployment).unwrap()["spec"]["template"]["spec"]["containers"][0]
+            .clone();
+    assert!(env_has(&container, "changed"));
+
+    // Nothing changed: no new release.
+    let before = records(&env, "podinfo").await;
+    releases(&env)
+        .patch(
+            "podinfo",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "1"}}})),
+        )
+        .await
+        .unwrap();
+    wait_release(&env, "podinfo", "the request handled", |o| {
+        o.status
+            .as_ref()
+            .and_then(|s| s.reconcile_request.last_handled_reconcile_at.as_deref())
+            == Some("1")
+    })
+    .await;
+    assert_eq!(records(&env, "podinfo").await, before);
+
+    // Deleting the HelmRelease uninstalls: the objects and the records go.
+    releases(&env)
+        .delete("podinfo", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(60), "the HelmRelease gone", || {
+        let api = releases(&env);
+        async move {
+            api.get_opt("podinfo")
+                .await
+                .unwrap()
+                .is_none()
+                .then_some(())
+        }
+    })
+    .await;
+    assert!(deployments.get_opt("podinfo").await.unwrap().is_none());
+    assert!(records(&env, "podinfo").await.is_empty());
+}
+
+/// A chart of one template that fails at line 4.
+fn broken_chart(dir: &Path) -> PathBuf {
+    let chart = dir.join("broken");
+    capstan_testkit::write_files(
+        &chart,
+        &[
+            (
+                "Chart.yaml",
+                "apiVersion: v2\nname: broken\nversion: 0.1.0\n",
+            ),
+            (
+                "templates/config.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.missing.name }}\n",
+            ),
+        ],
+    );
+    chart
+}
+
+#[tokio::test]
+async fn a_failing_template_is_reported_naming_template_and_line_with_no_release_left() {
+    let (env, registry, _controller) = setup().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = push_chart(&registry, &broken_chart(dir.path()), None);
+    oci_chart_source(&env, "broken", &url, "0.1.0").await;
+    create_release(
+        &env,
+        "broken",
+        serde_json::json!({
+            "interval": "10m",
+            "chartRef": {"kind": "OCIRepository", "name": "broken"},
+        }),
+    )
+    .await;
+    let failed = wait_release(&env, "broken", "the install failed", |o| {
+        condition(o, "Ready").is_some_and(|c| c.0 == "False" && c.1 == "InstallFailed")
+    })
+    .await;
+    let (_, _, message) = condition(&failed, "Ready").unwrap();
+    assert!(
+        message.contains("broken/templates/config.yaml:4"),
+        "names the template and line: {message}"
+    );
+    assert!(
+        message
+            .starts_with("Helm install failed for release apps/broken with chart broken@0.1.0: "),
+        "{message}"
+    );
+    let status = failed.status.as_ref().unwrap();
+    assert_eq!(status.install_failures, Some(1));
+    assert!(
+        records(&env, "broken").await.is_empty(),
+        "no release record"
+    );
+}
+
+#[tokio::test]
+async fn a_hanging_upgrade_is_rolled_back_within_the_timeout() {
+    let (env, registry, _controller) = setup().await;
+    let url = push_chart(&registry, &podinfo(), None);
+    oci_chart_source(&env, "podinfo", &url, "6.14.1").await;
+    create_release(
+        &env,
+        "web",
+        serde_json::json!({
+            "interval": "10m",
+            "timeout": "4s",
+            "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
+            "upgrade": {"remediation": {"retries": 0, "remediateLastFailure": true}},
+        }),
+    )
+    .await;
+    wait_release(&env, "web", "installed", ready_for_generation).await;
+    // The post-renderer makes the simulated rollout hang.
+    patch_release(
+        &env,
+        "web",
+        serde_json::json!({"spec": {"postRenderers": [{"kustomize": {"patches": [{
+            "target": {"kind": "Deployment"},
+            "patch": "- op: add\n  path: /metadata/annotations\n  value: {\"sim.capstan.dev/rollout\": \"hang\"}\n",
+        }]}}]}}),
+    )
+    .await;
+    let remediated = wait_release(&env, "web", "rolled back", |o| {
+        condition(o, "Remediated").is_some_and(|c| c.0 == "True")
+    })
+    .await;
+    let (_, reason, message) = condition(&remediated, "Remediated").unwrap();
+    assert_eq!(reason, "RollbackSucceeded");
+    assert!(
+        message.contains("apps/web-podinfo.v3") || message.contains("apps/web.v3"),
+        "{message}"
+    );
+    let (status, reason, message) = condition(&remediated, "Released").unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "UpgradeFailed")
+    );
+    assert!(message.contains("Deployment/apps/web-podinfo"), "{message}");
+    assert_eq!(
+        records(&env, "web").await,
+        [
+            (1, Status::Superseded),
+            (2, Status::Failed),
+            (3, Status::Deployed)
+        ]
+    );
+    let ready = wait_release(&env, "web", "stalled", |o| {
+        condition(o, "Stalled").is_some_and(|c| c.0 == "True")
+    })
+    .await;
+    assert_eq!(condition(&ready, "Ready").unwrap().0, "False");
+}
