@@ -54,7 +54,7 @@ pub enum StorageError {
         secret: String,
         /// The API error.
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     /// A record exists already (Helm's `ErrReleaseExists`).
     #[error("Secret {namespace}/{secret} exists already: release {name} has a revision {version}")]
@@ -421,7 +421,7 @@ impl HelmStorage {
             action,
             namespace: self.namespace.clone(),
             secret: secret.to_string(),
-            source,
+            source: Box::new(source),
         }
     }
 }

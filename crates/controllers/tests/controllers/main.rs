@@ -10,6 +10,7 @@ mod git_repository;
 mod helm_chart;
 mod helm_release;
 mod helm_repository;
+mod helm_storage;
 mod kustomization;
 mod kustomization_acceptance;
 mod kustomization_features;

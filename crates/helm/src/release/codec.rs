@@ -60,12 +60,64 @@ pub fn to_json(release: &Release) -> Result<Vec<u8>, EncodeError> {
     let mut value =
         serde_json::to_value(release).map_err(|e| EncodeError::Json(e.classify_text()))?;
     go_numbers(&mut value);
-    serde_json::to_vec(&value).map_err(|e| EncodeError::Json(e.classify_text()))
+    // Go writes a map's keys sorted (struct fields keep their order).
+    if let Some(config) = value.get_mut("config") {
+        sorted_keys(config);
+    }
+    if let Some(values) = value.pointer_mut("/chart/values") {
+        sorted_keys(values);
+    }
+    let mut json = Vec::new();
+    serde::Serialize::serialize(
+        &value,
+        &mut serde_json::Serializer::with_formatter(&mut json, GoFormatter),
+    )
+    .map_err(|e| EncodeError::Json(e.classify_text()))?;
+    Ok(json)
+}
+
+/// Go's `encoding/json` string escaping on top of serde_json's: `<`, `>`, `&`, U+2028 and
+/// U+2029 as `\u003c`, `\u003e`, `\u0026`, `\u2028`, `\u2029` (HTML-safe output).
+struct GoFormatter;
+
+impl serde_json::ser::Formatter for GoFormatter {
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut start = 0;
+        for (at, c) in fragment.char_indices() {
+            let escaped = match c {
+                '<' => "\\u003c",
+                '>' => "\\u003e",
+                '&' => "\\u0026",
+                '\u{2028}' => "\\u2028",
+                '\u{2029}' => "\\u2029",
+                _ => continue,
+            };
+            writer.write_all(&fragment.as_bytes()[start..at])?;
+            writer.write_all(escaped.as_bytes())?;
+            start = at + c.len_utf8();
+        }
+        writer.write_all(&fragment.as_bytes()[start..])
+    }
+}
+
+fn sorted_keys(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Array(items) => items.iter_mut().for_each(sorted_keys),
+        serde_json::Value::Object(map) => {
+            map.sort_keys();
+            map.values_mut().for_each(sorted_keys);
+        }
+        _ => {}
+    }
 }
 
 /// Numbers as Go's `encoding/json` writes a `float64` (what YAML and JSON values are in
 /// Helm): a whole number without a fraction (`1`, not `1.0`).
-fn go_numbers(value: &mut serde_json::Value) {
+pub(super) fn go_numbers(value: &mut serde_json::Value) {
     match value {
         serde_json::Value::Number(number) => {
             if let Some(float) = number.as_f64().filter(|_| number.is_f64())

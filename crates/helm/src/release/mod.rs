@@ -44,5 +44,20 @@ pub fn storage_key(name: &str, version: i64) -> String {
     format!("sh.helm.release.v1.{name}.v{version}")
 }
 
+/// A release's `manifest`: the engine's sorted non-hook documents
+/// ([`crate::output::sort_manifests`]), each as `---\n# Source: <template path>\n<document>\n`,
+/// as Helm's install, upgrade and rollback write it.
+pub fn manifest_text(manifests: &[crate::output::Manifest]) -> String {
+    use std::fmt::Write as _;
+    manifests.iter().fold(String::new(), |mut text, manifest| {
+        let _ = write!(
+            text,
+            "---\n# Source: {}\n{}\n",
+            manifest.name, manifest.content
+        );
+        text
+    })
+}
+
 #[cfg(test)]
 mod tests;

@@ -524,7 +524,15 @@ impl Chart {
             metadata: Some(Metadata::from_loaded(&chart.metadata)),
             lock: None,
             templates: files(&chart.templates),
-            values: chart.values.clone(),
+            values: {
+                // As the record reads back: whole numbers are integers once written.
+                let mut values = Json::Object(chart.values.clone());
+                super::codec::go_numbers(&mut values);
+                match values {
+                    Json::Object(map) => map,
+                    _ => Map::new(),
+                }
+            },
             schema: chart.schema.clone(),
             schemamodtime: None,
             files: files(&chart.files),

@@ -268,7 +268,7 @@ fn a_loaded_chart_is_stored_as_helm_stores_it() {
     assert_eq!(stored.templates[0].name, "templates/deployment.yaml");
     assert_eq!(stored.templates[0].data, b"kind: Deployment\n");
     assert!(stored.files.iter().any(|f| f.name == "crds/crd.yaml"));
-    assert_eq!(stored.values["replicaCount"].as_f64(), Some(1.0));
+    assert_eq!(stored.values["replicaCount"], json!(1), "as it reads back");
     assert_eq!(
         stored.schema.as_deref(),
         Some(&b"{\"type\": \"object\"}\n"[..])
@@ -288,11 +288,7 @@ fn a_loaded_chart_is_stored_as_helm_stores_it() {
         "whole numbers as Go writes a float64: {json}"
     );
     let back = decode(encode(&record).unwrap().as_bytes()).unwrap();
-    assert_eq!(
-        back.chart.as_ref().unwrap().templates,
-        record.chart.as_ref().unwrap().templates
-    );
-    assert_eq!(back.info, record.info);
+    assert_eq!(back, record);
 }
 
 #[test]
@@ -323,4 +319,31 @@ fn engine_hooks_become_records_not_yet_run() {
 #[test]
 fn storage_keys_are_helms() {
     assert_eq!(storage_key("web", 12), "sh.helm.release.v1.web.v12");
+}
+
+#[test]
+fn values_are_written_with_sorted_keys_as_go_writes_maps() {
+    let mut record = Release::new("web", "apps", 1, Chart::default());
+    record.config =
+        serde_json::from_str(r#"{"b": {"z": 1, "a": 2.0}, "a": [{"y": 1, "x": 0.5}]}"#).unwrap();
+    let json = String::from_utf8(to_json(&record).unwrap()).unwrap();
+    assert!(
+        json.contains(r#""config":{"a":[{"x":0.5,"y":1}],"b":{"a":2,"z":1}}"#),
+        "{json}"
+    );
+}
+
+#[test]
+fn strings_are_escaped_as_go_escapes_them() {
+    let mut record = Release::new("web", "apps", 1, Chart::default());
+    record.manifest = "a<b>&c\u{2028}\"\n\u{1}é".into();
+    let json = String::from_utf8(to_json(&record).unwrap()).unwrap();
+    assert!(
+        json.contains(r#""manifest":"a\u003cb\u003e\u0026c\u2028\"\n\u0001é""#),
+        "{json}"
+    );
+    assert_eq!(
+        decode_json(json.as_bytes()).unwrap().manifest,
+        record.manifest
+    );
 }
