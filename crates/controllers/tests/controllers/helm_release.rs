@@ -495,3 +495,112 @@ async fn a_hanging_upgrade_is_rolled_back_within_the_timeout() {
     .await;
     assert_eq!(condition(&ready, "Ready").unwrap().0, "False");
 }
+
+#[tokio::test]
+async fn a_templated_helm_chart_from_a_helm_repository_is_created_and_collected() {
+    let (env, registry, _controller) = setup().await;
+    let repository = tempfile::tempdir().unwrap();
+    capstan_testkit::helm_repo::sdk_repository(&[&podinfo()], repository.path(), None);
+    let server = capstan_testkit::helm_repo::HelmRepoServer::start(repository.path(), None).await;
+    let repositories: Api<capstan_api::HelmRepository> =
+        Api::namespaced(env.client.clone(), NAMESPACE);
+    let object: capstan_api::HelmRepository = serde_json::from_value(serde_json::json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmRepository",
+        "metadata": {"name": "charts", "namespace": NAMESPACE},
+        "spec": {"url": server.url(), "interval": "10m"},
+    }))
+    .unwrap();
+    repositories
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+    create_release(
+        &env,
+        "podinfo",
+        serde_json::json!({
+            "interval": "10m",
+            "chart": {
+                "metadata": {"labels": {"team": "web"}},
+                "spec": {
+                    "chart": "podinfo", "version": "6.x",
+                    "sourceRef": {"kind": "HelmRepository", "name": "charts"},
+                },
+            },
+            "driftDetection": {"mode": "enabled"},
+        }),
+    )
+    .await;
+    let installed = wait_release(&env, "podinfo", "installed", ready_for_generation).await;
+    let status = installed.status.as_ref().unwrap();
+    assert_eq!(status.helm_chart.as_deref(), Some("apps/apps-podinfo"));
+    assert_eq!(status.last_attempted_revision.as_deref(), Some("6.14.1"));
+    let charts: Api<capstan_api::HelmChart> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let chart = charts.get("apps-podinfo").await.unwrap();
+    let labels = chart.metadata.labels.clone().unwrap();
+    assert_eq!(labels["team"], "web");
+    assert_eq!(labels["helm.toolkit.fluxcd.io/name"], "podinfo");
+    assert_eq!(chart.spec.version.as_deref(), Some("6.x"));
+    assert_eq!(chart.spec.interval, "10m");
+
+    // Drift (mode enabled) is corrected at the next reconcile.
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NAMESPACE);
+    deployments
+        .patch(
+            "podinfo",
+            &PatchParams::apply("someone-else").force(),
+            &Patch::Apply(serde_json::json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "podinfo", "namespace": NAMESPACE},
+                "spec": {"replicas": 5},
+            })),
+        )
+        .await
+        .unwrap();
+    patch_release(
+        &env,
+        "podinfo",
+        serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "drift"}}}),
+    )
+    .await;
+    let corrected = wait_release(&env, "podinfo", "drift corrected", |o| {
+        condition(o, "Drifted").is_some_and(|c| c.1 == "DriftDetected")
+    })
+    .await;
+    let (_, _, message) = condition(&corrected, "Drifted").unwrap();
+    assert!(message.contains("Deployment/apps/podinfo"), "{message}");
+    eventually(Duration::from_secs(30), "the replicas restored", || {
+        let deployments = deployments.clone();
+        async move {
+            let value = serde_json::to_value(deployments.get("podinfo").await.unwrap()).unwrap();
+            (value["spec"]["replicas"] == 1).then_some(())
+        }
+    })
+    .await;
+    assert_eq!(
+        records(&env, "podinfo").await,
+        [(1, Status::Deployed)],
+        "no new release"
+    );
+
+    // Switching to chartRef collects the templated HelmChart.
+    let url = push_chart(&registry, &podinfo(), None);
+    oci_chart_source(&env, "podinfo-oci", &url, "6.14.1").await;
+    let patch = serde_json::json!({"spec": {
+        "chart": null,
+        "chartRef": {"kind": "OCIRepository", "name": "podinfo-oci"},
+    }});
+    patch_release(&env, "podinfo", patch).await;
+    let switched = wait_release(&env, "podinfo", "on the OCI chart", |o| {
+        ready_for_generation(o) && o.status.as_ref().is_some_and(|s| s.helm_chart.is_none())
+    })
+    .await;
+    assert!(charts.get_opt("apps-podinfo").await.unwrap().is_none());
+    assert!(
+        switched
+            .status
+            .as_ref()
+            .unwrap()
+            .last_attempted_revision_digest
+            .is_some()
+    );
+}
