@@ -509,3 +509,93 @@ async fn an_undecodable_record_fails_the_history_naming_the_secret() {
         "no payload in errors: {message}"
     );
 }
+
+#[tokio::test]
+async fn capstan_upgrades_a_release_the_helm_sdk_installed_keeping_its_history() {
+    let cluster = Cluster::start().await;
+    let ns = cluster.namespace("adopt").await;
+    let storage = HelmStorage::new(cluster.client.clone(), &ns);
+    cluster
+        .sdk(
+            &ns,
+            json!({"op": "install", "chart": podinfo(), "name": "web", "values": {"replicaCount": 2}}),
+        )
+        .await
+        .unwrap();
+    let record = |version| {
+        let client = cluster.client.clone();
+        let ns = ns.clone();
+        async move {
+            let secret = raw_record(&client, &ns, &release::storage_key("web", version)).await;
+            serde_json::from_slice::<Json>(&sdk_release_bytes(
+                &secret.data.as_ref().unwrap()["release"].0,
+            ))
+            .unwrap()
+        }
+    };
+    let helm_v1 = record(1).await;
+
+    // Capstan's upgrade over Helm's revision 1.
+    let mut v1 = storage.deployed("web").await.unwrap().unwrap();
+    assert_eq!(v1.version, 1);
+    let mut v2 = podinfo_release("web", &ns, 2, &map(json!({"replicaCount": 4})));
+    v2.info.first_deployed = v1.info.first_deployed;
+    v2.set_status(Status::PendingUpgrade, "Preparing upgrade");
+    storage.create(&v2).await.unwrap();
+    v1.set_status(Status::Superseded, "Superseded");
+    storage.update(&v1).await.unwrap();
+    v2.set_status(Status::Deployed, "Upgrade complete");
+    storage.update(&v2).await.unwrap();
+
+    // Helm's record keeps everything Helm wrote but the status Capstan changed.
+    let mut expected = helm_v1;
+    expected["info"]["status"] = json!("superseded");
+    expected["info"]["description"] = json!("Superseded");
+    assert_eq!(record(1).await, expected);
+
+    let history = cluster
+        .sdk(&ns, json!({"op": "history", "name": "web"}))
+        .await
+        .unwrap();
+    let summary: Vec<(i64, &str)> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["revision"].as_i64().unwrap(),
+                r["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(summary, [(1, "superseded"), (2, "deployed")]);
+    let values = cluster
+        .sdk(&ns, json!({"op": "get_values", "name": "web"}))
+        .await
+        .unwrap();
+    assert_eq!(values, json!({"replicaCount": 4}));
+
+    // And Helm carries on from Capstan's revision.
+    cluster
+        .sdk(
+            &ns,
+            json!({"op": "upgrade", "chart": podinfo(), "name": "web", "values": {"replicaCount": 5}}),
+        )
+        .await
+        .unwrap();
+    let versions: Vec<(i64, Status)> = storage
+        .history("web")
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.version, r.status()))
+        .collect();
+    assert_eq!(
+        versions,
+        [
+            (1, Status::Superseded),
+            (2, Status::Superseded),
+            (3, Status::Deployed)
+        ]
+    );
+}
