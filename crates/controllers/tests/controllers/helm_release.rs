@@ -604,3 +604,102 @@ async fn a_templated_helm_chart_from_a_helm_repository_is_created_and_collected(
             .is_some()
     );
 }
+
+/// Runs one request of `tests/helm_sdk.py` (Helm's SDK) against `env`'s control plane.
+async fn sdk(env: &Env, request: serde_json::Value) -> Result<serde_json::Value, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        capstan_apiserver::kubeconfig(&env.api_url(), "test"),
+    )
+    .unwrap();
+    let mut request = request;
+    request["kubeconfig"] = serde_json::json!(kubeconfig);
+    request["namespace"] = serde_json::json!(NAMESPACE);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/helm_sdk.py");
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(python())
+            .arg(script)
+            .arg(request.to_string())
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
+        panic!(
+            "helm_sdk.py answered no JSON; stderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    match answer.get("error") {
+        Some(error) => Err(error.as_str().unwrap_or_default().to_owned()),
+        None => Ok(answer["ok"].clone()),
+    }
+}
+
+#[tokio::test]
+async fn a_release_installed_by_helm_is_adopted_with_its_history_and_helm_reads_ours() {
+    let (env, registry, _controller) = setup().await;
+    let chart = podinfo();
+    sdk(
+        &env,
+        serde_json::json!({"op": "install", "chart": chart, "name": "podinfo",
+                           "values": {"replicaCount": 1}}),
+    )
+    .await
+    .unwrap();
+    let url = push_chart(&registry, &podinfo(), None);
+    oci_chart_source(&env, "podinfo", &url, "6.14.1").await;
+    create_release(
+        &env,
+        "podinfo",
+        serde_json::json!({
+            "interval": "10m",
+            "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
+            "values": {"replicaCount": 2},
+        }),
+    )
+    .await;
+    let adopted = wait_release(&env, "podinfo", "adopted", ready_for_generation).await;
+    assert_eq!(condition(&adopted, "Ready").unwrap().1, "UpgradeSucceeded");
+    assert_eq!(history(&adopted), [(2, "deployed".to_owned())]);
+    // Helm sees the history kept, our revision deployed, and our values.
+    let history = sdk(
+        &env,
+        serde_json::json!({"op": "history", "name": "podinfo"}),
+    )
+    .await
+    .unwrap();
+    let statuses: Vec<(i64, String)> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["revision"].as_i64().unwrap(),
+                h["status"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [(1, "superseded".to_owned()), (2, "deployed".to_owned())],
+        "{history}"
+    );
+    let values = sdk(
+        &env,
+        serde_json::json!({"op": "get_values", "name": "podinfo"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(values["replicaCount"], 2, "{values}");
+    // Helm reads our revision's status (a Helm rollback of fields the controller owns would
+    // meet server-side apply's conflict with `helm-controller`, as it does against Flux).
+    let status = sdk(&env, serde_json::json!({"op": "status", "name": "podinfo"}))
+        .await
+        .unwrap();
+    assert_eq!(status["revision"], 2, "{status}");
+    assert_eq!(status["status"], "deployed", "{status}");
+}
