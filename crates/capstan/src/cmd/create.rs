@@ -56,7 +56,7 @@ pub enum CreateCommand {
     Kustomization(CreateKustomization),
     /// A HelmRelease.
     #[command(alias = "hr")]
-    Helmrelease(helm::CreateHelmRelease),
+    Helmrelease(Box<helm::CreateHelmRelease>),
 }
 
 /// The source kinds.
@@ -466,7 +466,7 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<ExitCode> {
         CreateCommand::Helmrelease(a) => (
             &HELM_RELEASE,
             &a.name,
-            helm::helm_release(a, metadata(&a.name, namespace, &args.label)?, interval)?,
+            helm::helm_release(a, metadata(&a.name, namespace, &args.label)?, &interval)?,
         ),
     };
     if args.export {

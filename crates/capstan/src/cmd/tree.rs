@@ -155,25 +155,25 @@ pub(crate) async fn manifest_objects(
 ) -> anyhow::Result<Vec<ObjectRef>> {
     let documents = capstan_kustomize::parse_documents(manifest)
         .map_err(|e| anyhow::anyhow!("reading the release manifest: {e}"))?;
-    let mut scopes: std::collections::HashMap<(String, String), bool> = Default::default();
+    let mut scopes: std::collections::HashMap<(String, String), bool> =
+        std::collections::HashMap::default();
     let mut objects = Vec::new();
     for document in documents.iter().filter(|d| d.is_object()) {
         let api_version = document["apiVersion"].as_str().unwrap_or_default();
         let kind = document["kind"].as_str().unwrap_or_default();
         let name = document["metadata"]["name"].as_str().unwrap_or_default();
         let key = (api_version.to_owned(), kind.to_owned());
-        let namespaced = match scopes.get(&key) {
-            Some(namespaced) => *namespaced,
-            None => {
-                let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-                let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
-                // A kind the API does not serve (yet) is taken as namespaced, as Helm does.
-                let namespaced = kube::discovery::pinned_kind(client, &gvk)
-                    .await
-                    .map_or(true, |(_, caps)| caps.scope == Scope::Namespaced);
-                scopes.insert(key, namespaced);
-                namespaced
-            }
+        let namespaced = if let Some(namespaced) = scopes.get(&key) {
+            *namespaced
+        } else {
+            let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+            let gvk = kube::api::GroupVersionKind::gvk(group, version, kind);
+            // A kind the API does not serve (yet) is taken as namespaced, as Helm does.
+            let namespaced = kube::discovery::pinned_kind(client, &gvk)
+                .await
+                .map_or(true, |(_, caps)| caps.scope == Scope::Namespaced);
+            scopes.insert(key, namespaced);
+            namespaced
         };
         let namespace = match document["metadata"]["namespace"].as_str() {
             _ if !namespaced => "",

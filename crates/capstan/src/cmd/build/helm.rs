@@ -83,23 +83,19 @@ async fn render(
             args.path.display()
         );
     }
-    let (values, cluster): (values::Values, Option<ClusterInfo>) = match client {
-        Some(client) => (
-            values::compose(client, &object)
-                .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?,
-            Some(
-                helm_release::render::capabilities(client)
-                    .await
-                    .context("reading the cluster's capabilities")?,
-            ),
-        ),
-        None => {
-            if !object.spec.values_from.is_empty() {
-                crate::cmd::say::waiting("--dry-run: valuesFrom skipped");
-            }
-            (values::spec_values(&object), None)
+    let (values, cluster): (values::Values, Option<ClusterInfo>) = if let Some(client) = client {
+        let values = values::compose(client, &object)
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let cluster = helm_release::render::capabilities(client)
+            .await
+            .context("reading the cluster's capabilities")?;
+        (values, Some(cluster))
+    } else {
+        if !object.spec.values_from.is_empty() {
+            crate::cmd::say::waiting("--dry-run: valuesFrom skipped");
         }
+        (values::spec_values(&object), None)
     };
     let rendered = helm_release::render_local(&object, &args.path, &values, cluster.as_ref())
         .map_err(|e| anyhow::anyhow!("{e}"))?;

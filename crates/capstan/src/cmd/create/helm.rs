@@ -393,7 +393,7 @@ fn depends_on(references: &[String]) -> Vec<DependencyReference> {
 pub fn helm_release(
     args: &CreateHelmRelease,
     meta: ObjectMeta,
-    interval: String,
+    interval: &str,
 ) -> anyhow::Result<Value> {
     let storage_namespace = args
         .storage_namespace
