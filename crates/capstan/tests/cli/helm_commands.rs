@@ -529,6 +529,21 @@ spec:
         assert!(rows.iter().any(|r| r[0] == name), "{name} in:\n{stdout}");
     }
 
+    // A reconcile with nothing changed makes no new release.
+    let run = env.capstan(&["reconcile", "hr", "hello"]).await.ok();
+    assert!(
+        run.stderr.contains("✔ applied revision 0.1.0"),
+        "{}",
+        run.stderr
+    );
+    let object = env
+        .kubectl(&["get", "hr", "hello", "-n", "flux-system", "-o", "json"])
+        .await
+        .ok()
+        .json();
+    let history = &object["status"]["history"];
+    assert_eq!(history.as_array().map(Vec::len), Some(1), "{history}");
+
     // The release's objects, from Helm's storage.
     let run = env.capstan(&["tree", "hr", "hello"]).await.ok();
     assert_eq!(
