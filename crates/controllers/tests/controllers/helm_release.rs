@@ -703,3 +703,131 @@ async fn a_release_installed_by_helm_is_adopted_with_its_history_and_helm_reads_
     assert_eq!(status["revision"], 2, "{status}");
     assert_eq!(status["status"], "deployed", "{status}");
 }
+
+fn job(name: &str, hook: &str, weight: i64) -> String {
+    format!(
+        "---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n  annotations:\n    helm.sh/hook: {hook}\n    helm.sh/hook-weight: \"{weight}\"\n    helm.sh/hook-delete-policy: hook-succeeded\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: c\n        image: busybox\n"
+    )
+}
+
+/// A chart with a values schema, weighted pre-install hooks and a test hook.
+fn app_chart(dir: &Path) -> PathBuf {
+    let chart = dir.join("app");
+    let hooks = [
+        job("app-late", "pre-install", 5),
+        job("app-early", "pre-install", -1),
+        job("app-test", "test", 0),
+    ]
+    .concat();
+    capstan_testkit::write_files(
+        &chart,
+        &[
+            ("Chart.yaml", "apiVersion: v2\nname: app\nversion: 0.1.0\n"),
+            ("values.yaml", "replicas: 1\n"),
+            (
+                "values.schema.json",
+                r#"{"type": "object", "properties": {"replicas": {"type": "integer"}}}"#,
+            ),
+            (
+                "templates/config.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\ndata:\n  replicas: \"{{ .Values.replicas }}\"\n",
+            ),
+            ("templates/hooks.yaml", &hooks),
+        ],
+    );
+    chart
+}
+
+#[tokio::test]
+async fn bad_values_are_reported_then_hooks_run_by_weight_and_tests_pass() {
+    let (env, registry, _controller) = setup().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = push_chart(&registry, &app_chart(dir.path()), None);
+    oci_chart_source(&env, "app", &url, "0.1.0").await;
+    create_release(
+        &env,
+        "app",
+        serde_json::json!({
+            "interval": "10m",
+            "chartRef": {"kind": "OCIRepository", "name": "app"},
+            "valuesFrom": [{"kind": "ConfigMap", "name": "absent"}],
+            "test": {"enable": true},
+        }),
+    )
+    .await;
+    let missing = wait_release(&env, "app", "a values error", |o| {
+        condition(o, "Ready").is_some_and(|c| c.1 == "ValuesError")
+    })
+    .await;
+    assert_eq!(
+        condition(&missing, "Ready").unwrap().2,
+        "could not resolve ConfigMap chart values reference 'apps/absent' with key 'values.yaml': resource not found"
+    );
+
+    // Optional now, and values the schema refuses.
+    patch_release(
+        &env,
+        "app",
+        serde_json::json!({"spec": {
+            "valuesFrom": [{"kind": "ConfigMap", "name": "absent", "optional": true}],
+            "values": {"replicas": "two"},
+        }}),
+    )
+    .await;
+    let refused = wait_release(&env, "app", "a schema failure", |o| {
+        condition(o, "Ready").is_some_and(|c| c.1 == "InstallFailed")
+    })
+    .await;
+    let message = condition(&refused, "Ready").unwrap().2;
+    assert!(
+        message.contains("values don't meet the specifications of the schema"),
+        "{message}"
+    );
+    assert!(message.contains("replicas"), "{message}");
+    assert!(records(&env, "app").await.is_empty());
+
+    patch_release(
+        &env,
+        "app",
+        serde_json::json!({"spec": {"values": {"replicas": 2}}}),
+    )
+    .await;
+    let installed = wait_release(&env, "app", "installed and tested", |o| {
+        ready_for_generation(o) && condition(o, "TestSuccess").is_some_and(|c| c.0 == "True")
+    })
+    .await;
+    let (_, reason, message) = condition(&installed, "TestSuccess").unwrap();
+    assert_eq!(reason, "TestSucceeded");
+    assert!(
+        message.contains("1 test hook completed successfully"),
+        "{message}"
+    );
+    let snapshot = &installed.status.as_ref().unwrap().history[0];
+    assert_eq!(
+        snapshot.test_hooks["app-test"].phase.as_deref(),
+        Some("Succeeded")
+    );
+    let record = HelmStorage::new(env.client.clone(), NAMESPACE)
+        .get("app", 1)
+        .await
+        .unwrap()
+        .unwrap();
+    let run = |name: &str| {
+        record
+            .hooks
+            .iter()
+            .find(|h| h.name == name)
+            .unwrap()
+            .last_run
+            .clone()
+    };
+    assert!(
+        run("app-early").completed_at.unwrap() <= run("app-late").started_at.unwrap(),
+        "weight -1 runs before weight 5"
+    );
+    let config: ConfigMap = Api::namespaced(env.client.clone(), NAMESPACE)
+        .get("app-config")
+        .await
+        .unwrap();
+    assert_eq!(config.data.unwrap()["replicas"], "2");
+}
