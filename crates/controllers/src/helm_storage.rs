@@ -426,21 +426,43 @@ impl HelmStorage {
     }
 }
 
-/// Helm's release name rule (`chartutil.ValidateReleaseName`): at most 53 characters, a DNS-1123
-/// subdomain — so every name is a valid label value.
+/// Helm's release name rule (`chartutil.ValidateReleaseName`): at most 53 characters matching
+/// this DNS-1123 subdomain pattern — so every name is a valid label value.
+static RELEASE_NAME: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+        .expect("the release name pattern is valid")
+});
+
 fn check_name(name: &str) -> Result<(), StorageError> {
-    let valid = !name.is_empty()
-        && name.len() <= 53
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-        && name.as_bytes()[0].is_ascii_alphanumeric()
-        && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric();
-    if valid {
+    if name.len() <= 53 && RELEASE_NAME.is_match(name) {
         Ok(())
     } else {
         Err(StorageError::InvalidName {
             name: name.to_string(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_name;
+
+    #[test]
+    fn release_names_follow_helms_rule() {
+        for name in ["web", "web-1", "a.b", "x", &"a".repeat(53)] {
+            assert!(check_name(name).is_ok(), "{name}");
+        }
+        for name in [
+            "",
+            "Web",
+            "web_1",
+            "-web",
+            "web-",
+            "a..b",
+            "a.-b",
+            &"a".repeat(54),
+        ] {
+            assert!(check_name(name).is_err(), "{name}");
+        }
     }
 }
