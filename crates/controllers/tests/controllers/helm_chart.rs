@@ -424,3 +424,59 @@ async fn charts_from_an_oci_helm_repository_verified_with_cosign() {
         "an unverified chart is never stored"
     );
 }
+
+#[tokio::test]
+async fn repository_dependencies_use_the_credentials_of_the_helm_repository_of_their_url() {
+    let env = Env::start().await;
+    let ns = env.namespace("helmchart-deps").await;
+    let repo = ChartRepository::start().await;
+    create_secret(
+        &env,
+        &ns,
+        "auth",
+        &BTreeMap::from([("username", USER), ("password", PASSWORD)]),
+    )
+    .await;
+    create_repository(
+        &env,
+        &ns,
+        "charts",
+        serde_json::json!({"url": repo.server.url(), "interval": "1m", "secretRef": {"name": "auth"}}),
+    )
+    .await;
+    let git = GitServer::start().await;
+    let chart = format!(
+        "apiVersion: v2\nname: umbrella\nversion: 2.0.0\ndependencies:\n  - name: sealed-secrets\n    version: 2.x\n    repository: {}\n",
+        repo.server.url()
+    );
+    git.commit(
+        &[
+            ("umbrella/Chart.yaml", chart.as_str()),
+            ("umbrella/values.yaml", "{}\n"),
+        ],
+        "umbrella",
+    );
+    env.create_git_repository(
+        &ns,
+        "repo",
+        serde_json::json!({"url": git.url(), "interval": "1m", "ref": {"branch": "main"}}),
+    )
+    .await;
+    create_chart(
+        &env,
+        &ns,
+        "umbrella",
+        serde_json::json!({
+            "chart": "umbrella", "interval": "1m",
+            "sourceRef": {"kind": "GitRepository", "name": "repo"},
+        }),
+    )
+    .await;
+    let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
+    let ready = wait_for(&api, "umbrella", "Ready=True", |o| ready_is(o, "True")).await;
+    let artifact = ready.status.unwrap().artifact.unwrap();
+    assert_eq!(artifact.revision, "2.0.0");
+    let chart = capstan_helm::chart::load_archive(&download(&artifact.url).await).unwrap();
+    assert_eq!(chart.dependencies[0].metadata.name, "sealed-secrets");
+    assert_eq!(chart.dependencies[0].metadata.version, "2.18.5");
+}

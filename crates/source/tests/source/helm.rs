@@ -292,3 +292,84 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// The subcharts of a chart archive: name, version and template names.
+fn subcharts(chart: &capstan_helm::chart::Chart) -> Vec<(String, String, Vec<String>)> {
+    let mut out: Vec<_> = chart
+        .dependencies
+        .iter()
+        .map(|c| {
+            let mut templates: Vec<String> = c.templates.iter().map(|t| t.name.clone()).collect();
+            templates.sort();
+            (
+                c.metadata.name.clone(),
+                c.metadata.version.clone(),
+                templates,
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn dependencies_are_what_helms_dependency_update_resolves() {
+    let repo = tempfile::tempdir().unwrap();
+    let (podinfo, sealed) = (
+        corpus("podinfo/src/charts/podinfo"),
+        corpus("helm-charts/sealed-secrets/chart"),
+    );
+    let out = repo.path().to_owned();
+    tokio::task::spawn_blocking(move || sdk_repository(&[&podinfo, &sealed], &out, None))
+        .await
+        .unwrap();
+    let server = HelmRepoServer::start(repo.path(), None).await;
+    let root = source_tree();
+    let chart_yaml = format!(
+        "apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n  - name: podinfo\n    version: 6.x\n    repository: file://../podinfo\n  - name: sealed-secrets\n    version: ^2.0.0\n    repository: {}\n",
+        server.url()
+    );
+    std::fs::write(root.path().join("charts/app/Chart.yaml"), &chart_yaml).unwrap();
+
+    let built = build_local(
+        root.path(),
+        "charts/app",
+        &BuildOptions::default(),
+        &DependencyOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(built.dependencies.len(), 2);
+    let ours = capstan_helm::chart::load_archive(&built.bytes).unwrap();
+
+    // Helm's SDK on a copy of the same tree.
+    let judge = tempfile::tempdir().unwrap();
+    copy_dir(&root.path().join("charts"), &judge.path().join("charts"));
+    let app = judge.path().join("charts/app");
+    // Off the runtime: the repository server answers the SDK from this runtime.
+    let dir = app.clone();
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(capstan_testkit::helm_repo::helm_python())
+            .arg("-c")
+            .arg("import sys, helm_python; helm_python.registry.dependency_update(sys.argv[1])")
+            .arg(&dir)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let helms = capstan_helm::chart::load(&app).unwrap();
+    assert_eq!(subcharts(&ours), subcharts(&helms));
+    assert_eq!(
+        subcharts(&ours)
+            .iter()
+            .map(|(n, v, _)| format!("{n}-{v}"))
+            .collect::<Vec<_>>(),
+        ["podinfo-6.14.1", "sealed-secrets-2.18.5"]
+    );
+}
