@@ -750,3 +750,157 @@ spec:
     )
     .await;
 }
+
+/// A chart from an HTTP Helm repository behind basic auth (its index written by Helm's SDK):
+/// `create source helm -u -p` stores the credentials in `helm-NAME`, `create hr --source
+/// HelmRepository/…` makes the controller template the HelmChart `<namespace>-<name>`, and
+/// `reconcile hr --with-source` goes through the HelmChart and its HelmRepository first, as
+/// Flux does.
+#[tokio::test(flavor = "multi_thread")]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
+async fn helm_repository_charts_and_the_reconcile_chain() {
+    let env = Env::start().await;
+    let repository = env.dir.path().join("repository");
+    let chart = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleet/charts/hello");
+    capstan_testkit::helm_repo::sdk_repository(&[&chart], &repository, None);
+    let server =
+        capstan_testkit::helm_repo::HelmRepoServer::start(&repository, Some(("ci", "s3cret")))
+            .await;
+
+    let run = env
+        .capstan(&[
+            "create",
+            "source",
+            "helm",
+            "charts",
+            "--url",
+            &server.url(),
+            "--username",
+            "ci",
+            "--password",
+            "s3cret",
+        ])
+        .await
+        .ok();
+    assert_lines_in_order(
+        &run,
+        &[
+            "✚ generating HelmRepository source".into(),
+            "► applying secret with repository credentials".into(),
+            "✔ authentication configured".into(),
+            "► applying HelmRepository source".into(),
+            "✔ source created".into(),
+            "◎ waiting for HelmRepository source reconciliation".into(),
+            "✔ HelmRepository source reconciliation completed".into(),
+            "✔ fetched revision: sha256:".into(),
+        ],
+    );
+    assert!(!run.stderr.contains("s3cret"), "{}", run.stderr);
+    let secret = env
+        .kubectl(&[
+            "get",
+            "secret",
+            "helm-charts",
+            "-n",
+            "flux-system",
+            "-o",
+            "json",
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(secret["data"]["username"], "Y2k=", "base64 of `ci`");
+    let repository_object = env
+        .kubectl(&[
+            "get",
+            "helmrepository",
+            "charts",
+            "-n",
+            "flux-system",
+            "-o",
+            "json",
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(
+        repository_object["spec"]["secretRef"],
+        serde_json::json!({"name": "helm-charts"})
+    );
+
+    let run = env
+        .capstan(&[
+            "create",
+            "hr",
+            "hello",
+            "--source",
+            "HelmRepository/charts",
+            "--chart",
+            "hello",
+            "--chart-version",
+            "0.1.x",
+        ])
+        .await
+        .ok();
+    assert!(
+        run.stderr.contains("✔ applied revision 0.1.0"),
+        "{}",
+        run.stderr
+    );
+    let stdout = env.capstan(&["get", "sources", "all"]).await.ok().stdout;
+    let rows = table(&stdout);
+    assert!(
+        rows.iter()
+            .any(|r| r[0] == "helmrepository/charts" && r[1].starts_with("sha256:")),
+        "{stdout}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r[..2] == ["helmchart/flux-system-hello", "0.1.0"]),
+        "{stdout}"
+    );
+
+    let run = env
+        .capstan(&["reconcile", "helmrelease", "hello", "--with-source"])
+        .await
+        .ok();
+    assert_lines_in_order(
+        &run,
+        &[
+            "► annotating HelmRepository charts in flux-system namespace".into(),
+            "✔ HelmRepository annotated".into(),
+            "✔ fetched revision sha256:".into(),
+            "► annotating HelmChart flux-system-hello in flux-system namespace".into(),
+            "✔ HelmChart annotated".into(),
+            "◎ waiting for HelmChart reconciliation".into(),
+            "✔ fetched revision 0.1.0".into(),
+            "► annotating HelmRelease hello in flux-system namespace".into(),
+            "✔ applied revision 0.1.0".into(),
+        ],
+    );
+    let run = env
+        .capstan(&[
+            "reconcile",
+            "source",
+            "chart",
+            "flux-system-hello",
+            "--with-source",
+        ])
+        .await
+        .ok();
+    assert_lines_in_order(
+        &run,
+        &[
+            "► annotating HelmRepository charts in flux-system namespace".into(),
+            "► annotating HelmChart flux-system-hello in flux-system namespace".into(),
+            "✔ fetched revision 0.1.0".into(),
+        ],
+    );
+    let run = env
+        .capstan(&["export", "source", "chart", "--all"])
+        .await
+        .ok();
+    let exported = capstan_kustomize::parse_documents(&run.stdout).unwrap();
+    assert_eq!(exported[0]["spec"]["chart"], "hello", "{}", run.stdout);
+    assert_eq!(exported[0]["spec"]["version"], "0.1.x", "{}", run.stdout);
+}
