@@ -387,6 +387,95 @@ spec:
     }
 }
 
+/// `build helmrelease --dry-run` renders a local chart as the controller would release it,
+/// without a cluster: `spec.values` over the chart's, `postRenderers`, the origin labels; hooks
+/// after the objects.
+#[tokio::test]
+async fn build_helmrelease_dry_run_renders_without_a_cluster() {
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("chart");
+    let fleet_chart = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleet/charts/hello");
+    for file in [
+        "Chart.yaml",
+        "values.yaml",
+        "templates/_helpers.tpl",
+        "templates/configmap.yaml",
+        "templates/deployment.yaml",
+        "templates/service.yaml",
+    ] {
+        let text = std::fs::read_to_string(fleet_chart.join(file)).unwrap();
+        capstan_testkit::write_files(&chart, &[(file, &text)]);
+    }
+    capstan_testkit::write_files(
+        &chart,
+        &[(
+            "templates/test.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}-test\n  \
+             annotations:\n    helm.sh/hook: test\nspec:\n  containers: []\n",
+        )],
+    );
+    let file = dir.path().join("hr.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: hello
+  namespace: apps
+spec:
+  interval: 10m
+  targetNamespace: web
+  chartRef:
+    kind: OCIRepository
+    name: hello
+  valuesFrom:
+    - kind: ConfigMap
+      name: absent
+  values:
+    greeting: hi
+  postRenderers:
+    - kustomize:
+        images:
+          - name: ghcr.io/stefanprodan/podinfo
+            newTag: 6.8.0
+",
+    )
+    .unwrap();
+    let run = offline(&[
+        "build",
+        "hr",
+        "hello",
+        "--path",
+        chart.to_str().unwrap(),
+        "--helmrelease-file",
+        file.to_str().unwrap(),
+        "--dry-run",
+    ])
+    .await
+    .ok();
+    assert!(run.stderr.contains("valuesFrom skipped"), "{}", run.stderr);
+    let documents = capstan_kustomize::parse_documents(&run.stdout).unwrap();
+    let kinds: Vec<&str> = documents
+        .iter()
+        .filter_map(|d| d["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["ConfigMap", "Service", "Deployment", "Pod"]);
+    assert_eq!(documents[0]["data"]["greeting"], "hi");
+    assert_eq!(
+        documents[0]["metadata"]["labels"]["app.kubernetes.io/instance"], "web-hello",
+        "the release name is `<targetNamespace>-<name>`"
+    );
+    assert_eq!(
+        documents[2]["metadata"]["labels"]["helm.toolkit.fluxcd.io/namespace"],
+        "apps"
+    );
+    assert_eq!(
+        documents[2]["spec"]["template"]["spec"]["containers"][0]["image"],
+        "ghcr.io/stefanprodan/podinfo:6.8.0"
+    );
+    assert_eq!(documents[3]["metadata"]["name"], "web-hello-test");
+}
+
 /// The example fleet's chart, packaged at `version` (the chart directory of the repository).
 fn chart_package(version: &str) -> capstan_helm::chart::package::Package {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleet/charts/hello");
