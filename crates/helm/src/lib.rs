@@ -11,6 +11,8 @@
 //!   [`strvals`]: the `--set` family of flags.
 //! - [`engine`]: a render of a chart (Helm's `engine.Render`), and [`output`]: `helm template`'s
 //!   output (manifest splitting, install order, hooks, CRDs).
+//! - [`release`]: Helm's release records: the `release.v1` JSON, byte for byte as Helm v4.2.3
+//!   writes it, and the storage drivers' gzip and base64 codec.
 
 pub mod cast;
 pub mod chart;
