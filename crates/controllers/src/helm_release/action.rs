@@ -123,6 +123,7 @@ pub(super) async fn reconcile(cx: &mut Cx) -> Result<StepOutcome, ReconcileError
         return Ok(StepOutcome::next());
     };
     handle_reset(cx);
+    Box::pin(handle_target_change(cx, &target, &chart)).await?;
     let last = target
         .storage
         .last(&target.name)
@@ -161,6 +162,64 @@ fn storage_error(error: crate::helm_storage::StorageError) -> ReconcileError {
         meta_reason::RECONCILIATION_FAILED,
         error,
     )
+}
+
+/// Flux's release target change: when the storage namespace, the release namespace or name
+/// (or, with `upgrade.chartNameChangeStrategy: Reinstall`, the chart name) differ from the
+/// current release's, that release is uninstalled first and the history and failures cleared.
+async fn handle_target_change(
+    cx: &mut Cx,
+    target: &Target,
+    chart: &Chart,
+) -> Result<(), ReconcileError> {
+    let (Some(previous_namespace), Some(current)) = (
+        cx.state.previous_storage_namespace.clone(),
+        cx.status.history.first().cloned(),
+    ) else {
+        return Ok(());
+    };
+    let reinstall = cx
+        .object
+        .spec
+        .upgrade
+        .as_ref()
+        .and_then(|u| u.chart_name_change_strategy)
+        == Some(capstan_api::helm::v2::ChartNameChangeStrategy::Reinstall);
+    let changed = previous_namespace != target.storage.namespace()
+        || current.namespace != target.namespace
+        || current.name != target.name
+        || (reinstall && current.chart_name != chart.metadata.name);
+    if !changed {
+        return Ok(());
+    }
+    tracing::info!("release target changed: uninstalling the current release");
+    let storage = HelmStorage::new(target.client().clone(), &previous_namespace);
+    let old = Target {
+        storage,
+        name: current.name.clone(),
+        namespace: current.namespace.clone(),
+        ..target.clone()
+    };
+    if let Some(last) = old.storage.last(&old.name).await.map_err(storage_error)?
+        && last.status() != Status::Uninstalled
+    {
+        uninstall_with(&cx.object, &old, last, false)
+            .await
+            .map_err(|e| {
+                ReconcileError::transient(
+                    reason::UNINSTALL_FAILED,
+                    format!(
+                        "Helm uninstall failed for release {}/{}: {e}",
+                        old.namespace, old.name
+                    ),
+                )
+            })?;
+    }
+    cx.status.history.clear();
+    cx.status.install_failures = None;
+    cx.status.upgrade_failures = None;
+    cx.status.failures = None;
+    Ok(())
 }
 
 /// `reconcile.fluxcd.io/resetAt`: a new token clears the failure counters.
@@ -845,6 +904,7 @@ struct Deploy {
     disable_wait_for_jobs: bool,
     force: bool,
     crds: CrdsPolicy,
+    create_namespace: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -905,6 +965,7 @@ fn install_settings(object: &HelmRelease) -> Deploy {
         disable_wait_for_jobs: install.disable_wait_for_jobs.unwrap_or(false),
         force: false,
         crds,
+        create_namespace: install.create_namespace.unwrap_or(false),
     }
 }
 
@@ -918,6 +979,7 @@ fn upgrade_settings(object: &HelmRelease) -> Deploy {
         disable_wait_for_jobs: upgrade.disable_wait_for_jobs.unwrap_or(false),
         force: upgrade.force.unwrap_or(false),
         crds: upgrade.crds.unwrap_or(CrdsPolicy::Skip),
+        create_namespace: false,
     }
 }
 
@@ -931,6 +993,7 @@ fn rollback_settings(object: &HelmRelease) -> Deploy {
         disable_wait_for_jobs: rollback.disable_wait_for_jobs.unwrap_or(false),
         force: rollback.force.unwrap_or(false),
         crds: CrdsPolicy::Skip,
+        create_namespace: false,
     }
 }
 
@@ -1181,6 +1244,37 @@ async fn mark_running(cx: &mut Cx, settings: &Deploy) -> Result<(), ReconcileErr
     })
 }
 
+/// `install.createNamespace`: the release namespace, created when it does not exist.
+async fn create_namespace(target: &Target) -> Result<(), String> {
+    let namespace: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": target.namespace},
+    }))
+    .map_err(|e| e.to_string())?;
+    let reference = ObjectRef::new("v1", "Namespace", "", &target.namespace);
+    let health = target
+        .manager
+        .check_health(std::slice::from_ref(&reference))
+        .await;
+    if health
+        .iter()
+        .all(|h| h.status != capstan_apply::Status::NotFound)
+    {
+        return Ok(());
+    }
+    target
+        .manager
+        .apply_all_staged(&[namespace], &ApplyOptions::default())
+        .await
+        .map(|_| ())
+        .map_err(|e| {
+            format!(
+                "failed to create namespace {}: {}",
+                target.namespace,
+                capstan_source::redact::error_chain(&e)
+            )
+        })
+}
+
 /// Installs the CRDs of `crds/` by `policy`: `Create` applies those that do not exist,
 /// `CreateReplace` applies all, `Skip` none.
 async fn install_crds(
@@ -1239,6 +1333,9 @@ async fn deploy(
 ) -> Result<Progress, ReconcileError> {
     let chart_for_errors = cx.state.chart.clone();
     let result: Result<Vec<ObjectRef>, String> = async {
+        if settings.create_namespace {
+            create_namespace(target).await?;
+        }
         install_crds(target, crds, settings.crds).await?;
         if !settings.disable_hooks {
             hooks::run(

@@ -258,6 +258,8 @@ pub struct HelmReleaseState {
     chart: Option<Arc<Chart>>,
     values: Option<values::Values>,
     target: Option<action::Target>,
+    /// `status.storageNamespace` before this reconcile.
+    previous_storage_namespace: Option<String>,
 }
 
 impl Reconciler for HelmReleaseReconciler {
@@ -491,7 +493,8 @@ fn load_chart_step(cx: &mut StepContext<HelmReleaseReconciler>) -> StepFuture<'_
             cx.status.failures = None;
         }
         let storage_namespace = cx.object.storage_namespace().unwrap_or_default().to_owned();
-        cx.status.storage_namespace = Some(storage_namespace);
+        cx.state.previous_storage_namespace =
+            cx.status.storage_namespace.replace(storage_namespace);
         cx.status.last_attempted_generation = cx.object.metadata.generation;
         cx.status.last_attempted_revision = Some(version.clone());
         cx.status.last_attempted_revision_digest = oci_digest;

@@ -831,3 +831,66 @@ async fn bad_values_are_reported_then_hooks_run_by_weight_and_tests_pass() {
         .unwrap();
     assert_eq!(config.data.unwrap()["replicas"], "2");
 }
+
+#[tokio::test]
+async fn a_new_target_namespace_uninstalls_the_old_release_and_creates_the_namespace() {
+    let (env, registry, _controller) = setup().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = push_chart(&registry, &app_chart(dir.path()), None);
+    oci_chart_source(&env, "app", &url, "0.1.0").await;
+    create_release(
+        &env,
+        "app",
+        serde_json::json!({
+            "interval": "10m",
+            "chartRef": {"kind": "OCIRepository", "name": "app"},
+        }),
+    )
+    .await;
+    wait_release(&env, "app", "installed", ready_for_generation).await;
+    let config_maps =
+        |namespace: &str| -> Api<ConfigMap> { Api::namespaced(env.client.clone(), namespace) };
+    assert!(
+        config_maps(NAMESPACE)
+            .get_opt("app-config")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    patch_release(
+        &env,
+        "app",
+        serde_json::json!({"spec": {"targetNamespace": "other", "install": {"createNamespace": true}}}),
+    )
+    .await;
+    let moved = wait_release(
+        &env,
+        "app",
+        "installed in the new namespace",
+        ready_for_generation,
+    )
+    .await;
+    assert_eq!(
+        condition(&moved, "Ready").unwrap().2,
+        "Helm install succeeded for release other/other-app.v1 with chart app@0.1.0"
+    );
+    assert!(
+        config_maps("other")
+            .get_opt("app-config")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        config_maps(NAMESPACE)
+            .get_opt("app-config")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        records(&env, "app").await.is_empty(),
+        "the old release is uninstalled"
+    );
+    assert_eq!(records(&env, "other-app").await, [(1, Status::Deployed)]);
+}
