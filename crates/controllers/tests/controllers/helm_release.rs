@@ -497,6 +497,8 @@ async fn a_hanging_upgrade_is_rolled_back_within_the_timeout() {
 }
 
 #[tokio::test]
+// One scenario read top to bottom: templated chart, drift, switch to chartRef.
+#[allow(clippy::too_many_lines)]
 async fn a_templated_helm_chart_from_a_helm_repository_is_created_and_collected() {
     let (env, registry, _controller) = setup().await;
     let repository = tempfile::tempdir().unwrap();
