@@ -480,3 +480,65 @@ async fn repository_dependencies_use_the_credentials_of_the_helm_repository_of_t
     assert_eq!(chart.dependencies[0].metadata.name, "sealed-secrets");
     assert_eq!(chart.dependencies[0].metadata.version, "2.18.5");
 }
+
+#[tokio::test]
+async fn a_chart_from_a_bucket_with_the_revision_strategy() {
+    use capstan_testkit::buckets::{BUCKET, Moto};
+
+    let env = Env::start().await;
+    let ns = env.namespace("helmchart-bucket").await;
+    let moto = Moto::start_without_auth().await;
+    moto.put(&[
+        ("charts/hello/Chart.yaml", "apiVersion: v2\nname: hello\nversion: 0.3.0\n"),
+        ("charts/hello/values.yaml", "message: hi\n"),
+        (
+            "charts/hello/templates/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hello\ndata:\n  message: {{ .Values.message }}\n",
+        ),
+    ]);
+    create_secret(
+        &env,
+        &ns,
+        "s3-keys",
+        &BTreeMap::from([
+            ("accesskey", moto.access_key.as_str()),
+            ("secretkey", moto.secret_key.as_str()),
+        ]),
+    )
+    .await;
+    let buckets: Api<capstan_api::Bucket> = Api::namespaced(env.client.clone(), &ns);
+    let bucket: capstan_api::Bucket = serde_json::from_value(serde_json::json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "Bucket",
+        "metadata": {"name": "charts"},
+        "spec": {
+            "provider": "generic", "bucketName": BUCKET, "region": "us-east-1",
+            "endpoint": moto.endpoint.trim_start_matches("http://"), "insecure": true,
+            "interval": "10m", "secretRef": {"name": "s3-keys"},
+        },
+    }))
+    .unwrap();
+    buckets
+        .create(&PostParams::default(), &bucket)
+        .await
+        .unwrap();
+    create_chart(
+        &env,
+        &ns,
+        "hello",
+        serde_json::json!({
+            "chart": "charts/hello", "interval": "1m", "reconcileStrategy": "Revision",
+            "sourceRef": {"kind": "Bucket", "name": "charts"},
+        }),
+    )
+    .await;
+    let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
+    let ready = wait_for(&api, "hello", "Ready=True", |o| ready_is(o, "True")).await;
+    let status = ready.status.unwrap();
+    let source = status.observed_source_artifact_revision.clone().unwrap();
+    let hex = source.strip_prefix("sha256:").unwrap();
+    let artifact = status.artifact.unwrap();
+    assert_eq!(artifact.revision, format!("0.3.0+{}", &hex[..12]));
+    let chart = capstan_helm::chart::load_archive(&download(&artifact.url).await).unwrap();
+    assert_eq!(chart.metadata.name, "hello");
+    assert_eq!(chart.values["message"], "hi");
+}
