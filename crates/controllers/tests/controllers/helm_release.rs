@@ -896,3 +896,54 @@ async fn a_new_target_namespace_uninstalls_the_old_release_and_creates_the_names
     );
     assert_eq!(records(&env, "other-app").await, [(1, Status::Deployed)]);
 }
+
+#[tokio::test]
+async fn a_hanging_upgrade_is_uninstalled_with_the_uninstall_strategy() {
+    let (env, registry, _controller) = setup().await;
+    let url = push_chart(&registry, &podinfo(), None);
+    oci_chart_source(&env, "podinfo", &url, "6.14.1").await;
+    create_release(
+        &env,
+        "web",
+        serde_json::json!({
+            "interval": "10m",
+            "timeout": "3s",
+            "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
+            "upgrade": {"remediation": {"retries": 1, "strategy": "uninstall"}},
+        }),
+    )
+    .await;
+    wait_release(&env, "web", "installed", ready_for_generation).await;
+    patch_release(
+        &env,
+        "web",
+        serde_json::json!({"spec": {"postRenderers": [{"kustomize": {"patches": [{
+            "target": {"kind": "Deployment"},
+            "patch": "- op: add\n  path: /metadata/annotations\n  value: {\"sim.capstan.dev/rollout\": \"hang\"}\n",
+        }]}}]}}),
+    )
+    .await;
+    let remediated = wait_release(&env, "web", "uninstalled", |o| {
+        condition(o, "Remediated").is_some_and(|c| c.1 == "UninstallSucceeded")
+    })
+    .await;
+    let (status, _, message) = condition(&remediated, "Remediated").unwrap();
+    assert_eq!(status, "True");
+    assert_eq!(
+        message,
+        "Helm uninstall remediation for release apps/web.v2 with chart podinfo@6.14.1 succeeded"
+    );
+    // The install that follows hangs as well, and fails within its timeout: no release is
+    // left deployed with the hanging rollout, and the HelmRelease stalls.
+    let stalled = wait_release(&env, "web", "stalled", |o| {
+        condition(o, "Stalled").is_some_and(|c| c.0 == "True")
+    })
+    .await;
+    assert_eq!(condition(&stalled, "Ready").unwrap().0, "False");
+    assert!(
+        records(&env, "web")
+            .await
+            .iter()
+            .all(|(_, status)| *status != Status::Deployed)
+    );
+}
