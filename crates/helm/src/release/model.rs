@@ -12,7 +12,10 @@ use super::serde_helpers::{
 use crate::output::HookEvent;
 
 /// One revision of a release (Helm's `release.Release`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Its `Debug` leaves out the values, the manifest and the hooks' documents (they may hold
+/// secrets), showing their sizes instead.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 pub struct Release {
     /// The release name.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -56,6 +59,39 @@ pub struct Release {
     /// Fields a newer Helm wrote that this model does not know, kept as they were.
     #[serde(flatten)]
     pub extra: Map<String, Json>,
+}
+
+impl std::fmt::Debug for Release {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Release")
+            .field("name", &self.name)
+            .field("namespace", &self.namespace)
+            .field("version", &self.version)
+            .field("status", &self.info.status)
+            .field("description", &self.info.description)
+            .field("first_deployed", &self.info.first_deployed)
+            .field("last_deployed", &self.info.last_deployed)
+            .field(
+                "chart",
+                &format_args!("{}-{}", self.chart_name(), self.chart_version()),
+            )
+            .field(
+                "config",
+                &format_args!("<{} top-level keys>", self.config.len()),
+            )
+            .field("manifest", &format_args!("<{} bytes>", self.manifest.len()))
+            .field(
+                "hooks",
+                &self
+                    .hooks
+                    .iter()
+                    .map(|h| h.name.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .field("apply_method", &self.apply_method)
+            .field("labels", &self.labels)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Release {

@@ -347,3 +347,15 @@ fn strings_are_escaped_as_go_escapes_them() {
         record.manifest
     );
 }
+
+#[test]
+fn debug_output_leaves_values_and_manifests_out() {
+    let record = decode_json(helm_json().to_string().as_bytes()).unwrap();
+    let debug = format!("{record:?}");
+    assert!(
+        debug.contains("podinfo-6.14.1") && debug.contains("web-test"),
+        "{debug}"
+    );
+    assert!(!debug.contains("hunter2"), "{debug}");
+    assert!(!debug.contains("kind: A"), "{debug}");
+}
