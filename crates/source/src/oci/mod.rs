@@ -34,6 +34,7 @@ mod auth;
 pub mod cosign;
 mod pull;
 mod push;
+pub mod registry;
 mod tags;
 
 use std::collections::BTreeMap;

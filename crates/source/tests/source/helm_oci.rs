@@ -1,7 +1,8 @@
 //! Chart packaging and Helm OCI charts, judged by Helm's own SDK (Helm v4.2.3 through PyPI
 //! `helm-python-sdk`, driven by `helm_sdk.py`): what Capstan packages and pushes, Helm loads,
 //! renders and pulls; what Helm packages and pushes, Capstan loads and pulls. Against a real
-//! `docker-registry`.
+//! `docker-registry` and against Capstan's own registry (`oci::registry`), which `skopeo` also
+//! copies through.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use std::process::Command;
 
 use capstan_helm::chart::{self, package};
 use capstan_source::helm::oci;
-use capstan_source::oci::{Credentials, RegistryOptions};
+use capstan_source::oci::{Credentials, RegistryOptions, registry};
 use serde_json::Value;
 
 use crate::support::{PASSWORD, Registry, USER};
@@ -249,23 +250,33 @@ async fn round_trip(address: &str, credentials: Option<Credentials>) {
         .collect();
     let auth: Vec<&str> = auth.iter().map(String::as_str).collect();
     let work = tempfile::tempdir().unwrap();
+    capstan_pushes_helm_pulls(address, &registry, &auth, work.path()).await;
+    versions_are_tags_both_ways(address, &registry, &auth, work.path()).await;
+}
 
-    // Capstan packages and pushes; Helm pulls by constraint and renders the same chart.
+/// Capstan packages and pushes; Helm pulls by constraint and renders the same chart. Helm
+/// pushes the same archive: the same manifest digest as Capstan's push.
+async fn capstan_pushes_helm_pulls(
+    address: &str,
+    registry: &RegistryOptions,
+    auth: &[&str],
+    work: &Path,
+) {
     let packaged = package::package(&podinfo()).unwrap();
     let remote = format!("oci://{address}/charts");
     let created = "2026-01-02T03:04:05Z";
-    let pushed = oci::push(&packaged.bytes, &remote, Some(created), &registry)
+    let pushed = oci::push(&packaged.bytes, &remote, Some(created), registry)
         .await
         .expect("capstan pushes");
     assert_eq!(
         pushed.reference,
         format!("{address}/charts/podinfo:{}", packaged.version)
     );
-    let dest = work.path().join("pulled-by-helm");
+    let dest = work.join("pulled-by-helm");
     std::fs::create_dir_all(&dest).unwrap();
     let reference = format!("{remote}/podinfo");
     let mut args = vec!["pull", reference.as_str(), "6.x", dest.to_str().unwrap()];
-    args.extend(&auth);
+    args.extend(auth);
     sdk(&args);
     let pulled_path = dest.join(&packaged.file_name);
     assert_eq!(
@@ -277,24 +288,24 @@ async fn round_trip(address: &str, credentials: Option<Credentials>) {
 
     // Helm pushes the same archive (created = the file's time): the same manifest digest, so
     // the manifest, config and annotations are Helm's byte for byte.
-    let file = work.path().join(&packaged.file_name);
+    let file = work.join(&packaged.file_name);
     std::fs::write(&file, &packaged.bytes).unwrap();
     let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
     let mtime = jiff::Timestamp::try_from(mtime).unwrap();
     let created = mtime.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
     let helm_remote = format!("oci://{address}/helm");
     let mut args = vec!["push", file.to_str().unwrap(), helm_remote.as_str()];
-    args.extend(&auth);
+    args.extend(auth);
     sdk(&args);
     let ours = oci::push(
         &packaged.bytes,
         &format!("oci://{address}/capstan"),
         Some(&created),
-        &registry,
+        registry,
     )
     .await
     .unwrap();
-    let helm_pulled = oci::pull(&format!("{helm_remote}/podinfo"), "", &registry, 10 << 20)
+    let helm_pulled = oci::pull(&format!("{helm_remote}/podinfo"), "", registry, 10 << 20)
         .await
         .expect("capstan pulls helm's chart");
     assert_eq!(helm_pulled.digest, ours.digest, "Helm's manifest and ours");
@@ -303,9 +314,18 @@ async fn round_trip(address: &str, credentials: Option<Credentials>) {
         helm_pulled.revision,
         format!("{}@{}", packaged.version, helm_pulled.digest)
     );
+}
 
-    // Build metadata: Helm tags `+` as `_`; both read it back as `+`.
-    let chart = work.path().join("demo");
+/// Build metadata: Helm tags `+` as `_`; both read it back as `+`; constraints select among
+/// the tags as Helm does.
+async fn versions_are_tags_both_ways(
+    address: &str,
+    registry: &RegistryOptions,
+    auth: &[&str],
+    work: &Path,
+) {
+    let helm_remote = format!("oci://{address}/helm");
+    let chart = work.join("demo");
     capstan_testkit::write_files(
         &chart,
         &[
@@ -322,26 +342,26 @@ async fn round_trip(address: &str, credentials: Option<Credentials>) {
             },
         )
         .unwrap();
-        let path = packaged.write_to(&work.path().join("out")).unwrap();
+        let path = packaged.write_to(&work.join("out")).unwrap();
         let mut args = vec!["push", path.to_str().unwrap(), helm_remote.as_str()];
-        args.extend(&auth);
+        args.extend(auth);
         sdk(&args);
     }
     let demo = format!("{helm_remote}/demo");
     assert_eq!(
-        oci::list_versions(&demo, &registry).await.unwrap(),
+        oci::list_versions(&demo, registry).await.unwrap(),
         ["2.0.0-rc.1", "1.1.0+build.7", "1.0.0"]
     );
-    let latest = oci::pull(&demo, "", &registry, 10 << 20).await.unwrap();
+    let latest = oci::pull(&demo, "", registry, 10 << 20).await.unwrap();
     assert_eq!(
         (latest.version.as_str(), latest.tag.as_str()),
         ("1.1.0+build.7", "1.1.0_build.7")
     );
-    let pre = oci::pull(&demo, ">=2.0.0-0", &registry, 10 << 20)
+    let pre = oci::pull(&demo, ">=2.0.0-0", registry, 10 << 20)
         .await
         .unwrap();
     assert_eq!(pre.version, "2.0.0-rc.1");
-    let err = oci::pull(&demo, "3.x", &registry, 10 << 20)
+    let err = oci::pull(&demo, "3.x", registry, 10 << 20)
         .await
         .unwrap_err();
     assert!(
@@ -349,7 +369,7 @@ async fn round_trip(address: &str, credentials: Option<Credentials>) {
             .contains("could not locate a version matching provided version string 3.x"),
         "{err}"
     );
-    let too_small = oci::pull(&demo, "1.0.0", &registry, 16).await.unwrap_err();
+    let too_small = oci::pull(&demo, "1.0.0", registry, 16).await.unwrap_err();
     assert!(
         too_small.to_string().contains("exceeds the limit"),
         "{too_small}"
@@ -383,4 +403,288 @@ async fn charts_move_both_ways_with_basic_auth() {
     .unwrap_err();
     let message = capstan_source::redact::error_chain(&anonymous);
     assert!(message.contains("podinfo"), "{message}");
+}
+
+/// Capstan's own registry (`oci::registry`) on 127.0.0.1, storing into a temporary directory,
+/// served from its own thread and runtime (the tests block on Helm's SDK and skopeo).
+struct OwnRegistry {
+    address: String,
+    storage: tempfile::TempDir,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl OwnRegistry {
+    async fn start(limits: registry::Limits) -> Self {
+        let storage = tempfile::tempdir().unwrap();
+        let served = registry::Registry::new(storage.path(), limits).unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (bound, address) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let _ = bound.send(listener.local_addr().unwrap().to_string());
+                let _ = axum::serve(listener, served.router())
+                    .with_graceful_shutdown(async move {
+                        let _ = stopped.await;
+                    })
+                    .await;
+            });
+        });
+        Self {
+            address: address.await.unwrap(),
+            storage,
+            stop: Some(stop),
+        }
+    }
+}
+
+impl Drop for OwnRegistry {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+#[tokio::test]
+async fn charts_move_both_ways_through_capstans_registry() {
+    let registry = OwnRegistry::start(registry::Limits::default()).await;
+    round_trip(&registry.address, None).await;
+    assert!(
+        registry
+            .storage
+            .path()
+            .join("repositories/helm/demo/_tags/1.1.0_build.7")
+            .exists()
+    );
+}
+
+/// skopeo (containers/image: chunked `PATCH` uploads, `mount`, manifest `HEAD`s) copies an
+/// artifact into Capstan's registry and out again, unchanged.
+#[tokio::test]
+async fn skopeo_copies_in_and_out_of_capstans_registry() {
+    let docker = Registry::start().await;
+    let own = OwnRegistry::start(registry::Limits::default()).await;
+    let source = crate::support::sample_source();
+    let pushed = capstan_source::oci::push(
+        source.path(),
+        &format!("{}:v1", docker.url("fleet/apps")),
+        &capstan_source::oci::PushOptions::default(),
+        &insecure(),
+    )
+    .await
+    .unwrap();
+    let copy = |from: String, to: String| {
+        crate::support::skopeo(&[
+            "copy",
+            "--src-tls-verify=false",
+            "--dest-tls-verify=false",
+            "--src-no-creds",
+            "--dest-no-creds",
+            &from,
+            &to,
+        ])
+    };
+    copy(
+        format!("docker://{}/fleet/apps:v1", docker.address),
+        format!("docker://{}/mirror/apps:v1", own.address),
+    );
+    // Within the registry (skopeo mounts the blobs it already holds).
+    copy(
+        format!("docker://{}/mirror/apps:v1", own.address),
+        format!("docker://{}/other/apps:v2", own.address),
+    );
+    copy(
+        format!("docker://{}/other/apps:v2", own.address),
+        format!("docker://{}/back/apps:v1", docker.address),
+    );
+    let digest_of = |reference: String| {
+        let raw = crate::support::skopeo(&[
+            "inspect",
+            "--raw",
+            "--tls-verify=false",
+            "--no-creds",
+            &reference,
+        ]);
+        capstan_source::Digest::of(raw.as_bytes())
+    };
+    assert_eq!(
+        digest_of(format!("docker://{}/mirror/apps:v1", own.address)),
+        pushed.digest
+    );
+    assert_eq!(
+        digest_of(format!("docker://{}/back/apps:v1", docker.address)),
+        pushed.digest
+    );
+    let tags = crate::support::skopeo(&[
+        "list-tags",
+        "--tls-verify=false",
+        "--no-creds",
+        &format!("docker://{}/other/apps", own.address),
+    ]);
+    let tags: Value = serde_json::from_str(&tags).unwrap();
+    assert_eq!(tags["Tags"], serde_json::json!(["v2"]));
+
+    // oci-client pulls it by tag and by digest, the content verified.
+    let target = tempfile::tempdir().unwrap();
+    let pulled = capstan_source::oci::pull(
+        &format!("oci://{}/mirror/apps@{}", own.address, pushed.digest),
+        &target.path().join("out"),
+        &capstan_source::oci::PullOptions::default(),
+        &insecure(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(pulled.digest, pushed.digest);
+    assert_eq!(
+        crate::support::tree(&target.path().join("out")),
+        crate::support::tree(source.path())
+    );
+}
+
+/// The registry refuses what does not add up: a blob whose digest is not the one claimed, a
+/// manifest naming a blob it does not hold, names leaving the repository space, oversized
+/// blobs; none of it is stored.
+#[tokio::test]
+async fn capstans_registry_refuses_bad_uploads() {
+    let own = OwnRegistry::start(registry::Limits {
+        max_blob_bytes: 1024,
+        max_manifest_bytes: 4096,
+    })
+    .await;
+    let http = crate::support::http_client();
+    let base = format!("http://{}/v2", own.address);
+    let code = |body: &str| -> String {
+        let json: Value = serde_json::from_str(body).unwrap_or_default();
+        json["errors"][0]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+
+    let check = http.get(format!("{base}/")).send().await.unwrap();
+    assert_eq!(check.status(), 200);
+    assert_eq!(
+        check.headers()["docker-distribution-api-version"],
+        "registry/2.0"
+    );
+
+    let wrong = capstan_source::Digest::of(b"something else");
+    let response = http
+        .post(format!("{base}/charts/blobs/uploads/?digest={wrong}"))
+        .body("hello")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    assert_eq!(code(&response.text().await.unwrap()), "DIGEST_INVALID");
+    let response = http
+        .head(format!("{base}/charts/blobs/{wrong}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 404);
+
+    // Chunked: POST, two PATCHes, PUT with the digest.
+    let started = http
+        .post(format!("{base}/charts/blobs/uploads/"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 202);
+    let location = started.headers()["location"].to_str().unwrap().to_owned();
+    let url = format!("http://{}{location}", own.address);
+    for (chunk, range) in [("hel", "0-2"), ("lo", "0-4")] {
+        let patched = http.patch(&url).body(chunk).send().await.unwrap();
+        assert_eq!(patched.status(), 202);
+        assert_eq!(patched.headers()["range"], range);
+    }
+    let good = capstan_source::Digest::of(b"hello");
+    let put = http
+        .put(format!("{url}?digest={good}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(put.status(), 201);
+    assert_eq!(
+        put.headers()["docker-content-digest"],
+        good.to_string().as_str()
+    );
+    let blob = http
+        .get(format!("{base}/charts/blobs/{good}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(blob.bytes().await.unwrap().as_ref(), b"hello");
+
+    let too_big = http
+        .post(format!("{base}/charts/blobs/uploads/?digest={good}"))
+        .body(vec![b'x'; 2048])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(too_big.status(), 413);
+
+    refuses_bad_manifests_and_names(&own, &good, &wrong).await;
+}
+
+/// A manifest naming a blob the registry lacks, names outside the grammar: refused, nothing
+/// stored beside the one good blob.
+async fn refuses_bad_manifests_and_names(
+    own: &OwnRegistry,
+    good: &capstan_source::Digest,
+    wrong: &capstan_source::Digest,
+) {
+    let http = crate::support::http_client();
+    let base = format!("http://{}/v2", own.address);
+    let code = |body: &str| -> String {
+        let json: Value = serde_json::from_str(body).unwrap_or_default();
+        json["errors"][0]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": good.to_string(), "size": 5},
+        "layers": [{"mediaType": "application/octet-stream", "digest": wrong.to_string(), "size": 14}],
+    });
+    let refused = http
+        .put(format!("{base}/charts/manifests/v1"))
+        .header("content-type", "application/vnd.oci.image.manifest.v1+json")
+        .body(manifest.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    assert_eq!(
+        code(&refused.text().await.unwrap()),
+        "MANIFEST_BLOB_UNKNOWN"
+    );
+    let missing = http
+        .get(format!("{base}/charts/manifests/v1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), 404);
+
+    for path in [
+        "../etc/manifests/v1",
+        "Charts/manifests/v1",
+        "charts/manifests/..%2Fx",
+    ] {
+        let response = http.get(format!("{base}/{path}")).send().await.unwrap();
+        assert!(
+            response.status() == 400 || response.status() == 404,
+            "{path}: {}",
+            response.status()
+        );
+    }
+    let stored: Vec<_> = std::fs::read_dir(own.storage.path().join("blobs/sha256"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(stored, [std::ffi::OsString::from(good.hex())]);
 }
