@@ -361,16 +361,22 @@ async fn trace_one(
         .await?
         .ok_or_else(|| anyhow::anyhow!("{} '{name}' not found", resource.kind))?;
     let labels = object.metadata.labels.clone().unwrap_or_default();
-    let (Some(ks_name), Some(ks_namespace)) = (
-        labels.get(label::KUSTOMIZE_NAME),
-        labels.get(label::KUSTOMIZE_NAMESPACE),
-    ) else {
-        bail!(
-            "object {}/{name} is not managed by Flux (no {} label)",
-            resource.kind,
-            label::KUSTOMIZE_NAME
-        );
+    let owner = |name_key: &str, namespace_key: &str| {
+        labels
+            .get(name_key)
+            .zip(labels.get(namespace_key))
+            .map(|(n, ns)| (n.clone(), ns.clone()))
     };
+    let kustomization = owner(label::KUSTOMIZE_NAME, label::KUSTOMIZE_NAMESPACE);
+    let helm_release = owner(label::HELM_NAME, label::HELM_NAMESPACE);
+    if kustomization.is_none() && helm_release.is_none() {
+        bail!(
+            "object {}/{name} is not managed by Flux (no {} or {} label)",
+            resource.kind,
+            label::KUSTOMIZE_NAME,
+            label::HELM_NAME
+        );
+    }
     let mut out = String::from("\n");
     field(&mut out, "Object", &format!("{}/{name}", resource.kind));
     if capabilities.scope == Scope::Namespaced {
@@ -378,29 +384,46 @@ async fn trace_one(
     }
     field(&mut out, "Status", "Managed by Flux");
     out.push_str("---\n");
-    let ks = KUSTOMIZATION.get(client, ks_namespace, ks_name).await?;
-    field(&mut out, "Kustomization", ks_name);
-    field(&mut out, "Namespace", ks_namespace);
-    if let Some(target) = ks["spec"]["targetNamespace"].as_str() {
-        field(&mut out, "Target", target);
+    if let Some((ks_name, ks_namespace)) = kustomization {
+        let ks = KUSTOMIZATION.get(client, &ks_namespace, &ks_name).await?;
+        field(&mut out, "Kustomization", &ks_name);
+        field(&mut out, "Namespace", &ks_namespace);
+        if let Some(target) = ks["spec"]["targetNamespace"].as_str() {
+            field(&mut out, "Target", target);
+        }
+        field(
+            &mut out,
+            "Path",
+            ks["spec"]["path"].as_str().unwrap_or_default(),
+        );
+        field(&mut out, "Revision", KUSTOMIZATION.revision(&ks));
+        status_lines(&mut out, &ks);
+        out.push_str("---\n");
+        let (source_kind, source_ns, source_name) = super::lifecycle::source_of(&ks)?;
+        source_lines(client, &mut out, source_kind, &source_ns, &source_name).await?;
+    } else if let Some((hr_name, hr_namespace)) = helm_release {
+        helm_release_lines(client, &mut out, &hr_namespace, &hr_name).await?;
     }
-    field(
-        &mut out,
-        "Path",
-        ks["spec"]["path"].as_str().unwrap_or_default(),
-    );
-    field(&mut out, "Revision", KUSTOMIZATION.revision(&ks));
-    status_lines(&mut out, &ks);
-    out.push_str("---\n");
-    let (source_kind, source_ns, source_name) = super::lifecycle::source_of(&ks)?;
-    let source = source_kind.get(client, &source_ns, &source_name).await?;
-    field(&mut out, source_kind.type_name, &source_name);
-    field(&mut out, "Namespace", &source_ns);
+    Ok(out)
+}
+
+/// The source section of a trace: kind and name, namespace, address, reference, revision,
+/// origin, status.
+async fn source_lines(
+    client: &Client,
+    out: &mut String,
+    source_kind: &super::Kind,
+    source_ns: &str,
+    source_name: &str,
+) -> anyhow::Result<()> {
+    let source = source_kind.get(client, source_ns, source_name).await?;
+    field(out, source_kind.type_name, source_name);
+    field(out, "Namespace", source_ns);
     let spec = &source["spec"];
     let url = spec["url"].as_str().or_else(|| spec["endpoint"].as_str());
-    field(&mut out, "URL", url.unwrap_or_default());
+    field(out, "URL", url.unwrap_or_default());
     if let Some(bucket) = spec["bucketName"].as_str() {
-        field(&mut out, "Bucket", bucket);
+        field(out, "Bucket", bucket);
     }
     for (key, title) in [
         ("branch", "Branch"),
@@ -410,20 +433,82 @@ async fn trace_one(
         ("commit", "Commit"),
     ] {
         if let Some(value) = spec["ref"][key].as_str() {
-            field(&mut out, title, value);
+            field(out, title, value);
         }
     }
-    field(&mut out, "Revision", source_kind.revision(&source));
+    field(out, "Revision", source_kind.revision(&source));
     let metadata = &source["status"]["artifact"]["metadata"];
     if let Some(origin) = metadata[capstan_controllers::kustomization::ORIGIN_REVISION_KEY].as_str()
     {
-        field(&mut out, "Origin Revision", origin);
+        field(out, "Origin Revision", origin);
     }
     if let Some(origin) = metadata["org.opencontainers.image.source"].as_str() {
-        field(&mut out, "Origin Source", origin);
+        field(out, "Origin Source", origin);
     }
-    status_lines(&mut out, &source);
-    Ok(out)
+    status_lines(out, &source);
+    Ok(())
+}
+
+/// The HelmRelease sections of a trace, as Flux prints them: the HelmRelease (revision: its
+/// `lastAttemptedRevision`), the HelmChart of `status.helmChart` when there is one, then the
+/// chart's source (the `chartRef`, or the template's `sourceRef`).
+async fn helm_release_lines(
+    client: &Client,
+    out: &mut String,
+    namespace: &str,
+    name: &str,
+) -> anyhow::Result<()> {
+    let hr = HELM_RELEASE.get(client, namespace, name).await?;
+    field(out, "HelmRelease", name);
+    field(out, "Namespace", namespace);
+    if let Some(target) = hr["spec"]["targetNamespace"].as_str() {
+        field(out, "Target", target);
+    }
+    field(
+        out,
+        "Revision",
+        hr["status"]["lastAttemptedRevision"]
+            .as_str()
+            .unwrap_or_default(),
+    );
+    status_lines(out, &hr);
+    if let Some((chart_ns, chart_name)) = hr["status"]["helmChart"]
+        .as_str()
+        .and_then(|c| c.split_once('/'))
+    {
+        let chart = super::HELM_CHART.get(client, chart_ns, chart_name).await?;
+        out.push_str("---\n");
+        field(out, "HelmChart", chart_name);
+        field(out, "Namespace", chart_ns);
+        field(
+            out,
+            "Chart",
+            chart["spec"]["chart"].as_str().unwrap_or_default(),
+        );
+        field(
+            out,
+            "Version",
+            chart["spec"]["version"].as_str().unwrap_or_default(),
+        );
+        field(out, "Revision", super::HELM_CHART.revision(&chart));
+        status_lines(out, &chart);
+    }
+    let spec = &hr["spec"];
+    let reference = if spec["chartRef"].is_object() {
+        &spec["chartRef"]
+    } else {
+        &spec["chart"]["spec"]["sourceRef"]
+    };
+    let kind_name = reference["kind"].as_str().unwrap_or_default();
+    if let Some(source) =
+        super::Kind::by_name(kind_name).filter(|k| k.is_source && *k != &super::HELM_CHART)
+    {
+        let source_ns = reference["namespace"].as_str().unwrap_or(namespace);
+        let source_name = reference["name"].as_str().unwrap_or_default();
+        out.push_str("---\n");
+        source_lines(client, out, source, source_ns, source_name).await?;
+    }
+    Ok(())
 }
 
 /// Prints the trace of each object named.

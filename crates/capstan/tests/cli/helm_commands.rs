@@ -502,6 +502,15 @@ async fn push_chart(registry: &capstan_testkit::Registry, version: &str, dir: &P
     package.write_to(dir).unwrap()
 }
 
+/// The `Key: value` lines of `capstan trace`'s output.
+fn trace_fields(stdout: &str) -> Vec<(String, String)> {
+    stdout
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect()
+}
+
 /// The lines of `run`'s stderr, each expected in order.
 #[track_caller]
 fn assert_lines_in_order(run: &Run, lines: &[String]) {
@@ -643,6 +652,27 @@ spec:
 └── Deployment/flux-system/hello
 "
     );
+
+    // trace: from a released object to its HelmRelease and the chart's source.
+    let run = env
+        .capstan(&["trace", "deployment", "hello", "--api-version", "apps/v1"])
+        .await
+        .ok();
+    let fields = trace_fields(&run.stdout);
+    for (key, value) in [
+        ("Object", "Deployment/hello"),
+        ("Status", "Managed by Flux"),
+        ("HelmRelease", "hello"),
+        ("Revision", "0.1.0"),
+        ("OCIRepository", "hello"),
+        ("Tag", "0.1.0"),
+    ] {
+        assert!(
+            fields.contains(&(key.to_owned(), value.to_owned())),
+            "{key}: {value} in:\n{}",
+            run.stdout
+        );
+    }
 
     // A new chart version: --with-source fetches it first, --force and --reset are Flux's
     // annotations with the request's token.
@@ -985,6 +1015,21 @@ async fn helm_repository_charts_and_the_reconcile_chain() {
             "✔ fetched revision 0.1.0".into(),
         ],
     );
+    let run = env.capstan(&["trace", "configmap", "hello"]).await.ok();
+    let fields = trace_fields(&run.stdout);
+    for (key, value) in [
+        ("HelmRelease", "hello"),
+        ("HelmChart", "flux-system-hello"),
+        ("Chart", "hello"),
+        ("Version", "0.1.x"),
+        ("HelmRepository", "charts"),
+    ] {
+        assert!(
+            fields.contains(&(key.to_owned(), value.to_owned())),
+            "{key}: {value} in:\n{}",
+            run.stdout
+        );
+    }
     let run = env
         .capstan(&["export", "source", "chart", "--all"])
         .await
