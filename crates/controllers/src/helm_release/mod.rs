@@ -501,10 +501,19 @@ fn load_chart_step(cx: &mut StepContext<HelmReleaseReconciler>) -> StepFuture<'_
         cx.status.last_attempted_config_digest = Some(config_digest.clone());
         cx.status.last_attempted_values_checksum = None;
         cx.status.last_release_revision = None;
-        cx.event_metadata
-            .insert(runtime::events::REVISION_KEY.to_owned(), version);
-        cx.event_metadata
-            .insert(runtime::events::TOKEN_KEY.to_owned(), config_digest);
+        // Flux's HelmRelease Event metadata: keys prefixed with the API group.
+        let mut metadata = vec![
+            (runtime::events::REVISION_KEY, version),
+            (runtime::events::TOKEN_KEY, config_digest),
+            ("app-version", chart.metadata.app_version.clone()),
+        ];
+        if let Some(digest) = cx.status.last_attempted_revision_digest.clone() {
+            metadata.push(("oci-digest", digest));
+        }
+        for (key, value) in metadata.into_iter().filter(|(_, v)| !v.is_empty()) {
+            cx.event_metadata
+                .insert(format!("{}/{key}", HelmRelease::INFO.group), value);
+        }
         cx.state.chart = Some(chart);
         cx.state.values = Some(values);
         Ok(StepOutcome::next())
