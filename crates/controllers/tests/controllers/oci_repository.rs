@@ -725,3 +725,70 @@ async fn cert_secret_ref_ca_trusts_a_private_registry() {
     assert!(revision(&object).is_none());
     env.stop().await;
 }
+
+/// A Helm chart pushed as Helm pushes it (`capstan helm push`), selected with Helm's chart
+/// layer media type and `operation: copy`: the artifact is the chart archive byte for byte (what
+/// a HelmRelease `chartRef` of kind OCIRepository consumes), with Helm's annotations; extracting
+/// it instead gives the chart's files.
+#[tokio::test]
+async fn helm_chart_layers_are_copied_unchanged() {
+    let env = Env::start().await;
+    let ns = env.namespace("oci-helm").await;
+    let registry = Registry::start().await;
+    let chart = tempfile::tempdir().unwrap();
+    capstan_testkit::write_files(
+        chart.path(),
+        &[
+            (
+                "Chart.yaml",
+                "apiVersion: v2\nname: hello\nversion: 1.2.0\n",
+            ),
+            ("templates/cm.yaml", "kind: ConfigMap\n"),
+        ],
+    );
+    let packaged = capstan_helm::chart::package::package(chart.path()).unwrap();
+    let pushed = capstan_source::helm::oci::push(
+        &packaged.bytes,
+        &registry.url("charts"),
+        None,
+        &insecure(),
+    )
+    .await
+    .unwrap();
+    let url = registry.url("charts/hello");
+    for (name, operation) in [("copied", "copy"), ("extracted", "extract")] {
+        create(
+            &env,
+            &ns,
+            name,
+            serde_json::json!({"url": url, "interval": "10m", "insecure": true,
+                               "ref": {"tag": "1.2.0"},
+                               "layerSelector": {
+                                   "mediaType": capstan_source::helm::oci::CHART_LAYER_MEDIA_TYPE,
+                                   "operation": operation}}),
+        )
+        .await;
+    }
+    let object = wait_for(&api(&env, &ns), "copied", "Ready=True", |o| {
+        ready_is(o, "True")
+    })
+    .await;
+    let artifact = object.status.as_ref().unwrap().artifact.as_ref().unwrap();
+    assert_eq!(artifact.revision, format!("1.2.0@{}", pushed.digest));
+    assert_eq!(download(&artifact.url).await, packaged.bytes);
+    let metadata = &artifact.metadata;
+    assert_eq!(metadata["org.opencontainers.image.title"], "hello");
+    assert_eq!(metadata["org.opencontainers.image.version"], "1.2.0");
+
+    let object = wait_for(&api(&env, &ns), "extracted", "Ready=True", |o| {
+        ready_is(o, "True")
+    })
+    .await;
+    let artifact = object.status.as_ref().unwrap().artifact.as_ref().unwrap();
+    let entries = tar_entries(&download(&artifact.url).await);
+    assert!(
+        entries.contains(&"hello/Chart.yaml".to_owned()),
+        "{entries:?}"
+    );
+    env.stop().await;
+}
