@@ -464,12 +464,33 @@ async fn prune_keeps_max_history_and_the_last_deployed_revision() {
     assert_eq!(kept, [2, 5, 6], "the newest, and the last deployed one");
     assert!(storage.prune("web", 3).await.unwrap().is_empty());
 
-    // Helm's SDK agrees on what is left, and prunes Capstan's records the same way.
+    // Helm's SDK agrees on what is left, and prunes Capstan's records by the same rule: an
+    // upgrade with maxHistory 3 keeps 2 (the last deployed), drops 5, keeps 6 and writes 7.
+    let revisions = |history: Json| -> Vec<i64> {
+        history
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["revision"].as_i64().unwrap())
+            .collect()
+    };
     let history = cluster
         .sdk(&ns, json!({"op": "history", "name": "web"}))
         .await
         .unwrap();
-    assert_eq!(history.as_array().unwrap().len(), 3);
+    assert_eq!(revisions(history), [2, 5, 6]);
+    cluster
+        .sdk(
+            &ns,
+            json!({"op": "upgrade", "chart": podinfo(), "name": "web", "max_history": 3}),
+        )
+        .await
+        .unwrap();
+    let history = cluster
+        .sdk(&ns, json!({"op": "history", "name": "web"}))
+        .await
+        .unwrap();
+    assert_eq!(revisions(history), [2, 6, 7], "Helm's own pruning");
 
     assert_eq!(storage.uninstall_all("web").await.unwrap(), 3);
     assert!(storage.history("web").await.unwrap().is_empty());
