@@ -37,6 +37,12 @@ pub struct DevArgs {
     /// Directory of the Git server's repositories (the example fleet is `fleet.git` in it).
     #[arg(long, default_value = ".capstan/git")]
     pub git_root: PathBuf,
+    /// Address of the OCI registry holding the example chart (port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:6445")]
+    pub registry_listen: SocketAddr,
+    /// Directory of the OCI registry's storage.
+    #[arg(long, default_value = ".capstan/registry")]
+    pub registry_root: PathBuf,
     /// Reconciles of one kind running at once (Flux's `--concurrent`; 0: no limit).
     #[arg(long, default_value_t = 4)]
     pub concurrent: u16,
@@ -67,18 +73,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     fs_err::write(&args.kubeconfig, server.kubeconfig())?;
     let kubeconfig = fs_err::canonicalize(&args.kubeconfig)?;
     // The controllers reach the control plane over HTTP with kube-rs, as they reach any cluster.
-    let example = !args.no_controllers && !args.no_example;
-    let git = if !example {
-        None
-    } else if crate::fleet::git_available() {
-        Some(crate::fleet::serve(&args.git_root, args.git_listen).await?)
-    } else {
-        eprintln!(
-            "capstan dev: `git` is not installed, so the example fleet is not served \
-             (install Git to get it; everything else runs)"
-        );
-        None
-    };
+    let example = serve_example(&args).await?;
     let controllers = if args.no_controllers {
         None
     } else {
@@ -106,25 +101,11 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let mut progress = None;
-    if let (Some(git), Some((_, client))) = (&git, &controllers) {
-        crate::fleet::apply(client, &git.url)
-            .await
-            .context("creating the example fleet's GitRepository and Kustomization")?;
-        eprintln!(
-            "capstan dev: example fleet at {} (on disk: {})",
-            git.url,
-            git.path.display()
-        );
+    if let (Some(example), Some((_, client))) = (&example, &controllers) {
+        example.publish(client).await?;
         progress = Some(tokio::spawn(crate::fleet::report_progress(client.clone())));
     }
-    eprintln!("  export KUBECONFIG={}", kubeconfig.display());
-    eprintln!("  kubectl get kustomizations,gitrepositories -A");
-    if let Some(git) = &git {
-        eprintln!("  git clone {} && cd fleet", git.url);
-        eprintln!(
-            "  # edit apps/dev/kustomization.yaml, then: git commit -am 'change' && git push"
-        );
-    }
+    print_hints(&kubeconfig, example.as_ref());
     eprintln!("capstan dev: press Ctrl-C to stop");
     crate::controller::shutdown_signal().await?;
     eprintln!("capstan dev: stopping");
@@ -134,11 +115,79 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     if let Some((c, _)) = controllers {
         c.shutdown().await;
     }
-    if let Some(git) = git {
-        git.shutdown().await;
+    if let Some(example) = example {
+        example.git.shutdown().await;
+        example.registry.shutdown().await;
     }
     server.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The example's servers: the fleet's Git server and the registry holding its chart.
+struct Example {
+    git: crate::fleet::LocalServer,
+    registry: crate::fleet::LocalServer,
+}
+
+/// Starts the example's servers, unless `--no-example`/`--no-controllers` (or without Git,
+/// which the fleet's server runs).
+async fn serve_example(args: &DevArgs) -> anyhow::Result<Option<Example>> {
+    if args.no_controllers || args.no_example {
+        return Ok(None);
+    }
+    if !crate::fleet::git_available() {
+        eprintln!(
+            "capstan dev: `git` is not installed, so the example fleet is not served \
+             (install Git to get it; everything else runs)"
+        );
+        return Ok(None);
+    }
+    Ok(Some(Example {
+        git: crate::fleet::serve(&args.git_root, args.git_listen).await?,
+        registry: crate::fleet::serve_registry(&args.registry_root, args.registry_listen).await?,
+    }))
+}
+
+impl Example {
+    /// Publishes the chart to the registry, as CI would, then applies the fleet's GitRepository
+    /// and root Kustomization (which passes the registry's address on).
+    async fn publish(&self, client: &kube::Client) -> anyhow::Result<()> {
+        let chart = crate::fleet::publish_chart(&self.registry.url)
+            .await
+            .context("publishing the example chart")?;
+        eprintln!(
+            "capstan dev: OCI registry at http://{} (on disk: {}), example chart {chart}",
+            self.registry.url,
+            self.registry.path.display()
+        );
+        crate::fleet::apply(client, &self.git.url, Some(&self.registry.url))
+            .await
+            .context("creating the example fleet's GitRepository and Kustomization")?;
+        eprintln!(
+            "capstan dev: example fleet at {} (on disk: {})",
+            self.git.url,
+            self.git.path.display()
+        );
+        Ok(())
+    }
+}
+
+/// What to run next, for the terminal.
+fn print_hints(kubeconfig: &std::path::Path, example: Option<&Example>) {
+    eprintln!("  export KUBECONFIG={}", kubeconfig.display());
+    eprintln!("  kubectl get kustomizations,gitrepositories,helmreleases -A");
+    let Some(example) = example else {
+        return;
+    };
+    eprintln!("  git clone {} && cd fleet", example.git.url);
+    eprintln!("  # edit apps/dev/kustomization.yaml, then: git commit -am 'change' && git push");
+    eprintln!(
+        "  # a new chart version: capstan helm package charts/hello --version 0.2.0 && \
+         capstan helm push hello-0.2.0.tgz oci://{}/{} --plain-http",
+        example.registry.url,
+        crate::fleet::CHART_REPOSITORY
+    );
+    eprintln!("  # then set it in apps/helm/app-config.yaml (ref.tag), commit and push");
 }
 
 /// Creates Capstan's CRDs in the embedded cluster.

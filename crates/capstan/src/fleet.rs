@@ -1,10 +1,13 @@
-//! The example fleet of `capstan dev`: a Git repository (a base and dev/prod overlays, and the
-//! Kustomizations of a local cluster) served over smart HTTP on this machine, and the
-//! GitRepository + Kustomization that make the control plane reconcile it.
+//! The example fleet of `capstan dev`: a Git repository (a base and dev/prod overlays, an app
+//! config releasing a Helm chart, and the Kustomizations of a local cluster) served over smart
+//! HTTP on this machine, an OCI registry holding that chart, and the GitRepository +
+//! Kustomization that make the control plane reconcile it.
 //!
 //! The repository is created once, in `<state dir>/git/fleet.git`, from the files in
-//! `crates/capstan/fleet/`; later runs keep it, with whatever the user pushed. The objects in
-//! the cluster are (re)applied at every start, so a fresh control plane converges from Git alone.
+//! `crates/capstan/fleet/`; later runs keep it, with whatever the user pushed. The chart
+//! (`charts/hello`) is published to the registry at every start, as CI would publish it, at the
+//! version its Chart.yaml gives (versions the user pushed stay). The objects in the cluster are
+//! (re)applied at every start, so a fresh control plane converges from Git alone.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -12,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, bail};
-use capstan_api::{FluxKind, GitRepository, Kustomization};
+use capstan_api::{FluxKind, GitRepository, HelmRelease, Kustomization, OCIRepository};
 use capstan_source::git::server::{self, ServerOptions};
 use kube::api::{Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
@@ -20,7 +23,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// The repository's files, as committed when it is created.
-const FILES: [(&str, &str); 11] = [
+const FILES: [(&str, &str); 21] = [
     ("README.md", include_str!("../fleet/README.md")),
     (
         "clusters/local/infrastructure.yaml",
@@ -58,25 +61,94 @@ const FILES: [(&str, &str); 11] = [
         "apps/prod/kustomization.yaml",
         include_str!("../fleet/apps/prod/kustomization.yaml"),
     ),
+    (
+        "clusters/local/apps-helm.yaml",
+        include_str!("../fleet/clusters/local/apps-helm.yaml"),
+    ),
+    (
+        "apps/helm/kustomization.yaml",
+        include_str!("../fleet/apps/helm/kustomization.yaml"),
+    ),
+    (
+        "apps/helm/app-config.yaml",
+        include_str!("../fleet/apps/helm/app-config.yaml"),
+    ),
+    (
+        "charts/hello/Chart.yaml",
+        include_str!("../fleet/charts/hello/Chart.yaml"),
+    ),
+    (
+        "charts/hello/values.yaml",
+        include_str!("../fleet/charts/hello/values.yaml"),
+    ),
+    (
+        "charts/hello/templates/_helpers.tpl",
+        include_str!("../fleet/charts/hello/templates/_helpers.tpl"),
+    ),
+    (
+        "charts/hello/templates/configmap.yaml",
+        include_str!("../fleet/charts/hello/templates/configmap.yaml"),
+    ),
+    (
+        "charts/hello/templates/deployment.yaml",
+        include_str!("../fleet/charts/hello/templates/deployment.yaml"),
+    ),
+    (
+        "charts/hello/templates/service.yaml",
+        include_str!("../fleet/charts/hello/templates/service.yaml"),
+    ),
+    (
+        "charts/hello/templates/NOTES.txt",
+        include_str!("../fleet/charts/hello/templates/NOTES.txt"),
+    ),
     (".sourceignore", "README.md\n"),
 ];
+
+/// The directory of the example chart in [`FILES`], which `capstan dev` publishes to its
+/// registry.
+pub const CHART_DIR: &str = "charts/hello/";
 
 /// The namespace of the fleet's GitRepository and root Kustomization (Flux's).
 pub const NAMESPACE: &str = "flux-system";
 /// The name of the fleet's GitRepository and root Kustomization.
 pub const NAME: &str = "fleet";
 
-/// The running Git server.
-pub struct GitServer {
-    /// The clone URL of the fleet repository.
+/// A running server of the example: the Git server or the registry.
+pub struct LocalServer {
+    /// Its address: the fleet's clone URL, or the registry's `host:port`.
     pub url: String,
-    /// The bare repository on disk.
+    /// What it serves, on disk: the bare repository, or the registry's storage.
     pub path: PathBuf,
     task: JoinHandle<()>,
     stop: CancellationToken,
 }
 
-impl GitServer {
+impl LocalServer {
+    /// Serves `app` on `listener` until [`shutdown`](Self::shutdown).
+    fn spawn(
+        listener: tokio::net::TcpListener,
+        app: axum::Router,
+        what: &'static str,
+        url: String,
+        path: PathBuf,
+    ) -> Self {
+        let stop = CancellationToken::new();
+        let cancelled = stop.clone();
+        let task = tokio::spawn(async move {
+            let serve = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { cancelled.cancelled().await });
+            if let Err(e) = serve.await {
+                tracing::error!(error = %e, "{what} stopped");
+            }
+        });
+        Self {
+            url,
+            path,
+            task,
+            stop,
+        }
+    }
+
     /// Stops serving.
     pub async fn shutdown(self) {
         self.stop.cancel();
@@ -85,7 +157,7 @@ impl GitServer {
 }
 
 /// Creates the fleet repository below `root` unless it exists, and serves `root` at `listen`.
-pub async fn serve(root: &Path, listen: SocketAddr) -> anyhow::Result<GitServer> {
+pub async fn serve(root: &Path, listen: SocketAddr) -> anyhow::Result<LocalServer> {
     fs_err::create_dir_all(root)?;
     let root = fs_err::canonicalize(root)?;
     let path = root.join("fleet.git");
@@ -98,21 +170,68 @@ pub async fn serve(root: &Path, listen: SocketAddr) -> anyhow::Result<GitServer>
     })?;
     let address = listener.local_addr()?;
     let app = server::router(root, ServerOptions { receive_pack: true });
-    let stop = CancellationToken::new();
-    let cancelled = stop.clone();
-    let task = tokio::spawn(async move {
-        let serve = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { cancelled.cancelled().await });
-        if let Err(e) = serve.await {
-            tracing::error!(error = %e, "Git server stopped");
-        }
-    });
-    Ok(GitServer {
-        url: format!("http://{address}/fleet.git"),
+    Ok(LocalServer::spawn(
+        listener,
+        app,
+        "Git server",
+        format!("http://{address}/fleet.git"),
         path,
-        task,
-        stop,
-    })
+    ))
+}
+
+/// The repository of the example chart in the registry (`oci://<registry>/charts/hello`).
+pub const CHART_REPOSITORY: &str = "charts";
+
+/// Serves an OCI registry (Capstan's, storing in `root`) at `listen`; its `url` is the
+/// registry's `host:port`.
+pub async fn serve_registry(root: &Path, listen: SocketAddr) -> anyhow::Result<LocalServer> {
+    fs_err::create_dir_all(root)?;
+    let root = fs_err::canonicalize(root)?;
+    let listener = tokio::net::TcpListener::bind(listen).await.with_context(|| {
+        format!("cannot listen on {listen}\nhint: pick another address with --registry-listen 127.0.0.1:0, or pass --no-example")
+    })?;
+    let address = listener.local_addr()?;
+    let registry = capstan_source::oci::registry::Registry::new(
+        &root,
+        capstan_source::oci::registry::Limits::default(),
+    )
+    .with_context(|| format!("opening the registry storage {}", root.display()))?;
+    let app = registry.router();
+    Ok(LocalServer::spawn(
+        listener,
+        app,
+        "OCI registry",
+        address.to_string(),
+        root,
+    ))
+}
+
+/// Publishes the example chart ([`CHART_DIR`] of [`FILES`]) to `registry` (`host:port`, plain
+/// HTTP) as `helm package` + `helm push` would, reproducibly (entries and the
+/// `org.opencontainers.image.created` annotation at the Unix epoch), so a restart republishes the
+/// same digest. Returns the chart's reference, `oci://<registry>/charts/hello:<version>`.
+pub async fn publish_chart(registry: &str) -> anyhow::Result<String> {
+    let dir = tempfile::tempdir()?;
+    write_chart(dir.path())?;
+    let options = capstan_helm::chart::package::Options {
+        source_date_epoch: Some(0),
+        ..capstan_helm::chart::package::Options::default()
+    };
+    let package = capstan_helm::chart::package::package_with(dir.path(), &options)
+        .map_err(|e| anyhow::anyhow!("packaging the example chart: {}", e.message))?;
+    let registry_options = capstan_source::oci::RegistryOptions {
+        insecure: true,
+        ..capstan_source::oci::RegistryOptions::default()
+    };
+    let pushed = capstan_source::helm::oci::push(
+        &package.bytes,
+        &format!("oci://{registry}/{CHART_REPOSITORY}"),
+        Some("1970-01-01T00:00:00Z"),
+        &registry_options,
+    )
+    .await
+    .context("pushing the example chart")?;
+    Ok(format!("oci://{}", pushed.reference))
 }
 
 /// Whether the `git` program runs here (the fleet's server is Git's own `git http-backend`).
@@ -175,8 +294,10 @@ fn create(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Applies the GitRepository pointing at `url` and the root Kustomization of `clusters/local`.
-pub async fn apply(client: &Client, url: &str) -> anyhow::Result<()> {
+/// Applies the GitRepository pointing at `url` and the root Kustomization of `clusters/local`,
+/// which substitutes `${registry}` with the registry's `host:port` (the app config's chart
+/// address).
+pub async fn apply(client: &Client, url: &str, registry: Option<&str>) -> anyhow::Result<()> {
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     let params = PatchParams::apply("capstan-dev").force();
     let namespace = serde_json::json!({
@@ -196,7 +317,7 @@ pub async fn apply(client: &Client, url: &str) -> anyhow::Result<()> {
         .patch(NAME, &params, &Patch::Apply(repository))
         .await
         .context("creating the fleet GitRepository")?;
-    let kustomization = serde_json::json!({
+    let mut kustomization = serde_json::json!({
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
         "metadata": {"name": NAME, "namespace": NAMESPACE},
@@ -207,6 +328,10 @@ pub async fn apply(client: &Client, url: &str) -> anyhow::Result<()> {
             "prune": true,
         },
     });
+    if let Some(registry) = registry {
+        kustomization["spec"]["postBuild"] =
+            serde_json::json!({"substitute": {"registry": registry}});
+    }
     Api::<Kustomization>::namespaced(client.clone(), NAMESPACE)
         .patch(NAME, &params, &Patch::Apply(kustomization))
         .await
@@ -215,26 +340,17 @@ pub async fn apply(client: &Client, url: &str) -> anyhow::Result<()> {
 }
 
 /// Prints, for the terminal of `capstan dev`, every change of readiness of the sources and
-/// Kustomizations in [`NAMESPACE`], so a pushed change is seen landing. Runs until aborted.
+/// Kustomizations in [`NAMESPACE`], and of OCIRepositories and HelmReleases anywhere (`Kind/name`
+/// in [`NAMESPACE`], `Kind/namespace/name` elsewhere), so a pushed change is seen landing. Runs
+/// until aborted.
 pub async fn report_progress(client: Client) {
     let mut seen: BTreeMap<String, (String, String)> = BTreeMap::new();
-    let repositories: Api<GitRepository> = Api::namespaced(client.clone(), NAMESPACE);
-    let kustomizations: Api<Kustomization> = Api::namespaced(client, NAMESPACE);
-    let params = kube::api::ListParams::default();
     loop {
         let mut current = Vec::new();
-        if let Ok(list) = repositories.list(&params).await {
-            for object in list {
-                let ready = ready_of(&object);
-                current.push((format!("GitRepository/{}", object.name_any()), ready));
-            }
-        }
-        if let Ok(list) = kustomizations.list(&params).await {
-            for object in list {
-                let ready = ready_of(&object);
-                current.push((format!("Kustomization/{}", object.name_any()), ready));
-            }
-        }
+        readiness::<GitRepository>(&client, Some(NAMESPACE), &mut current).await;
+        readiness::<Kustomization>(&client, Some(NAMESPACE), &mut current).await;
+        readiness::<OCIRepository>(&client, None, &mut current).await;
+        readiness::<HelmRelease>(&client, None, &mut current).await;
         for (name, ready) in current {
             let Some((status, message)) = ready else {
                 continue;
@@ -250,11 +366,54 @@ pub async fn report_progress(client: Client) {
     }
 }
 
+/// Appends `Kind/[namespace/]name` and the `Ready` condition of every object of `K` (in
+/// `namespace`, or everywhere); a failed list adds nothing.
+async fn readiness<K>(
+    client: &Client,
+    namespace: Option<&str>,
+    out: &mut Vec<(String, Option<(String, String)>)>,
+) where
+    K: FluxKind
+        + kube::Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: Api<K> = match namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    };
+    let Ok(list) = api.list(&kube::api::ListParams::default()).await else {
+        return;
+    };
+    for object in list {
+        let name = match object.namespace() {
+            Some(ns) if ns != NAMESPACE => format!("{ns}/{}", object.name_any()),
+            _ => object.name_any(),
+        };
+        out.push((format!("{}/{name}", K::INFO.kind), ready_of(&object)));
+    }
+}
+
 /// The `Ready` condition's status and message, as the API type reads them.
 fn ready_of(object: &impl FluxKind) -> Option<(String, String)> {
     object
         .ready_condition()
         .map(|c| (c.status.clone(), c.message.clone()))
+}
+
+/// Writes the example chart of [`FILES`] ([`CHART_DIR`]) into `dir`.
+pub fn write_chart(dir: &Path) -> anyhow::Result<()> {
+    for (name, content) in FILES {
+        if let Some(relative) = name.strip_prefix(CHART_DIR) {
+            let file = dir.join(relative);
+            if let Some(parent) = file.parent() {
+                fs_err::create_dir_all(parent)?;
+            }
+            fs_err::write(file, content)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -269,7 +428,7 @@ mod tests {
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
             std::fs::write(file, content).unwrap();
         }
-        for overlay in ["apps/dev", "apps/prod", "infrastructure"] {
+        for overlay in ["apps/dev", "apps/prod", "apps/helm", "infrastructure"] {
             let objects = capstan_kustomize::build(
                 &dir.path().join(overlay),
                 &capstan_kustomize::BuildOptions::default(),
@@ -277,6 +436,37 @@ mod tests {
             .unwrap();
             assert!(!objects.is_empty(), "{overlay} renders objects");
         }
+    }
+
+    #[test]
+    fn the_chart_renders_with_the_native_helm_engine() {
+        let dir = tempfile::tempdir().unwrap();
+        write_chart(dir.path()).unwrap();
+        let template = capstan_helm::output::Template {
+            args: vec!["hello".into(), dir.path().to_string_lossy().into_owned()],
+            namespace: Some("hello-helm".into()),
+            values: vec![capstan_helm::output::ValueSource::Set(
+                "image.tag=6.7.2".into(),
+            )],
+            name_template: None,
+            is_upgrade: false,
+            kube_version: None,
+            api_versions: Vec::new(),
+            print: capstan_helm::output::PrintOptions::default(),
+            skip_crds: false,
+            debug: false,
+        };
+        let rendered = template
+            .execute(dir.path(), &mut capstan_helm::template::Env::new())
+            .map_err(|e| e.message)
+            .unwrap();
+        let objects = capstan_kustomize::parse_documents(&rendered.stdout).unwrap();
+        let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
+        assert_eq!(kinds, ["ConfigMap", "Service", "Deployment"]);
+        assert_eq!(
+            objects[2]["spec"]["template"]["spec"]["containers"][0]["image"],
+            "ghcr.io/stefanprodan/podinfo:6.7.2"
+        );
     }
 
     #[test]

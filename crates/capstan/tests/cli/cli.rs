@@ -60,8 +60,9 @@ fn git(dir: &std::path::Path, args: &[&str]) {
 }
 
 /// The README's walkthrough: `capstan dev` serves the API with Capstan's CRDs, the artifact
-/// server and the example fleet, reconciles the fleet to Ready, and a change pushed to the
-/// fleet's Git repository lands in the cluster.
+/// server, the example fleet and the registry holding its chart, reconciles the fleet to Ready
+/// (the Helm app config included), a change pushed to the fleet's Git repository lands in the
+/// cluster, and so does a new chart version pushed to the registry and picked in the app config.
 #[tokio::test(flavor = "multi_thread")]
 #[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
@@ -76,6 +77,8 @@ async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
             "127.0.0.1:0",
             "--git-listen",
             "127.0.0.1:0",
+            "--registry-listen",
+            "127.0.0.1:0",
             // Flux's flag; two workers per kind are enough for the fleet's health waits.
             "--concurrent",
             "2",
@@ -86,6 +89,8 @@ async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
         .arg(dir.path().join("artifacts"))
         .arg("--git-root")
         .arg(dir.path().join("git"))
+        .arg("--registry-root")
+        .arg(dir.path().join("registry"))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -94,6 +99,7 @@ async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut artifacts = None;
     let mut fleet = None;
+    let mut registry = None;
     let started = tokio::time::timeout(Duration::from_secs(60), async {
         while let Some(line) = lines.next_line().await.unwrap() {
             if let Some(url) =
@@ -103,6 +109,9 @@ async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
             }
             if let Some(rest) = line.strip_prefix("capstan dev: example fleet at ") {
                 fleet = rest.split_whitespace().next().map(str::to_owned);
+            }
+            if let Some(rest) = line.strip_prefix("capstan dev: OCI registry at http://") {
+                registry = rest.split_whitespace().next().map(str::to_owned);
             }
             if line.contains("press Ctrl-C to stop") {
                 return;
@@ -114,6 +123,7 @@ async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
     assert!(started.is_ok(), "capstan dev did not start within 60 s");
     let artifacts = artifacts.expect("capstan dev prints the artifact server address");
     let fleet = fleet.expect("capstan dev prints the example fleet's Git URL");
+    let registry = registry.expect("capstan dev prints the registry's address");
     // Keep reading stderr so the child never blocks on a full pipe; collect it for asserts.
     let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
     let sink = log.clone();
@@ -168,7 +178,13 @@ async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
             out.ok();
         }
     };
-    for name in ["fleet", "infrastructure", "apps-dev", "apps-prod"] {
+    for name in [
+        "fleet",
+        "infrastructure",
+        "apps-dev",
+        "apps-prod",
+        "apps-helm",
+    ] {
         ready(name).await;
     }
     // kubectl prints the CRD's printer columns; a `date` column reads as an age, as on a cluster.
@@ -264,6 +280,132 @@ async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
     assert!(
         printed.contains("✔ Kustomization/apps-prod: Applied revision: main@sha1:"),
         "capstan dev reports readiness:\n{printed}"
+    );
+
+    // The Helm app config: the chart capstan dev published, as Helm's media types (skopeo, an
+    // independent client, reads the registry), released at the version and image it names.
+    capstan_testkit::require("skopeo");
+    let raw = std::process::Command::new("skopeo")
+        .args(["inspect", "--raw", "--tls-verify=false"])
+        .arg(format!("docker://{registry}/charts/hello:0.1.0"))
+        .output()
+        .unwrap();
+    assert!(
+        raw.status.success(),
+        "{}",
+        String::from_utf8_lossy(&raw.stderr)
+    );
+    let manifest: serde_json::Value = serde_json::from_slice(&raw.stdout).unwrap();
+    assert_eq!(
+        manifest["config"]["mediaType"],
+        "application/vnd.cncf.helm.config.v1+json"
+    );
+    assert_eq!(
+        manifest["layers"][0]["mediaType"],
+        "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+    );
+    let image = || {
+        let kubeconfig = kubeconfig.clone();
+        async move {
+            kubectl(
+                &kubeconfig,
+                home,
+                &[
+                    "get",
+                    "deploy",
+                    "hello",
+                    "-n",
+                    "hello-helm",
+                    "-o",
+                    "jsonpath={.spec.template.spec.containers[0].image}",
+                ],
+            )
+            .await
+            .ok()
+            .stdout
+        }
+    };
+    assert_eq!(image().await, "ghcr.io/stefanprodan/podinfo:6.7.1");
+
+    // CI publishes chart 0.2.0 with the CLI; the app config picks it and a new image tag.
+    let chart = clone.join("charts/hello/Chart.yaml");
+    let text = std::fs::read_to_string(&chart).unwrap();
+    std::fs::write(&chart, text.replace("version: 0.1.0", "version: 0.2.0")).unwrap();
+    let out = capstan(&[
+        "helm",
+        "package",
+        &clone.join("charts/hello").to_string_lossy(),
+        "-d",
+        &dir.path().to_string_lossy(),
+    ])
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = capstan(&[
+        "helm",
+        "push",
+        &dir.path().join("hello-0.2.0.tgz").to_string_lossy(),
+        &format!("oci://{registry}/charts"),
+        "--plain-http",
+    ])
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config = clone.join("apps/helm/app-config.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("tag: 0.1.0", "tag: 0.2.0")
+            .replace("tag: 6.7.1", "tag: 6.7.2"),
+    )
+    .unwrap();
+    git(
+        &clone,
+        &["commit", "-q", "-am", "hello 0.2.0 with podinfo 6.7.2"],
+    );
+    git(&clone, &["push", "-q", "origin", "main"]);
+    // The new values may land before the new chart (an upgrade with chart 0.1.0 first), as in
+    // Flux; the release ends deployed at 0.2.0 with its history kept.
+    let release = || {
+        let kubeconfig = kubeconfig.clone();
+        async move {
+            kubectl(
+                &kubeconfig,
+                home,
+                &["get", "hr", "hello", "-n", "hello-helm", "-o", "json"],
+            )
+            .await
+            .ok()
+            .json()
+        }
+    };
+    let history = eventually(
+        Duration::from_secs(90),
+        "the chart upgrade to land",
+        || async {
+            let history = release().await["status"]["history"].clone();
+            (history[0]["chartVersion"] == "0.2.0" && history[0]["status"] == "deployed")
+                .then_some(history)
+        },
+    )
+    .await;
+    assert_eq!(image().await, "ghcr.io/stefanprodan/podinfo:6.7.2");
+    let oldest = history.as_array().and_then(|h| h.last()).unwrap();
+    assert_eq!(
+        (&oldest["version"], &oldest["chartVersion"]),
+        (&serde_json::json!(1), &serde_json::json!("0.1.0")),
+        "{history}"
+    );
+    let printed = log.lock().unwrap().clone();
+    assert!(
+        printed.contains("✔ HelmRelease/hello-helm/hello: "),
+        "capstan dev reports the release:\n{printed}"
     );
     child.kill().await.unwrap();
 }
