@@ -44,6 +44,7 @@
 //! charts from an OCI HelmRepository and `spec.verify`.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use capstan_api::meta::Artifact;
 use capstan_api::source::v1::HelmRepositoryType;
@@ -103,6 +104,33 @@ impl References for HelmChart {
 pub struct HelmChartReconciler {
     storage: Storage,
     steps: [Step<Self>; 2],
+    indexes: IndexCache,
+}
+
+/// The parsed indexes of HelmRepository artifacts, by artifact path and digest, so charts of
+/// one repository parse its index once (Flux keeps an index cache too). Bounded: past
+/// [`INDEX_CACHE_ENTRIES`] the cache is emptied.
+#[derive(Debug, Default)]
+struct IndexCache(std::sync::Mutex<std::collections::HashMap<String, (String, Arc<Index>)>>);
+
+/// How many indexes [`IndexCache`] keeps.
+const INDEX_CACHE_ENTRIES: usize = 64;
+
+impl IndexCache {
+    fn get(&self, artifact: &Artifact) -> Option<Arc<Index>> {
+        let cache = self.0.lock().ok()?;
+        let (digest, index) = cache.get(&artifact.path)?;
+        (digest == &artifact.digest).then(|| Arc::clone(index))
+    }
+
+    fn put(&self, artifact: &Artifact, index: Arc<Index>) {
+        if let Ok(mut cache) = self.0.lock() {
+            if cache.len() >= INDEX_CACHE_ENTRIES && !cache.contains_key(&artifact.path) {
+                cache.clear();
+            }
+            cache.insert(artifact.path.clone(), (artifact.digest.clone(), index));
+        }
+    }
 }
 
 impl HelmChartReconciler {
@@ -121,6 +149,7 @@ impl HelmChartReconciler {
                     run: store_step,
                 },
             ],
+            indexes: IndexCache::default(),
         }
     }
 
@@ -389,7 +418,9 @@ async fn from_repository(
         .into());
     }
     let reference = |e| BuildError::new(BuildErrorReason::ChartReference, e);
-    let index = {
+    let index = if let Some(index) = cx.reconciler.indexes.get(&artifact) {
+        index
+    } else {
         let path = storage.local_path(&artifact.path).map_err(|e| {
             ReconcileError::transient(reason::ARCHIVE_OPERATION_FAILED, error_chain(&e))
         })?;
@@ -403,7 +434,19 @@ async fn from_repository(
                 },
             )
         })?;
-        Index::parse(&bytes).map_err(|e| BuildError::new(BuildErrorReason::ChartPull, e))?
+        let index = tokio::task::spawn_blocking(move || Index::parse(&bytes))
+            .await
+            .map_err(|e| {
+                ReconcileError::transient(
+                    capstan_api::meta::reason::FAILED,
+                    "index parsing task failed",
+                )
+                .with_source(e)
+            })?
+            .map_err(|e| BuildError::new(BuildErrorReason::ChartPull, e))?;
+        let index = Arc::new(index);
+        cx.reconciler.indexes.put(&artifact, Arc::clone(&index));
+        index
     };
     let spec = &cx.object.spec;
     let wanted = spec.version.clone().unwrap_or_default();
@@ -509,7 +552,7 @@ async fn from_tarball(
             return Ok(());
         }
     }
-    let dependencies = dependency_options(cx).await;
+    let dependencies = dependency_options(cx, remote_dependencies(&root, &spec.chart)).await;
     let built = build::build_local(&root, &spec.chart, &options, &dependencies).await?;
     if !built.dependencies.is_empty() {
         tracing::info!(
@@ -841,8 +884,11 @@ fn revision_metadata(revision: &str) -> String {
 /// The chart name and version at `path` in the extracted source (a directory's Chart.yaml),
 /// when readable.
 fn chart_identity(root: &Path, path: &str) -> Option<(String, String)> {
+    if Path::new(path).is_absolute() || path.split('/').any(|c| c == "..") {
+        return None;
+    }
     let dir = root.join(path);
-    if !dir.is_dir() || path.split('/').any(|c| c == "..") {
+    if !dir.is_dir() {
         return None;
     }
     let text = std::fs::read_to_string(dir.join("Chart.yaml")).ok()?;
@@ -852,13 +898,43 @@ fn chart_identity(root: &Path, path: &str) -> Option<(String, String)> {
     Some((name, version))
 }
 
+/// Whether the chart directory at `path` lists a dependency from an HTTP/S repository (so the
+/// namespace's HelmRepositories are looked up only then). Unreadable: `true`.
+fn remote_dependencies(root: &Path, path: &str) -> bool {
+    if Path::new(path).is_absolute() || path.split('/').any(|c| c == "..") {
+        return false; // refused by the build, which never reads outside the source
+    }
+    let Ok(text) = std::fs::read_to_string(root.join(path).join("Chart.yaml")) else {
+        return true;
+    };
+    let Ok(value) = capstan_helm::yaml::parse(&text) else {
+        return true;
+    };
+    value
+        .get("dependencies")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|deps| {
+            deps.iter().any(|d| {
+                d.get("repository")
+                    .and_then(serde_json::Value::as_str)
+                    .is_some_and(|r| r.starts_with("http://") || r.starts_with("https://"))
+            })
+        })
+}
+
 /// The credentials of the namespace's HelmRepositories by URL, for repository dependencies
 /// (Flux looks a dependency's repository up by URL); unreadable ones are skipped.
-async fn dependency_options(cx: &StepContext<HelmChartReconciler>) -> DependencyOptions {
+async fn dependency_options(
+    cx: &StepContext<HelmChartReconciler>,
+    remote: bool,
+) -> DependencyOptions {
     let limits = *cx.reconciler.storage().limits();
     let mut options = DependencyOptions::default();
     options.defaults.limits = limits;
     options.defaults.timeout = Some(capstan_api::source::v1::DEFAULT_TIMEOUT);
+    if !remote {
+        return options;
+    }
     let Ok(repositories) = cx
         .api::<HelmRepository>()
         .list(&ListParams::default())
@@ -896,6 +972,20 @@ fn store_step(cx: &mut StepContext<HelmChartReconciler>) -> StepFuture<'_> {
         let Some(built) = cx.state.built.take() else {
             return Ok(StepOutcome::next());
         };
+        if cx.status.artifact.is_some() {
+            cx.set_condition(
+                condition::ARTIFACT_OUTDATED,
+                ConditionStatus::True,
+                "NewChart",
+                &built.summary(),
+            );
+        }
+        cx.mark_progressing(&format!("building artifact: {}", built.summary()))
+            .await
+            .map_err(|e| {
+                ReconcileError::transient(reason::PATCH_OPERATION_FAILED, error_chain(&e))
+                    .with_source(e)
+            })?;
         let mut artifact = storage.new_artifact(
             KIND,
             &cx.namespace(),

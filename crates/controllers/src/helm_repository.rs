@@ -297,6 +297,21 @@ fn store_step(cx: &mut StepContext<HelmRepositoryReconciler>) -> StepFuture<'_> 
             artifact.revision == fetched.revision && storage.exists(artifact)
         });
         if !up_to_date {
+            let message = format!("new index revision '{}'", fetched.revision);
+            if cx.status.artifact.is_some() {
+                cx.set_condition(
+                    condition::ARTIFACT_OUTDATED,
+                    ConditionStatus::True,
+                    "NewRevision",
+                    &message,
+                );
+            }
+            cx.mark_progressing(&format!("building artifact: {message}"))
+                .await
+                .map_err(|e| {
+                    ReconcileError::transient(reason::PATCH_OPERATION_FAILED, error_chain(&e))
+                        .with_source(e)
+                })?;
             let hex = fetched.revision.trim_start_matches("sha256:");
             let mut artifact = storage.new_artifact(
                 KIND,
