@@ -750,12 +750,11 @@ fn lock_yaml(data: &[u8]) -> Result<(Vec<u8>, Option<i64>), Error> {
     let time = if generated.is_empty() {
         None
     } else {
-        Some(
-            generated
-                .parse::<jiff::Timestamp>()
-                .map_err(|e| Error::new(format!("cannot load Chart.lock: generated: {e}")))?
-                .as_second(),
-        )
+        let time = generated
+            .parse::<jiff::Timestamp>()
+            .map_err(|e| Error::new(format!("cannot load Chart.lock: generated: {e}")))?;
+        // Go's tar writer rounds to the nearest second.
+        Some(time.as_second() + i64::from(time.subsec_nanosecond() >= 500_000_000))
     };
     let dependencies = super::metadata::parse_requirements(data)?;
     let dependencies: Vec<GoDependency<'_>> = dependencies

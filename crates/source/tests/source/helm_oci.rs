@@ -237,6 +237,55 @@ fn version_flags_and_ignored_files_match_helm() {
     );
 }
 
+/// A subchart packed as a `.tgz` under `charts/` is written out as files, and `Chart.lock` is
+/// written again with its `generated` time, as Helm does.
+#[test]
+fn packed_subcharts_and_locks_match_helm() {
+    let work = tempfile::tempdir().unwrap();
+    let sub = work.path().join("sub");
+    capstan_testkit::write_files(
+        &sub,
+        &[
+            ("Chart.yaml", "apiVersion: v2\nname: sub\nversion: 0.1.0\n"),
+            ("values.yaml", "x: 1\n"),
+            ("templates/a.yaml", "kind: ConfigMap\n"),
+        ],
+    );
+    let parent = work.path().join("parent");
+    capstan_testkit::write_files(
+        &parent,
+        &[
+            (
+                "Chart.yaml",
+                "apiVersion: v2\nname: parent\nversion: 1.0.0\ndependencies:\n- name: sub\n  version: 0.1.x\n  repository: file://../sub\n",
+            ),
+            (
+                "Chart.lock",
+                "dependencies:\n- name: sub\n  repository: file://../sub\n  version: 0.1.0\ndigest: sha256:abc\ngenerated: \"2025-08-13T19:31:58.740987883Z\"\n",
+            ),
+            ("templates/b.yaml", "kind: Secret\n"),
+        ],
+    );
+    sdk(&[
+        "package",
+        sub.to_str().unwrap(),
+        parent.join("charts").to_str().unwrap(),
+    ]);
+    let helm = sdk(&[
+        "package",
+        parent.to_str().unwrap(),
+        work.path().join("helm").to_str().unwrap(),
+    ]);
+    let helm_bytes = std::fs::read(helm.as_str().unwrap()).unwrap();
+    let ours = package::package(&parent).unwrap();
+    assert!(
+        gunzip(&ours.bytes) == gunzip(&helm_bytes),
+        "the tar stream differs from helm package's"
+    );
+    let loaded = chart::load_archive(&ours.bytes).unwrap();
+    assert_eq!(loaded.dependencies[0].metadata.name, "sub");
+}
+
 /// Pushes with Capstan and pulls with Helm, pushes with Helm and pulls with Capstan, on the
 /// registry at `address` (plain HTTP, optional basic auth).
 async fn round_trip(address: &str, credentials: Option<Credentials>) {
