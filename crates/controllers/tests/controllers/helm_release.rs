@@ -947,3 +947,93 @@ async fn a_hanging_upgrade_is_uninstalled_with_the_uninstall_strategy() {
             .all(|(_, status)| *status != Status::Deployed)
     );
 }
+
+/// Installs the corpus chart `case` (its default values) into the namespace `namespace`
+/// and waits until the HelmRelease is Ready.
+async fn install_corpus_chart(case: &str, namespace: &str) -> (Env, HelmRelease) {
+    let (env, registry, controller) = setup().await;
+    let chart = capstan_testkit::corpus(&format!("helm-charts/{case}/chart"));
+    let url = push_chart(&registry, &chart, None);
+    let version = std::fs::read_to_string(chart.join("Chart.yaml"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("version:"))
+        .unwrap()
+        .trim()
+        .trim_matches('"')
+        .to_owned();
+    oci_chart_source(&env, case, &url, &version).await;
+    create_release(
+        &env,
+        case,
+        serde_json::json!({
+            "interval": "10m",
+            "timeout": "5m",
+            "targetNamespace": namespace,
+            "install": {"createNamespace": true},
+            "chartRef": {"kind": "OCIRepository", "name": case},
+        }),
+    )
+    .await;
+    let ready = eventually(Duration::from_secs(300), "the chart installed", || {
+        let api = releases(&env);
+        let name = case.to_owned();
+        async move {
+            let object = api.get(&name).await.ok()?;
+            ready_for_generation(&object).then_some(object)
+        }
+    })
+    .await;
+    drop(controller);
+    (env, ready)
+}
+
+#[tokio::test]
+async fn argo_cd_installs_to_ready_with_its_crds_and_hooks() {
+    let (env, ready) = install_corpus_chart("argo-cd", "argocd").await;
+    assert_eq!(condition(&ready, "Ready").unwrap().1, "InstallSucceeded");
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(env.client.clone());
+    assert!(
+        crds.get_opt("applications.argoproj.io")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), "argocd");
+    assert!(
+        deployments
+            .get_opt("argocd-argo-cd-server")
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn kube_prometheus_stack_installs_to_ready_with_its_crds_first() {
+    let (env, ready) = install_corpus_chart("kube-prometheus-stack", "monitoring").await;
+    assert_eq!(condition(&ready, "Ready").unwrap().1, "InstallSucceeded");
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(env.client.clone());
+    assert!(
+        crds.get_opt("prometheuses.monitoring.coreos.com")
+            .await
+            .unwrap()
+            .is_some()
+    );
+    let prometheuses = kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+        "monitoring.coreos.com",
+        "v1",
+        "Prometheus",
+    ));
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(env.client.clone(), "monitoring", &prometheuses);
+    assert!(
+        !api.list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+}
