@@ -1030,7 +1030,7 @@ async fn kube_prometheus_stack_installs_to_ready_with_its_crds_first() {
     let api: Api<kube::api::DynamicObject> =
         Api::namespaced_with(env.client.clone(), "monitoring", &prometheuses);
     assert!(
-        !api.list(&Default::default())
+        !api.list(&kube::api::ListParams::default())
             .await
             .unwrap()
             .items
