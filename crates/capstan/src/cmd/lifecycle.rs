@@ -224,7 +224,7 @@ pub async fn run(verb: Verb, args: LifecycleArgs) -> anyhow::Result<ExitCode> {
             say::success(&format!("{} suspended", kind.short));
         }
         Verb::Resume => {
-            kind.get(&client, &namespace, &name).await?;
+            let object = kind.get(&client, &namespace, &name).await?;
             say::action(&format!(
                 "resuming {} {name} in {namespace} namespace",
                 kind.short
@@ -234,6 +234,10 @@ pub async fn run(verb: Verb, args: LifecycleArgs) -> anyhow::Result<ExitCode> {
                 .await
                 .with_context(|| format!("resuming {} {namespace}/{name}", kind.type_name))?;
             say::success(&format!("{} resumed", kind.short));
+            if kind.is_static(&object) {
+                // Nothing reconciles a static object (an OCI HelmRepository): nothing to wait for.
+                return Ok(ExitCode::SUCCESS);
+            }
             let token = super::request_reconcile(&client, kind, &namespace, &name, &[]).await?;
             say::waiting(&format!("waiting for {} reconciliation", kind.type_name));
             let ready =

@@ -846,6 +846,17 @@ spec:
         .await
         .ok();
     assert_eq!(run.stderr, "✔ reconciliation not supported by the object\n");
+    env.capstan(&["suspend", "source", "helm", "charts"])
+        .await
+        .ok();
+    let run = env
+        .capstan(&["resume", "source", "helm", "charts"])
+        .await
+        .ok();
+    assert_eq!(
+        run.stderr,
+        "► resuming helmrepository charts in flux-system namespace\n✔ helmrepository resumed\n"
+    );
 
     // delete uninstalls the release.
     let run = env
