@@ -165,12 +165,15 @@ impl Repository {
             // Credentials must not follow a redirect to another host.
             .redirect(reqwest::redirect::Policy::limited(10));
         if let Some(pem) = &options.ca_pem {
-            let certificates = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| {
-                Error::InvalidCredentials {
-                    what: "CA certificate",
-                    reason: format!("{CA_KEY}: {e}"),
-                }
-            })?;
+            let invalid = |reason: String| Error::InvalidCredentials {
+                what: "CA certificate",
+                reason: format!("{CA_KEY}: {reason}"),
+            };
+            let certificates =
+                reqwest::Certificate::from_pem_bundle(pem).map_err(|e| invalid(e.to_string()))?;
+            if certificates.is_empty() {
+                return Err(invalid("no PEM certificate found".to_owned()));
+            }
             builder = builder.tls_certs_merge(certificates);
         }
         if let Some((cert, key)) = &options.client_identity {
@@ -325,4 +328,44 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
             let _ = write!(out, "{b:02x}");
             out
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(pairs: &[(&str, &str)]) -> BTreeMap<String, Vec<u8>> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.as_bytes().to_vec()))
+            .collect()
+    }
+
+    #[test]
+    fn secrets_need_both_halves_and_errors_never_show_them() {
+        let auth = data(&[("username", "u"), ("password", "pa55word")]);
+        let options = ClientOptions::from_secrets(Some(&auth), None).unwrap();
+        assert_eq!(options.basic_auth, Some(("u".into(), "pa55word".into())));
+        assert!(!format!("{options:?}").contains("pa55word"));
+
+        let half = data(&[("password", "pa55word")]);
+        let error = ClientOptions::from_secrets(Some(&half), None).unwrap_err();
+        assert!(
+            error.to_string().contains("'username' and 'password'"),
+            "{error}"
+        );
+        assert!(!error.to_string().contains("pa55word"));
+
+        let cert_only = data(&[("tls.crt", "-----BEGIN CERTIFICATE-----")]);
+        let error = ClientOptions::from_secrets(None, Some(&cert_only)).unwrap_err();
+        assert!(
+            error.to_string().contains("'tls.crt' and 'tls.key'"),
+            "{error}"
+        );
+
+        let bad_ca =
+            ClientOptions::from_secrets(None, Some(&data(&[("ca.crt", "not pem")]))).unwrap();
+        let error = Repository::new("https://charts.example.com", bad_ca).unwrap_err();
+        assert!(error.is_authentication(), "{error}");
+    }
 }
