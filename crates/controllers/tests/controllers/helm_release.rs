@@ -1037,3 +1037,76 @@ async fn kube_prometheus_stack_installs_to_ready_with_its_crds_first() {
             .is_empty()
     );
 }
+
+#[tokio::test]
+async fn lookup_and_capabilities_come_from_the_cluster_and_force_upgrades() {
+    let (env, registry, _controller) = setup().await;
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("probe");
+    capstan_testkit::write_files(
+        &chart,
+        &[
+            (
+                "Chart.yaml",
+                "apiVersion: v2\nname: probe\nversion: 0.1.0\n",
+            ),
+            (
+                "templates/probe.yaml",
+                concat!(
+                    "{{- $seed := lookup \"v1\" \"ConfigMap\" .Release.Namespace \"seed\" }}\n",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: probe\ndata:\n",
+                    "  seed: {{ $seed.data.value | default \"none\" | quote }}\n",
+                    "  helmReleases: {{ .Capabilities.APIVersions.Has \"helm.toolkit.fluxcd.io/v2/HelmRelease\" | quote }}\n",
+                    "  kubeVersion: {{ .Capabilities.KubeVersion.Version | quote }}\n",
+                    "  revision: {{ .Release.Revision | quote }}\n",
+                ),
+            ),
+        ],
+    );
+    let url = push_chart(&registry, &chart, None);
+    oci_chart_source(&env, "probe", &url, "0.1.0").await;
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let seed: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "seed", "namespace": NAMESPACE},
+        "data": {"value": "from-the-cluster"},
+    }))
+    .unwrap();
+    config_maps
+        .create(&PostParams::default(), &seed)
+        .await
+        .unwrap();
+    create_release(
+        &env,
+        "probe",
+        serde_json::json!({"interval": "10m", "chartRef": {"kind": "OCIRepository", "name": "probe"}}),
+    )
+    .await;
+    wait_release(&env, "probe", "installed", ready_for_generation).await;
+    let data = config_maps.get("probe").await.unwrap().data.unwrap();
+    assert_eq!(data["seed"], "from-the-cluster");
+    assert_eq!(data["helmReleases"], "true");
+    let version = env.client.apiserver_version().await.unwrap().git_version;
+    assert_eq!(data["kubeVersion"], version);
+    assert_eq!(data["revision"], "1");
+
+    // forceAt (with requestedAt, as `flux reconcile hr --force`) upgrades an in-sync release.
+    patch_release(
+        &env,
+        "probe",
+        serde_json::json!({"metadata": {"annotations": {
+            "reconcile.fluxcd.io/requestedAt": "now",
+            "reconcile.fluxcd.io/forceAt": "now",
+        }}}),
+    )
+    .await;
+    let forced = wait_release(&env, "probe", "forced", |o| {
+        o.status
+            .as_ref()
+            .is_some_and(|s| s.last_handled_force_at.as_deref() == Some("now"))
+            && history(o).first().is_some_and(|h| h.0 == 2)
+    })
+    .await;
+    assert_eq!(condition(&forced, "Ready").unwrap().1, "UpgradeSucceeded");
+    let data = config_maps.get("probe").await.unwrap().data.unwrap();
+    assert_eq!(data["revision"], "2");
+}
