@@ -156,6 +156,45 @@ async fn charts_from_a_helm_repository_with_basic_auth() {
         values["prefix"], "/",
         "values.yaml listed first keeps the defaults"
     );
+
+    // A new version in the repository: the index's new revision brings the chart along.
+    let work = tempfile::tempdir().unwrap();
+    let next = work.path().join("podinfo");
+    copy_dir(&corpus("podinfo/src/charts/podinfo"), &next);
+    let chart_yaml = std::fs::read_to_string(next.join("Chart.yaml")).unwrap();
+    std::fs::write(
+        next.join("Chart.yaml"),
+        chart_yaml.replace("version: 6.14.1", "version: 6.15.0"),
+    )
+    .unwrap();
+    let root = repo.server.root().to_owned();
+    tokio::task::spawn_blocking(move || {
+        capstan_testkit::helm_repo::sdk_repository(&[&next], &root, None)
+    })
+    .await
+    .unwrap();
+    let repositories: Api<capstan_api::HelmRepository> = Api::namespaced(env.client.clone(), &ns);
+    repositories
+        .patch(
+            "charts",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(serde_json::json!({
+                "metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "new-version"}},
+            })),
+        )
+        .await
+        .unwrap();
+    let upgraded = wait_for(&api, "podinfo", "version 6.15.0", |o| {
+        o.status
+            .as_ref()
+            .and_then(|s| s.artifact.as_ref())
+            .is_some_and(|a| a.revision == "6.15.0")
+    })
+    .await;
+    assert_eq!(
+        download(&upgraded.status.unwrap().artifact.unwrap().url).await,
+        repo.file("podinfo-6.15.0.tgz")
+    );
 }
 
 const APP_CHART: &str = "apiVersion: v2
