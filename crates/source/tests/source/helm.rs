@@ -143,6 +143,31 @@ async fn an_index_that_is_not_yaml_is_an_error_naming_the_url() {
     );
 }
 
+#[tokio::test]
+async fn downloads_stop_at_the_size_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = String::from("apiVersion: v1\nentries: {}\n");
+    index.push_str(&"# padding\n".repeat(1000));
+    std::fs::write(dir.path().join("index.yaml"), &index).unwrap();
+    let server = HelmRepoServer::start(dir.path(), None).await;
+    let small = ClientOptions {
+        limits: capstan_source::artifact::Limits {
+            max_archive_bytes: 1024,
+            ..capstan_source::artifact::Limits::default()
+        },
+        ..ClientOptions::default()
+    };
+    let error = Repository::new(&server.url(), small)
+        .unwrap()
+        .fetch_index()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::TooLarge { limit: 1024, .. }),
+        "{error}"
+    );
+}
+
 const APP_CHART: &str = "apiVersion: v2
 name: app
 version: 0.1.0
