@@ -1110,3 +1110,43 @@ async fn lookup_and_capabilities_come_from_the_cluster_and_force_upgrades() {
     let data = config_maps.get("probe").await.unwrap().data.unwrap();
     assert_eq!(data["revision"], "2");
 }
+
+#[tokio::test]
+async fn depends_on_holds_a_release_until_its_dependency_is_ready() {
+    let (env, registry, _controller) = setup().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = push_chart(&registry, &app_chart(dir.path()), None);
+    create_release(
+        &env,
+        "frontend",
+        serde_json::json!({
+            "interval": "10m",
+            "targetNamespace": "front",
+            "install": {"createNamespace": true},
+            "chartRef": {"kind": "OCIRepository", "name": "app"},
+            "dependsOn": [{"name": "backend"}],
+        }),
+    )
+    .await;
+    create_release(
+        &env,
+        "backend",
+        serde_json::json!({
+            "interval": "10m",
+            "chartRef": {"kind": "OCIRepository", "name": "app"},
+        }),
+    )
+    .await;
+    let waiting = wait_release(&env, "frontend", "waiting for its dependency", |o| {
+        condition(o, "Ready").is_some_and(|c| c.1 == "DependencyNotReady")
+    })
+    .await;
+    assert_eq!(
+        condition(&waiting, "Ready").unwrap().2,
+        "dependency 'apps/backend' is not ready"
+    );
+    // The source appears: the backend becomes Ready, and that triggers the frontend.
+    oci_chart_source(&env, "app", &url, "0.1.0").await;
+    wait_release(&env, "backend", "installed", ready_for_generation).await;
+    wait_release(&env, "frontend", "installed after", ready_for_generation).await;
+}
