@@ -189,6 +189,12 @@ pub(crate) async fn manifest_objects(
 /// (the `sh.helm.release.v1.<name>.v<N>` Secrets), in manifest order.
 async fn helm_release_tree(client: &Client, namespace: &str, name: &str) -> anyhow::Result<String> {
     let object = HELM_RELEASE.get(client, namespace, name).await?;
+    if !object["spec"]["kubeConfig"].is_null() {
+        bail!(
+            "HelmRelease {namespace}/{name} releases to a remote cluster (spec.kubeConfig): its \
+             release storage is there\nhint: run `capstan tree helmrelease` against that cluster"
+        );
+    }
     let (storage_namespace, release_name) = release_of(&object);
     let storage =
         capstan_controllers::helm_storage::HelmStorage::new(client.clone(), &storage_namespace);

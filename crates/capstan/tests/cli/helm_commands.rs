@@ -858,6 +858,34 @@ spec:
         "► resuming helmrepository charts in flux-system namespace\n✔ helmrepository resumed\n"
     );
 
+    // A HelmRelease releasing to a remote cluster keeps its storage there: tree says so.
+    let exported = env
+        .capstan(&[
+            "create",
+            "hr",
+            "remote",
+            "--chart-ref",
+            "OCIRepository/hello",
+            "--kubeconfig-secret-ref",
+            "remote-kubeconfig",
+            "--export",
+        ])
+        .await
+        .ok()
+        .stdout;
+    let file = env.dir.path().join("remote.yaml");
+    std::fs::write(&file, exported).unwrap();
+    env.kubectl(&["apply", "-f", file.to_str().unwrap()])
+        .await
+        .ok();
+    let run = env.capstan(&["tree", "hr", "remote"]).await.fails();
+    assert!(
+        run.stderr
+            .contains("releases to a remote cluster (spec.kubeConfig)"),
+        "{}",
+        run.stderr
+    );
+
     // delete uninstalls the release.
     let run = env
         .capstan(&["delete", "hr", "hello", "--silent"])

@@ -143,6 +143,13 @@ pub async fn diff(
 ) -> anyhow::Result<bool> {
     let client = cluster.client().await?;
     let (object, rendered) = render(args, &cluster.namespace, Some(&client)).await?;
+    if object.spec.kube_config.is_some() && args.helmrelease_file.is_none() {
+        bail!(
+            "HelmRelease {} releases to a remote cluster (spec.kubeConfig)\nhint: pass that \
+             cluster's --kubeconfig and the HelmRelease with --helmrelease-file",
+            args.name
+        );
+    }
     let target = object
         .target_namespace()
         .unwrap_or(cluster.namespace.as_str())
