@@ -21,13 +21,10 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-#[tokio::test]
-async fn helm_package_and_push_publish_a_chart_helm_clients_read() {
-    capstan_testkit::require("skopeo");
-    let registry = Registry::start().await;
-    let work = tempfile::tempdir().unwrap();
+/// A small chart `hello` at `dir`.
+fn write_hello_chart(dir: &Path) {
     capstan_testkit::write_files(
-        &work.path().join("hello"),
+        dir,
         &[
             (
                 "Chart.yaml",
@@ -40,6 +37,30 @@ async fn helm_package_and_push_publish_a_chart_helm_clients_read() {
             ),
         ],
     );
+}
+
+/// The raw manifest at `reference`, as skopeo reads it from a plain-HTTP registry.
+fn skopeo_manifest(reference: &str) -> serde_json::Value {
+    let raw = std::process::Command::new("skopeo")
+        .args([
+            "inspect",
+            "--raw",
+            "--tls-verify=false",
+            "--no-creds",
+            reference,
+        ])
+        .output()
+        .unwrap();
+    assert!(raw.status.success(), "{}", text(&raw.stderr));
+    serde_json::from_slice(&raw.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn helm_package_and_push_publish_a_chart_helm_clients_read() {
+    capstan_testkit::require("skopeo");
+    let registry = Registry::start().await;
+    let work = tempfile::tempdir().unwrap();
+    write_hello_chart(&work.path().join("hello"));
 
     let out = capstan(
         work.path(),
@@ -92,18 +113,10 @@ async fn helm_package_and_push_publish_a_chart_helm_clients_read() {
     assert_eq!(digest.len(), 64);
 
     // An independent client sees Helm's media types and annotations.
-    let raw = std::process::Command::new("skopeo")
-        .args([
-            "inspect",
-            "--raw",
-            "--tls-verify=false",
-            "--no-creds",
-            &format!("docker://{}/charts/hello:1.2.0_ci.7", registry.address),
-        ])
-        .output()
-        .unwrap();
-    assert!(raw.status.success(), "{}", text(&raw.stderr));
-    let manifest: serde_json::Value = serde_json::from_slice(&raw.stdout).unwrap();
+    let manifest = skopeo_manifest(&format!(
+        "docker://{}/charts/hello:1.2.0_ci.7",
+        registry.address
+    ));
     assert_eq!(
         manifest["config"]["mediaType"],
         "application/vnd.cncf.helm.config.v1+json"
