@@ -47,6 +47,11 @@ struct PushArgs {
     /// Verify certificates of HTTPS-enabled servers using this CA bundle.
     #[arg(long = "ca-file")]
     ca_file: Option<PathBuf>,
+    /// Path to the registry config file (`helm registry login`'s; default
+    /// `$HELM_REGISTRY_CONFIG` or `~/.config/helm/registry/config.json`), read for the remote's
+    /// host when no `--username` is given.
+    #[arg(long = "registry-config", value_name = "PATH")]
+    registry_config: Option<PathBuf>,
 }
 
 impl PushArgs {
@@ -92,19 +97,54 @@ impl PushArgs {
             ca_certificates.push(std::fs::read(ca).map_err(|e| format!("{}: {e}", ca.display()))?);
         }
         let registry = capstan_source::oci::RegistryOptions {
-            credentials: self
-                .username
-                .as_ref()
-                .map(|username| capstan_source::oci::Credentials {
-                    username: username.clone(),
-                    password: self.password.clone().unwrap_or_default(),
-                }),
+            credentials: self.credentials()?,
             insecure: self.plain_http,
             ca_certificates,
         };
         capstan_source::helm::oci::push(&bytes, &self.remote, created.as_deref(), &registry)
             .await
             .map_err(|e| capstan_source::redact::error_chain(&e))
+    }
+
+    /// `--username`/`--password`, else the remote host's entry of the registry config file
+    /// (docker config format, as `helm registry login` writes it), else anonymous.
+    fn credentials(&self) -> Result<Option<capstan_source::oci::Credentials>, String> {
+        if let Some(username) = &self.username {
+            return Ok(Some(capstan_source::oci::Credentials {
+                username: username.clone(),
+                password: self.password.clone().unwrap_or_default(),
+            }));
+        }
+        let path = self.registry_config.clone().or_else(|| {
+            std::env::var_os("HELM_REGISTRY_CONFIG")
+                .map(PathBuf::from)
+                .or_else(|| {
+                    let config = std::env::var_os("XDG_CONFIG_HOME")
+                        .map(PathBuf::from)
+                        .or_else(|| {
+                            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config"))
+                        })?;
+                    Some(config.join("helm/registry/config.json"))
+                })
+        });
+        let Some(path) = path else {
+            return Ok(None);
+        };
+        let config = match std::fs::read(&path) {
+            Ok(config) => config,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound && self.registry_config.is_none() =>
+            {
+                return Ok(None);
+            }
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        let bare = self
+            .remote
+            .trim_start_matches(capstan_source::oci::URL_SCHEME);
+        let host = bare.split('/').next().unwrap_or(bare);
+        capstan_source::oci::Credentials::from_docker_config(&config, host)
+            .map_err(|e| format!("{}: {e}", path.display()))
     }
 }
 

@@ -197,3 +197,62 @@ async fn helm_package_and_push_fail_as_helm_does() {
         text(&out.stderr)
     );
 }
+
+/// `helm registry login`'s config file authenticates a push; without it the registry's refusal
+/// is reported, with no secret in it.
+#[tokio::test]
+async fn helm_push_reads_the_registry_config() {
+    let registry = Registry::start_with_auth().await;
+    let work = tempfile::tempdir().unwrap();
+    write_hello_chart(&work.path().join("hello"));
+    let out = capstan(work.path(), &["helm", "package", "hello"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let remote = format!("oci://{}/charts", registry.address);
+    let config = work.path().join("config.json");
+    let entry = serde_json::json!({
+        "username": capstan_testkit::REGISTRY_USER,
+        "password": capstan_testkit::REGISTRY_PASSWORD,
+    });
+    let auths = serde_json::json!({ "auths": { registry.address.clone(): entry } });
+    std::fs::write(&config, auths.to_string()).unwrap();
+    let empty = work.path().join("empty.json");
+    std::fs::write(&empty, r#"{"auths": {}}"#).unwrap();
+    let refused = capstan(
+        work.path(),
+        &[
+            "helm",
+            "push",
+            "hello-0.1.0.tgz",
+            &remote,
+            "--plain-http",
+            "--registry-config",
+            empty.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused.stderr).starts_with("Error: "),
+        "{}",
+        text(&refused.stderr)
+    );
+    let pushed = capstan(
+        work.path(),
+        &[
+            "helm",
+            "push",
+            "hello-0.1.0.tgz",
+            &remote,
+            "--plain-http",
+            "--registry-config",
+            config.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(pushed.status.success(), "{}", text(&pushed.stderr));
+    assert!(text(&pushed.stdout).starts_with("Pushed: "));
+    for out in [&refused, &pushed] {
+        assert!(!text(&out.stderr).contains(capstan_testkit::REGISTRY_PASSWORD));
+        assert!(!text(&out.stdout).contains(capstan_testkit::REGISTRY_PASSWORD));
+    }
+}
