@@ -1,5 +1,6 @@
-//! A Helm chart repository served over plain HTTP on 127.0.0.1 ([`HelmRepoServer`]): the files
-//! of a directory (`index.yaml`, chart archives), optionally behind basic auth; and
+//! A Helm chart repository served on 127.0.0.1 ([`HelmRepoServer`]): the files of a directory
+//! (`index.yaml`, chart archives) over plain HTTP, optionally behind basic auth, or over HTTPS,
+//! optionally requiring a client certificate; and
 //! [`sdk_repository`], which has Helm's own SDK package charts and write their `index.yaml`,
 //! so the index Capstan reads is one Helm wrote.
 
@@ -53,9 +54,75 @@ impl HelmRepoServer {
         }
     }
 
+    /// Serves `root` over HTTPS with `server` (see [`crate::TestCa::server`]); with
+    /// `client_ca` (PEM), only clients presenting a certificate it issued are served (mutual
+    /// TLS). The URL is [`HelmRepoServer::https_url`].
+    pub async fn start_tls(
+        root: &Path,
+        server: &crate::CertifiedKey,
+        client_ca: Option<&str>,
+    ) -> Self {
+        use rustls::pki_types::pem::PemObject as _;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        capstan_source::tls::install_default_provider();
+        let certs = CertificateDer::pem_slice_iter(server.cert.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .expect("the server certificate");
+        let key = PrivateKeyDer::from_pem_slice(server.key.as_bytes()).expect("the server key");
+        let builder = rustls::ServerConfig::builder();
+        let builder = match client_ca {
+            Some(pem) => {
+                let mut roots = rustls::RootCertStore::empty();
+                for cert in CertificateDer::pem_slice_iter(pem.as_bytes()) {
+                    roots
+                        .add(cert.expect("the client CA"))
+                        .expect("a CA certificate");
+                }
+                let verifier = rustls::server::WebPkiClientVerifier::builder(roots.into())
+                    .build()
+                    .expect("a client verifier");
+                builder.with_client_cert_verifier(verifier)
+            }
+            None => builder.with_no_client_auth(),
+        };
+        let config = builder
+            .with_single_cert(certs, key)
+            .expect("a TLS configuration");
+        let tcp = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("listen on 127.0.0.1");
+        let address = tcp.local_addr().expect("the server address");
+        let listener = TlsListener {
+            tcp,
+            acceptor: tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config)),
+        };
+        let served = root.to_owned();
+        let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
+            let served = served.clone();
+            async move { serve(&served, None, &uri, &headers) }
+        });
+        let stop = CancellationToken::new();
+        let cancelled = stop.clone();
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { cancelled.cancelled().await })
+                .await;
+        });
+        Self {
+            root: root.to_owned(),
+            address,
+            stop,
+        }
+    }
+
     /// `http://127.0.0.1:<port>` (no trailing slash).
     pub fn url(&self) -> String {
         format!("http://{}", self.address)
+    }
+
+    /// `https://127.0.0.1:<port>` (no trailing slash), for [`HelmRepoServer::start_tls`].
+    pub fn https_url(&self) -> String {
+        format!("https://{}", self.address)
     }
 
     /// The directory served.
@@ -67,6 +134,32 @@ impl HelmRepoServer {
 impl Drop for HelmRepoServer {
     fn drop(&mut self) {
         self.stop.cancel();
+    }
+}
+
+/// TLS over a TCP listener for `axum::serve`; failed handshakes are skipped.
+struct TlsListener {
+    tcp: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((stream, address)) = self.tcp.accept().await else {
+                continue;
+            };
+            if let Ok(tls) = self.acceptor.accept(stream).await {
+                return (tls, address);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
     }
 }
 

@@ -230,3 +230,77 @@ async fn an_oci_repository_is_static_and_ready_without_artifact() {
     assert_eq!(message, "Helm repository is ready");
     assert!(ready.status.as_ref().unwrap().artifact.is_none());
 }
+
+#[tokio::test]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
+async fn cert_secret_ref_trusts_a_private_ca_and_presents_a_client_certificate() {
+    let env = Env::start().await;
+    let ns = env.namespace("helmrepo-tls").await;
+    let dir = tempfile::tempdir().unwrap();
+    let podinfo = corpus("podinfo/src/charts/podinfo");
+    let out = dir.path().to_owned();
+    tokio::task::spawn_blocking(move || sdk_repository(&[&podinfo], &out, None))
+        .await
+        .unwrap();
+    let ca = capstan_testkit::TestCa::new();
+    let tls = HelmRepoServer::start_tls(dir.path(), &ca.server(), None).await;
+    let mutual = HelmRepoServer::start_tls(dir.path(), &ca.server(), Some(ca.pem())).await;
+    let client = ca.client();
+    create_secret(&env, &ns, "ca", &BTreeMap::from([("ca.crt", ca.pem())])).await;
+    create_secret(
+        &env,
+        &ns,
+        "client",
+        &BTreeMap::from([
+            ("ca.crt", ca.pem()),
+            ("tls.crt", client.cert.as_str()),
+            ("tls.key", client.key.as_str()),
+        ]),
+    )
+    .await;
+    let repository = |url: String, secret: Option<&str>| {
+        let mut spec = serde_json::json!({"url": url, "interval": "1m"});
+        if let Some(secret) = secret {
+            spec["certSecretRef"] = serde_json::json!({"name": secret});
+        }
+        spec
+    };
+    create_repository(
+        &env,
+        &ns,
+        "trusted",
+        repository(tls.https_url(), Some("ca")),
+    )
+    .await;
+    create_repository(&env, &ns, "untrusted", repository(tls.https_url(), None)).await;
+    create_repository(
+        &env,
+        &ns,
+        "mutual",
+        repository(mutual.https_url(), Some("client")),
+    )
+    .await;
+    create_repository(
+        &env,
+        &ns,
+        "anonymous",
+        repository(mutual.https_url(), Some("ca")),
+    )
+    .await;
+
+    let api: Api<HelmRepository> = Api::namespaced(env.client.clone(), &ns);
+    for name in ["trusted", "mutual"] {
+        let ready = wait_for(&api, name, "Ready=True", |o| ready_is(o, "True")).await;
+        assert!(ready.status.unwrap().artifact.is_some(), "{name}");
+    }
+    for name in ["untrusted", "anonymous"] {
+        let failed = wait_for(&api, name, "Ready=False", |o| ready_is(o, "False")).await;
+        let (_, reason, message) = condition(&failed, "Ready").unwrap();
+        assert_eq!(reason, "Failed", "{name}: {message}");
+        assert!(
+            message.starts_with("failed to fetch Helm repository index: cannot download https://"),
+            "{name}: {message}"
+        );
+        assert!(!message.contains("PRIVATE KEY"), "{message}");
+    }
+}
