@@ -544,6 +544,16 @@ fn remediation_of(object: &HelmRelease, action: ReleaseAction) -> (i64, bool) {
 }
 
 fn retries_exhausted(cx: &Cx, action: ReleaseAction) -> bool {
+    // `RetryOnFailure`: the action is retried after its interval, never exhausted.
+    if cx
+        .object
+        .retry_interval(action == ReleaseAction::Upgrade)
+        .ok()
+        .flatten()
+        .is_some()
+    {
+        return false;
+    }
     let (retries, _) = remediation_of(&cx.object, action);
     retries >= 0 && failure_count(cx, action) > retries
 }

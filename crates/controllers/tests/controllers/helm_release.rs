@@ -1150,3 +1150,29 @@ async fn depends_on_holds_a_release_until_its_dependency_is_ready() {
     wait_release(&env, "backend", "installed", ready_for_generation).await;
     wait_release(&env, "frontend", "installed after", ready_for_generation).await;
 }
+
+#[tokio::test]
+async fn the_retry_strategy_retries_a_failed_install_instead_of_stalling() {
+    let (env, registry, _controller) = setup().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = push_chart(&registry, &broken_chart(dir.path()), None);
+    oci_chart_source(&env, "broken", &url, "0.1.0").await;
+    create_release(
+        &env,
+        "broken",
+        serde_json::json!({
+            "interval": "10m",
+            "chartRef": {"kind": "OCIRepository", "name": "broken"},
+            "install": {"strategy": {"name": "RetryOnFailure", "retryInterval": "1s"}},
+        }),
+    )
+    .await;
+    let retried = wait_release(&env, "broken", "retried", |o| {
+        o.status
+            .as_ref()
+            .is_some_and(|s| s.install_failures.unwrap_or(0) >= 2)
+    })
+    .await;
+    assert_eq!(condition(&retried, "Ready").unwrap().1, "InstallFailed");
+    assert!(condition(&retried, "Stalled").is_none());
+}
