@@ -1176,3 +1176,96 @@ async fn the_retry_strategy_retries_a_failed_install_instead_of_stalling() {
     assert_eq!(condition(&retried, "Ready").unwrap().1, "InstallFailed");
     assert!(condition(&retried, "Stalled").is_none());
 }
+
+/// The files under `dir`, by path relative to `base`, with `replace` applied to each text.
+fn tree_files(base: &Path, dir: &Path, replace: (&str, &str), out: &mut Vec<(String, String)>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            tree_files(base, &path, replace, out);
+        } else {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let relative = path.strip_prefix(base).unwrap().display().to_string();
+            out.push((relative, text.replace(replace.0, replace.1)));
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_flux_example_apps_reconcile_to_ready() {
+    // The podinfo chart served as the flux-example's HelmRepository, on 127.0.0.1.
+    let repository = tempfile::tempdir().unwrap();
+    capstan_testkit::helm_repo::sdk_repository(&[&podinfo()], repository.path(), None);
+    let server = capstan_testkit::helm_repo::HelmRepoServer::start(repository.path(), None).await;
+    let source = capstan_testkit::corpus("flux-example/src");
+    let mut files = Vec::new();
+    tree_files(
+        &source,
+        &source.join("apps"),
+        ("https://stefanprodan.github.io/podinfo", &server.url()),
+        &mut files,
+    );
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let (env, _git, _kustomize, _) = crate::kustomize_support::setup(&files).await;
+    let _helm = HelmController::start(&env);
+    // The Gateway API's HTTPRoute, which the example's infrastructure would install.
+    let crds: Api<
+        k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    > = Api::all(env.client.clone());
+    crds.patch(
+        "httproutes.gateway.networking.k8s.io",
+        &PatchParams::apply("test").force(),
+        &Patch::Apply(serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "httproutes.gateway.networking.k8s.io", "annotations": {
+                "api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/2466",
+            }},
+            "spec": {
+                "group": "gateway.networking.k8s.io", "scope": "Namespaced",
+                "names": {"kind": "HTTPRoute", "plural": "httproutes", "singular": "httproute",
+                          "listKind": "HTTPRouteList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                              "schema": {"openAPIV3Schema": {"type": "object",
+                                  "x-kubernetes-preserve-unknown-fields": true}}}],
+            },
+        })),
+    )
+    .await
+    .unwrap();
+    crate::kustomize_support::create_kustomization(
+        &env,
+        "apps",
+        serde_json::json!({"path": "./apps/staging", "prune": true}),
+    )
+    .await;
+    let releases: Api<HelmRelease> = Api::namespaced(env.client.clone(), "podinfo");
+    let ready = eventually(
+        Duration::from_secs(120),
+        "the podinfo HelmRelease Ready",
+        || {
+            let api = releases.clone();
+            async move {
+                let object = api.get_opt("podinfo").await.ok()??;
+                ready_for_generation(&object).then_some(object)
+            }
+        },
+    )
+    .await;
+    assert_eq!(condition(&ready, "Ready").unwrap().1, "InstallSucceeded");
+    assert_eq!(
+        ready.status.as_ref().unwrap().helm_chart.as_deref(),
+        Some("podinfo/podinfo-podinfo")
+    );
+    let routes = kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+        "gateway.networking.k8s.io",
+        "v1",
+        "HTTPRoute",
+    ));
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(env.client.clone(), "podinfo", &routes);
+    let route = api.get("podinfo").await.unwrap();
+    assert_eq!(route.data["spec"]["hostnames"][0], "podinfo.staging");
+}
