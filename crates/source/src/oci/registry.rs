@@ -60,6 +60,8 @@ impl Default for Limits {
 
 /// Tags returned per `tags/list` page when the client gives no `n`.
 const DEFAULT_PAGE: usize = 1000;
+/// Upload sessions open at once; more are refused (`429 TOOMANYREQUESTS`) until some finish.
+const MAX_OPEN_UPLOADS: usize = 256;
 
 /// A registry storing into one directory.
 #[derive(Clone, Debug)]
@@ -75,14 +77,20 @@ struct Inner {
 
 impl Registry {
     /// A registry storing under `root` (created if missing): `blobs/sha256/<hex>`,
-    /// `manifests/sha256/<hex>` (+ `.type`), `uploads/<id>`, and per repository
-    /// `repositories/<name>/_manifests/<hex>` and `_tags/<tag>`.
+    /// `manifests/sha256/<hex>` (+ `.type`), `uploads/<id>` (emptied here: sessions of an
+    /// earlier process are gone), and per repository `repositories/<name>/_manifests/<hex>` and
+    /// `_tags/<tag>`. At most 256 upload sessions are open at once.
     ///
     /// # Errors
     ///
     /// When the directories cannot be created.
     pub fn new(root: impl Into<PathBuf>, limits: Limits) -> std::io::Result<Self> {
         let root = root.into();
+        // Upload sessions do not outlive the process that served them.
+        match std::fs::remove_dir_all(root.join("uploads")) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
         for dir in [
             "blobs/sha256",
             "manifests/sha256",
@@ -489,6 +497,7 @@ impl Inner {
                 return Ok(blob_created(name, &digest));
             }
         }
+        self.check_open_uploads().await?;
         let id = uuid::Uuid::new_v4().to_string();
         let path = self.upload_path(&id)?;
         tokio::fs::File::create(&path)
@@ -593,6 +602,29 @@ impl Inner {
             .await
             .map_err(|e| ApiError::io(&e))?;
         Ok(StatusCode::NO_CONTENT.into_response())
+    }
+
+    async fn check_open_uploads(&self) -> Result<(), ApiError> {
+        let mut entries = tokio::fs::read_dir(self.root.join("uploads"))
+            .await
+            .map_err(|e| ApiError::io(&e))?;
+        let mut open = 0;
+        while entries
+            .next_entry()
+            .await
+            .map_err(|e| ApiError::io(&e))?
+            .is_some()
+        {
+            open += 1;
+            if open >= MAX_OPEN_UPLOADS {
+                return Err(ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "TOOMANYREQUESTS",
+                    "too many uploads in progress",
+                ));
+            }
+        }
+        Ok(())
     }
 
     async fn existing_upload(&self, id: &str) -> Result<PathBuf, ApiError> {

@@ -737,3 +737,25 @@ async fn refuses_bad_manifests_and_names(
         .collect();
     assert_eq!(stored, [std::ffi::OsString::from(good.hex())]);
 }
+
+/// Upload sessions are bounded while they are open, and a restarted registry drops those an
+/// earlier process left.
+#[tokio::test]
+async fn capstans_registry_bounds_open_uploads() {
+    let own = OwnRegistry::start(registry::Limits::default()).await;
+    let http = crate::support::http_client();
+    let start = format!("http://{}/v2/charts/blobs/uploads/", own.address);
+    let mut refused = None;
+    for opened in 0..300 {
+        let response = http.post(&start).send().await.unwrap();
+        if response.status() != 202 {
+            refused = Some((opened, response.status()));
+            break;
+        }
+    }
+    assert_eq!(refused, Some((256, reqwest::StatusCode::TOO_MANY_REQUESTS)));
+    let uploads = own.storage.path().join("uploads");
+    assert_eq!(std::fs::read_dir(&uploads).unwrap().count(), 256);
+    registry::Registry::new(own.storage.path(), registry::Limits::default()).unwrap();
+    assert_eq!(std::fs::read_dir(&uploads).unwrap().count(), 0);
+}
