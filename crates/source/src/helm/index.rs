@@ -409,3 +409,49 @@ generated: "2024-01-02T00:00:00Z"
         assert!(normalize_url("oci://example.com/charts").is_err());
     }
 }
+
+#[cfg(test)]
+mod hostile {
+    use super::*;
+
+    #[test]
+    fn an_alias_bomb_does_not_expand_without_bound() {
+        use std::fmt::Write as _;
+        let mut text = String::from("apiVersion: v1\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for level in 1..10 {
+            let prev = level - 1;
+            let refs = vec![format!("*a{prev}"); 10].join(", ");
+            let _ = writeln!(text, "a{level}: &a{level} [{refs}]");
+        }
+        text.push_str("entries: {}\n");
+        let started = std::time::Instant::now();
+        let result = Index::parse(text.as_bytes());
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            result.is_err(),
+            "an index of 10^10 aliased nodes is refused"
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        for depth in [200, 100_000] {
+            let yaml = format!(
+                "apiVersion: v1\nentries:\n  a:\n  - name: a\n    version: 1.0.0\n    deep: {}{}\n",
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            let _ = Index::parse(yaml.as_bytes());
+            let json = format!(
+                "{{\"apiVersion\":\"v1\",\"entries\":{{\"a\":[{{\"name\":\"a\",\"version\":\"1.0.0\",\"deep\":{}{}}}]}}}}",
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            let _ = Index::parse(json.as_bytes());
+        }
+    }
+}
