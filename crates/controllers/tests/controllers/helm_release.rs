@@ -226,6 +226,7 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
         serde_json::json!({
             "interval": "10m",
             "timeout": "2m",
+            "maxHistory": 2,
             "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
             "valuesFrom": [{"kind": "ConfigMap", "name": "podinfo-values"}],
             "values": {
@@ -337,6 +338,11 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
             .is_some_and(|h| h.0 == 3 && h.1 == "deployed")
     })
     .await;
+    assert_eq!(
+        records(&env, "podinfo").await,
+        [(2, Status::Superseded), (3, Status::Deployed)],
+        "maxHistory: 2"
+    );
     let deployment = deployments.get("podinfo").await.unwrap();
     let container =
         serde_json::to_value(&deployment).unwrap()["spec"]["template"]["spec"]["containers"][0]
@@ -1268,4 +1274,86 @@ async fn the_flux_example_apps_reconcile_to_ready() {
         Api::namespaced_with(env.client.clone(), "podinfo", &routes);
     let route = api.get("podinfo").await.unwrap();
     assert_eq!(route.data["spec"]["hostnames"][0], "podinfo.staging");
+}
+
+#[tokio::test]
+async fn drift_is_only_reported_in_warn_mode_and_ignore_rules_hold() {
+    let (env, registry, _controller) = setup().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = push_chart(&registry, &app_chart(dir.path()), None);
+    oci_chart_source(&env, "app", &url, "0.1.0").await;
+    create_release(
+        &env,
+        "app",
+        serde_json::json!({
+            "interval": "10m",
+            "chartRef": {"kind": "OCIRepository", "name": "app"},
+            "install": {"disableWait": true},
+            "driftDetection": {
+                "mode": "warn",
+                "ignore": [{"paths": ["/metadata/labels/ignored"], "target": {"kind": "ConfigMap"}}],
+            },
+        }),
+    )
+    .await;
+    wait_release(&env, "app", "installed", ready_for_generation).await;
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let drift = |data: &str, label: &str| {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "app-config", "namespace": NAMESPACE, "labels": {"ignored": label}},
+            "data": {"replicas": data},
+        })
+    };
+    // An ignored path only: no drift.
+    config_maps
+        .patch(
+            "app-config",
+            &PatchParams::apply("someone-else").force(),
+            &Patch::Apply(drift("1", "x")),
+        )
+        .await
+        .unwrap();
+    patch_release(
+        &env,
+        "app",
+        serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "1"}}}),
+    )
+    .await;
+    let clean = wait_release(&env, "app", "checked", |o| {
+        o.status
+            .as_ref()
+            .and_then(|s| s.reconcile_request.last_handled_reconcile_at.as_deref())
+            == Some("1")
+    })
+    .await;
+    assert_eq!(condition(&clean, "Drifted").unwrap().1, "NoDriftDetected");
+    // A real change: reported, not corrected.
+    config_maps
+        .patch(
+            "app-config",
+            &PatchParams::apply("someone-else").force(),
+            &Patch::Apply(drift("9", "x")),
+        )
+        .await
+        .unwrap();
+    patch_release(
+        &env,
+        "app",
+        serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "2"}}}),
+    )
+    .await;
+    let drifted = wait_release(&env, "app", "drift reported", |o| {
+        condition(o, "Drifted").is_some_and(|c| c.1 == "DriftDetected")
+    })
+    .await;
+    let message = condition(&drifted, "Drifted").unwrap().2;
+    assert!(
+        message.contains("ConfigMap/apps/app-config changed (data.replicas)"),
+        "{message}"
+    );
+    assert!(!message.contains("labels"), "{message}");
+    assert_eq!(condition(&drifted, "Ready").unwrap().0, "True");
+    let data = config_maps.get("app-config").await.unwrap().data.unwrap();
+    assert_eq!(data["replicas"], "9", "warn mode changes nothing");
 }
