@@ -1357,3 +1357,90 @@ async fn drift_is_only_reported_in_warn_mode_and_ignore_rules_hold() {
     let data = config_maps.get("app-config").await.unwrap().data.unwrap();
     assert_eq!(data["replicas"], "9", "warn mode changes nothing");
 }
+
+#[tokio::test]
+async fn a_service_account_release_is_authorized_by_rbac() {
+    let (env, registry, _controller) = setup().await;
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("plain");
+    capstan_testkit::write_files(
+        &chart,
+        &[
+            (
+                "Chart.yaml",
+                "apiVersion: v2\nname: plain\nversion: 0.1.0\n",
+            ),
+            (
+                "templates/config.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\ndata:\n  a: b\n",
+            ),
+        ],
+    );
+    let url = push_chart(&registry, &chart, None);
+    oci_chart_source(&env, "plain", &url, "0.1.0").await;
+    create_release(
+        &env,
+        "plain",
+        serde_json::json!({
+            "interval": "10m",
+            "serviceAccountName": "deployer",
+            "chartRef": {"kind": "OCIRepository", "name": "plain"},
+        }),
+    )
+    .await;
+    let refused = wait_release(&env, "plain", "refused", |o| {
+        condition(o, "Ready").is_some_and(|c| c.0 == "False" && c.2.contains("forbidden"))
+    })
+    .await;
+    let message = condition(&refused, "Ready").unwrap().2;
+    assert!(message.contains("forbidden"), "{message}");
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(config_maps.get_opt("plain").await.unwrap().is_none());
+
+    // Bound to a Role over Secrets (Helm's storage) and ConfigMaps, the release installs.
+    let rbac = |body: serde_json::Value| async {
+        let kind = body["kind"].as_str().unwrap().to_owned();
+        let resource = kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "rbac.authorization.k8s.io",
+            "v1",
+            &kind,
+        ));
+        let api: Api<kube::api::DynamicObject> =
+            Api::namespaced_with(env.client.clone(), NAMESPACE, &resource);
+        let object: kube::api::DynamicObject = serde_json::from_value(body).unwrap();
+        api.create(&PostParams::default(), &object).await.unwrap();
+    };
+    rbac(serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+        "metadata": {"name": "deployer", "namespace": NAMESPACE},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps", "secrets"],
+                   "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]}],
+    }))
+    .await;
+    rbac(serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "deployer", "namespace": NAMESPACE},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
+        "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": NAMESPACE}],
+    }))
+    .await;
+    patch_release(
+        &env,
+        "plain",
+        serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "bound"}}}),
+    )
+    .await;
+    wait_release(&env, "plain", "installed", ready_for_generation).await;
+    let config = config_maps.get("plain").await.unwrap();
+    let managers: Vec<String> = config
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert!(
+        managers.contains(&"helm-controller".to_owned()),
+        "{managers:?}"
+    );
+}
