@@ -1444,3 +1444,46 @@ async fn a_service_account_release_is_authorized_by_rbac() {
         "{managers:?}"
     );
 }
+
+#[tokio::test]
+async fn a_release_left_pending_by_a_stopped_controller_is_unlocked() {
+    let (env, registry, controller) = setup().await;
+    let url = push_chart(&registry, &podinfo(), None);
+    oci_chart_source(&env, "podinfo", &url, "6.14.1").await;
+    // The rollout hangs (for 10 minutes), so the install waits.
+    create_release(
+        &env,
+        "web",
+        serde_json::json!({
+            "interval": "10m",
+            "timeout": "10m",
+            "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
+            "postRenderers": [{"kustomize": {"patches": [{
+                "target": {"kind": "Deployment"},
+                "patch": "- op: add\n  path: /metadata/annotations\n  value: {\"sim.capstan.dev/rollout\": \"hang\"}\n",
+            }]}}],
+        }),
+    )
+    .await;
+    eventually(Duration::from_secs(60), "a pending install", || {
+        let env = &env;
+        async move { (records(env, "web").await == [(1, Status::PendingInstall)]).then_some(()) }
+    })
+    .await;
+    let waiting = releases(&env).get("web").await.unwrap();
+    assert_eq!(condition(&waiting, "Ready").unwrap().0, "Unknown");
+    // The controller stops mid-wait; its successor finds the stale pending record.
+    drop(controller);
+    let _successor = HelmController::start(&env);
+    let unlocked = wait_release(&env, "web", "unlocked", |o| {
+        condition(o, "Ready").is_some_and(|c| c.0 == "False")
+    })
+    .await;
+    assert_eq!(records(&env, "web").await, [(1, Status::Failed)]);
+    let (_, reason, message) = condition(&unlocked, "Released").unwrap();
+    assert_eq!(reason, "PendingRelease");
+    assert_eq!(
+        message,
+        "Unlocked Helm release apps/web.v1 with chart podinfo@6.14.1 in pending-install state"
+    );
+}
