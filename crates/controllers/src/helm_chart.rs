@@ -898,7 +898,7 @@ fn chart_identity(root: &Path, path: &str) -> Option<(String, String)> {
     Some((name, version))
 }
 
-/// Whether the chart directory at `path` lists a dependency from an HTTP/S repository (so the
+/// Whether the chart directory at `path` lists a dependency from an HTTP/S or OCI repository (so the
 /// namespace's HelmRepositories are looked up only then). Unreadable: `true`.
 fn remote_dependencies(root: &Path, path: &str) -> bool {
     if Path::new(path).is_absolute() || path.split('/').any(|c| c == "..") {
@@ -917,7 +917,11 @@ fn remote_dependencies(root: &Path, path: &str) -> bool {
             deps.iter().any(|d| {
                 d.get("repository")
                     .and_then(serde_json::Value::as_str)
-                    .is_some_and(|r| r.starts_with("http://") || r.starts_with("https://"))
+                    .is_some_and(|r| {
+                        r.starts_with("http://")
+                            || r.starts_with("https://")
+                            || r.starts_with("oci://")
+                    })
             })
         })
 }
@@ -943,7 +947,14 @@ async fn dependency_options(
         return options;
     };
     for repository in repositories {
-        if repository.repository_type() != HelmRepositoryType::Default {
+        if repository.repository_type() == HelmRepositoryType::Oci {
+            match registry_options(&cx.client, &repository).await {
+                Ok(registry) => {
+                    let url = repository.spec.url.trim_end_matches('/').to_owned();
+                    options.registries.insert(url, registry);
+                }
+                Err(error) => tracing::debug!(%error, "skipping a HelmRepository for dependencies"),
+            }
             continue;
         }
         let Ok(url) = normalize_url(&repository.spec.url) else {

@@ -581,3 +581,76 @@ async fn a_chart_from_a_bucket_with_the_revision_strategy() {
     assert_eq!(chart.metadata.name, "hello");
     assert_eq!(chart.values["message"], "hi");
 }
+
+#[tokio::test]
+async fn oci_dependencies_are_pulled_with_the_oci_helm_repository_of_their_url() {
+    use capstan_source::oci::{Credentials, RegistryOptions};
+    use capstan_testkit::{REGISTRY_PASSWORD, REGISTRY_USER, Registry};
+
+    let env = Env::start().await;
+    let ns = env.namespace("helmchart-oci-deps").await;
+    let registry = Registry::start_with_auth().await;
+    let remote = format!("oci://{}/charts", registry.address);
+    let options = RegistryOptions {
+        credentials: Some(Credentials {
+            username: REGISTRY_USER.to_owned(),
+            password: REGISTRY_PASSWORD.to_owned(),
+        }),
+        insecure: true,
+        ..RegistryOptions::default()
+    };
+    let sealed =
+        capstan_helm::chart::package::package(&corpus("helm-charts/sealed-secrets/chart")).unwrap();
+    capstan_source::helm::oci::push(&sealed.bytes, &remote, None, &options)
+        .await
+        .unwrap();
+    create_secret(
+        &env,
+        &ns,
+        "registry",
+        &BTreeMap::from([("username", REGISTRY_USER), ("password", REGISTRY_PASSWORD)]),
+    )
+    .await;
+    create_repository(
+        &env,
+        &ns,
+        "oci",
+        serde_json::json!({
+            "url": remote, "type": "oci", "insecure": true, "secretRef": {"name": "registry"},
+        }),
+    )
+    .await;
+    let git = GitServer::start().await;
+    let chart = format!(
+        "apiVersion: v2\nname: platform\nversion: 1.2.3\ndependencies:\n  - name: sealed-secrets\n    version: 2.x\n    repository: {remote}\n"
+    );
+    git.commit(
+        &[
+            ("platform/Chart.yaml", chart.as_str()),
+            ("platform/values.yaml", "{}\n"),
+        ],
+        "platform",
+    );
+    env.create_git_repository(
+        &ns,
+        "repo",
+        serde_json::json!({"url": git.url(), "interval": "1m", "ref": {"branch": "main"}}),
+    )
+    .await;
+    create_chart(
+        &env,
+        &ns,
+        "platform",
+        serde_json::json!({
+            "chart": "platform", "interval": "1m",
+            "sourceRef": {"kind": "GitRepository", "name": "repo"},
+        }),
+    )
+    .await;
+    let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
+    let ready = wait_for(&api, "platform", "Ready=True", |o| ready_is(o, "True")).await;
+    let artifact = ready.status.unwrap().artifact.unwrap();
+    let chart = capstan_helm::chart::load_archive(&download(&artifact.url).await).unwrap();
+    assert_eq!(chart.dependencies[0].metadata.name, "sealed-secrets");
+    assert_eq!(chart.dependencies[0].metadata.version, "2.18.5");
+}

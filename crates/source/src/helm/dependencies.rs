@@ -10,8 +10,11 @@
 //!   constraint accepts is downloaded, with the credentials [`DependencyOptions::repositories`]
 //!   holds for that URL (anonymous otherwise).
 //!
-//! Repository aliases (`@name`, `alias:name`) and `oci://` dependencies are refused with an
-//! error naming the dependency.
+//! - `oci://host/path`: the chart `oci://host/path/<name>` at the newest tag the constraint
+//!   accepts, pulled as Helm pulls OCI charts ([`super::oci`]), with the registry options
+//!   [`DependencyOptions::registries`] holds for that URL.
+//!
+//! Repository aliases (`@name`, `alias:name`) are refused with an error naming the dependency.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,6 +33,9 @@ pub struct DependencyOptions {
     pub repositories: BTreeMap<String, ClientOptions>,
     /// Options for repositories not listed (timeout and limits).
     pub defaults: ClientOptions,
+    /// Registry options per OCI repository URL (`oci://host/path`, without a trailing `/`);
+    /// an `oci://` dependency of a URL not listed is pulled anonymously over HTTPS.
+    pub registries: BTreeMap<String, crate::oci::RegistryOptions>,
 }
 
 /// A dependency added to `charts/`.
@@ -243,13 +249,7 @@ async fn add_remote(
         ));
     }
     if dep.repository.starts_with("oci://") {
-        return Err(Error::chart(
-            "unsupported repository",
-            format!(
-                "OCI dependency '{}' is not supported yet",
-                crate::redact::url(&dep.repository)
-            ),
-        ));
+        return add_oci(charts, dep, options).await;
     }
     let url = normalize_url(&dep.repository)?;
     let client_options = options
@@ -267,6 +267,38 @@ async fn add_remote(
     Ok(Resolved {
         name: dep.name.clone(),
         version: version.version.clone(),
+        repository: crate::redact::url(&dep.repository),
+    })
+}
+
+async fn add_oci(
+    charts: &Path,
+    dep: &capstan_helm::chart::Dependency,
+    options: &DependencyOptions,
+) -> Result<Resolved> {
+    let base = dep.repository.trim_end_matches('/');
+    let registry = options.registries.get(base).cloned().unwrap_or_default();
+    let reference = format!("{base}/{}", dep.name);
+    let limit = super::MAX_CHART_SIZE.min(options.defaults.limits.max_archive_bytes);
+    let pulled = super::oci::pull(&reference, &dep.version, &registry, limit)
+        .await
+        .map_err(|e| {
+            Error::chart(
+                format!(
+                    "failed to pull chart '{}' version '{}' from '{}'",
+                    dep.name,
+                    dep.version,
+                    crate::redact::url(&dep.repository)
+                ),
+                crate::redact::error_chain(&e),
+            )
+        })?;
+    let file_name = format!("{}-{}.tgz", dep.name, pulled.version);
+    let target = charts.join(&file_name);
+    std::fs::write(&target, &pulled.bytes).map_err(|e| Error::io("write", &target, e))?;
+    Ok(Resolved {
+        name: dep.name.clone(),
+        version: pulled.version,
         repository: crate::redact::url(&dep.repository),
     })
 }
