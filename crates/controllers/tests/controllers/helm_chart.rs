@@ -81,6 +81,10 @@ async fn charts_from_a_helm_repository_with_basic_auth() {
     let mut prod = source("podinfo");
     prod["valuesFiles"] = serde_json::json!(["values.yaml", "values-prod.yaml"]);
     create_chart(&env, &ns, "prod", prod).await;
+    let mut lenient = source("podinfo");
+    lenient["valuesFiles"] = serde_json::json!(["values-prod.yaml", "values-missing.yaml"]);
+    lenient["ignoreMissingValuesFiles"] = true.into();
+    create_chart(&env, &ns, "lenient", lenient).await;
 
     let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
     let pulled = wait_for(&api, "podinfo", "Ready=True", |o| ready_is(o, "True")).await;
@@ -155,6 +159,20 @@ async fn charts_from_a_helm_repository_with_basic_auth() {
     assert_eq!(
         values["prefix"], "/",
         "values.yaml listed first keeps the defaults"
+    );
+
+    let lenient = wait_for(&api, "lenient", "Ready=True", |o| ready_is(o, "True")).await;
+    let status = lenient.status.unwrap();
+    assert_eq!(
+        status.observed_values_files,
+        ["values-prod.yaml"],
+        "the values files found"
+    );
+    let values = values_of(&download(&status.artifact.unwrap().url).await);
+    assert_eq!(values["hpa"]["enabled"], true);
+    assert!(
+        values.get("prefix").is_none(),
+        "values files replace values.yaml (Flux's alternative values)"
     );
 
     // A new version in the repository: the index's new revision brings the chart along.
