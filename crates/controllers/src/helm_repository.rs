@@ -4,7 +4,8 @@
 //! # Expected flow
 //! `type: default` (HTTP/S), steps `[fetch, store]`:
 //! - `fetch`: reads `spec.secretRef` (`username`/`password`) and `spec.certSecretRef`
-//!   (`ca.crt`, `tls.crt`/`tls.key`), downloads `<url>/index.yaml` within `spec.timeout` and the
+//!   (`ca.crt`, `tls.crt`/`tls.key`; without it, TLS data in `spec.secretRef` as Flux still
+//!   reads it, `caFile`/`certFile`/`keyFile` included), downloads `<url>/index.yaml` within `spec.timeout` and the
 //!   storage limits ([`capstan_source::helm::repository`]) and parses it. The revision is
 //!   Flux's: `sha256:<hex>` of the index as served. When it equals `status.artifact.revision`
 //!   and the file exists, nothing is stored.
@@ -152,7 +153,15 @@ pub(crate) async fn client_options(
             secret.name.clone(),
             secret_data(client, &namespace, &secret.name).await?,
         )),
-        None => None,
+        // Flux's deprecated form: TLS data in the `secretRef` Secret (still honoured).
+        None => auth.as_ref().and_then(|(name, data)| {
+            let tls = legacy_tls(data)?;
+            tracing::warn!(
+                secret = %name,
+                "TLS data in spec.secretRef is deprecated, use spec.certSecretRef"
+            );
+            Some((name.clone(), tls))
+        }),
     };
     let mut options = ClientOptions::from_secrets(
         auth.as_ref().map(|(_, data)| data),
@@ -178,6 +187,22 @@ pub(crate) async fn client_options(
     options.timeout = repository.timeout().ok();
     options.limits = limits;
     Ok(options)
+}
+
+/// The TLS data of a `secretRef` Secret in Flux's deprecated form: `ca.crt`, `tls.crt`,
+/// `tls.key` or the older `caFile`, `certFile`, `keyFile`; `None` when it holds none.
+fn legacy_tls(data: &BTreeMap<String, Vec<u8>>) -> Option<BTreeMap<String, Vec<u8>>> {
+    let mut tls = BTreeMap::new();
+    for (key, legacy) in [
+        ("ca.crt", "caFile"),
+        ("tls.crt", "certFile"),
+        ("tls.key", "keyFile"),
+    ] {
+        if let Some(value) = data.get(key).or_else(|| data.get(legacy)) {
+            tls.insert(key.to_owned(), value.clone());
+        }
+    }
+    (!tls.is_empty()).then_some(tls)
 }
 
 fn fetch_step(cx: &mut StepContext<HelmRepositoryReconciler>) -> StepFuture<'_> {

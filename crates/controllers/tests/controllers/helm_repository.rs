@@ -288,8 +288,14 @@ async fn cert_secret_ref_trusts_a_private_ca_and_presents_a_client_certificate()
     )
     .await;
 
+    // Flux's deprecated form: TLS data in the secretRef Secret, with the old key names.
+    create_secret(&env, &ns, "legacy", &BTreeMap::from([("caFile", ca.pem())])).await;
+    let mut legacy = repository(tls.https_url(), None);
+    legacy["secretRef"] = serde_json::json!({"name": "legacy"});
+    create_repository(&env, &ns, "legacy", legacy).await;
+
     let api: Api<HelmRepository> = Api::namespaced(env.client.clone(), &ns);
-    for name in ["trusted", "mutual"] {
+    for name in ["trusted", "mutual", "legacy"] {
         let ready = wait_for(&api, name, "Ready=True", |o| ready_is(o, "True")).await;
         assert!(ready.status.unwrap().artifact.is_some(), "{name}");
     }
