@@ -17,5 +17,6 @@ mod kustomize_support;
 mod archives;
 mod build;
 mod fetches;
+mod helm_sources;
 mod reconcile;
 mod secrets;
