@@ -163,8 +163,9 @@ struct Scope {
 }
 
 /// One template to parse and maybe execute.
-struct Renderable {
-    text: String,
+struct Renderable<'a> {
+    /// Borrowed from the chart unless it had to be made valid UTF-8.
+    text: std::borrow::Cow<'a, str>,
     /// The dot of the template: its chart's scope map (shared by the chart's templates).
     scope: Value,
     base_path: String,
@@ -177,11 +178,11 @@ fn is_partial(path: &str) -> bool {
 
 /// Adds `chart`'s templates (and its subcharts') to `out` and returns its scope map (Helm's
 /// `recAllTpls`).
-fn collect(
-    chart: &Chart,
+fn collect<'a>(
+    chart: &'a Chart,
     parent: Option<(&str, &Value)>,
     top: &Scope,
-    out: &mut BTreeMap<String, Renderable>,
+    out: &mut BTreeMap<String, Renderable<'a>>,
 ) -> Value {
     let name = &chart.metadata.name;
     let full_path = match parent {
@@ -224,7 +225,7 @@ fn collect(
         out.insert(
             format!("{full_path}/{}", template.name),
             Renderable {
-                text: String::from_utf8_lossy(&template.data).into_owned(),
+                text: String::from_utf8_lossy(&template.data),
                 scope: scope.clone(),
                 base_path: format!("{full_path}/templates"),
             },

@@ -332,7 +332,7 @@ fn go_atoi(text: &str) -> Option<i64> {
 /// YAML becomes JSON, then Go's `encoding/json` fills the struct (field names matched without
 /// regard to case; a wrong type is an error, `null` leaves the zero value).
 fn read_head(doc: &str) -> Result<Head, String> {
-    let value = crate::yaml::parse(doc).map_err(|e| e.message)?;
+    let value = crate::yaml::parse_head(doc).map_err(|e| e.message)?;
     let mut head = Head::default();
     let top = match &value {
         serde_json::Value::Null => return Ok(head),

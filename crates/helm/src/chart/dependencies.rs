@@ -21,18 +21,6 @@ fn compatible(constraint: &str, version: &str) -> bool {
     super::version_matches(constraint, version).unwrap_or(false)
 }
 
-/// The subchart a dependency entry refers to, renamed to its alias.
-fn alias_dependency(charts: &[Chart], dep: &Dependency) -> Option<Chart> {
-    let found = charts
-        .iter()
-        .find(|c| c.metadata.name == dep.name && compatible(&dep.version, &c.metadata.version))?;
-    let mut out = found.clone();
-    if !dep.alias.is_empty() {
-        out.metadata.name.clone_from(&dep.alias);
-    }
-    Some(out)
-}
-
 fn process_enabled(
     chart: &mut Chart,
     user: &Values,
@@ -42,21 +30,49 @@ fn process_enabled(
     if chart.metadata.dependencies.is_empty() || depth > MAX_NESTING {
         return Ok(());
     }
-    // Subcharts no dependency entry claims are kept as they are.
-    let mut kept: Vec<Chart> = chart
+    // Subcharts no dependency entry claims are kept as they are. The others are taken by
+    // their entries (under the alias): moved to the last entry taking them, cloned for any
+    // earlier one (the same chart may be taken twice under two aliases).
+    let claims = |existing: &Chart, req: &Dependency| {
+        existing.metadata.name == req.name && compatible(&req.version, &existing.metadata.version)
+    };
+    let mut existing: Vec<Option<Chart>> = std::mem::take(&mut chart.dependencies)
+        .into_iter()
+        .map(Some)
+        .collect();
+    let taken: Vec<Option<usize>> = chart
+        .metadata
         .dependencies
         .iter()
-        .filter(|existing| {
-            !chart.metadata.dependencies.iter().any(|req| {
-                existing.metadata.name == req.name
-                    && compatible(&req.version, &existing.metadata.version)
-            })
+        .map(|req| {
+            existing
+                .iter()
+                .position(|c| c.as_ref().is_some_and(|c| claims(c, req)))
         })
-        .cloned()
         .collect();
-    for req in &mut chart.metadata.dependencies {
-        if let Some(sub) = alias_dependency(&chart.dependencies, req) {
-            kept.push(sub);
+    let mut kept: Vec<Chart> = Vec::with_capacity(existing.len());
+    for slot in &mut existing {
+        let claimed = slot
+            .as_ref()
+            .is_some_and(|c| chart.metadata.dependencies.iter().any(|req| claims(c, req)));
+        if !claimed && let Some(c) = slot.take() {
+            kept.push(c);
+        }
+    }
+    for (index, req) in chart.metadata.dependencies.iter_mut().enumerate() {
+        if let Some(at) = taken[index] {
+            let last = !taken[index + 1..].contains(&Some(at));
+            let sub = if last {
+                existing[at].take()
+            } else {
+                existing[at].clone()
+            };
+            if let Some(mut sub) = sub {
+                if !req.alias.is_empty() {
+                    sub.metadata.name.clone_from(&req.alias);
+                }
+                kept.push(sub);
+            }
         }
         if !req.alias.is_empty() {
             req.name.clone_from(&req.alias);

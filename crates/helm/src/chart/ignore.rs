@@ -84,6 +84,9 @@ impl Rules {
         }
         let base = path.rsplit('/').next().unwrap_or(path);
         for pattern in &self.patterns {
+            if !pattern.negate && pattern.must_dir && !is_dir {
+                continue;
+            }
             let subject = if pattern.whole_path { path } else { base };
             let matched = glob_match(&pattern.glob, subject).unwrap_or(false);
             if pattern.negate {
@@ -110,6 +113,20 @@ impl Rules {
 /// Go's `filepath.Match` on `/`-separated paths: `*`, `?`, `[...]` classes (with `^` negation
 /// and ranges) and `\` escapes; `Err` for a malformed pattern.
 pub(crate) fn glob_match(pattern: &str, name: &str) -> Result<bool, ()> {
+    // The usual `.helmignore` lines, `name` and `*.ext`, without the general matcher's
+    // allocations (every entry of a chart is matched against every line).
+    let special = |c: char| matches!(c, '*' | '?' | '[' | '\\');
+    if !pattern.contains(special) {
+        return Ok(pattern == name);
+    }
+    if let Some(suffix) = pattern.strip_prefix('*')
+        && !suffix.contains(special)
+    {
+        // `*` matches any run of characters but the separator.
+        return Ok(name
+            .strip_suffix(suffix)
+            .is_some_and(|head| !head.contains('/')));
+    }
     let p: Vec<char> = pattern.chars().collect();
     let n: Vec<char> = name.chars().collect();
     // Validate the whole pattern first, as Go reports a bad pattern even after a mismatch.
@@ -257,6 +274,10 @@ mod tests {
     fn globs_as_go() {
         assert_eq!(glob_match("*.txt", "a.txt"), Ok(true));
         assert_eq!(glob_match("*.txt", "d/a.txt"), Ok(false));
+        assert_eq!(glob_match("*", ""), Ok(true));
+        assert_eq!(glob_match("*", "a/b"), Ok(false));
+        assert_eq!(glob_match("a.txt", "a.txt"), Ok(true));
+        assert_eq!(glob_match("a.txt", "d/a.txt"), Ok(false));
         assert_eq!(glob_match("a?c", "abc"), Ok(true));
         assert_eq!(glob_match("[a-c]x", "bx"), Ok(true));
         assert_eq!(glob_match("[^a-c]x", "bx"), Ok(false));

@@ -1,6 +1,7 @@
 //! Loading charts from directories and `.tgz` archives, as Helm's loader does.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
@@ -17,6 +18,108 @@ const MAX_NESTING: usize = 32;
 const MAX_DIR_ENTRIES: usize = 100_000;
 
 const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
+
+/// How many `values.yaml` files and subchart archives a thread keeps read (see [`Cache`]), and
+/// how many bytes of their sources in all.
+const CACHE_ENTRIES: usize = 256;
+const CACHE_BYTES: usize = 64 << 20;
+
+/// What loading read before, by the bytes it was read from. Charts are loaded again and again
+/// (every render of a release) and mostly hold the same `values.yaml` files and packed
+/// subcharts: reading YAML and inflating archives costs far more than cloning the result.
+/// Only successes are kept; a hit also compares the source bytes, so the result is exactly
+/// what reading them again would give. A result is kept the second time its bytes are read,
+/// so that a process loading one chart once (`helm template`) holds no copies.
+#[derive(Default)]
+struct Cache<T> {
+    entries: HashMap<u64, (Vec<u8>, T)>,
+    /// Hashes of the sources read once so far.
+    seen: std::collections::HashSet<u64>,
+    bytes: usize,
+}
+
+impl<T: Clone> Cache<T> {
+    fn get(&self, key: &[u8]) -> Option<T> {
+        let (source, value) = self.entries.get(&crate::template::quick_hash(key))?;
+        (source.as_slice() == key).then(|| value.clone())
+    }
+
+    /// Keeps `value()` for `key` (from its second reading on).
+    fn put(&mut self, key: &[u8], value: impl FnOnce() -> T) {
+        if key.len() > CACHE_BYTES {
+            return;
+        }
+        let hash = crate::template::quick_hash(key);
+        if self.seen.len() >= 4 * CACHE_ENTRIES {
+            self.seen.clear();
+        }
+        if self.seen.insert(hash) {
+            return;
+        }
+        if self.entries.len() >= CACHE_ENTRIES || self.bytes + key.len() > CACHE_BYTES {
+            self.entries.clear();
+            self.bytes = 0;
+        }
+        self.bytes += key.len();
+        if let Some((old, _)) = self.entries.insert(hash, (key.to_vec(), value())) {
+            self.bytes -= old.len().min(self.bytes);
+        }
+    }
+}
+
+/// A loaded subchart archive: the chart, and what its archives decompressed in all.
+type LoadedArchive = (Chart, u64);
+
+thread_local! {
+    /// Parsed `values.yaml` files by their bytes.
+    static VALUES: RefCell<Cache<super::values::Values>> = RefCell::default();
+    /// Parsed `Chart.yaml` files by their bytes.
+    static METADATA: RefCell<Cache<super::Metadata>> = RefCell::default();
+    /// Subchart archives by their bytes and nesting depth (the depth decides whether nested
+    /// subcharts are refused for nesting too deep).
+    static ARCHIVES: RefCell<Cache<LoadedArchive>> = RefCell::default();
+}
+
+/// `values.yaml` read as [`super::values::read_values`] reads it, from the thread's cache when
+/// the same bytes were read before.
+fn cached_values(data: &[u8]) -> Result<super::values::Values, String> {
+    if let Some(values) = VALUES.with(|c| c.borrow().get(data)) {
+        return Ok(values);
+    }
+    let values = super::values::read_values(data)?;
+    VALUES.with(|c| c.borrow_mut().put(data, || values.clone()));
+    Ok(values)
+}
+
+/// `Chart.yaml` read as [`metadata::parse_chart_yaml`] reads it, from the thread's cache when
+/// the same bytes were read before.
+fn cached_metadata(data: &[u8]) -> Result<super::Metadata, Error> {
+    if let Some(metadata) = METADATA.with(|c| c.borrow().get(data)) {
+        return Ok(metadata);
+    }
+    let metadata = metadata::parse_chart_yaml(data)?;
+    METADATA.with(|c| c.borrow_mut().put(data, || metadata.clone()));
+    Ok(metadata)
+}
+
+/// A subchart archive loaded as [`load_archive_at`] loads it, from the thread's cache when the
+/// same bytes were loaded at the same depth before and the budget still allows them.
+fn cached_archive(bytes: &[u8], depth: usize, unpacked: &mut u64) -> Result<Chart, Error> {
+    let mut key = Vec::with_capacity(bytes.len() + 8);
+    key.extend_from_slice(&(depth as u64).to_le_bytes());
+    key.extend_from_slice(bytes);
+    if let Some((chart, size)) = ARCHIVES.with(|c| c.borrow().get(&key))
+        && unpacked.saturating_add(size) <= MAX_CHART_SIZE
+    {
+        *unpacked += size;
+        return Ok(chart);
+    }
+    let before = *unpacked;
+    let chart = load_archive_at(bytes, depth, unpacked)?;
+    let size = unpacked.saturating_sub(before);
+    ARCHIVES.with(|c| c.borrow_mut().put(&key, || (chart.clone(), size)));
+    Ok(chart)
+}
 
 /// Loads a chart from a directory or a `.tgz` archive.
 pub fn load(path: impl AsRef<Path>) -> Result<Chart, Error> {
@@ -260,23 +363,22 @@ impl Walk {
     fn dir(&mut self, dir: &Path, canonical_dir: &Path, prefix: &str) -> Result<(), Error> {
         let read =
             std::fs::read_dir(dir).map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
-        let mut names: Vec<(String, PathBuf, bool)> = Vec::new();
+        let mut names: Vec<(String, PathBuf, Option<std::fs::FileType>)> = Vec::new();
         for entry in read {
             let entry = entry.map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
             // The entry's type usually comes with the directory listing: no system call.
-            let link = match entry.file_type() {
-                Ok(kind) => kind.is_symlink(),
-                Err(_) => true,
-            };
+            // `None`: a link, or a type the listing did not give.
+            let kind = entry.file_type().ok().filter(|kind| !kind.is_symlink());
             names.push((
                 entry.file_name().to_string_lossy().into_owned(),
                 entry.path(),
-                link,
+                kind,
             ));
         }
         // Go's filepath.Walk visits entries in lexical order.
-        names.sort();
-        for (name, path, link) in names {
+        names.sort_by(|a, b| a.0.cmp(&b.0));
+        for (name, path, kind) in names {
+            let link = kind.is_none();
             self.entries += 1;
             if self.entries > MAX_DIR_ENTRIES {
                 return Err(Error::new(format!(
@@ -291,8 +393,14 @@ impl Walk {
             };
             // What `.helmignore` leaves out is never read, so it is skipped before the link
             // check: Helm loads such a chart, whatever the ignored link points to.
-            let meta = std::fs::metadata(&path).map_err(|e| Error::new(format!("{rel}: {e}")))?;
-            if self.rules.ignored(&rel, meta.is_dir()) {
+            // A link's type is its target's (and a file's size is checked while reading).
+            let kind = match kind {
+                Some(kind) => kind,
+                None => std::fs::metadata(&path)
+                    .map_err(|e| Error::new(format!("{rel}: {e}")))?
+                    .file_type(),
+            };
+            if self.rules.ignored(&rel, kind.is_dir()) {
                 continue;
             }
             // Links are followed (as Helm does) but must stay inside the chart. Anything else
@@ -312,7 +420,7 @@ impl Walk {
                     "{rel}: the link points outside the chart directory"
                 )));
             }
-            if meta.is_dir() {
+            if kind.is_dir() {
                 if rel.matches('/').count() > 4 * MAX_NESTING {
                     return Err(Error::new(format!(
                         "{rel}: the chart's directories nest too deep"
@@ -321,26 +429,34 @@ impl Walk {
                 self.dir(&path, &resolved, &rel)?;
                 continue;
             }
-            if !meta.is_file() {
+            if !kind.is_file() {
                 return Err(Error::new(format!(
                     "cannot load irregular file {rel} as it has file mode type bits set"
                 )));
             }
-            if meta.len() > MAX_FILE_SIZE {
-                return Err(Error::new(format!(
+            let too_large = || {
+                Error::new(format!(
                     "chart file {rel:?} is larger than the maximum file size {MAX_FILE_SIZE}"
-                )));
+                ))
+            };
+            let mut file =
+                std::fs::File::open(&resolved).map_err(|e| Error::new(format!("{rel}: {e}")))?;
+            let size = file
+                .metadata()
+                .map_err(|e| Error::new(format!("{rel}: {e}")))?
+                .len();
+            if size > MAX_FILE_SIZE {
+                return Err(too_large());
             }
             // Read one byte past the cap: a file growing after its size was checked cannot
             // bring in more.
-            let mut data = Vec::new();
-            std::fs::File::open(&resolved)
-                .and_then(|f| f.take(MAX_FILE_SIZE + 1).read_to_end(&mut data))
+            let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0) + 1);
+            (&mut file)
+                .take(MAX_FILE_SIZE + 1)
+                .read_to_end(&mut data)
                 .map_err(|e| Error::new(format!("{rel}: {e}")))?;
             if data.len() as u64 > MAX_FILE_SIZE {
-                return Err(Error::new(format!(
-                    "chart file {rel:?} is larger than the maximum file size {MAX_FILE_SIZE}"
-                )));
+                return Err(too_large());
             }
             self.total += data.len() as u64;
             if self.total > MAX_CHART_SIZE {
@@ -407,12 +523,12 @@ pub(crate) fn load_files(
     let Some(chart_yaml) = chart_yaml else {
         return Err(Error::new("Chart.yaml file is missing"));
     };
-    chart.metadata = metadata::parse_chart_yaml(&chart_yaml)?;
+    chart.metadata = cached_metadata(&chart_yaml)?;
     if let Some(requirements) = requirements {
         chart.metadata.dependencies = metadata::parse_requirements(&requirements)?;
     }
     if let Some(values) = values {
-        chart.values = super::values::read_values(&values)
+        chart.values = cached_values(&values)
             .map_err(|e| Error::new(format!("cannot load values.yaml: {e}")))?;
     }
     metadata::validate(&chart.metadata)?;
@@ -422,7 +538,7 @@ pub(crate) fn load_files(
         }
         let sub = if Path::new(&name).extension().is_some_and(|e| e == "tgz") {
             match files.as_slice() {
-                [file] if file.name == name => load_archive_at(&file.data, depth + 1, unpacked),
+                [file] if file.name == name => cached_archive(&file.data, depth + 1, unpacked),
                 _ => Err(Error::new(format!(
                     "error unpacking subchart tar in {}: expected {name}",
                     chart.metadata.name
@@ -508,6 +624,49 @@ mod tests {
         assert_eq!(chart.dependencies.len(), 1);
         assert_eq!(chart.dependencies[0].metadata.name, "sub");
         assert_eq!(chart.dependencies[0].templates[0].name, "templates/s.yaml");
+    }
+
+    #[test]
+    fn caches_keep_from_the_second_read_and_compare_bytes() {
+        let mut cache = Cache::<u32>::default();
+        cache.put(b"a", || 1);
+        assert_eq!(cache.get(b"a"), None);
+        cache.put(b"a", || 1);
+        assert_eq!(cache.get(b"a"), Some(1));
+        assert_eq!(cache.get(b"b"), None);
+    }
+
+    #[test]
+    fn repeated_loads_give_the_same_chart() {
+        let sub = archive(&[
+            (
+                "sub/Chart.yaml",
+                REGULAR,
+                b"apiVersion: v2\nname: sub\nversion: 1.0.0\n",
+            ),
+            ("sub/values.yaml", REGULAR, b"x: [1, {y: z}]\n"),
+            ("sub/templates/s.yaml", REGULAR, b"s"),
+        ]);
+        let top = archive(&[
+            ("c/Chart.yaml", REGULAR, CHART),
+            ("c/values.yaml", REGULAR, b"a: 1\n"),
+            ("c/charts/sub-1.0.0.tgz", REGULAR, &sub),
+        ]);
+        let first = load_archive(&top).expect("chart");
+        for _ in 0..3 {
+            let again = load_archive(&top).expect("chart");
+            assert_eq!(again.metadata, first.metadata);
+            assert_eq!(again.values, first.values);
+            assert_eq!(
+                again.dependencies[0].metadata,
+                first.dependencies[0].metadata
+            );
+            assert_eq!(again.dependencies[0].values, first.dependencies[0].values);
+            assert_eq!(
+                again.dependencies[0].templates,
+                first.dependencies[0].templates
+            );
+        }
     }
 
     #[test]

@@ -205,13 +205,34 @@ const PARSE_CACHE_TEXT: usize = 32 << 20;
 /// be reused while the entry exists), and the trees.
 struct Parsed {
     funcs: std::rc::Weak<FuncMap>,
+    /// The text parsed: the key holds only its hash, a hit must also equal it.
+    text: Box<str>,
     trees: Rc<[Rc<parse::Tree>]>,
 }
 
+/// Parses by function map address, template name and hash of the text ([`quick_hash`]).
 #[derive(Default)]
 struct ParseCache {
-    entries: HashMap<(usize, Box<str>, Box<str>), Parsed>,
+    entries: HashMap<(usize, u64, Box<str>), Parsed>,
     text: usize,
+}
+
+/// A quick hash for cache keys over large texts (template text, values files, archives):
+/// hashing megabytes with the default SipHash on every render costs more than it needs to.
+/// Not collision-resistant: every cache using it keeps the bytes and compares them on a hit.
+pub(crate) fn quick_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut hash = bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        hash = (hash.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(K);
+    }
+    for &byte in chunks.remainder() {
+        hash = (hash.rotate_left(5) ^ u64::from(byte)).wrapping_mul(K);
+    }
+    hash
 }
 
 thread_local! {
@@ -225,12 +246,16 @@ thread_local! {
 /// The trees of `text` parsed as `name` against `funcs`, from the thread's cache when it was
 /// parsed before against the same (live) function map.
 fn parsed(funcs: &Rc<FuncMap>, name: &str, text: &str) -> Result<Rc<[Rc<parse::Tree>]>, String> {
-    let key = (Rc::as_ptr(funcs) as usize, Box::from(name), Box::from(text));
+    let key = (
+        Rc::as_ptr(funcs) as usize,
+        quick_hash(text.as_bytes()),
+        Box::from(name),
+    );
     let hit = PARSES.with(|cache| {
         let cache = cache.borrow();
         let entry = cache.entries.get(&key)?;
         let live = entry.funcs.upgrade().is_some_and(|f| Rc::ptr_eq(&f, funcs));
-        live.then(|| entry.trees.clone())
+        (live && *entry.text == *text).then(|| entry.trees.clone())
     });
     if let Some(trees) = hit {
         return Ok(trees);
@@ -248,7 +273,11 @@ fn parsed(funcs: &Rc<FuncMap>, name: &str, text: &str) -> Result<Rc<[Rc<parse::T
             // Entries whose function map is gone can never be hit again; if that frees
             // too little, start over.
             cache.entries.retain(|_, e| e.funcs.strong_count() > 0);
-            cache.text = cache.entries.keys().map(|k| k.1.len() + k.2.len()).sum();
+            cache.text = cache
+                .entries
+                .iter()
+                .map(|(k, e)| k.2.len() + e.text.len())
+                .sum();
             if cache.entries.len() >= PARSE_CACHE_ENTRIES || cache.text + size > PARSE_CACHE_TEXT {
                 cache.entries.clear();
                 cache.text = 0;
@@ -258,11 +287,11 @@ fn parsed(funcs: &Rc<FuncMap>, name: &str, text: &str) -> Result<Rc<[Rc<parse::T
             cache.text += size;
             let entry = Parsed {
                 funcs: Rc::downgrade(funcs),
+                text: Box::from(text),
                 trees: trees.clone(),
             };
             if let Some(old) = cache.entries.insert(key, entry) {
-                cache.text -= size.min(cache.text);
-                drop(old);
+                cache.text -= (name.len() + old.text.len()).min(cache.text);
             }
         }
     });

@@ -26,6 +26,14 @@ pub fn parse(text: &str) -> Result<serde_json::Value, Error> {
     read::parse(text)
 }
 
+/// [`parse`] for reading a Kubernetes manifest's head (Helm's `SimpleHead`): the same checks
+/// and errors, but only `apiVersion`, `kind`, `metadata.name` and `metadata.annotations` are
+/// converted (found by any case of their names); other values of the top map and of
+/// `metadata` are `null`.
+pub(crate) fn parse_head(text: &str) -> Result<serde_json::Value, Error> {
+    read::parse_head(text)
+}
+
 /// `toYaml`: the value as `sigs.k8s.io/yaml.Marshal` writes it (with its trailing newline).
 pub fn to_yaml(value: &Value) -> Result<String, Error> {
     emit::to_yaml(value)

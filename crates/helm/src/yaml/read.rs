@@ -589,6 +589,12 @@ struct Decoder {
     decode_count: u64,
     alias_count: u64,
     alias_depth: usize,
+    /// Whether a key `sigs.k8s.io/yaml` may refuse (nil, uint64) was decoded: only then is
+    /// the tree searched for the first such key.
+    odd_key: bool,
+    /// Whether a NaN or infinity was decoded: only then is the tree searched for the one the
+    /// JSON encoder would meet first.
+    non_finite: bool,
 }
 
 /// `yaml.v2`'s tolerance for alias expansion (its defence against "billion laughs").
@@ -646,7 +652,13 @@ impl Decoder {
             self.alias_depth += 1;
         }
         let result = match &**node {
-            Node::Scalar { value, plain, tag } => scalar(value, *plain, tag.as_deref()),
+            Node::Scalar { value, plain, tag } => {
+                let go = scalar(value, *plain, tag.as_deref());
+                if let Ok(Go::Float(f)) = &go {
+                    self.non_finite |= !f.is_finite();
+                }
+                go
+            }
             Node::Sequence(items) => {
                 let mut out = Vec::with_capacity(items.len());
                 for item in items {
@@ -678,6 +690,7 @@ impl Decoder {
                 continue;
             }
             let key = self.decode(key, depth + 1)?;
+            self.odd_key |= !matches!(key, Go::Str(_) | Go::Int(_) | Go::Bool(_) | Go::Float(_));
             if matches!(key, Go::Seq(_) | Go::Map(_)) {
                 return Err(error(format!("yaml: invalid map key: {}", key.go_syntax())));
             }
@@ -927,12 +940,60 @@ fn to_json(value: Go) -> Result<serde_json::Value, Error> {
         Go::Map(entries) => {
             let mut map = serde_json::Map::with_capacity(entries.len());
             for (key, value) in entries {
-                let key = key_string(&key, &value)?;
+                let key = owned_key(key, &value)?;
                 map.insert(key, to_json(value)?);
             }
             serde_json::Value::Object(map)
         }
     })
+}
+
+/// [`key_string`] taking the key, so that a string key moves instead of being copied.
+fn owned_key(key: Go, value: &Go) -> Result<String, Error> {
+    match key {
+        Go::Str(s) => Ok(s),
+        other => key_string(&other, value),
+    }
+}
+
+/// Which parts of a document [`to_json_head`] converts.
+#[derive(Clone, Copy)]
+enum HeadLevel {
+    /// The document: `apiVersion`, `kind` and `metadata` (by any case of their names).
+    Top,
+    /// `metadata`: `name` and `annotations`.
+    Metadata,
+}
+
+/// The JSON round trip of the parts of a document Helm's `SimpleHead` reads; every other
+/// value of the maps on the way becomes `null` (its key kept, so that repeated and
+/// case-insensitive keys resolve as in the full conversion).
+fn to_json_head(value: Go, level: HeadLevel) -> Result<serde_json::Value, Error> {
+    let Go::Map(entries) = value else {
+        return to_json(value);
+    };
+    let mut map = serde_json::Map::with_capacity(entries.len());
+    for (key, value) in entries {
+        let key = owned_key(key, &value)?;
+        let value = match level {
+            HeadLevel::Top if key.eq_ignore_ascii_case("metadata") => {
+                to_json_head(value, HeadLevel::Metadata)?
+            }
+            HeadLevel::Top
+                if key.eq_ignore_ascii_case("apiVersion") || key.eq_ignore_ascii_case("kind") =>
+            {
+                to_json(value)?
+            }
+            HeadLevel::Metadata
+                if key.eq_ignore_ascii_case("name") || key.eq_ignore_ascii_case("annotations") =>
+            {
+                to_json(value)?
+            }
+            _ => serde_json::Value::Null,
+        };
+        map.insert(key, value);
+    }
+    Ok(serde_json::Value::Object(map))
 }
 
 /// The first key that `sigs.k8s.io/yaml` cannot turn into a string (checked before any value
@@ -1014,6 +1075,26 @@ fn indent_line(text: &str, line: usize) -> String {
 const MAX_REINDENTS: usize = 64;
 
 pub(crate) fn parse(text: &str) -> Result<serde_json::Value, Error> {
+    match decode_document(text)? {
+        Some(go) => to_json(go),
+        None => Ok(serde_json::Value::Null),
+    }
+}
+
+/// [`parse`] for reading a manifest's head: the same checks and errors, but only
+/// `apiVersion`, `kind`, `metadata.name` and `metadata.annotations` (found by any case of
+/// their names, as Go's JSON decoder finds struct fields) are converted; every other value of
+/// the top map and of `metadata` is `null`.
+pub(crate) fn parse_head(text: &str) -> Result<serde_json::Value, Error> {
+    match decode_document(text)? {
+        Some(go) => to_json_head(go, HeadLevel::Top),
+        None => Ok(serde_json::Value::Null),
+    }
+}
+
+/// The first document decoded as `yaml.v2` does and checked for what the JSON round trip
+/// refuses (keys it cannot turn into strings, then NaN and infinities), in Go's order.
+fn decode_document(text: &str) -> Result<Option<Go>, Error> {
     check_characters(text)?;
     check_leading_tabs(text)?;
     // libyaml accepts a quoted scalar's continuation lines at any indentation (their leading
@@ -1043,22 +1124,29 @@ pub(crate) fn parse(text: &str) -> Result<serde_json::Value, Error> {
         }
     };
     let Some(root) = root else {
-        return Ok(serde_json::Value::Null);
+        return Ok(None);
     };
     let mut decoder = Decoder {
         decode_count: 0,
         alias_count: 0,
         alias_depth: 0,
+        odd_key: false,
+        non_finite: false,
     };
     let go = decoder.decode(&root, 0)?;
-    check_keys(&go)?;
-    if let Some(bad) = first_non_finite(&go) {
+    drop(root);
+    if decoder.odd_key {
+        check_keys(&go)?;
+    }
+    if decoder.non_finite
+        && let Some(bad) = first_non_finite(&go)
+    {
         return Err(error(format!(
             "json: unsupported value: {}",
             crate::value::format_float_g(bad)
         )));
     }
-    to_json(go)
+    Ok(Some(go))
 }
 
 #[cfg(test)]

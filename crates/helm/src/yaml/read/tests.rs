@@ -245,6 +245,8 @@ fn timing_stages() {
             decode_count: 0,
             alias_count: 0,
             alias_depth: 0,
+            odd_key: false,
+            non_finite: false,
         };
         let go = root.map(|r| decoder.decode(&r, 0));
         eprintln!("decode: {:?}", t.elapsed());
@@ -294,4 +296,42 @@ fn unfixable_quoted_scalar_indentation_fails_fast() {
     let error = crate::yaml::parse(text).unwrap_err();
     assert!(error.message.contains("line 33"), "{}", error.message);
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
+}
+
+#[test]
+fn head_reads_as_the_full_parse() {
+    let doc = "apiVersion: v1\nKind: ConfigMap\nmetadata:\n  name: x\n  labels: {a: b}\n  \
+               annotations: {h: '1'}\ndata: {k: [1, 2]}\n";
+    let full = parse(doc).expect("parses");
+    let head = parse_head(doc).expect("parses");
+    assert_eq!(head["apiVersion"], full["apiVersion"]);
+    assert_eq!(head["Kind"], full["Kind"]);
+    assert_eq!(head["metadata"]["name"], full["metadata"]["name"]);
+    assert_eq!(
+        head["metadata"]["annotations"],
+        full["metadata"]["annotations"]
+    );
+    // What the head does not read is left out, keys kept.
+    assert_eq!(head["data"], serde_json::Value::Null);
+    assert_eq!(head["metadata"]["labels"], serde_json::Value::Null);
+    // Errors anywhere in the document are the full parse's.
+    for bad in [
+        "kind: A\ndata: {x: .inf}\n",
+        "kind: A\ndata: {~: 1, x: .nan}\n",
+        "kind: A\ndata: {18446744073709551615: 1}\n",
+        "kind: A\ndata: [\n",
+    ] {
+        assert_eq!(
+            parse_head(bad).map_err(|e| e.message),
+            parse(bad)
+                .map(|_| serde_json::Value::Null)
+                .map_err(|e| e.message),
+            "{bad}"
+        );
+    }
+    assert_eq!(parse_head("").expect("empty"), serde_json::Value::Null);
+    assert_eq!(
+        parse_head("[1]").expect("list"),
+        parse("[1]").expect("list")
+    );
 }
