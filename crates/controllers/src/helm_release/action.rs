@@ -1610,6 +1610,24 @@ async fn fail(
         if max > 0 {
             let _ = target.storage.prune(&target.name, max).await;
         }
+        let cleanup = match settings.kind {
+            Kind::Upgrade => cx
+                .object
+                .spec
+                .upgrade
+                .as_ref()
+                .and_then(|u| u.cleanup_on_fail),
+            Kind::Rollback => cx
+                .object
+                .spec
+                .rollback
+                .as_ref()
+                .and_then(|r| r.cleanup_on_fail),
+            Kind::Install => None,
+        };
+        if cleanup == Some(true) {
+            cleanup_created(target, &record, &records).await;
+        }
     }
     cx.status.failures = Some(cx.status.failures.unwrap_or(0) + 1);
     let (namespace, name) = (&target.namespace, &target.name);
@@ -1671,6 +1689,37 @@ async fn fail(
         return Err(ReconcileError::waiting(interval, released.0, released.1));
     }
     Ok(())
+}
+
+/// `cleanupOnFail`: deletes the objects of the failed `record` that the last deployed revision
+/// did not have (those this action created), as Helm does. Failures are logged only: the
+/// action failed already.
+async fn cleanup_created(target: &Target, record: &Release, records: &[Release]) {
+    let Some(deployed) = records
+        .iter()
+        .rev()
+        .find(|r| r.version != record.version && r.status() == Status::Deployed)
+    else {
+        return;
+    };
+    let options = apply_options(target, false);
+    let objects = |manifest: &str| render::manifest_objects(manifest).and_then(|o| to_dynamic(&o));
+    let (Ok(new), Ok(old)) = (objects(&record.manifest), objects(&deployed.manifest)) else {
+        return;
+    };
+    let new = Inventory::new(target.manager.references(&new, &options).await);
+    let old = Inventory::new(target.manager.references(&old, &options).await);
+    let created = new.diff(&old);
+    if created.is_empty() {
+        return;
+    }
+    if let Err(error) = target
+        .manager
+        .delete_all(&created, &DeleteOptions::default())
+        .await
+    {
+        tracing::warn!(error = %capstan_source::redact::error_chain(&error), "cleanupOnFail");
+    }
 }
 
 /// The record of `record`'s revision as the storage holds it (what later reads compare with),

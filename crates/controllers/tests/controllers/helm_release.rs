@@ -1487,3 +1487,62 @@ async fn a_release_left_pending_by_a_stopped_controller_is_unlocked() {
         "Unlocked Helm release apps/web.v1 with chart podinfo@6.14.1 in pending-install state"
     );
 }
+
+#[tokio::test]
+async fn cleanup_on_fail_deletes_what_a_failed_upgrade_created() {
+    let (env, registry, _controller) = setup().await;
+    let url = push_chart(&registry, &podinfo(), None);
+    oci_chart_source(&env, "podinfo", &url, "6.14.1").await;
+    create_release(
+        &env,
+        "web",
+        serde_json::json!({
+            "interval": "10m",
+            "timeout": "3s",
+            "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
+            "upgrade": {"cleanupOnFail": true},
+        }),
+    )
+    .await;
+    wait_release(&env, "web", "installed", ready_for_generation).await;
+    // The upgrade adds a ServiceAccount and its rollout hangs.
+    patch_release(
+        &env,
+        "web",
+        serde_json::json!({"spec": {
+            "values": {"serviceAccount": {"enabled": true}},
+            "postRenderers": [{"kustomize": {"patches": [{
+                "target": {"kind": "Deployment"},
+                "patch": "- op: add\n  path: /metadata/annotations\n  value: {\"sim.capstan.dev/rollout\": \"hang\"}\n",
+            }]}}],
+        }}),
+    )
+    .await;
+    let failed = wait_release(&env, "web", "the upgrade failed", |o| {
+        condition(o, "Released").is_some_and(|c| c.1 == "UpgradeFailed")
+    })
+    .await;
+    assert_eq!(condition(&failed, "Ready").unwrap().0, "False");
+    assert_eq!(
+        records(&env, "web").await,
+        [(1, Status::Deployed), (2, Status::Failed)]
+    );
+    let failed_record = HelmStorage::new(env.client.clone(), NAMESPACE)
+        .get("web", 2)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        failed_record
+            .manifest
+            .contains("kind: ServiceAccount\nmetadata:\n  labels:")
+    );
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(
+        accounts.get_opt("web-podinfo").await.unwrap().is_none(),
+        "the ServiceAccount the failed upgrade created is deleted"
+    );
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(deployments.get_opt("web-podinfo").await.unwrap().is_some());
+}
