@@ -1578,56 +1578,8 @@ async fn fail(
     error: &str,
     chart_name: &str,
 ) -> Result<(), ReconcileError> {
-    if let Some(mut record) = record {
-        record.set_status(
-            Status::Failed,
-            format!("Release \"{}\" failed: {error}", record.name),
-        );
-        target
-            .storage
-            .update(&record)
-            .await
-            .map_err(storage_error)?;
-        let records = target
-            .storage
-            .history(&target.name)
-            .await
-            .map_err(storage_error)?;
-        if settings.kind != Kind::Rollback {
-            let snapshot = status::snapshot(
-                stored(&records, &record),
-                Some(settings.kind.verb()),
-                cx.status.last_attempted_revision_digest.as_deref(),
-            );
-            status::record(
-                &mut cx.status.history,
-                snapshot,
-                &records,
-                capstan_api::meta::HISTORY_MAX_SIZE,
-            );
-        }
-        let max = cx.object.max_history();
-        if max > 0 {
-            let _ = target.storage.prune(&target.name, max).await;
-        }
-        let cleanup = match settings.kind {
-            Kind::Upgrade => cx
-                .object
-                .spec
-                .upgrade
-                .as_ref()
-                .and_then(|u| u.cleanup_on_fail),
-            Kind::Rollback => cx
-                .object
-                .spec
-                .rollback
-                .as_ref()
-                .and_then(|r| r.cleanup_on_fail),
-            Kind::Install => None,
-        };
-        if cleanup == Some(true) {
-            cleanup_created(target, &record, &records).await;
-        }
+    if let Some(record) = record {
+        Box::pin(record_failed(cx, target, record, settings, error)).await?;
     }
     cx.status.failures = Some(cx.status.failures.unwrap_or(0) + 1);
     let (namespace, name) = (&target.namespace, &target.name);
@@ -1687,6 +1639,67 @@ async fn fail(
             .map(|c| (c.reason.clone(), c.message.clone()))
             .unwrap_or_default();
         return Err(ReconcileError::waiting(interval, released.0, released.1));
+    }
+    Ok(())
+}
+
+/// The failed record: `failed` in the storage, its snapshot recorded, the history pruned, and
+/// with `cleanupOnFail` what the action created deleted.
+async fn record_failed(
+    cx: &mut Cx,
+    target: &Target,
+    mut record: Release,
+    settings: &Deploy,
+    error: &str,
+) -> Result<(), ReconcileError> {
+    record.set_status(
+        Status::Failed,
+        format!("Release \"{}\" failed: {error}", record.name),
+    );
+    target
+        .storage
+        .update(&record)
+        .await
+        .map_err(storage_error)?;
+    let records = target
+        .storage
+        .history(&target.name)
+        .await
+        .map_err(storage_error)?;
+    if settings.kind != Kind::Rollback {
+        let snapshot = status::snapshot(
+            stored(&records, &record),
+            Some(settings.kind.verb()),
+            cx.status.last_attempted_revision_digest.as_deref(),
+        );
+        status::record(
+            &mut cx.status.history,
+            snapshot,
+            &records,
+            capstan_api::meta::HISTORY_MAX_SIZE,
+        );
+    }
+    let max = cx.object.max_history();
+    if max > 0 {
+        let _ = target.storage.prune(&target.name, max).await;
+    }
+    let cleanup = match settings.kind {
+        Kind::Upgrade => cx
+            .object
+            .spec
+            .upgrade
+            .as_ref()
+            .and_then(|u| u.cleanup_on_fail),
+        Kind::Rollback => cx
+            .object
+            .spec
+            .rollback
+            .as_ref()
+            .and_then(|r| r.cleanup_on_fail),
+        Kind::Install => None,
+    };
+    if cleanup == Some(true) {
+        cleanup_created(target, &record, &records).await;
     }
     Ok(())
 }
