@@ -37,8 +37,8 @@ pub mod bucket;
 pub mod error;
 pub mod git_repository;
 pub mod helm_chart;
-pub mod helm_repository;
 pub mod helm_release;
+pub mod helm_repository;
 pub mod helm_storage;
 pub mod kustomization;
 pub mod leader;
@@ -62,7 +62,9 @@ pub fn controllers(
         .register(GitRepositoryReconciler::new(storage.clone()))
         .register(OCIRepositoryReconciler::new(storage.clone()))
         .register(BucketReconciler::new(storage.clone()))
-        .register(helm_repository::HelmRepositoryReconciler::new(storage.clone()))
+        .register(helm_repository::HelmRepositoryReconciler::new(
+            storage.clone(),
+        ))
         .register(helm_chart::HelmChartReconciler::new(storage.clone()))
         .register(helm_release::HelmReleaseReconciler::new(client.clone()))
         .register(kustomization::KustomizationReconciler::new(client))
