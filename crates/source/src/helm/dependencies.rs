@@ -85,6 +85,17 @@ pub async fn build(
     }
     let mut resolved = Vec::with_capacity(missing.len());
     for dep in missing {
+        // The name becomes a file name under `charts/` (and a path in a registry): a name from
+        // an untrusted Chart.yaml must not reach outside it.
+        if !is_plain_name(&dep.name) {
+            return Err(Error::chart(
+                "invalid dependency",
+                format!(
+                    "dependency name {:?} is not a plain chart name (no '/', '\\', '..' or empty)",
+                    dep.name
+                ),
+            ));
+        }
         let added = if is_local(&dep.repository) {
             add_local(
                 source_root,
@@ -116,6 +127,25 @@ fn wrap(kind: &str, name: &str, error: &Error) -> Error {
             crate::redact::error_chain(other),
         ),
     }
+}
+
+/// A single, normal file-name component: what a chart or dependency name must be before it
+/// names a file.
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0'])
+}
+
+/// Writes a dependency archive as `charts/<file_name>`, refusing a name that would leave `charts/`
+/// (the name comes from a chart's metadata or a repository index).
+fn write_archive(charts: &Path, file_name: &str, bytes: &[u8]) -> Result<()> {
+    if !is_plain_name(file_name) {
+        return Err(Error::chart(
+            "invalid dependency",
+            format!("archive name {file_name:?} would leave the charts directory"),
+        ));
+    }
+    let target = charts.join(file_name);
+    std::fs::write(&target, bytes).map_err(|e| Error::io("write", &target, e))
 }
 
 fn is_local(repository: &str) -> bool {
@@ -225,8 +255,7 @@ async fn add_local(
             ));
         }
     }
-    let target = charts.join(&package.file_name);
-    std::fs::write(&target, &package.bytes).map_err(|e| Error::io("write", &target, e))?;
+    write_archive(charts, &package.file_name, &package.bytes)?;
     Ok(Resolved {
         name: dep.name.clone(),
         version: package.version,
@@ -261,9 +290,11 @@ async fn add_remote(
     let fetched = repository.fetch_index().await?;
     let version = fetched.index.select(&dep.name, &dep.version)?;
     let chart = repository.download_chart(version).await?;
-    let file_name = format!("{}-{}.tgz", dep.name, version.version);
-    let target = charts.join(&file_name);
-    std::fs::write(&target, &chart.bytes).map_err(|e| Error::io("write", &target, e))?;
+    write_archive(
+        charts,
+        &format!("{}-{}.tgz", dep.name, version.version),
+        &chart.bytes,
+    )?;
     Ok(Resolved {
         name: dep.name.clone(),
         version: version.version.clone(),
@@ -293,9 +324,11 @@ async fn add_oci(
                 crate::redact::error_chain(&e),
             )
         })?;
-    let file_name = format!("{}-{}.tgz", dep.name, pulled.version);
-    let target = charts.join(&file_name);
-    std::fs::write(&target, &pulled.bytes).map_err(|e| Error::io("write", &target, e))?;
+    write_archive(
+        charts,
+        &format!("{}-{}.tgz", dep.name, pulled.version),
+        &pulled.bytes,
+    )?;
     Ok(Resolved {
         name: dep.name.clone(),
         version: pulled.version,

@@ -305,6 +305,40 @@ async fn nothing_outside_the_source_is_read() {
     );
 }
 
+#[tokio::test]
+async fn a_dependency_name_never_names_a_file_outside_charts() {
+    // A Chart.yaml from Git is untrusted: its dependency names become archive file names.
+    for name in ["../../../escaped", "sub/dir", ".."] {
+        let root = source_tree();
+        let chart = format!(
+            "apiVersion: v2\nname: app\nversion: 0.1.0\ndependencies:\n  - name: {name:?}\n    version: '*'\n    repository: http://127.0.0.1:9/charts\n"
+        );
+        std::fs::write(root.path().join("charts/app/Chart.yaml"), chart).unwrap();
+        let error = build_local(
+            root.path(),
+            "charts/app",
+            &BuildOptions::default(),
+            &DependencyOptions::default(),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(error.reason, BuildErrorReason::DependencyBuild, "{name}");
+        assert!(
+            error.to_string().contains("is not a plain chart name"),
+            "{name}: {error}"
+        );
+        let parent = root.path().parent().unwrap();
+        assert!(
+            !std::fs::read_dir(parent).unwrap().any(|e| e
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("escaped")),
+            "{name}: a file was written outside the source"
+        );
+    }
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
