@@ -32,7 +32,8 @@ const CACHE_BYTES: usize = 64 << 20;
 /// so that a process loading one chart once (`helm template`) holds no copies.
 #[derive(Default)]
 struct Cache<T> {
-    entries: HashMap<u64, (Vec<u8>, T)>,
+    /// The source bytes, the value and its cost (source plus weight).
+    entries: HashMap<u64, (Vec<u8>, (T, usize))>,
     /// Hashes of the sources read once so far.
     seen: std::collections::HashSet<u64>,
     bytes: usize,
@@ -41,12 +42,15 @@ struct Cache<T> {
 impl<T: Clone> Cache<T> {
     fn get(&self, key: &[u8]) -> Option<T> {
         let (source, value) = self.entries.get(&crate::template::quick_hash(key))?;
-        (source.as_slice() == key).then(|| value.clone())
+        (source.as_slice() == key).then(|| value.0.clone())
     }
 
-    /// Keeps `value()` for `key` (from its second reading on).
-    fn put(&mut self, key: &[u8], value: impl FnOnce() -> T) {
-        if key.len() > CACHE_BYTES {
+    /// Keeps `value()` for `key` (from its second reading on). `weight` is what the value
+    /// holds beyond the key (for an archive, what it decompressed to), so the budget counts
+    /// what the cache really keeps.
+    fn put(&mut self, key: &[u8], weight: usize, value: impl FnOnce() -> T) {
+        let cost = key.len().saturating_add(weight);
+        if cost > CACHE_BYTES {
             return;
         }
         let hash = crate::template::quick_hash(key);
@@ -56,13 +60,13 @@ impl<T: Clone> Cache<T> {
         if self.seen.insert(hash) {
             return;
         }
-        if self.entries.len() >= CACHE_ENTRIES || self.bytes + key.len() > CACHE_BYTES {
+        if self.entries.len() >= CACHE_ENTRIES || self.bytes + cost > CACHE_BYTES {
             self.entries.clear();
             self.bytes = 0;
         }
-        self.bytes += key.len();
-        if let Some((old, _)) = self.entries.insert(hash, (key.to_vec(), value())) {
-            self.bytes -= old.len().min(self.bytes);
+        self.bytes += cost;
+        if let Some((_, (_, old))) = self.entries.insert(hash, (key.to_vec(), (value(), cost))) {
+            self.bytes -= old.min(self.bytes);
         }
     }
 }
@@ -87,7 +91,8 @@ fn cached_values(data: &[u8]) -> Result<super::values::Values, String> {
         return Ok(values);
     }
     let values = super::values::read_values(data)?;
-    VALUES.with(|c| c.borrow_mut().put(data, || values.clone()));
+    // The parsed form is counted as twice the text it came from.
+    VALUES.with(|c| c.borrow_mut().put(data, data.len() * 2, || values.clone()));
     Ok(values)
 }
 
@@ -98,7 +103,10 @@ fn cached_metadata(data: &[u8]) -> Result<super::Metadata, Error> {
         return Ok(metadata);
     }
     let metadata = metadata::parse_chart_yaml(data)?;
-    METADATA.with(|c| c.borrow_mut().put(data, || metadata.clone()));
+    METADATA.with(|c| {
+        c.borrow_mut()
+            .put(data, data.len() * 2, || metadata.clone())
+    });
     Ok(metadata)
 }
 
@@ -117,7 +125,8 @@ fn cached_archive(bytes: &[u8], depth: usize, unpacked: &mut u64) -> Result<Char
     let before = *unpacked;
     let chart = load_archive_at(bytes, depth, unpacked)?;
     let size = unpacked.saturating_sub(before);
-    ARCHIVES.with(|c| c.borrow_mut().put(&key, || (chart.clone(), size)));
+    let weight = usize::try_from(size).unwrap_or(usize::MAX);
+    ARCHIVES.with(|c| c.borrow_mut().put(&key, weight, || (chart.clone(), size)));
     Ok(chart)
 }
 
@@ -629,11 +638,28 @@ mod tests {
     #[test]
     fn caches_keep_from_the_second_read_and_compare_bytes() {
         let mut cache = Cache::<u32>::default();
-        cache.put(b"a", || 1);
+        cache.put(b"a", 0, || 1);
         assert_eq!(cache.get(b"a"), None);
-        cache.put(b"a", || 1);
+        cache.put(b"a", 0, || 1);
         assert_eq!(cache.get(b"a"), Some(1));
         assert_eq!(cache.get(b"b"), None);
+    }
+
+    #[test]
+    fn the_cache_budget_counts_what_values_hold() {
+        let mut cache = Cache::<u32>::default();
+        // A small archive that decompressed to more than the budget is never kept.
+        cache.put(b"small", CACHE_BYTES, || 1);
+        cache.put(b"small", CACHE_BYTES, || 1);
+        assert_eq!(cache.get(b"small"), None);
+        // Two values of half the budget each: the second evicts the first.
+        for key in [b"x", b"y"] {
+            cache.put(key, CACHE_BYTES / 2, || 2);
+            cache.put(key, CACHE_BYTES / 2, || 2);
+        }
+        assert_eq!(cache.get(b"y"), Some(2));
+        assert_eq!(cache.get(b"x"), None);
+        assert!(cache.bytes <= CACHE_BYTES);
     }
 
     #[test]
