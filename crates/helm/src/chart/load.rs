@@ -103,10 +103,8 @@ fn cached_metadata(data: &[u8]) -> Result<super::Metadata, Error> {
         return Ok(metadata);
     }
     let metadata = metadata::parse_chart_yaml(data)?;
-    METADATA.with(|c| {
-        c.borrow_mut()
-            .put(data, data.len() * 2, || metadata.clone())
-    });
+    let weight = data.len() * 2;
+    METADATA.with(|c| c.borrow_mut().put(data, weight, || metadata.clone()));
     Ok(metadata)
 }
 
