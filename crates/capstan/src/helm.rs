@@ -27,7 +27,7 @@ enum HelmCommand {
     Push(PushArgs),
 }
 
-#[derive(Debug, Args)]
+#[derive(Args)]
 struct PushArgs {
     /// The chart archive (`.tgz`).
     #[arg(value_name = "CHART")]
@@ -52,6 +52,21 @@ struct PushArgs {
     /// host when no `--username` is given.
     #[arg(long = "registry-config", value_name = "PATH")]
     registry_config: Option<PathBuf>,
+}
+
+/// Written by hand so that a `--password` never reaches a log or a panic message.
+impl std::fmt::Debug for PushArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PushArgs")
+            .field("chart", &self.chart)
+            .field("remote", &capstan_source::redact::url(&self.remote))
+            .field("plain_http", &self.plain_http)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("ca_file", &self.ca_file)
+            .field("registry_config", &self.registry_config)
+            .finish()
+    }
 }
 
 impl PushArgs {

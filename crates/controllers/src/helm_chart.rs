@@ -40,8 +40,11 @@
 //! dependency builds (`DependencyBuildError`) and packaging (`ChartPackageError`) are retried.
 //! Pull failures set `FetchFailed=True`, build failures `BuildFailed=True`.
 //!
-//! Not supported yet, refused with `Stalled=True` (`FeatureGateDisabled`) rather than ignored:
-//! charts from an OCI HelmRepository and `spec.verify`.
+//! Charts from an OCI HelmRepository are pulled with Helm's media types; `spec.verify`
+//! (cosign public keys) is checked before the pull, and an unverified chart is never stored.
+//! Keyless cosign and notation are refused with `Stalled=True` (`FeatureGateDisabled`), and
+//! `verify` on a chart from an HTTP repository fails as Flux's does (only OCI charts carry
+//! signatures).
 
 use std::path::Path;
 use std::sync::Arc;

@@ -145,11 +145,21 @@ pub struct DownloadedChart {
 }
 
 /// An HTTP/S chart repository.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Repository {
     url: reqwest::Url,
     client: reqwest::Client,
     options: ClientOptions,
+}
+
+/// Written by hand: the URL is shown without userinfo.
+impl std::fmt::Debug for Repository {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Repository")
+            .field("url", &crate::redact::url(self.url.as_str()))
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Repository {
