@@ -376,6 +376,27 @@ fn apply_options(target: &Target, force: bool) -> ApplyOptions {
     }
 }
 
+/// Helm's resource policy annotation: `keep` marks an object Helm never deletes.
+const RESOURCE_POLICY: &str = "helm.sh/resource-policy";
+
+/// Whether the rendered `object` carries `helm.sh/resource-policy: keep` (trimmed, any case,
+/// as Helm reads it).
+fn kept(object: &serde_json::Value) -> bool {
+    object["metadata"]["annotations"][RESOURCE_POLICY]
+        .as_str()
+        .is_some_and(|p| p.trim().eq_ignore_ascii_case("keep"))
+}
+
+/// The objects of `manifest` that Helm may delete (uninstall, an upgrade's pruning,
+/// `cleanupOnFail`): all but those whose rendered manifest marks them `keep`.
+fn deletable_objects(manifest: &str) -> Result<Vec<DynamicObject>, String> {
+    let objects: Vec<serde_json::Value> = render::manifest_objects(manifest)?
+        .into_iter()
+        .filter(|o| !kept(o))
+        .collect();
+    to_dynamic(&objects)
+}
+
 fn to_dynamic(objects: &[serde_json::Value]) -> Result<Vec<DynamicObject>, String> {
     objects
         .iter()
@@ -1367,7 +1388,7 @@ async fn deploy(
             .map_err(|e| capstan_source::redact::error_chain(&e))?;
         let inventory = Inventory::from_changeset(&changeset);
         if let Some(previous) = previous_manifest {
-            let old = render::manifest_objects(previous).and_then(|o| to_dynamic(&o))?;
+            let old = deletable_objects(previous)?;
             let old = Inventory::new(target.manager.references(&old, &options).await);
             let stale = old.diff(&inventory);
             if !stale.is_empty() {
@@ -1717,7 +1738,10 @@ async fn cleanup_created(target: &Target, record: &Release, records: &[Release])
     };
     let options = apply_options(target, false);
     let objects = |manifest: &str| render::manifest_objects(manifest).and_then(|o| to_dynamic(&o));
-    let (Ok(new), Ok(old)) = (objects(&record.manifest), objects(&deployed.manifest)) else {
+    let (Ok(new), Ok(old)) = (
+        deletable_objects(&record.manifest),
+        objects(&deployed.manifest),
+    ) else {
         return;
     };
     let new = Inventory::new(target.manager.references(&new, &options).await);
@@ -1965,7 +1989,7 @@ pub(super) async fn uninstall_with(
         .await
         .map_err(|e| e.to_string())?;
     }
-    let objects = render::manifest_objects(&release.manifest).and_then(|o| to_dynamic(&o))?;
+    let objects = deletable_objects(&release.manifest)?;
     let references = target
         .manager
         .references(&objects, &apply_options(target, false))

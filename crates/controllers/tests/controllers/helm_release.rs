@@ -220,6 +220,12 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
         .create(&PostParams::default(), &settings)
         .await
         .unwrap();
+    let keep = |kind: &str| {
+        serde_json::json!({
+            "target": {"kind": kind},
+            "patch": format!("apiVersion: v1\nkind: {kind}\nmetadata:\n  name: podinfo\n  annotations:\n    helm.sh/resource-policy: keep\n"),
+        })
+    };
     create_release(
         &env,
         "podinfo",
@@ -229,8 +235,11 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
             "maxHistory": 2,
             "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
             "valuesFrom": [{"kind": "ConfigMap", "name": "podinfo-values"}],
+            // `helm.sh/resource-policy: keep` on the Service and the ServiceAccount.
+            "postRenderers": [{"kustomize": {"patches": [keep("Service"), keep("ServiceAccount")]}}],
             "values": {
                 "replicaCount": 1,
+                "serviceAccount": {"enabled": true},
                 "hooks": {
                     "preInstall": {"job": {"enabled": true}},
                     "postInstall": {"job": {"enabled": true}},
@@ -295,11 +304,12 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
     let jobs: Api<Job> = Api::namespaced(env.client.clone(), NAMESPACE);
     assert!(jobs.get_opt("podinfo-pre-install").await.unwrap().is_none());
 
-    // A values change upgrades: v2 deployed, v1 superseded.
+    // A values change upgrades: v2 deployed, v1 superseded; the ServiceAccount v2 no longer
+    // renders is kept (`keep`), as Helm keeps it.
     patch_release(
         &env,
         "podinfo",
-        serde_json::json!({"spec": {"values": {"replicaCount": 2}}}),
+        serde_json::json!({"spec": {"values": {"replicaCount": 2, "serviceAccount": {"enabled": false}}}}),
     )
     .await;
     let upgraded = wait_release(&env, "podinfo", "upgraded", |o| {
@@ -319,6 +329,12 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
     assert_eq!(
         serde_json::to_value(&deployment).unwrap()["spec"]["replicas"],
         2
+    );
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(
+        accounts.get_opt("podinfo").await.unwrap().is_some(),
+        "the upgrade does not prune a `keep` object"
     );
 
     // A change of the watched ConfigMap upgrades again.
@@ -368,7 +384,8 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
     .await;
     assert_eq!(records(&env, "podinfo").await, before);
 
-    // Deleting the HelmRelease uninstalls: the objects and the records go.
+    // Deleting the HelmRelease uninstalls: the objects and the records go, but for the
+    // Service marked `keep`.
     releases(&env)
         .delete("podinfo", &DeleteParams::default())
         .await
@@ -386,6 +403,12 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
     .await;
     assert!(deployments.get_opt("podinfo").await.unwrap().is_none());
     assert!(records(&env, "podinfo").await.is_empty());
+    let services: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(
+        services.get_opt("podinfo").await.unwrap().is_some(),
+        "the uninstall keeps the `keep` Service"
+    );
 }
 
 /// A chart of one template that fails at line 4.
