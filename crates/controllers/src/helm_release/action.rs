@@ -1775,7 +1775,7 @@ fn chart_label(chart: Option<&Chart>) -> String {
     })
 }
 
-/// Marks a stale pending record `failed` (Flux's unlock).
+/// Marks a stale pending record `failed` (Flux's unlock); the next action is an upgrade.
 async fn unlock(cx: &mut Cx, target: &Target, mut release: Release) -> Result<(), ReconcileError> {
     let previous = release.status();
     release.set_status(
@@ -1793,40 +1793,14 @@ async fn unlock(cx: &mut Cx, target: &Target, mut release: Release) -> Result<()
         status::versioned_chart(&release)
     );
     set(cx, condition::RELEASED, false, PENDING_RELEASE, &message);
-    if cx.status.last_attempted_release_action == Some(ReleaseAction::Install) {
-        cx.status.install_failures = Some(cx.status.install_failures.unwrap_or(0) + 1);
-    } else {
-        cx.status.upgrade_failures = Some(cx.status.upgrade_failures.unwrap_or(0) + 1);
-    }
+    // As Flux: no failure is counted (the action did not fail, its controller stopped) and
+    // only a snapshot already recorded for this revision is updated.
     if cx
         .status
         .history
         .first()
-        .is_none_or(|s| s.version != release.version)
+        .is_some_and(|s| s.name == release.name && s.version == release.version)
     {
-        let records = target
-            .storage
-            .history(&target.name)
-            .await
-            .map_err(storage_error)?;
-        let snapshot = status::snapshot(
-            stored(&records, &release),
-            cx.status.last_attempted_release_action.map(|a| {
-                if a == ReleaseAction::Install {
-                    "install"
-                } else {
-                    "upgrade"
-                }
-            }),
-            cx.status.last_attempted_revision_digest.as_deref(),
-        );
-        status::record(
-            &mut cx.status.history,
-            snapshot,
-            &records,
-            capstan_api::meta::HISTORY_MAX_SIZE,
-        );
-    } else {
         let stored_release = target
             .storage
             .get(&target.name, release.version)

@@ -1495,20 +1495,23 @@ async fn a_release_left_pending_by_a_stopped_controller_is_unlocked() {
     .await;
     let waiting = releases(&env).get("web").await.unwrap();
     assert_eq!(condition(&waiting, "Ready").unwrap().0, "Unknown");
-    // The controller stops mid-wait; its successor finds the stale pending record.
+    // The controller stops mid-wait; its successor finds the stale pending record, marks it
+    // failed without counting a failure (Flux's unlock) and upgrades: no stall with 0 retries.
     drop(controller);
     let _successor = HelmController::start(&env);
-    let unlocked = wait_release(&env, "web", "unlocked", |o| {
-        condition(o, "Ready").is_some_and(|c| c.0 == "False")
+    eventually(Duration::from_secs(60), "unlocked, then an upgrade", || {
+        let env = &env;
+        async move {
+            (records(env, "web").await == [(1, Status::Failed), (2, Status::PendingUpgrade)])
+                .then_some(())
+        }
     })
     .await;
-    assert_eq!(records(&env, "web").await, [(1, Status::Failed)]);
-    let (_, reason, message) = condition(&unlocked, "Released").unwrap();
-    assert_eq!(reason, "PendingRelease");
-    assert_eq!(
-        message,
-        "Unlocked Helm release apps/web.v1 with chart podinfo@6.14.1 in pending-install state"
-    );
+    let upgrading = releases(&env).get("web").await.unwrap();
+    let status = upgrading.status.as_ref().unwrap();
+    assert_eq!(status.install_failures, None);
+    assert_eq!(status.upgrade_failures, None);
+    assert_eq!(condition(&upgrading, "Stalled"), None);
 }
 
 #[tokio::test]
