@@ -300,13 +300,25 @@ impl Reconciler for HelmReleaseReconciler {
             return Ok(());
         }
         let status = object.status.clone().unwrap_or_default();
-        if status.storage_namespace.is_some() {
+        // As Flux: only the release this HelmRelease made (the latest snapshot of its
+        // history) is uninstalled, by the name and namespace recorded there; none, nothing.
+        if let (Some(storage_namespace), Some(latest)) =
+            (status.storage_namespace.as_deref(), status.history.first())
+        {
             let target = match self.target_for(object).await {
                 Ok(target) => target,
-                Err(error) => {
-                    tracing::error!(%error, "cannot reach the target cluster, leaving the release");
-                    return Ok(());
+                Err(error) if self.target_gone(object).await => {
+                    tracing::info!(%error, "the target cluster is gone, leaving the release");
+                    return self.delete_chart(&status).await;
                 }
+                // Retried with the finalizer kept: the release is still there.
+                Err(error) => return Err(error),
+            };
+            let target = action::Target {
+                storage: HelmStorage::new(target.manager.client().clone(), storage_namespace),
+                name: latest.name.clone(),
+                namespace: latest.namespace.clone(),
+                ..target
             };
             let last = target.storage.last(&target.name).await.map_err(|e| {
                 ReconcileError::from_error(
@@ -331,6 +343,32 @@ impl Reconciler for HelmReleaseReconciler {
                     })?;
             }
         }
+        self.delete_chart(&status).await
+    }
+}
+
+impl HelmReleaseReconciler {
+    /// Whether the target cluster is gone: the `spec.kubeConfig` Secret no longer exists (then
+    /// the deletion may leave the release; any other error is retried).
+    async fn target_gone(&self, object: &HelmRelease) -> bool {
+        let Some(secret_ref) = object
+            .spec
+            .kube_config
+            .as_ref()
+            .and_then(|k| k.secret_ref.as_ref())
+        else {
+            return false;
+        };
+        let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+            kube::Api::namespaced(self.client.clone(), &object.namespace().unwrap_or_default());
+        matches!(secrets.get_opt(&secret_ref.name).await, Ok(None))
+    }
+
+    /// Deletes the HelmChart the HelmRelease templated, if any.
+    async fn delete_chart(
+        &self,
+        status: &capstan_api::helm::v2::HelmReleaseStatus,
+    ) -> Result<(), ReconcileError> {
         if let Some(key) = status.helm_chart.as_deref() {
             chart::delete_chart(&self.client, key).await.map_err(|e| {
                 ReconcileError::transient(

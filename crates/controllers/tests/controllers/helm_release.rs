@@ -1515,6 +1515,50 @@ async fn a_release_left_pending_by_a_stopped_controller_is_unlocked() {
 }
 
 #[tokio::test]
+async fn deleting_a_release_that_never_released_leaves_helms_release_of_that_name() {
+    let (env, registry, _controller) = setup().await;
+    sdk(
+        &env,
+        serde_json::json!({"op": "install", "chart": podinfo(), "name": "broken",
+                           "values": {"replicaCount": 1}}),
+    )
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = push_chart(&registry, &broken_chart(dir.path()), None);
+    oci_chart_source(&env, "broken", &url, "0.1.0").await;
+    create_release(
+        &env,
+        "broken",
+        serde_json::json!({
+            "interval": "10m",
+            "chartRef": {"kind": "OCIRepository", "name": "broken"},
+        }),
+    )
+    .await;
+    let failed = wait_release(&env, "broken", "the release failed", |o| {
+        condition(o, "Released").is_some_and(|c| c.0 == "False" && c.2.contains("config.yaml:4"))
+    })
+    .await;
+    let status = failed.status.as_ref().unwrap();
+    assert_eq!(status.storage_namespace.as_deref(), Some(NAMESPACE));
+    assert!(status.history.is_empty(), "{:?}", status.history);
+    // The HelmRelease never released: its deletion leaves Helm's release alone (as Flux does).
+    releases(&env)
+        .delete("broken", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(60), "the HelmRelease gone", || {
+        let api = releases(&env);
+        async move { api.get_opt("broken").await.unwrap().is_none().then_some(()) }
+    })
+    .await;
+    assert_eq!(records(&env, "broken").await, [(1, Status::Deployed)]);
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(deployments.get_opt("broken-podinfo").await.unwrap().is_some());
+}
+
+#[tokio::test]
 async fn cleanup_on_fail_deletes_what_a_failed_upgrade_created() {
     let (env, registry, _controller) = setup().await;
     let url = push_chart(&registry, &podinfo(), None);
@@ -1571,4 +1615,80 @@ async fn cleanup_on_fail_deletes_what_a_failed_upgrade_created() {
     );
     let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NAMESPACE);
     assert!(deployments.get_opt("web-podinfo").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn a_deletion_that_cannot_build_the_target_keeps_the_finalizer_and_retries() {
+    let (env, registry, _controller) = setup().await;
+    let url = push_chart(&registry, &podinfo(), None);
+    oci_chart_source(&env, "podinfo", &url, "6.14.1").await;
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
+        Api::namespaced(env.client.clone(), NAMESPACE);
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "target", "namespace": NAMESPACE},
+        "stringData": {"value": capstan_apiserver::kubeconfig(&env.api_url(), "test")},
+    }))
+    .unwrap();
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    create_release(
+        &env,
+        "web",
+        serde_json::json!({
+            "interval": "10m",
+            "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
+            "kubeConfig": {"secretRef": {"name": "target"}},
+        }),
+    )
+    .await;
+    wait_release(&env, "web", "installed", ready_for_generation).await;
+    // The Secret loses its kubeconfig (it is not gone): the deletion fails and is retried.
+    secrets
+        .patch(
+            "target",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"data": {"value": null, "other": "eA=="}})),
+        )
+        .await
+        .unwrap();
+    releases(&env)
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(60), "the failed cleanup reported", || {
+        let api: Api<k8s_openapi::api::events::v1::Event> =
+            Api::namespaced(env.client.clone(), NAMESPACE);
+        async move {
+            let events = api.list(&Default::default()).await.unwrap().items;
+            events
+                .iter()
+                .any(|e| {
+                    e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("web")
+                        && e.note.as_deref().is_some_and(|n| n.contains("has no key"))
+                })
+                .then_some(())
+        }
+    })
+    .await;
+    assert!(releases(&env).get_opt("web").await.unwrap().is_some());
+    // Repaired, the retried deletion uninstalls.
+    secrets
+        .patch(
+            "target",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"stringData": {
+                "value": capstan_apiserver::kubeconfig(&env.api_url(), "test")}})),
+        )
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(60), "the HelmRelease gone", || {
+        let api = releases(&env);
+        async move { api.get_opt("web").await.unwrap().is_none().then_some(()) }
+    })
+    .await;
+    assert!(records(&env, "web").await.is_empty());
+    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(deployments.get_opt("web-podinfo").await.unwrap().is_none());
 }
