@@ -540,8 +540,8 @@ fn failure_count(cx: &Cx, action: ReleaseAction) -> i64 {
     }
 }
 
-/// `(retries, remediateLastFailure)` of `action`'s remediation (Flux's defaults: 0 retries,
-/// remediate the last failure when retries are set).
+/// `(retries, remediateLastFailure)` of `action`'s remediation (Flux's defaults: 0 retries;
+/// an install's last failure is not remediated, an upgrade's is when retries are set).
 fn remediation_of(object: &HelmRelease, action: ReleaseAction) -> (i64, bool) {
     let (retries, last) = match action {
         ReleaseAction::Install => object
@@ -561,7 +561,8 @@ fn remediation_of(object: &HelmRelease, action: ReleaseAction) -> (i64, bool) {
                 (r.retries.unwrap_or(0), r.remediate_last_failure)
             }),
     };
-    (retries, last.unwrap_or(retries > 0))
+    let default = action == ReleaseAction::Upgrade && retries > 0;
+    (retries, last.unwrap_or(default))
 }
 
 fn retries_exhausted(cx: &Cx, action: ReleaseAction) -> bool {
@@ -2032,5 +2033,22 @@ mod tests {
         .unwrap();
         assert_eq!(remediation_of(&object, ReleaseAction::Install), (0, false));
         assert_eq!(remediation_of(&object, ReleaseAction::Upgrade), (2, true));
+        // An install's last failure stays (for inspection) unless asked otherwise.
+        let install = |remediation: serde_json::Value| -> HelmRelease {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                "metadata": {"name": "web", "namespace": "apps"},
+                "spec": {"interval": "5m", "chartRef": {"kind": "OCIRepository", "name": "c"},
+                         "install": {"remediation": remediation}},
+            }))
+            .unwrap()
+        };
+        let retried = install(serde_json::json!({"retries": 3}));
+        assert_eq!(remediation_of(&retried, ReleaseAction::Install), (3, false));
+        let remediated = install(serde_json::json!({"retries": 3, "remediateLastFailure": true}));
+        assert_eq!(
+            remediation_of(&remediated, ReleaseAction::Install),
+            (3, true)
+        );
     }
 }
