@@ -520,11 +520,15 @@ fn load_chart_step(cx: &mut StepContext<HelmReleaseReconciler>) -> StepFuture<'_
         let config_digest = values::digest(&values);
         let version = chart.metadata.version.clone();
         let oci_digest = (source.kind == "OCIRepository").then(|| artifact.digest.clone());
-        // Flux resets the failure counters when the chart or the values changed.
-        if cx.status.last_attempted_revision.is_some()
-            && (cx.status.last_attempted_revision.as_deref() != Some(version.as_str())
-                || cx.status.last_attempted_config_digest.as_deref()
-                    != Some(config_digest.as_str()))
+        // Flux resets the failure counters when the spec (its generation), the chart or the
+        // values changed.
+        let new_generation = cx.status.last_attempted_generation.is_some()
+            && cx.status.last_attempted_generation != cx.object.metadata.generation;
+        if new_generation
+            || cx.status.last_attempted_revision.is_some()
+                && (cx.status.last_attempted_revision.as_deref() != Some(version.as_str())
+                    || cx.status.last_attempted_config_digest.as_deref()
+                        != Some(config_digest.as_str()))
         {
             cx.status.install_failures = None;
             cx.status.upgrade_failures = None;

@@ -1555,7 +1555,13 @@ async fn deleting_a_release_that_never_released_leaves_helms_release_of_that_nam
     .await;
     assert_eq!(records(&env, "broken").await, [(1, Status::Deployed)]);
     let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NAMESPACE);
-    assert!(deployments.get_opt("broken-podinfo").await.unwrap().is_some());
+    assert!(
+        deployments
+            .get_opt("broken-podinfo")
+            .await
+            .unwrap()
+            .is_some()
+    );
 }
 
 #[tokio::test]
@@ -1657,20 +1663,28 @@ async fn a_deletion_that_cannot_build_the_target_keeps_the_finalizer_and_retries
         .delete("web", &DeleteParams::default())
         .await
         .unwrap();
-    eventually(Duration::from_secs(60), "the failed cleanup reported", || {
-        let api: Api<k8s_openapi::api::events::v1::Event> =
-            Api::namespaced(env.client.clone(), NAMESPACE);
-        async move {
-            let events = api.list(&Default::default()).await.unwrap().items;
-            events
-                .iter()
-                .any(|e| {
-                    e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("web")
-                        && e.note.as_deref().is_some_and(|n| n.contains("has no key"))
-                })
-                .then_some(())
-        }
-    })
+    eventually(
+        Duration::from_secs(60),
+        "the failed cleanup reported",
+        || {
+            let api: Api<k8s_openapi::api::events::v1::Event> =
+                Api::namespaced(env.client.clone(), NAMESPACE);
+            async move {
+                let events = api
+                    .list(&kube::api::ListParams::default())
+                    .await
+                    .unwrap()
+                    .items;
+                events
+                    .iter()
+                    .any(|e| {
+                        e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("web")
+                            && e.note.as_deref().is_some_and(|n| n.contains("has no key"))
+                    })
+                    .then_some(())
+            }
+        },
+    )
     .await;
     assert!(releases(&env).get_opt("web").await.unwrap().is_some());
     // Repaired, the retried deletion uninstalls.
@@ -1691,4 +1705,46 @@ async fn a_deletion_that_cannot_build_the_target_keeps_the_finalizer_and_retries
     assert!(records(&env, "web").await.is_empty());
     let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NAMESPACE);
     assert!(deployments.get_opt("web-podinfo").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_stalled_release_is_retried_when_its_spec_changes() {
+    let (env, registry, _controller) = setup().await;
+    let url = push_chart(&registry, &podinfo(), None);
+    oci_chart_source(&env, "podinfo", &url, "6.14.1").await;
+    // The rollout hangs past the timeout: the install fails and, with 0 retries, stalls.
+    create_release(
+        &env,
+        "web",
+        serde_json::json!({
+            "interval": "10m",
+            "timeout": "3s",
+            "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
+            "postRenderers": [{"kustomize": {"patches": [{
+                "target": {"kind": "Deployment"},
+                "patch": "- op: add\n  path: /metadata/annotations\n  value: {\"sim.capstan.dev/rollout\": \"hang\"}\n",
+            }]}}],
+        }),
+    )
+    .await;
+    let stalled = wait_release(&env, "web", "stalled", |o| {
+        condition(o, "Stalled").is_some_and(|c| c.0 == "True")
+    })
+    .await;
+    assert_eq!(stalled.status.as_ref().unwrap().install_failures, Some(1));
+    assert_eq!(records(&env, "web").await, [(1, Status::Failed)]);
+    // A new generation (neither chart nor values changed) resets the failure counters: the
+    // failed release is upgraded and becomes ready.
+    patch_release(
+        &env,
+        "web",
+        serde_json::json!({"spec": {"postRenderers": null}}),
+    )
+    .await;
+    let ready = wait_release(&env, "web", "upgraded", ready_for_generation).await;
+    assert_eq!(condition(&ready, "Ready").unwrap().1, "UpgradeSucceeded");
+    assert_eq!(
+        records(&env, "web").await,
+        [(1, Status::Failed), (2, Status::Deployed)]
+    );
 }
