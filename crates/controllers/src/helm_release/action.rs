@@ -448,32 +448,73 @@ async fn drift(cx: &Cx, target: &Target, last: &Release) -> Result<Vec<String>, 
     Ok(found)
 }
 
-/// Whether an ignore rule covers the dotted `path` of `object`.
+/// Whether an ignore rule covers the dotted `path` of `object` (keys joined with `.`, list
+/// indexes in brackets, as the drift engine names them; keys may hold dots themselves, as in
+/// `metadata.labels.app.kubernetes.io/version`, so the pointer is joined the same way and
+/// compared as a prefix ending at a key boundary).
 fn ignored(rules: &[capstan_api::meta::IgnoreRule], object: &ObjectRef, path: &str) -> bool {
-    let tokens: Vec<String> = path
-        .replace('[', ".")
-        .replace(']', "")
-        .split('.')
-        .map(str::to_owned)
-        .collect();
+    let path = path.replace('[', ".").replace(']', "");
     rules.iter().any(|rule| {
-        let selected = rule.target.as_ref().is_none_or(|t| {
-            t.kind.as_deref().is_none_or(|k| k == object.kind)
-                && t.name.as_deref().is_none_or(|n| n == object.name)
-                && t.namespace.as_deref().is_none_or(|n| n == object.namespace)
-                && t.group.as_deref().is_none_or(|g| g == object.group)
-                && t.version.as_deref().is_none_or(|v| v == object.version)
-        });
-        selected
+        selects(rule, object)
             && rule.paths.iter().any(|pointer| {
-                let wanted: Vec<String> = pointer
-                    .split('/')
-                    .skip(1)
-                    .map(|t| t.replace("~1", "/").replace("~0", "~"))
-                    .collect();
-                !wanted.is_empty() && tokens.starts_with(&wanted)
+                let wanted = pointer_tokens(pointer).join(".");
+                !wanted.is_empty()
+                    && path
+                        .strip_prefix(&wanted)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
             })
     })
+}
+
+/// Whether `rule`'s target selects `object` (no target: every object).
+fn selects(rule: &capstan_api::meta::IgnoreRule, object: &ObjectRef) -> bool {
+    rule.target.as_ref().is_none_or(|t| {
+        t.kind.as_deref().is_none_or(|k| k == object.kind)
+            && t.name.as_deref().is_none_or(|n| n == object.name)
+            && t.namespace.as_deref().is_none_or(|n| n == object.namespace)
+            && t.group.as_deref().is_none_or(|g| g == object.group)
+            && t.version.as_deref().is_none_or(|v| v == object.version)
+    })
+}
+
+/// The unescaped tokens of a JSON pointer (`~1` is `/`, `~0` is `~`).
+fn pointer_tokens(pointer: &str) -> Vec<String> {
+    pointer
+        .split('/')
+        .skip(1)
+        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .collect()
+}
+
+/// `object` without the fields the ignore rules selecting it name: the drift correction
+/// re-applies only what is not ignored (as Flux, which patches the non-ignored differences).
+fn without_ignored(
+    rules: &[capstan_api::meta::IgnoreRule],
+    mut object: serde_json::Value,
+    namespace: &str,
+) -> serde_json::Value {
+    let field = |name: &str| object["metadata"][name].as_str().map(str::to_owned);
+    let reference = ObjectRef::new(
+        object["apiVersion"].as_str().unwrap_or_default(),
+        object["kind"].as_str().unwrap_or_default(),
+        &field("namespace").unwrap_or_else(|| namespace.to_owned()),
+        &field("name").unwrap_or_default(),
+    );
+    for rule in rules.iter().filter(|r| selects(r, &reference)) {
+        for pointer in &rule.paths {
+            let Some((parent, _)) = pointer.rsplit_once('/') else {
+                continue;
+            };
+            let Some(last) = pointer_tokens(pointer).pop() else {
+                continue;
+            };
+            // A list element is left in place (removing it would shift the others).
+            if let Some(serde_json::Value::Object(map)) = object.pointer_mut(parent) {
+                map.remove(&last);
+            }
+        }
+    }
+    object
 }
 
 async fn act(
@@ -883,8 +924,21 @@ async fn drifted(
     else {
         return Ok(Progress::Continue);
     };
+    let rules = cx
+        .object
+        .spec
+        .drift_detection
+        .as_ref()
+        .map(|d| d.ignore.clone())
+        .unwrap_or_default();
     let objects = render::manifest_objects(&last.manifest)
-        .and_then(|o| to_dynamic(&o))
+        .and_then(|objects| {
+            let kept: Vec<serde_json::Value> = objects
+                .into_iter()
+                .map(|o| without_ignored(&rules, o, &target.namespace))
+                .collect();
+            to_dynamic(&kept)
+        })
         .map_err(|e| {
             ReconcileError::transient(
                 meta_reason::RECONCILIATION_FAILED,
@@ -2020,6 +2074,48 @@ mod tests {
         assert!(!ignored(&rules, &service, "spec.replicas"));
         assert!(!ignored(&rules, &deployment, "spec.template"));
         assert!(ignored(&rules, &service, "metadata.annotations.a/b"));
+        assert!(!ignored(&rules, &service, "metadata.annotations.a/bc"));
+        // Keys holding dots.
+        let rules: Vec<capstan_api::meta::IgnoreRule> = serde_json::from_value(serde_json::json!([
+            {"paths": ["/metadata/labels/app.kubernetes.io~1version", "/spec/ports/0/port"]},
+        ]))
+        .unwrap();
+        assert!(ignored(
+            &rules,
+            &service,
+            "metadata.labels.app.kubernetes.io/version"
+        ));
+        assert!(!ignored(
+            &rules,
+            &service,
+            "metadata.labels.app.kubernetes.io/name"
+        ));
+        assert!(ignored(&rules, &service, "spec.ports[0].port"));
+        assert!(!ignored(&rules, &service, "spec.ports[0].name"));
+    }
+
+    #[test]
+    fn the_drift_correction_leaves_ignored_fields_out() {
+        let rules: Vec<capstan_api::meta::IgnoreRule> = serde_json::from_value(serde_json::json!([
+            {"paths": ["/spec/replicas", "/metadata/labels/app.kubernetes.io~1version"],
+             "target": {"kind": "Deployment"}},
+            {"paths": ["/spec/template/spec/containers/0/image"]},
+        ]))
+        .unwrap();
+        let object = serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"app.kubernetes.io/version": "1", "a": "b"}},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}},
+        });
+        let kept = without_ignored(&rules, object, "apps");
+        assert_eq!(
+            kept,
+            serde_json::json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "web", "labels": {"a": "b"}},
+                "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}},
+            })
+        );
     }
 
     #[test]

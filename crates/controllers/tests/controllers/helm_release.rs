@@ -1300,6 +1300,8 @@ async fn the_flux_example_apps_reconcile_to_ready() {
 }
 
 #[tokio::test]
+// One scenario read top to bottom: ignored paths, warn mode, then the correction.
+#[allow(clippy::too_many_lines)]
 async fn drift_is_only_reported_in_warn_mode_and_ignore_rules_hold() {
     let (env, registry, _controller) = setup().await;
     let dir = tempfile::tempdir().unwrap();
@@ -1379,6 +1381,50 @@ async fn drift_is_only_reported_in_warn_mode_and_ignore_rules_hold() {
     assert_eq!(condition(&drifted, "Ready").unwrap().0, "True");
     let data = config_maps.get("app-config").await.unwrap().data.unwrap();
     assert_eq!(data["replicas"], "9", "warn mode changes nothing");
+    // Enabled: the correction restores what is not ignored and leaves an ignored label (a key
+    // with dots) as the cluster has it.
+    patch_release(
+        &env,
+        "app",
+        serde_json::json!({"spec": {"driftDetection": {
+            "mode": "enabled",
+            "ignore": [{"paths": ["/metadata/labels/helm.toolkit.fluxcd.io~1name"],
+                        "target": {"kind": "ConfigMap"}}],
+        }}}),
+    )
+    .await;
+    config_maps
+        .patch(
+            "app-config",
+            &PatchParams::apply("someone-else").force(),
+            &Patch::Apply(serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "app-config", "namespace": NAMESPACE,
+                             "labels": {"helm.toolkit.fluxcd.io/name": "other"}},
+                "data": {"replicas": "8"},
+            })),
+        )
+        .await
+        .unwrap();
+    patch_release(
+        &env,
+        "app",
+        serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "3"}}}),
+    )
+    .await;
+    let corrected = wait_release(&env, "app", "drift corrected", |o| {
+        condition(o, "Drifted").is_some_and(|c| c.2.contains("has been corrected"))
+    })
+    .await;
+    let message = condition(&corrected, "Drifted").unwrap().2;
+    assert!(!message.contains("helm.toolkit.fluxcd.io"), "{message}");
+    let config = config_maps.get("app-config").await.unwrap();
+    assert_eq!(config.data.unwrap()["replicas"], "1");
+    assert_eq!(
+        config.metadata.labels.unwrap()["helm.toolkit.fluxcd.io/name"],
+        "other"
+    );
+    assert_eq!(records(&env, "app").await, [(1, Status::Deployed)]);
 }
 
 #[tokio::test]
