@@ -1627,15 +1627,19 @@ async fn cleanup_on_fail_deletes_what_a_failed_upgrade_created() {
     )
     .await;
     wait_release(&env, "web", "installed", ready_for_generation).await;
-    // The upgrade adds a ServiceAccount and its rollout hangs.
+    // The upgrade adds a ServiceAccount and Redis (its ConfigMap marked `keep`), and its
+    // rollout hangs.
     patch_release(
         &env,
         "web",
         serde_json::json!({"spec": {
-            "values": {"serviceAccount": {"enabled": true}},
+            "values": {"serviceAccount": {"enabled": true}, "redis": {"enabled": true}},
             "postRenderers": [{"kustomize": {"patches": [{
                 "target": {"kind": "Deployment"},
                 "patch": "- op: add\n  path: /metadata/annotations\n  value: {\"sim.capstan.dev/rollout\": \"hang\"}\n",
+            }, {
+                "target": {"kind": "ConfigMap"},
+                "patch": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-podinfo-redis\n  annotations:\n    helm.sh/resource-policy: keep\n",
             }]}}],
         }}),
     )
@@ -1664,6 +1668,24 @@ async fn cleanup_on_fail_deletes_what_a_failed_upgrade_created() {
     assert!(
         accounts.get_opt("web-podinfo").await.unwrap().is_none(),
         "the ServiceAccount the failed upgrade created is deleted"
+    );
+    let services: Api<k8s_openapi::api::core::v1::Service> =
+        Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(
+        services
+            .get_opt("web-podinfo-redis")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(
+        config_maps
+            .get_opt("web-podinfo-redis")
+            .await
+            .unwrap()
+            .is_some(),
+        "the `keep` ConfigMap stays"
     );
     let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NAMESPACE);
     assert!(deployments.get_opt("web-podinfo").await.unwrap().is_some());
