@@ -551,6 +551,15 @@ async fn act(
         ReleaseState::Unmanaged(why) => {
             tracing::info!(reason = %why, "release not managed by this object: upgrading");
             cx.status.history.clear();
+            // An upgrade that failed leaving no record finds the release unmanaged again:
+            // its retries are bounded too.
+            if retries_exhausted(cx, ReleaseAction::Upgrade) {
+                if let Some(token) = forced {
+                    cx.status.last_handled_force_at = Some(token);
+                } else {
+                    return Err(exceeded(cx, "upgrade"));
+                }
+            }
             Box::pin(upgrade(cx, target, chart, values)).await
         }
         ReleaseState::OutOfSync(why) => {

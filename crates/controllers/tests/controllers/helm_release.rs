@@ -1589,6 +1589,12 @@ async fn deleting_a_release_that_never_released_leaves_helms_release_of_that_nam
     let status = failed.status.as_ref().unwrap();
     assert_eq!(status.storage_namespace.as_deref(), Some(NAMESPACE));
     assert!(status.history.is_empty(), "{:?}", status.history);
+    // With 0 retries the failed upgrade stalls after one attempt.
+    let stalled = wait_release(&env, "broken", "stalled", |o| {
+        condition(o, "Stalled").is_some_and(|c| c.0 == "True")
+    })
+    .await;
+    assert_eq!(stalled.status.as_ref().unwrap().upgrade_failures, Some(1));
     // The HelmRelease never released: its deletion leaves Helm's release alone (as Flux does).
     releases(&env)
         .delete("broken", &DeleteParams::default())
