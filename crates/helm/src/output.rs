@@ -320,22 +320,26 @@ const PARALLEL_HEADS_BYTES: usize = 128 * 1024;
 const HEAD_THREAD_STACK: usize = 8 * 1024 * 1024;
 
 /// [`read_head`] of every document, in order. Large outputs are cut into two runs of documents
-/// of about equal size, the second read on a scoped thread; every result is kept, so the caller
+/// of sizes as near as documents allow, the second read on a scoped thread; every result is kept, so the caller
 /// still meets the first error in document order.
 fn read_heads(docs: &[(&String, &str)]) -> Vec<Result<Head, String>> {
     let total: usize = docs.iter().map(|(_, d)| d.len()).sum();
     if total < PARALLEL_HEADS_BYTES || docs.len() < 2 {
         return docs.iter().map(|(_, d)| read_head(d)).collect();
     }
+    // The cut that leaves the larger run smallest: one huge document (a CRD) can outweigh all
+    // the others, and then it is best read alone.
     let mut seen = 0;
-    let cut = docs
-        .iter()
-        .position(|(_, d)| {
-            seen += d.len();
-            seen * 2 >= total
-        })
-        .map_or(docs.len() / 2, |i| i + 1)
-        .clamp(1, docs.len() - 1);
+    let mut cut = 1;
+    let mut best = usize::MAX;
+    for (i, (_, d)) in docs.iter().enumerate().take(docs.len() - 1) {
+        seen += d.len();
+        let larger = seen.max(total - seen);
+        if larger < best {
+            best = larger;
+            cut = i + 1;
+        }
+    }
     let (first, second) = docs.split_at(cut);
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
