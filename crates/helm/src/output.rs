@@ -252,60 +252,111 @@ pub fn sort_manifests(
 fn sort_partial(files: &BTreeMap<String, String>) -> (Vec<Hook>, Vec<Manifest>, Option<Error>) {
     let mut hooks = Vec::new();
     let mut generic = Vec::new();
-    for (path, content) in files {
-        let base = path.rsplit('/').next().unwrap_or(path);
-        if base.starts_with('_') || content.trim().is_empty() {
-            continue;
-        }
-        for doc in split_manifests(content) {
-            let head = match read_head(doc) {
-                Ok(head) => head,
-                Err(e) => {
-                    let error = Error::new(format!("YAML parse error on {path}: {e}"));
-                    return (hooks, generic, Some(error));
-                }
-            };
-            let Some(hook_types) = head.annotations.get(HOOK_ANNOTATION) else {
-                generic.push(Manifest {
-                    name: path.clone(),
-                    content: doc.to_owned(),
-                    head,
-                });
-                continue;
-            };
-            let Some(events) = hook_types
-                .split(',')
-                .map(HookEvent::parse)
-                .collect::<Option<Vec<_>>>()
-            else {
-                // Helm logs "skipping unknown hooks" and leaves the document out entirely.
-                continue;
-            };
-            let policies = |annotation: &str| -> Vec<String> {
-                head.annotations
-                    .get(annotation)
-                    .map(|v| v.split(',').map(|p| p.trim().to_lowercase()).collect())
-                    .unwrap_or_default()
-            };
-            hooks.push(Hook {
-                name: head.name.clone(),
-                kind: head.kind.clone(),
-                path: path.clone(),
-                manifest: doc.to_owned(),
-                events,
-                weight: head
-                    .annotations
-                    .get(HOOK_WEIGHT_ANNOTATION)
-                    .and_then(|w| go_atoi(w))
-                    .unwrap_or(0),
-                delete_policies: policies(HOOK_DELETE_ANNOTATION),
-                output_log_policies: policies(HOOK_OUTPUT_LOG_ANNOTATION),
+    let docs: Vec<(&String, &str)> = files
+        .iter()
+        .filter(|(path, content)| {
+            let base = path.rsplit('/').next().unwrap_or(path);
+            !base.starts_with('_') && !content.trim().is_empty()
+        })
+        .flat_map(|(path, content)| split_manifests(content).into_iter().map(move |d| (path, d)))
+        .collect();
+    let heads = read_heads(&docs);
+    for ((path, doc), head) in docs.into_iter().zip(heads) {
+        let head = match head {
+            Ok(head) => head,
+            Err(e) => {
+                let error = Error::new(format!("YAML parse error on {path}: {e}"));
+                return (hooks, generic, Some(error));
+            }
+        };
+        let Some(hook_types) = head.annotations.get(HOOK_ANNOTATION) else {
+            generic.push(Manifest {
+                name: path.clone(),
+                content: doc.to_owned(),
+                head,
             });
-        }
+            continue;
+        };
+        let Some(events) = hook_types
+            .split(',')
+            .map(HookEvent::parse)
+            .collect::<Option<Vec<_>>>()
+        else {
+            // Helm logs "skipping unknown hooks" and leaves the document out entirely.
+            continue;
+        };
+        let policies = |annotation: &str| -> Vec<String> {
+            head.annotations
+                .get(annotation)
+                .map(|v| v.split(',').map(|p| p.trim().to_lowercase()).collect())
+                .unwrap_or_default()
+        };
+        hooks.push(Hook {
+            name: head.name.clone(),
+            kind: head.kind.clone(),
+            path: path.clone(),
+            manifest: doc.to_owned(),
+            events,
+            weight: head
+                .annotations
+                .get(HOOK_WEIGHT_ANNOTATION)
+                .and_then(|w| go_atoi(w))
+                .unwrap_or(0),
+            delete_policies: policies(HOOK_DELETE_ANNOTATION),
+            output_log_policies: policies(HOOK_OUTPUT_LOG_ANNOTATION),
+        });
     }
     hooks.sort_by(|a, b| kind_order(&a.kind, &b.kind));
     generic.sort_by(|a, b| kind_order(&a.head.kind, &b.head.kind));
     (hooks, generic, None)
+}
+
+/// Rendered text (bytes) above which the documents' heads are read on two threads: below it a
+/// thread's start costs more than it saves.
+const PARALLEL_HEADS_BYTES: usize = 128 * 1024;
+
+/// The reading thread's stack: the main thread's usual 8 MiB, so a deeply nested document
+/// fails (or not) alike on either thread.
+const HEAD_THREAD_STACK: usize = 8 * 1024 * 1024;
+
+/// [`read_head`] of every document, in order. Large outputs are cut into two runs of documents
+/// of sizes as near as documents allow, the second read on a scoped thread; every result is kept, so the caller
+/// still meets the first error in document order.
+fn read_heads(docs: &[(&String, &str)]) -> Vec<Result<Head, String>> {
+    let total: usize = docs.iter().map(|(_, d)| d.len()).sum();
+    if total < PARALLEL_HEADS_BYTES || docs.len() < 2 {
+        return docs.iter().map(|(_, d)| read_head(d)).collect();
+    }
+    // The cut that leaves the larger run smallest: one huge document (a CRD) can outweigh all
+    // the others, and then it is best read alone.
+    let mut seen = 0;
+    let mut cut = 1;
+    let mut best = usize::MAX;
+    for (i, (_, d)) in docs.iter().enumerate().take(docs.len() - 1) {
+        seen += d.len();
+        let larger = seen.max(total - seen);
+        if larger < best {
+            best = larger;
+            cut = i + 1;
+        }
+    }
+    let (first, second) = docs.split_at(cut);
+    std::thread::scope(|scope| {
+        let worker = std::thread::Builder::new()
+            .stack_size(HEAD_THREAD_STACK)
+            .spawn_scoped(scope, || {
+                second.iter().map(|(_, d)| read_head(d)).collect::<Vec<_>>()
+            });
+        let mut heads: Vec<Result<Head, String>> =
+            first.iter().map(|(_, d)| read_head(d)).collect();
+        // No thread to be had: the second run is read here too.
+        let rest = worker
+            .ok()
+            .and_then(|handle| handle.join().ok())
+            .unwrap_or_else(|| second.iter().map(|(_, d)| read_head(d)).collect());
+        heads.extend(rest);
+        heads
+    })
 }
 
 /// Helm's `lessByKind` as an ordering (the sorts are stable, so equal kinds keep file order).

@@ -108,12 +108,18 @@ fn cached_metadata(data: &[u8]) -> Result<super::Metadata, Error> {
     Ok(metadata)
 }
 
-/// A subchart archive loaded as [`load_archive_at`] loads it, from the thread's cache when the
-/// same bytes were loaded at the same depth before and the budget still allows them.
-fn cached_archive(bytes: &[u8], depth: usize, unpacked: &mut u64) -> Result<Chart, Error> {
+/// The [`ARCHIVES`] key of an archive's bytes loaded at `depth`.
+fn archive_key(bytes: &[u8], depth: usize) -> Vec<u8> {
     let mut key = Vec::with_capacity(bytes.len() + 8);
     key.extend_from_slice(&(depth as u64).to_le_bytes());
     key.extend_from_slice(bytes);
+    key
+}
+
+/// A subchart archive loaded as [`load_archive_at`] loads it, from the thread's cache when the
+/// same bytes were loaded at the same depth before and the budget still allows them.
+fn cached_archive(bytes: &[u8], depth: usize, unpacked: &mut u64) -> Result<Chart, Error> {
+    let key = archive_key(bytes, depth);
     if let Some((chart, size)) = ARCHIVES.with(|c| c.borrow().get(&key))
         && unpacked.saturating_add(size) <= MAX_CHART_SIZE
     {
@@ -126,6 +132,46 @@ fn cached_archive(bytes: &[u8], depth: usize, unpacked: &mut u64) -> Result<Char
     let weight = usize::try_from(size).unwrap_or(usize::MAX);
     ARCHIVES.with(|c| c.borrow_mut().put(&key, weight, || (chart.clone(), size)));
     Ok(chart)
+}
+
+/// Packed subcharts (compressed bytes) from which inflating them on a second thread pays.
+const INFLATE_AHEAD_BYTES: usize = 256 * 1024;
+
+/// An archive's files and decompressed size, read on another thread.
+type Inflating = std::thread::JoinHandle<Result<(Vec<File>, u64), Error>>;
+
+/// Starts inflating, each on its own thread, the subchart archives of `subcharts` (a chart's
+/// `charts/` by subchart name) large enough to pay for it and not in the thread's cache. The
+/// result is used only when it is a success within the budget; anything else is read again in
+/// order, so errors are those of reading in order.
+fn inflate_ahead(
+    subcharts: &BTreeMap<String, Vec<File>>,
+    depth: usize,
+) -> HashMap<String, Inflating> {
+    let mut started = HashMap::new();
+    for (name, files) in subcharts {
+        let [file] = files.as_slice() else { continue };
+        if file.name != *name
+            || file.data.len() < INFLATE_AHEAD_BYTES
+            || name.starts_with(['_', '.'])
+            || Path::new(name).extension().is_none_or(|e| e != "tgz")
+        {
+            continue;
+        }
+        let key = archive_key(&file.data, depth + 1);
+        if ARCHIVES.with(|c| c.borrow().get(&key)).is_some() {
+            continue;
+        }
+        let data = file.data.clone();
+        let worker = std::thread::Builder::new().spawn(move || {
+            let mut size = 0;
+            archive_files(&data, &mut size).map(|files| (files, size))
+        });
+        if let Ok(worker) = worker {
+            started.insert(name.clone(), worker);
+        }
+    }
+    started
 }
 
 /// Loads a chart from a directory or a `.tgz` archive.
@@ -530,6 +576,9 @@ pub(crate) fn load_files(
     let Some(chart_yaml) = chart_yaml else {
         return Err(Error::new("Chart.yaml file is missing"));
     };
+    // Large packed subcharts are inflated on a second thread while this one reads Chart.yaml
+    // and values.yaml.
+    let mut inflating = inflate_ahead(&subcharts, depth);
     chart.metadata = cached_metadata(&chart_yaml)?;
     if let Some(requirements) = requirements {
         chart.metadata.dependencies = metadata::parse_requirements(&requirements)?;
@@ -545,7 +594,25 @@ pub(crate) fn load_files(
         }
         let sub = if Path::new(&name).extension().is_some_and(|e| e == "tgz") {
             match files.as_slice() {
-                [file] if file.name == name => cached_archive(&file.data, depth + 1, unpacked),
+                [file] if file.name == name => match inflating.remove(&name).and_then(|worker| {
+                    let (files, size) = worker.join().ok()?.ok()?;
+                    let total = unpacked.saturating_add(size);
+                    // Over the budget: read again below, so the error names the same entry.
+                    (total <= MAX_CHART_SIZE).then_some((files, size))
+                }) {
+                    Some((inflated, size)) => {
+                        let before = *unpacked;
+                        *unpacked += size;
+                        let sub = load_files(inflated, depth + 1, unpacked);
+                        if let Ok(sub) = &sub {
+                            let key = archive_key(&file.data, depth + 1);
+                            let size = unpacked.saturating_sub(before);
+                            ARCHIVES.with(|c| c.borrow_mut().put(&key, || (sub.clone(), size)));
+                        }
+                        sub
+                    }
+                    None => cached_archive(&file.data, depth + 1, unpacked),
+                },
                 _ => Err(Error::new(format!(
                     "error unpacking subchart tar in {}: expected {name}",
                     chart.metadata.name

@@ -241,8 +241,78 @@ enum Key {
 
 const ED25519_OID: &str = "1.3.101.112";
 
+/// A two-prime RSA key with 65537 as its public exponent whose primes (`half_bits` each, top
+/// two bits set, so the modulus has exactly twice as many) are searched at the same time on
+/// two threads, in fixed-size integers (faster than the `rsa` crate's heap-sized ones): the
+/// same sieve and Baillie-PSW test as `rsa::PrivateKey::new`, so the key is as strong. Each
+/// thread draws from its own generator seeded from `rng`, so a seeded render stays
+/// reproducible. `None` if no thread can be started or the attempts run out (the caller then
+/// uses the `rsa` crate's generator).
+fn rsa_key_from_parallel_primes<const LIMBS: usize>(
+    rng: &mut rand::rngs::StdRng,
+    half_bits: u32,
+) -> Option<rsa::PrivateKey> {
+    use rand::SeedableRng as _;
+    // p and q equal, or 65537 dividing p-1 or q-1 (about one chance in 32,768 per key):
+    // new primes.
+    for _ in 0..8 {
+        let seeds: [[u8; 32]; 2] = [rng.random(), rng.random()];
+        let [p, q] = std::thread::scope(|scope| {
+            let worker = std::thread::Builder::new().spawn_scoped(scope, || {
+                random_rsa_prime::<LIMBS>(&mut rand::rngs::StdRng::from_seed(seeds[1]), half_bits)
+            });
+            let p =
+                random_rsa_prime::<LIMBS>(&mut rand::rngs::StdRng::from_seed(seeds[0]), half_bits);
+            let q = worker.ok()?.join().ok()?;
+            Some([p?, q?])
+        })?;
+        if p == q {
+            continue;
+        }
+        let key = rsa::PrivateKey::from_p_q(
+            rsa::BoxedUint::from(&p),
+            rsa::BoxedUint::from(&q),
+            rsa::BoxedUint::from(65537u64),
+        );
+        if let Ok(key) = key {
+            return Some(key);
+        }
+    }
+    None
+}
+
+/// A random prime of exactly `bits` bits with its top two bits set, found by sieving from a
+/// random odd start and testing the survivors with Baillie-PSW.
+fn random_rsa_prime<const LIMBS: usize>(
+    rng: &mut rand::rngs::StdRng,
+    bits: u32,
+) -> Option<crypto_bigint::Uint<LIMBS>> {
+    use crypto_bigint::{BitOps as _, RandomBits as _};
+    let width = std::num::NonZeroU32::new(bits).filter(|b| b.get() >= 2)?;
+    loop {
+        let mut start = crypto_bigint::Uint::<LIMBS>::try_random_bits(rng, bits).ok()?;
+        start.set_bit_vartime(0, true);
+        start.set_bit_vartime(bits - 1, true);
+        start.set_bit_vartime(bits - 2, true);
+        let mut sieve = crypto_primes::hazmat::SmallFactorsSieve::new(start, width, false).ok()?;
+        if let Some(prime) =
+            sieve.find(|candidate| crypto_primes::is_prime(crypto_primes::Flavor::Any, candidate))
+        {
+            return Some(prime);
+        }
+    }
+}
+
 impl Key {
     fn generate_rsa(call: &mut Call<'_>, bits: usize) -> Result<Key, String> {
+        let fast = match bits {
+            2048 => rsa_key_from_parallel_primes::<16>(&mut call.env.rng, 1024),
+            4096 => rsa_key_from_parallel_primes::<32>(&mut call.env.rng, 2048),
+            _ => None,
+        };
+        if let Some(key) = fast {
+            return Ok(Key::Rsa(Box::new(key)));
+        }
         rsa::PrivateKey::new(&mut call.env.rng, bits)
             .map(|k| Key::Rsa(Box::new(k)))
             .map_err(|e| format!("error generating RSA key: {e}"))
@@ -1066,5 +1136,23 @@ mod tests {
         let (label, der) = pem_decode(key.as_str().unwrap()).unwrap();
         assert_eq!(label, "RSA PRIVATE KEY");
         assert_eq!(rsa::PrivateKey::from_pkcs1_der(&der).unwrap().size(), 512);
+    }
+
+    #[test]
+    fn parallel_rsa_keys_are_valid_full_size_and_seeded() {
+        use rand::SeedableRng as _;
+        use rsa::traits::{PrivateKeyParts as _, PublicKeyParts as _};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let key = rsa_key_from_parallel_primes::<16>(&mut rng, 1024).unwrap();
+        key.validate().unwrap();
+        assert_eq!(key.n().as_ref().bit_width(), 2048);
+        assert_eq!(key.e(), &rsa::BoxedUint::from(65537u64));
+        assert_eq!(key.primes().len(), 2);
+        for prime in key.primes() {
+            assert_eq!(prime.bit_width(), 1024);
+        }
+        let mut again = rand::rngs::StdRng::seed_from_u64(7);
+        let same = rsa_key_from_parallel_primes::<16>(&mut again, 1024).unwrap();
+        assert_eq!(same.n(), key.n());
     }
 }
