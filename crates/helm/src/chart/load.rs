@@ -607,7 +607,10 @@ pub(crate) fn load_files(
                         if let Ok(sub) = &sub {
                             let key = archive_key(&file.data, depth + 1);
                             let size = unpacked.saturating_sub(before);
-                            ARCHIVES.with(|c| c.borrow_mut().put(&key, || (sub.clone(), size)));
+                            let weight = usize::try_from(size).unwrap_or(usize::MAX);
+                            ARCHIVES.with(|c| {
+                                c.borrow_mut().put(&key, weight, || (sub.clone(), size));
+                            });
                         }
                         sub
                     }
