@@ -35,7 +35,7 @@ use capstan_source::storage::{Storage, revision_file_name};
 use k8s_openapi::api::core::v1::Secret;
 
 use crate::error::{ErrorClass, ReconcileError, SecretError};
-use crate::runtime::{ConditionStatus, Reconciler, Step, StepContext, StepFuture, StepOutcome};
+use crate::runtime::{ConditionStatus, Step, StepContext, StepFuture, StepOutcome};
 use crate::sources::fetch_failed;
 
 /// The kind name used in storage paths and metrics.
@@ -55,22 +55,8 @@ impl BucketReconciler {
     pub fn new(storage: Storage) -> Self {
         Self {
             storage,
-            steps: [
-                Step {
-                    name: "fetch",
-                    run: fetch_step,
-                },
-                Step {
-                    name: "store",
-                    run: store_step,
-                },
-            ],
+            steps: crate::sources::source_steps!["fetch" => fetch_step, "store" => store_step],
         }
-    }
-
-    /// The artifact storage.
-    pub fn storage(&self) -> &Storage {
-        &self.storage
     }
 }
 
@@ -81,19 +67,7 @@ pub struct BucketState {
     artifact: Option<Artifact>,
 }
 
-impl Reconciler for BucketReconciler {
-    type Object = Bucket;
-    type State = BucketState;
-    const CONTROLLER_NAME: &'static str = "source-controller";
-
-    fn steps(&self) -> &[Step<Self>] {
-        &self.steps
-    }
-
-    async fn cleanup(&self, object: &Bucket) -> Result<(), ReconcileError> {
-        crate::sources::remove_artifacts(&self.storage, KIND, object).await
-    }
-}
+crate::sources::source_reconciler!(BucketReconciler, Bucket, BucketState, KIND);
 
 /// Spec fields this reconciler does not implement yet: refused (stalled) rather than ignored.
 fn unsupported_fields(spec: &BucketSpec) -> Vec<&'static str> {
@@ -236,16 +210,7 @@ async fn fetch_setup(
 ) -> Result<(Credentials, FetchOptions), ReconcileError> {
     let credentials = match read_credentials(cx).await {
         Ok(credentials) => credentials,
-        Err(error) => {
-            let message = error_chain(&error);
-            return Err(fetch_failed(
-                cx,
-                ErrorClass::Transient,
-                reason::AUTHENTICATION_FAILED,
-                message,
-            )
-            .with_source(error));
-        }
+        Err(error) => return Err(crate::sources::authentication_failed(cx, error)),
     };
     let timeout = cx
         .object

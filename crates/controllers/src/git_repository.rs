@@ -57,7 +57,7 @@ use capstan_source::storage::{Storage, revision_file_name};
 use k8s_openapi::api::core::v1::Secret;
 
 use crate::error::{ErrorClass, ReconcileError, SecretError};
-use crate::runtime::{ConditionStatus, Reconciler, Step, StepContext, StepFuture, StepOutcome};
+use crate::runtime::{ConditionStatus, Step, StepContext, StepFuture, StepOutcome};
 use crate::sources::fetch_failed;
 
 /// The kind name used in storage paths and metrics.
@@ -77,26 +77,8 @@ impl GitRepositoryReconciler {
     pub fn new(storage: Storage) -> Self {
         Self {
             storage,
-            steps: [
-                Step {
-                    name: "fetch",
-                    run: fetch_step,
-                },
-                Step {
-                    name: "package",
-                    run: package_step,
-                },
-                Step {
-                    name: "store",
-                    run: store_step,
-                },
-            ],
+            steps: crate::sources::source_steps!["fetch" => fetch_step, "package" => package_step, "store" => store_step],
         }
-    }
-
-    /// The artifact storage.
-    pub fn storage(&self) -> &Storage {
-        &self.storage
     }
 }
 
@@ -113,19 +95,7 @@ pub struct GitState {
     includes: Vec<(GitRepositoryInclude, Artifact)>,
 }
 
-impl Reconciler for GitRepositoryReconciler {
-    type Object = GitRepository;
-    type State = GitState;
-    const CONTROLLER_NAME: &'static str = "source-controller";
-
-    fn steps(&self) -> &[Step<Self>] {
-        &self.steps
-    }
-
-    async fn cleanup(&self, object: &GitRepository) -> Result<(), ReconcileError> {
-        crate::sources::remove_artifacts(&self.storage, KIND, object).await
-    }
-}
+crate::sources::source_reconciler!(GitRepositoryReconciler, GitRepository, GitState, KIND);
 
 /// Spec fields this reconciler does not implement yet: refused (stalled) rather than ignored.
 fn unsupported_fields(spec: &GitRepositorySpec) -> Vec<&'static str> {

@@ -69,7 +69,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use crate::error::{ErrorClass, ReconcileError, SecretError};
 use crate::runtime::depends::{ObjectKey, References};
 use crate::runtime::triggers::{self, WatchedKind};
-use crate::runtime::{ConditionStatus, Reconciler, Step, StepContext, StepFuture, StepOutcome};
+use crate::runtime::{ConditionStatus, Step, StepContext, StepFuture, StepOutcome};
 use crate::sources::fetch_failed;
 
 /// The kind name used in storage paths and metrics.
@@ -142,23 +142,9 @@ impl HelmChartReconciler {
     pub fn new(storage: Storage) -> Self {
         Self {
             storage,
-            steps: [
-                Step {
-                    name: "build",
-                    run: build_step,
-                },
-                Step {
-                    name: "store",
-                    run: store_step,
-                },
-            ],
+            steps: crate::sources::source_steps!["build" => build_step, "store" => store_step],
             indexes: IndexCache::default(),
         }
-    }
-
-    /// The artifact storage.
-    pub fn storage(&self) -> &Storage {
-        &self.storage
     }
 }
 
@@ -170,19 +156,11 @@ pub struct HelmChartState {
     kept: Option<(String, &'static str)>,
 }
 
-impl Reconciler for HelmChartReconciler {
-    type Object = HelmChart;
-    type State = HelmChartState;
-    const CONTROLLER_NAME: &'static str = "source-controller";
-
-    fn steps(&self) -> &[Step<Self>] {
-        &self.steps
-    }
-
-    async fn cleanup(&self, object: &HelmChart) -> Result<(), ReconcileError> {
-        crate::sources::remove_artifacts(&self.storage, KIND, object).await
-    }
-
+crate::sources::source_reconciler!(
+    HelmChartReconciler,
+    HelmChart,
+    HelmChartState,
+    KIND,
     fn triggers(
         &self,
         client: &kube::Client,
@@ -190,7 +168,7 @@ impl Reconciler for HelmChartReconciler {
     ) -> Vec<BoxStream<'static, ObjectRef<HelmChart>>> {
         triggers::sources(client, &store, &WATCHED_SOURCE_KINDS)
     }
-}
+);
 
 /// The source of a chart: the object's artifact and, for a HelmRepository, the object.
 enum ChartSource {
@@ -476,16 +454,7 @@ async fn from_repository(
     let limits = *storage.limits();
     let client_options = crate::helm_repository::client_options(&cx.client, repository, limits)
         .await
-        .map_err(|error| {
-            let message = error_chain(&error);
-            fetch_failed(
-                cx,
-                ErrorClass::Transient,
-                reason::AUTHENTICATION_FAILED,
-                message,
-            )
-            .with_source(error)
-        })?;
+        .map_err(|error| crate::sources::authentication_failed(cx, error))?;
     let client = Repository::new(&repository.spec.url, client_options)
         .map_err(|e| BuildError::new(BuildErrorReason::ChartPull, e))?;
     let downloaded = client
@@ -716,16 +685,7 @@ async fn from_oci(
 ) -> Result<(), Failure> {
     let registry = registry_options(&cx.client, repository)
         .await
-        .map_err(|error| {
-            let message = error_chain(&error);
-            fetch_failed(
-                cx,
-                ErrorClass::Transient,
-                reason::AUTHENTICATION_FAILED,
-                message,
-            )
-            .with_source(error)
-        })?;
+        .map_err(|error| crate::sources::authentication_failed(cx, error))?;
     let spec = cx.object.spec.clone();
     let reference = format!(
         "{}/{}",

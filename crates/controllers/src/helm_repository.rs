@@ -39,7 +39,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, Client};
 
 use crate::error::{ErrorClass, ReconcileError, SecretError};
-use crate::runtime::{ConditionStatus, Reconciler, Step, StepContext, StepFuture, StepOutcome};
+use crate::runtime::{ConditionStatus, Step, StepContext, StepFuture, StepOutcome};
 use crate::sources::fetch_failed;
 
 /// The kind name used in storage paths and metrics.
@@ -74,22 +74,8 @@ impl HelmRepositoryReconciler {
     pub fn new(storage: Storage) -> Self {
         Self {
             storage,
-            steps: [
-                Step {
-                    name: "fetch",
-                    run: fetch_step,
-                },
-                Step {
-                    name: "store",
-                    run: store_step,
-                },
-            ],
+            steps: crate::sources::source_steps!["fetch" => fetch_step, "store" => store_step],
         }
-    }
-
-    /// The artifact storage.
-    pub fn storage(&self) -> &Storage {
-        &self.storage
     }
 }
 
@@ -99,19 +85,12 @@ pub struct HelmRepositoryState {
     fetched: Option<FetchedIndex>,
 }
 
-impl Reconciler for HelmRepositoryReconciler {
-    type Object = HelmRepository;
-    type State = HelmRepositoryState;
-    const CONTROLLER_NAME: &'static str = "source-controller";
-
-    fn steps(&self) -> &[Step<Self>] {
-        &self.steps
-    }
-
-    async fn cleanup(&self, object: &HelmRepository) -> Result<(), ReconcileError> {
-        crate::sources::remove_artifacts(&self.storage, KIND, object).await
-    }
-}
+crate::sources::source_reconciler!(
+    HelmRepositoryReconciler,
+    HelmRepository,
+    HelmRepositoryState,
+    KIND
+);
 
 /// The data of Secret `name` in `namespace`.
 pub(crate) async fn secret_data(
@@ -230,16 +209,7 @@ fn fetch_step(cx: &mut StepContext<HelmRepositoryReconciler>) -> StepFuture<'_> 
         let limits = *cx.reconciler.storage().limits();
         let options = match client_options(&cx.client, &cx.object, limits).await {
             Ok(options) => options,
-            Err(error) => {
-                let message = error_chain(&error);
-                return Err(fetch_failed(
-                    cx,
-                    ErrorClass::Transient,
-                    reason::AUTHENTICATION_FAILED,
-                    message,
-                )
-                .with_source(error));
-            }
+            Err(error) => return Err(crate::sources::authentication_failed(cx, error)),
         };
         let repository = match Repository::new(&url, options) {
             Ok(repository) => repository,

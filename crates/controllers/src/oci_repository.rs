@@ -70,7 +70,7 @@ use k8s_openapi::api::core::v1::Secret;
 use oci_client::Reference;
 
 use crate::error::{ErrorClass, ReconcileError, SecretError};
-use crate::runtime::{ConditionStatus, Reconciler, Step, StepContext, StepFuture, StepOutcome};
+use crate::runtime::{ConditionStatus, Step, StepContext, StepFuture, StepOutcome};
 use crate::sources::fetch_failed;
 
 /// The kind name used in storage paths and metrics.
@@ -99,26 +99,8 @@ impl OCIRepositoryReconciler {
     pub fn new(storage: Storage) -> Self {
         Self {
             storage,
-            steps: [
-                Step {
-                    name: "resolve",
-                    run: resolve_step,
-                },
-                Step {
-                    name: "fetch",
-                    run: fetch_step,
-                },
-                Step {
-                    name: "store",
-                    run: store_step,
-                },
-            ],
+            steps: crate::sources::source_steps!["resolve" => resolve_step, "fetch" => fetch_step, "store" => store_step],
         }
-    }
-
-    /// The artifact storage.
-    pub fn storage(&self) -> &Storage {
-        &self.storage
     }
 }
 
@@ -135,19 +117,7 @@ pub struct OciState {
     artifact: Option<Artifact>,
 }
 
-impl Reconciler for OCIRepositoryReconciler {
-    type Object = OCIRepository;
-    type State = OciState;
-    const CONTROLLER_NAME: &'static str = "source-controller";
-
-    fn steps(&self) -> &[Step<Self>] {
-        &self.steps
-    }
-
-    async fn cleanup(&self, object: &OCIRepository) -> Result<(), ReconcileError> {
-        crate::sources::remove_artifacts(&self.storage, KIND, object).await
-    }
-}
+crate::sources::source_reconciler!(OCIRepositoryReconciler, OCIRepository, OciState, KIND);
 
 /// Spec fields this reconciler does not implement yet: refused (stalled) rather than ignored.
 fn unsupported_fields(spec: &OCIRepositorySpec) -> Vec<&'static str> {
@@ -540,16 +510,7 @@ fn resolve_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_>
             .map_err(|e| ReconcileError::from_error(ErrorClass::Stalled, "InvalidTimeout", e))?;
         let registry = match registry_options(cx, &repository).await {
             Ok(registry) => registry,
-            Err(error) => {
-                let message = error_chain(&error);
-                return Err(fetch_failed(
-                    cx,
-                    ErrorClass::Transient,
-                    reason::AUTHENTICATION_FAILED,
-                    message,
-                )
-                .with_source(error));
-            }
+            Err(error) => return Err(crate::sources::authentication_failed(cx, error)),
         };
         let resolved = tokio::time::timeout(
             timeout,

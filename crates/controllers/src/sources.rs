@@ -1,6 +1,7 @@
-//! What the source reconcilers (GitRepository, OCIRepository, Bucket) share: their runtime
-//! [`Kind`](crate::runtime::Kind), the `FetchFailed` condition and the removal of stored
-//! artifacts on deletion.
+//! What the source reconcilers (GitRepository, OCIRepository, Bucket, HelmRepository, HelmChart)
+//! share: their runtime [`Kind`](crate::runtime::Kind), their steps and `Reconciler` impl, the
+//! `FetchFailed` condition (and `AuthenticationFailed`) and the removal of stored artifacts on
+//! deletion.
 
 use capstan_api::meta::Artifact;
 use capstan_api::source::v1::condition;
@@ -25,6 +26,46 @@ macro_rules! source_resource {
     };
 }
 pub(crate) use source_resource;
+
+/// The steps of a source reconciler, `[Step { name, run }, …]` from `"name" => run` pairs.
+macro_rules! source_steps {
+    ($($name:literal => $run:path),* $(,)?) => {
+        [$($crate::runtime::Step { name: $name, run: $run }),*]
+    };
+}
+pub(crate) use source_steps;
+
+/// What every source reconciler (a struct with `storage` and `steps` fields) shares: its
+/// `storage()` accessor and its [`Reconciler`] impl — controller `source-controller`, its steps,
+/// the removal of its stored artifacts (of `kind`) on deletion — plus any further `Reconciler`
+/// items given after the kind (e.g. `triggers`).
+macro_rules! source_reconciler {
+    ($reconciler:ty, $object:ty, $state:ty, $kind:expr $(, $($extra:tt)*)?) => {
+        impl $reconciler {
+            /// The artifact storage.
+            pub fn storage(&self) -> &capstan_source::storage::Storage {
+                &self.storage
+            }
+        }
+
+        impl $crate::runtime::Reconciler for $reconciler {
+            type Object = $object;
+            type State = $state;
+            const CONTROLLER_NAME: &'static str = "source-controller";
+
+            fn steps(&self) -> &[$crate::runtime::Step<Self>] {
+                &self.steps
+            }
+
+            async fn cleanup(&self, object: &$object) -> Result<(), $crate::error::ReconcileError> {
+                $crate::sources::remove_artifacts(&self.storage, $kind, object).await
+            }
+
+            $($($extra)*)?
+        }
+    };
+}
+pub(crate) use source_reconciler;
 
 /// Removes every stored artifact of `object` (its finalizer's cleanup).
 pub(crate) async fn remove_artifacts(
@@ -65,6 +106,22 @@ pub(crate) fn fetch_failed<R: Reconciler>(
         &message,
     );
     ReconcileError::new(class, reason, message)
+}
+
+/// A failure to read a source's credentials: `FetchFailed=True` with `AuthenticationFailed` and
+/// the (redacted) error chain, transient, with `error` as its source.
+pub(crate) fn authentication_failed<R: Reconciler>(
+    cx: &mut StepContext<R>,
+    error: impl std::error::Error + Send + Sync + 'static,
+) -> ReconcileError {
+    let message = capstan_source::redact::error_chain(&error);
+    fetch_failed(
+        cx,
+        ErrorClass::Transient,
+        reason::AUTHENTICATION_FAILED,
+        message,
+    )
+    .with_source(error)
 }
 
 /// Reports `artifact` as stored — `ArtifactInStorage=True` and the `Ready` message `message` — then
