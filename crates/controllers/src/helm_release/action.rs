@@ -224,12 +224,7 @@ async fn handle_target_change(
 
 /// `reconcile.fluxcd.io/resetAt`: a new token clears the failure counters.
 fn handle_reset(cx: &mut Cx) {
-    let token = cx
-        .object
-        .annotations()
-        .get(annotation::RESET_REQUESTED_AT)
-        .cloned();
-    if let Some(token) = token
+    if let Some(token) = requested(cx, annotation::RESET_REQUESTED_AT)
         && cx.status.last_handled_reset_at.as_deref() != Some(token.as_str())
     {
         cx.status.install_failures = None;
@@ -241,11 +236,17 @@ fn handle_reset(cx: &mut Cx) {
 
 /// Whether `reconcile.fluxcd.io/forceAt` asks for a release now (a token not handled yet).
 fn force_requested(cx: &Cx) -> Option<String> {
-    let token = cx
-        .object
-        .annotations()
-        .get(annotation::FORCE_REQUESTED_AT)?;
-    (cx.status.last_handled_force_at.as_deref() != Some(token.as_str())).then(|| token.clone())
+    let token = requested(cx, annotation::FORCE_REQUESTED_AT)?;
+    (cx.status.last_handled_force_at.as_deref() != Some(token.as_str())).then_some(token)
+}
+
+/// The token of a `forceAt`/`resetAt` request, honoured only when it equals
+/// `reconcile.fluxcd.io/requestedAt`, as Flux does (`flux reconcile hr --force|--reset` sets
+/// both): a stale `forceAt` left on the object never forces a later reconcile.
+fn requested(cx: &Cx, name: &str) -> Option<String> {
+    let annotations = cx.object.annotations();
+    let token = annotations.get(name)?;
+    (annotations.get(annotation::RECONCILE_REQUESTED_AT) == Some(token)).then(|| token.clone())
 }
 
 /// Flux's digest of `spec.postRenderers` (empty when there are none).

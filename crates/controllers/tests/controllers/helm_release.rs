@@ -1118,6 +1118,27 @@ async fn lookup_and_capabilities_come_from_the_cluster_and_force_upgrades() {
     assert_eq!(data["kubeVersion"], version);
     assert_eq!(data["revision"], "1");
 
+    // A forceAt that does not match requestedAt is not a force request (Flux's rule): the
+    // reconcile it rides on handles requestedAt and releases nothing.
+    patch_release(
+        &env,
+        "probe",
+        serde_json::json!({"metadata": {"annotations": {
+            "reconcile.fluxcd.io/requestedAt": "plain",
+            "reconcile.fluxcd.io/forceAt": "stale",
+        }}}),
+    )
+    .await;
+    let plain = wait_release(&env, "probe", "plain reconcile", |o| {
+        o.status.as_ref().is_some_and(|s| {
+            s.reconcile_request.last_handled_reconcile_at.as_deref() == Some("plain")
+        })
+    })
+    .await;
+    let status = plain.status.as_ref().unwrap();
+    assert_ne!(status.last_handled_force_at.as_deref(), Some("stale"));
+    assert_eq!(history(&plain).first().map(|h| h.0), Some(1));
+
     // forceAt (with requestedAt, as `flux reconcile hr --force`) upgrades an in-sync release.
     patch_release(
         &env,
