@@ -339,7 +339,7 @@ async fn deployed_state(
     }
     let test = cx.object.spec.test.clone().unwrap_or_default();
     if test.enable == Some(true) {
-        let tested = current.is_some_and(|c| !c.test_hooks.is_empty())
+        let tested = current.is_some_and(|c| c.test_hooks.is_some())
             || !last
                 .hooks
                 .iter()
@@ -349,7 +349,8 @@ async fn deployed_state(
         }
         let failed = current.is_some_and(|c| {
             c.test_hooks
-                .values()
+                .iter()
+                .flat_map(std::collections::BTreeMap::values)
                 .any(|h| h.phase.as_deref() == Some("Failed"))
         });
         if failed && !test.ignore_failures.unwrap_or(false) {
@@ -1931,7 +1932,8 @@ async fn test(cx: &mut Cx, target: &Target) -> Result<(), ReconcileError> {
     if let Some(first) = cx.status.history.first_mut()
         && first.version == release.version
     {
-        first.test_hooks = status::test_hooks(&release);
+        // Tested, even when no test hook was selected (an empty map, as Flux records it).
+        first.test_hooks = Some(status::test_hooks(&release));
     }
     let (full, chart) = (
         status::full_name(&release),

@@ -64,7 +64,7 @@ pub fn snapshot(
         first_deployed: time(release.info.first_deployed),
         last_deployed: time(release.info.last_deployed),
         deleted: release.info.deleted.map(Time),
-        test_hooks: test_hooks(release),
+        test_hooks: Some(test_hooks(release)).filter(|hooks| !hooks.is_empty()),
         oci_digest: oci_digest.filter(|d| !d.is_empty()).map(str::to_owned),
         action: action.map(str::to_owned),
     }

@@ -835,7 +835,9 @@ async fn bad_values_are_reported_then_hooks_run_by_weight_and_tests_pass() {
     );
     let snapshot = &installed.status.as_ref().unwrap().history[0];
     assert_eq!(
-        snapshot.test_hooks["app-test"].phase.as_deref(),
+        snapshot.test_hooks.as_ref().unwrap()["app-test"]
+            .phase
+            .as_deref(),
         Some("Succeeded")
     );
     let record = HelmStorage::new(env.client.clone(), NAMESPACE)
@@ -861,6 +863,43 @@ async fn bad_values_are_reported_then_hooks_run_by_weight_and_tests_pass() {
         .await
         .unwrap();
     assert_eq!(config.data.unwrap()["replicas"], "2");
+}
+
+#[tokio::test]
+async fn tests_whose_filters_select_no_hook_count_as_run() {
+    // Flux records an empty set of test hooks as tested: the release is Ready, not retested
+    // at every reconcile.
+    let (env, registry, _controller) = setup().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = push_chart(&registry, &app_chart(dir.path()), None);
+    oci_chart_source(&env, "app", &url, "0.1.0").await;
+    create_release(
+        &env,
+        "app",
+        serde_json::json!({
+            "interval": "10m",
+            "chartRef": {"kind": "OCIRepository", "name": "app"},
+            "values": {"replicas": 2},
+            "test": {"enable": true, "filters": [{"name": "app-test", "exclude": true}]},
+        }),
+    )
+    .await;
+    let tested = wait_release(&env, "app", "installed and tested with no hook", |o| {
+        ready_for_generation(o) && condition(o, "TestSuccess").is_some_and(|c| c.0 == "True")
+    })
+    .await;
+    let (_, reason, message) = condition(&tested, "TestSuccess").unwrap();
+    assert_eq!(reason, "TestSucceeded");
+    assert!(message.contains("no test hooks"), "{message}");
+    let snapshot = &tested.status.as_ref().unwrap().history[0];
+    assert_eq!(
+        snapshot
+            .test_hooks
+            .as_ref()
+            .map(std::collections::BTreeMap::len),
+        Some(0)
+    );
+    assert_eq!(records(&env, "app").await.len(), 1);
 }
 
 #[tokio::test]

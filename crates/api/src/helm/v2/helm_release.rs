@@ -776,9 +776,11 @@ pub struct ReleaseSnapshot {
     /// When this revision was deleted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deleted: Option<Time>,
-    /// Test hooks by name.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub test_hooks: BTreeMap<String, TestHookStatus>,
+    /// Test hooks by name; absent when the revision has not been tested, empty when its tests
+    /// ran with no test hook selected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "BTreeMap<String, TestHookStatus>")]
+    pub test_hooks: Option<BTreeMap<String, TestHookStatus>>,
     /// Digest of the OCI chart artifact.
     #[serde(rename = "ociDigest", skip_serializing_if = "Option::is_none")]
     pub oci_digest: Option<String>,
