@@ -117,24 +117,6 @@ pub async fn run(
     Ok(())
 }
 
-/// Deletes every hook object of `hooks` still in the cluster (an uninstall).
-pub async fn delete_all(manager: &ResourceManager, hooks: &[Hook], namespace: &str) {
-    let options = ApplyOptions {
-        default_namespace: Some(namespace.to_owned()),
-        ..ApplyOptions::default()
-    };
-    let mut objects = Vec::new();
-    for hook in hooks {
-        if let Ok(object) = parse(&hook.manifest) {
-            objects.push(object);
-        }
-    }
-    let references = manager.references(&objects, &options).await;
-    let _ = manager
-        .delete_all(&references, &capstan_apply::DeleteOptions::default())
-        .await;
-}
-
 fn parse(manifest: &str) -> Result<DynamicObject, String> {
     let documents = capstan_kustomize::parse_documents(manifest).map_err(|e| e.to_string())?;
     let first = documents
