@@ -635,7 +635,12 @@ async fn a_crash_mid_apply_leaves_the_status_in_progress() {
         }
     })
     .await;
-    assert!(controller.reconciles("big") > reconciles);
+    // The duration metric is recorded when the reconcile returns, just after its status write.
+    eventually(Duration::from_secs(10), "the reconcile counted", || {
+        let counted = controller.reconciles("big") > reconciles;
+        async move { counted.then_some(()) }
+    })
+    .await;
     let transition = |o: &Kustomization| {
         o.status
             .as_ref()
