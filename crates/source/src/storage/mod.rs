@@ -12,7 +12,8 @@
 //! - Writes are atomic (temporary file, fsync, rename): a reader sees the old file or the whole
 //!   new one, never a partial file.
 //! - The HTTP server only serves regular files below the root: no directory listings, no
-//!   temporary files, no symlinks, no `..`.
+//!   temporary files, no `..`; the only links it follows are those [`Storage::symlink`] makes
+//!   (a plain file name in the same directory, e.g. `index.yaml` → `index-<hex>.yaml`).
 //!
 //! # Errors
 //! [`crate::Error::InvalidArtifactPath`] for paths outside the layout, [`crate::Error::Io`]
@@ -274,6 +275,32 @@ impl Storage {
             deleted.push(path);
         }
         Ok(deleted)
+    }
+
+    /// Points the stable name `alias` (e.g. `index.yaml`, `latest.tar.gz`) of the artifact's
+    /// directory at the artifact's file, as source-controller's `Storage.Symlink` does, and
+    /// returns its URL (a HelmRepository's or HelmChart's `status.url`). The link is relative
+    /// and replaced atomically; [`Storage::router`] serves it as the file it names, and
+    /// [`Storage::garbage_collect`] never counts or deletes it.
+    pub fn symlink(&self, artifact: &Artifact, alias: &str) -> Result<String> {
+        let current = self.local_path(&artifact.path)?;
+        let (Some(dir), Some(target)) = (current.parent(), current.file_name()) else {
+            return Err(Error::InvalidArtifactPath {
+                path: artifact.path.clone(),
+                reason: "no file name",
+            });
+        };
+        let alias_path = Path::new(&artifact.path)
+            .parent()
+            .map(|parent| format!("{}/{alias}", parent.display()))
+            .unwrap_or_default();
+        let link = self.local_path(&alias_path)?;
+        let staged = dir.join(format!("{PARTIAL_WRITE_PREFIX}link-{alias}"));
+        let _ = std::fs::remove_file(&staged);
+        std::os::unix::fs::symlink(target, &staged)
+            .map_err(|e| Error::io("create link", &staged, e))?;
+        std::fs::rename(&staged, &link).map_err(|e| Error::io("rename", &link, e))?;
+        Ok(self.url_for(&alias_path))
     }
 
     /// Deletes every artifact of an object (when the object is deleted).

@@ -28,10 +28,27 @@ async fn serve(State(root): State<Arc<PathBuf>>, Path(path): Path<String>) -> Re
         }
         local.push(segment);
     }
-    // Only regular files: no directories, no symlinks that could point anywhere.
-    let Ok(metadata) = tokio::fs::symlink_metadata(&local).await else {
+    // Only regular files: no directories, no symlinks that could point anywhere. A link
+    // `Storage::symlink` made names a file of the same directory: it is served as that file.
+    let Ok(mut metadata) = tokio::fs::symlink_metadata(&local).await else {
         return not_found();
     };
+    if metadata.file_type().is_symlink() {
+        let Ok(target) = tokio::fs::read_link(&local).await else {
+            return not_found();
+        };
+        let Some(target) = target
+            .to_str()
+            .filter(|t| !t.contains('/') && super::valid_segment(t))
+        else {
+            return not_found();
+        };
+        local.set_file_name(target);
+        let Ok(resolved) = tokio::fs::symlink_metadata(&local).await else {
+            return not_found();
+        };
+        metadata = resolved;
+    }
     if !metadata.is_file() {
         return not_found();
     }

@@ -280,3 +280,45 @@ async fn router_serves_files_and_nothing_else() {
         .unwrap();
     assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
 }
+
+#[tokio::test]
+async fn a_stable_link_serves_the_current_artifact_and_garbage_collection_skips_it() {
+    let storage_dir = tempfile::tempdir().unwrap();
+    let root = storage_dir.path().join("root");
+    let storage = Storage::new(&root, "localhost:9090").unwrap();
+    let router = storage.router();
+    let mut urls = Vec::new();
+    let mut artifacts = Vec::new();
+    for version in ["1", "2", "3"] {
+        let file = format!("chart-{version}.tgz");
+        let mut artifact = storage.new_artifact("HelmChart", "default", "app", version, &file);
+        storage
+            .store(&mut artifact, format!("v{version}").as_bytes())
+            .unwrap();
+        urls.push(storage.symlink(&artifact, "latest.tar.gz").unwrap());
+        storage
+            .garbage_collect(&artifact, DEFAULT_RETENTION)
+            .unwrap();
+        let (status, body) = get(&router, "/helmchart/default/app/latest.tar.gz").await;
+        assert_eq!(
+            (status, body),
+            (StatusCode::OK, format!("v{version}").into_bytes())
+        );
+        artifacts.push(artifact);
+    }
+    assert!(
+        urls.iter()
+            .all(|u| u == "http://localhost:9090/helmchart/default/app/latest.tar.gz"),
+        "{urls:?}"
+    );
+    // Two artifacts are kept as before; the link is neither counted nor deleted.
+    assert!(!storage.exists(&artifacts[0]));
+    assert!(storage.exists(&artifacts[1]) && storage.exists(&artifacts[2]));
+    // A link naming anything but a file of its own directory is not served.
+    let dir = root.join("helmchart/default/app");
+    std::os::unix::fs::symlink("../../default/app/chart-3.tgz", dir.join("up")).unwrap();
+    std::os::unix::fs::symlink("chart-1.tgz", dir.join("gone")).unwrap();
+    for uri in ["/helmchart/default/app/up", "/helmchart/default/app/gone"] {
+        assert_eq!(get(&router, uri).await.0, StatusCode::NOT_FOUND, "{uri}");
+    }
+}
