@@ -5,9 +5,11 @@
 //! Kustomization applies), `kubeConfig.secretRef` kubeconfigs (token, password, exec and
 //! auth-provider plugins, a password in the server URL, a kubeconfig that does not parse, servers
 //! that refuse), Git credentials (a basic-auth Secret for a server that refuses, `user:password@`
-//! in the URL), registry credentials (a dockerconfigjson Secret with a wrong password) and bucket
-//! keys — drives every one of them into its failure path, then greps every status of every Flux object,
-//! every Event (core and `events.k8s.io`) and every log line for the markers.
+//! in the URL), registry credentials (a dockerconfigjson Secret with a wrong password), bucket
+//! keys, Helm repository credentials and HelmRelease values from Secrets (values that break
+//! the YAML, values that fail the chart's schema, a kubeconfig for a cluster that refuses) —
+//! drives every one of them into its failure path, then greps every status of every Flux
+//! object, every Event (core and `events.k8s.io`) and every log line for the markers.
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -182,6 +184,10 @@ fn kustomization_resource() -> ApiResource {
     flux("kustomize.toolkit.fluxcd.io", "v1", "Kustomization")
 }
 
+fn helm_release_resource() -> ApiResource {
+    flux("helm.toolkit.fluxcd.io", "v2", "HelmRelease")
+}
+
 async fn create_object(env: &Env, resource: &ApiResource, name: &str, spec: Value) {
     let object: DynamicObject = serde_json::from_value(json!({
         "apiVersion": resource.api_version, "kind": resource.kind,
@@ -224,7 +230,10 @@ async fn everything_shown(env: &Env) -> Vec<(String, String)> {
         source("GitRepository"),
         source("OCIRepository"),
         source("Bucket"),
+        source("HelmRepository"),
+        source("HelmChart"),
         kustomization_resource(),
+        helm_release_resource(),
     ] {
         let api: Api<DynamicObject> = Api::all_with(env.client.clone(), &resource);
         for object in api.list(&ListParams::default()).await.unwrap() {
@@ -305,8 +314,26 @@ async fn no_secret_reaches_conditions_events_or_logs() {
         ("ok/cm.yaml", &ok),
         ("subst-yaml/cm.yaml", &breaks_yaml),
         ("subst-b64/secret.yaml", &bad_base64),
+        ("chart/Chart.yaml", "apiVersion: v2\nname: app\nversion: 1.0.0\n"),
+        ("chart/values.yaml", "replicas: 1\n"),
+        (
+            "chart/values.schema.json",
+            r#"{"type": "object", "properties": {"replicas": {"type": "integer"}}}"#,
+        ),
+        (
+            "chart/templates/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  replicas: {{ .Values.replicas | quote }}\n",
+        ),
     ])
     .await;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let helm = capstan_controllers::runtime::Controllers::new(
+        env.client.clone(),
+        capstan_controllers::runtime::RuntimeConfig::default(),
+    )
+    .register(capstan_controllers::helm_release::HelmReleaseReconciler::new(env.client.clone()));
+    tokio::spawn(helm.run(shutdown.clone()));
+    let _helm = shutdown.drop_guard();
     let refusing = refusing_server().await;
     let mut markers: Vec<String> = Vec::new();
     let mut failing: Vec<(ApiResource, &str)> = Vec::new();
@@ -497,6 +524,73 @@ async fn no_secret_reaches_conditions_events_or_logs() {
     .await;
     failing.push((source("Bucket"), "bucket-auth"));
 
+    // (f) Helm repository credentials: a basic-auth Secret the server refuses.
+    let f1 = marker("f1");
+    markers.extend([f1.clone(), base64(&format!("helm:{f1}"))]);
+    create_secret(
+        &env,
+        NAMESPACE,
+        "helm-auth",
+        json!({"stringData": {"username": "helm", "password": f1}}),
+    )
+    .await;
+    create_object(
+        &env,
+        &source("HelmRepository"),
+        "helm-auth",
+        json!({"url": refusing, "interval": "10m", "secretRef": {"name": "helm-auth"}}),
+    )
+    .await;
+    failing.push((source("HelmRepository"), "helm-auth"));
+
+    // (g) HelmRelease values from Secrets: a values file that is not YAML, a value the chart's
+    // schema refuses; and a kubeconfig for a cluster that refuses its token.
+    let g1 = marker("g1");
+    let g2 = marker("g2");
+    let g3 = marker("g3");
+    markers.extend([g1.clone(), g2.clone(), g3.clone()]);
+    create_secret(
+        &env,
+        NAMESPACE,
+        "release-values",
+        json!({"stringData": {
+            "broken.yaml": format!("replicas: [{g1}\nother: {g1}\n"),
+            "schema.yaml": format!("replicas: {g2}\n"),
+        }}),
+    )
+    .await;
+    create_secret(
+        &env,
+        NAMESPACE,
+        "release-kubeconfig",
+        json!({"stringData": {"value": kubeconfig(&refusing, &format!("    token: {g3}\n"))}}),
+    )
+    .await;
+    let chart = json!({"spec": {"chart": "./chart",
+                                "sourceRef": {"kind": "GitRepository", "name": "repo"}}});
+    let releases = [
+        (
+            "values-yaml",
+            json!({"valuesFrom": [{"kind": "Secret", "name": "release-values",
+                                   "valuesKey": "broken.yaml"}]}),
+        ),
+        (
+            "values-schema",
+            json!({"valuesFrom": [{"kind": "Secret", "name": "release-values",
+                                   "valuesKey": "schema.yaml"}]}),
+        ),
+        (
+            "release-kubeconfig",
+            json!({"kubeConfig": {"secretRef": {"name": "release-kubeconfig", "key": "value"}}}),
+        ),
+    ];
+    for (name, mut spec) in releases {
+        spec["interval"] = json!("10m");
+        spec["chart"] = chart.clone();
+        create_object(&env, &helm_release_resource(), name, spec).await;
+        failing.push((helm_release_resource(), name));
+    }
+
     wait_all_failed(&env, &failing).await;
 
     // The Secret the Kustomization applies with a value that is not base64 is refused with the
@@ -523,6 +617,25 @@ async fn no_secret_reaches_conditions_events_or_logs() {
             .is_none(),
         "nothing applied"
     );
+
+    // Each release failed where its input broke, naming what it read, not what it holds.
+    let releases: Api<DynamicObject> =
+        Api::namespaced_with(env.client.clone(), NAMESPACE, &helm_release_resource());
+    for (name, expected) in [
+        ("values-yaml", "release-values"),
+        ("values-schema", "replicas"),
+        ("release-kubeconfig", "Unauthorized"),
+    ] {
+        let object = releases.get(name).await.unwrap();
+        let message = object.data["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "Ready")
+            .unwrap()["message"]
+            .to_string();
+        assert!(message.contains(expected), "{name}: {message}");
+    }
 
     let shown = everything_shown(&env).await;
     if installed {
