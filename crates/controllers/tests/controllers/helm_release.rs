@@ -6,195 +6,18 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use capstan_api::HelmRelease;
-use capstan_controllers::helm_release::HelmReleaseReconciler;
-use capstan_controllers::helm_storage::HelmStorage;
-use capstan_controllers::runtime::{Controllers, RuntimeConfig};
 use capstan_helm::release::Status;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use tokio_util::sync::CancellationToken;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams, PostParams};
 
-use crate::support::{Env, Registry, eventually, wait_for};
-
-const NAMESPACE: &str = "apps";
-const HELM_CHART_LAYER: &str = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
-
-/// The HelmRelease controller, stopped on drop.
-struct HelmController {
-    shutdown: CancellationToken,
-}
-
-impl HelmController {
-    fn start(env: &Env) -> Self {
-        let shutdown = CancellationToken::new();
-        let config = RuntimeConfig {
-            backoff_base: Duration::from_millis(200),
-            backoff_max: Duration::from_secs(2),
-            ..RuntimeConfig::default()
-        };
-        let controllers = Controllers::new(env.client.clone(), config)
-            .register(HelmReleaseReconciler::new(env.client.clone()));
-        tokio::spawn(controllers.run(shutdown.clone()));
-        Self { shutdown }
-    }
-}
-
-impl Drop for HelmController {
-    fn drop(&mut self) {
-        self.shutdown.cancel();
-    }
-}
-
-fn python() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/helm-venv/bin/python")
-}
-
-/// Packages `chart` with Helm's SDK (as `version` when given) and pushes it to
-/// `<registry>/charts/<name>`; returns the `oci://` URL of the chart's repository.
-fn push_chart(registry: &Registry, chart: &Path, version: Option<&str>) -> String {
-    let out = tempfile::tempdir().unwrap();
-    let script = r"
-import json, sys, helm_python
-chart, dest, version, remote = sys.argv[1:5]
-archive = helm_python.package(chart, destination=dest, version=version or None)
-helm_python.push(archive, remote, plain_http=True)
-print(json.dumps(archive))
-";
-    let remote = registry.url("charts");
-    let output = std::process::Command::new(python())
-        .args([
-            "-c",
-            script,
-            &chart.display().to_string(),
-            &out.path().display().to_string(),
-            version.unwrap_or(""),
-            &remote,
-        ])
-        .output()
-        .expect("run the Helm SDK (scripts/setup installs .tools/helm-venv)");
-    assert!(
-        output.status.success(),
-        "helm package/push failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let name = chart_name(chart);
-    format!("{remote}/{name}")
-}
-
-fn chart_name(chart: &Path) -> String {
-    let text = std::fs::read_to_string(chart.join("Chart.yaml")).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix("name:"))
-        .unwrap()
-        .trim()
-        .to_owned()
-}
-
-fn podinfo() -> PathBuf {
-    capstan_testkit::corpus("podinfo/src/charts/podinfo")
-}
-
-/// The environment, a registry and the HelmRelease controller.
-async fn setup() -> (Env, Registry, HelmController) {
-    let env = Env::start().await;
-    env.namespace(NAMESPACE).await;
-    let registry = Registry::start().await;
-    let controller = HelmController::start(&env);
-    (env, registry, controller)
-}
-
-/// An OCIRepository `name` selecting the Helm chart layer of `url:tag` (copied as it is).
-async fn oci_chart_source(env: &Env, name: &str, url: &str, tag: &str) {
-    let api: Api<capstan_api::OCIRepository> = Api::namespaced(env.client.clone(), NAMESPACE);
-    let object: capstan_api::OCIRepository = serde_json::from_value(serde_json::json!({
-        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "url": url, "interval": "10m", "insecure": true, "ref": {"tag": tag},
-            "layerSelector": {"mediaType": HELM_CHART_LAYER, "operation": "copy"},
-        },
-    }))
-    .unwrap();
-    api.create(&PostParams::default(), &object).await.unwrap();
-}
-
-fn releases(env: &Env) -> Api<HelmRelease> {
-    Api::namespaced(env.client.clone(), NAMESPACE)
-}
-
-async fn create_release(env: &Env, name: &str, spec: serde_json::Value) {
-    let object: HelmRelease = serde_json::from_value(serde_json::json!({
-        "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": spec,
-    }))
-    .unwrap();
-    releases(env)
-        .create(&PostParams::default(), &object)
-        .await
-        .unwrap();
-}
-
-async fn patch_release(env: &Env, name: &str, patch: serde_json::Value) {
-    releases(env)
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .unwrap();
-}
-
-fn condition(object: &HelmRelease, type_: &str) -> Option<(String, String, String)> {
-    object
-        .status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
-}
-
-fn ready_for_generation(object: &HelmRelease) -> bool {
-    object.status.as_ref().is_some_and(|s| {
-        s.observed_generation == object.metadata.generation
-            && s.conditions
-                .iter()
-                .any(|c| c.type_ == "Ready" && c.status == "True")
-    })
-}
-
-async fn wait_release(
-    env: &Env,
-    name: &str,
-    what: &str,
-    check: impl Fn(&HelmRelease) -> bool,
-) -> HelmRelease {
-    wait_for(&releases(env), name, what, check).await
-}
-
-fn history(object: &HelmRelease) -> Vec<(i64, String)> {
-    object
-        .status
-        .as_ref()
-        .map(|s| {
-            s.history
-                .iter()
-                .map(|h| (h.version, h.status.clone()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The statuses of the release's records, oldest first, as Helm's storage holds them.
-async fn records(env: &Env, name: &str) -> Vec<(i64, Status)> {
-    HelmStorage::new(env.client.clone(), NAMESPACE)
-        .history(name)
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.version, r.status()))
-        .collect()
-}
+use crate::helm_support::{
+    HelmController, NAMESPACE, ReleaseEnv, condition, condition_is, hang_patch, hang_rollout,
+    history, podinfo, ready_for_generation, ready_reason, reason_is,
+};
+use crate::support::eventually;
 
 fn env_has(container: &serde_json::Value, value: &str) -> bool {
     container["env"]
@@ -206,10 +29,9 @@ fn env_has(container: &serde_json::Value, value: &str) -> bool {
 // One scenario read top to bottom: install, upgrades from values and valuesFrom, uninstall.
 #[allow(clippy::too_many_lines)]
 async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
-    let (env, registry, _controller) = setup().await;
-    let url = push_chart(&registry, &podinfo(), None);
-    oci_chart_source(&env, "podinfo", &url, "6.14.1").await;
-    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let env = ReleaseEnv::start().await;
+    env.serve_podinfo().await;
+    let config_maps: Api<ConfigMap> = env.api();
     let settings: ConfigMap = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "podinfo-values", "namespace": NAMESPACE,
                      "labels": {"reconcile.fluxcd.io/watch": "Enabled"}},
@@ -226,14 +48,12 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
             "patch": format!("apiVersion: v1\nkind: {kind}\nmetadata:\n  name: podinfo\n  annotations:\n    helm.sh/resource-policy: keep\n"),
         })
     };
-    create_release(
-        &env,
+    env.release(
+        "podinfo",
         "podinfo",
         serde_json::json!({
-            "interval": "10m",
             "timeout": "2m",
             "maxHistory": 2,
-            "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
             "valuesFrom": [{"kind": "ConfigMap", "name": "podinfo-values"}],
             // `helm.sh/resource-policy: keep` on the Service and the ServiceAccount.
             "postRenderers": [{"kustomize": {"patches": [keep("Service"), keep("ServiceAccount")]}}],
@@ -248,7 +68,7 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
         }),
     )
     .await;
-    let installed = wait_release(&env, "podinfo", "installed", ready_for_generation).await;
+    let installed = env.wait_ready("podinfo", "installed").await;
     let (_, reason, message) = condition(&installed, "Ready").unwrap();
     assert_eq!(reason, "InstallSucceeded");
     assert_eq!(
@@ -265,10 +85,10 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
     assert_eq!(status.storage_namespace.as_deref(), Some(NAMESPACE));
     assert!(status.last_attempted_revision_digest.is_some());
     assert_eq!(history(&installed), [(1, "deployed".to_owned())]);
-    assert_eq!(records(&env, "podinfo").await, [(1, Status::Deployed)]);
+    assert_eq!(env.records("podinfo").await, [(1, Status::Deployed)]);
 
     // The objects carry Flux's origin labels and the values from both places.
-    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let deployments: Api<Deployment> = env.api();
     let deployment = deployments.get("podinfo").await.unwrap();
     let labels = deployment.metadata.labels.clone().unwrap();
     assert_eq!(labels["helm.toolkit.fluxcd.io/name"], "podinfo");
@@ -283,11 +103,7 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
 
     // Hooks ran in order, pre-install before the objects and post-install after; their
     // delete policy (hook-succeeded) removed them.
-    let record = HelmStorage::new(env.client.clone(), NAMESPACE)
-        .get("podinfo", 1)
-        .await
-        .unwrap()
-        .unwrap();
+    let record = env.record("podinfo", 1).await;
     let run = |name: &str| {
         record
             .hooks
@@ -301,28 +117,28 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
     assert_eq!(format!("{:?}", pre.phase), "Succeeded");
     assert_eq!(format!("{:?}", post.phase), "Succeeded");
     assert!(pre.completed_at.unwrap() <= post.started_at.unwrap());
-    let jobs: Api<Job> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let jobs: Api<Job> = env.api();
     assert!(jobs.get_opt("podinfo-pre-install").await.unwrap().is_none());
 
     // A values change upgrades: v2 deployed, v1 superseded; the ServiceAccount v2 no longer
     // renders is kept (`keep`), as Helm keeps it.
-    patch_release(
-        &env,
+    env.patch(
         "podinfo",
         serde_json::json!({"spec": {"values": {"replicaCount": 2, "serviceAccount": {"enabled": false}}}}),
     )
     .await;
-    let upgraded = wait_release(&env, "podinfo", "upgraded", |o| {
-        ready_for_generation(o) && history(o).first().is_some_and(|h| h.0 == 2)
-    })
-    .await;
-    assert_eq!(condition(&upgraded, "Ready").unwrap().1, "UpgradeSucceeded");
+    let upgraded = env
+        .wait("podinfo", "upgraded", |o| {
+            ready_for_generation(o) && history(o).first().is_some_and(|h| h.0 == 2)
+        })
+        .await;
+    assert_eq!(ready_reason(&upgraded), "UpgradeSucceeded");
     assert_eq!(
         history(&upgraded),
         [(2, "deployed".to_owned()), (1, "superseded".to_owned())]
     );
     assert_eq!(
-        records(&env, "podinfo").await,
+        env.records("podinfo").await,
         [(1, Status::Superseded), (2, Status::Deployed)]
     );
     let deployment = deployments.get("podinfo").await.unwrap();
@@ -330,8 +146,7 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
         serde_json::to_value(&deployment).unwrap()["spec"]["replicas"],
         2
     );
-    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
-        Api::namespaced(env.client.clone(), NAMESPACE);
+    let accounts: Api<ServiceAccount> = env.api();
     assert!(
         accounts.get_opt("podinfo").await.unwrap().is_some(),
         "the upgrade does not prune a `keep` object"
@@ -348,14 +163,14 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
         )
         .await
         .unwrap();
-    wait_release(&env, "podinfo", "upgraded from the ConfigMap", |o| {
+    env.wait("podinfo", "upgraded from the ConfigMap", |o| {
         history(o)
             .first()
             .is_some_and(|h| h.0 == 3 && h.1 == "deployed")
     })
     .await;
     assert_eq!(
-        records(&env, "podinfo").await,
+        env.records("podinfo").await,
         [(2, Status::Superseded), (3, Status::Deployed)],
         "maxHistory: 2"
     );
@@ -366,45 +181,18 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
     assert!(env_has(&container, "changed"));
 
     // Nothing changed: no new release.
-    let before = records(&env, "podinfo").await;
-    releases(&env)
-        .patch(
-            "podinfo",
-            &PatchParams::default(),
-            &Patch::Merge(serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "1"}}})),
-        )
-        .await
-        .unwrap();
-    wait_release(&env, "podinfo", "the request handled", |o| {
-        o.status
-            .as_ref()
-            .and_then(|s| s.reconcile_request.last_handled_reconcile_at.as_deref())
-            == Some("1")
-    })
-    .await;
-    assert_eq!(records(&env, "podinfo").await, before);
+    let before = env.records("podinfo").await;
+    env.request_reconcile("podinfo", "1").await;
+    env.request_handled("podinfo", "the request handled", "1")
+        .await;
+    assert_eq!(env.records("podinfo").await, before);
 
     // Deleting the HelmRelease uninstalls: the objects and the records go, but for the
     // Service marked `keep`.
-    releases(&env)
-        .delete("podinfo", &DeleteParams::default())
-        .await
-        .unwrap();
-    eventually(Duration::from_secs(60), "the HelmRelease gone", || {
-        let api = releases(&env);
-        async move {
-            api.get_opt("podinfo")
-                .await
-                .unwrap()
-                .is_none()
-                .then_some(())
-        }
-    })
-    .await;
+    env.delete_release("podinfo").await;
     assert!(deployments.get_opt("podinfo").await.unwrap().is_none());
-    assert!(records(&env, "podinfo").await.is_empty());
-    let services: Api<k8s_openapi::api::core::v1::Service> =
-        Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(env.records("podinfo").await.is_empty());
+    let services: Api<Service> = env.api();
     assert!(
         services.get_opt("podinfo").await.unwrap().is_some(),
         "the uninstall keeps the `keep` Service"
@@ -432,23 +220,15 @@ fn broken_chart(dir: &Path) -> PathBuf {
 
 #[tokio::test]
 async fn a_failing_template_is_reported_naming_template_and_line_with_no_release_left() {
-    let (env, registry, _controller) = setup().await;
+    let env = ReleaseEnv::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let url = push_chart(&registry, &broken_chart(dir.path()), None);
-    oci_chart_source(&env, "broken", &url, "0.1.0").await;
-    create_release(
-        &env,
-        "broken",
-        serde_json::json!({
-            "interval": "10m",
-            "chartRef": {"kind": "OCIRepository", "name": "broken"},
-        }),
-    )
-    .await;
-    let failed = wait_release(&env, "broken", "the install failed", |o| {
-        condition(o, "Ready").is_some_and(|c| c.0 == "False" && c.1 == "InstallFailed")
-    })
-    .await;
+    env.serve_chart("broken", &broken_chart(dir.path())).await;
+    env.release("broken", "broken", serde_json::json!({})).await;
+    let failed = env
+        .wait("broken", "the install failed", |o| {
+            condition(o, "Ready").is_some_and(|c| c.0 == "False" && c.1 == "InstallFailed")
+        })
+        .await;
     let (_, _, message) = condition(&failed, "Ready").unwrap();
     assert!(
         message.contains("broken/templates/config.yaml:4"),
@@ -461,43 +241,34 @@ async fn a_failing_template_is_reported_naming_template_and_line_with_no_release
     );
     let status = failed.status.as_ref().unwrap();
     assert_eq!(status.install_failures, Some(1));
-    assert!(
-        records(&env, "broken").await.is_empty(),
-        "no release record"
-    );
+    assert!(env.records("broken").await.is_empty(), "no release record");
 }
 
 #[tokio::test]
 async fn a_hanging_upgrade_is_rolled_back_within_the_timeout() {
-    let (env, registry, _controller) = setup().await;
-    let url = push_chart(&registry, &podinfo(), None);
-    oci_chart_source(&env, "podinfo", &url, "6.14.1").await;
-    create_release(
-        &env,
+    let env = ReleaseEnv::start().await;
+    env.serve_podinfo().await;
+    env.release(
         "web",
+        "podinfo",
         serde_json::json!({
-            "interval": "10m",
             "timeout": "4s",
-            "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
             "upgrade": {"remediation": {"retries": 0, "remediateLastFailure": true}},
         }),
     )
     .await;
-    wait_release(&env, "web", "installed", ready_for_generation).await;
+    env.wait_ready("web", "installed").await;
     // The post-renderer makes the simulated rollout hang.
-    patch_release(
-        &env,
+    env.patch(
         "web",
-        serde_json::json!({"spec": {"postRenderers": [{"kustomize": {"patches": [{
-            "target": {"kind": "Deployment"},
-            "patch": "- op: add\n  path: /metadata/annotations\n  value: {\"sim.capstan.dev/rollout\": \"hang\"}\n",
-        }]}}]}}),
+        serde_json::json!({"spec": {"postRenderers": hang_rollout()}}),
     )
     .await;
-    let remediated = wait_release(&env, "web", "rolled back", |o| {
-        condition(o, "Remediated").is_some_and(|c| c.0 == "True")
-    })
-    .await;
+    let remediated = env
+        .wait("web", "rolled back", |o| {
+            condition_is(o, "Remediated", "True")
+        })
+        .await;
     let (_, reason, message) = condition(&remediated, "Remediated").unwrap();
     assert_eq!(reason, "RollbackSucceeded");
     assert!(
@@ -511,17 +282,14 @@ async fn a_hanging_upgrade_is_rolled_back_within_the_timeout() {
     );
     assert!(message.contains("Deployment/apps/web-podinfo"), "{message}");
     assert_eq!(
-        records(&env, "web").await,
+        env.records("web").await,
         [
             (1, Status::Superseded),
             (2, Status::Failed),
             (3, Status::Deployed)
         ]
     );
-    let ready = wait_release(&env, "web", "stalled", |o| {
-        condition(o, "Stalled").is_some_and(|c| c.0 == "True")
-    })
-    .await;
+    let ready = env.wait_stalled("web").await;
     assert_eq!(condition(&ready, "Ready").unwrap().0, "False");
 }
 
@@ -529,24 +297,21 @@ async fn a_hanging_upgrade_is_rolled_back_within_the_timeout() {
 // One scenario read top to bottom: templated chart, drift, switch to chartRef.
 #[allow(clippy::too_many_lines)]
 async fn a_templated_helm_chart_from_a_helm_repository_is_created_and_collected() {
-    let (env, registry, _controller) = setup().await;
+    let env = ReleaseEnv::start().await;
     let repository = tempfile::tempdir().unwrap();
     capstan_testkit::helm_repo::sdk_repository(&[&podinfo()], repository.path(), None);
     let server = capstan_testkit::helm_repo::HelmRepoServer::start(repository.path(), None).await;
-    let repositories: Api<capstan_api::HelmRepository> =
-        Api::namespaced(env.client.clone(), NAMESPACE);
     let object: capstan_api::HelmRepository = serde_json::from_value(serde_json::json!({
         "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "HelmRepository",
         "metadata": {"name": "charts", "namespace": NAMESPACE},
         "spec": {"url": server.url(), "interval": "10m"},
     }))
     .unwrap();
-    repositories
+    env.api::<capstan_api::HelmRepository>()
         .create(&PostParams::default(), &object)
         .await
         .unwrap();
-    create_release(
-        &env,
+    env.create(
         "podinfo",
         serde_json::json!({
             "interval": "10m",
@@ -561,11 +326,11 @@ async fn a_templated_helm_chart_from_a_helm_repository_is_created_and_collected(
         }),
     )
     .await;
-    let installed = wait_release(&env, "podinfo", "installed", ready_for_generation).await;
+    let installed = env.wait_ready("podinfo", "installed").await;
     let status = installed.status.as_ref().unwrap();
     assert_eq!(status.helm_chart.as_deref(), Some("apps/apps-podinfo"));
     assert_eq!(status.last_attempted_revision.as_deref(), Some("6.14.1"));
-    let charts: Api<capstan_api::HelmChart> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let charts: Api<capstan_api::HelmChart> = env.api();
     let chart = charts.get("apps-podinfo").await.unwrap();
     let labels = chart.metadata.labels.clone().unwrap();
     assert_eq!(labels["team"], "web");
@@ -574,7 +339,7 @@ async fn a_templated_helm_chart_from_a_helm_repository_is_created_and_collected(
     assert_eq!(chart.spec.interval, "10m");
 
     // Drift (mode enabled) is corrected at the next reconcile.
-    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let deployments: Api<Deployment> = env.api();
     deployments
         .patch(
             "podinfo",
@@ -587,16 +352,12 @@ async fn a_templated_helm_chart_from_a_helm_repository_is_created_and_collected(
         )
         .await
         .unwrap();
-    patch_release(
-        &env,
-        "podinfo",
-        serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "drift"}}}),
-    )
-    .await;
-    let corrected = wait_release(&env, "podinfo", "drift corrected", |o| {
-        condition(o, "Drifted").is_some_and(|c| c.1 == "DriftDetected")
-    })
-    .await;
+    env.request_reconcile("podinfo", "drift").await;
+    let corrected = env
+        .wait("podinfo", "drift corrected", |o| {
+            reason_is(o, "Drifted", "DriftDetected")
+        })
+        .await;
     let (_, _, message) = condition(&corrected, "Drifted").unwrap();
     assert!(message.contains("Deployment/apps/podinfo"), "{message}");
     eventually(Duration::from_secs(30), "the replicas restored", || {
@@ -608,23 +369,23 @@ async fn a_templated_helm_chart_from_a_helm_repository_is_created_and_collected(
     })
     .await;
     assert_eq!(
-        records(&env, "podinfo").await,
+        env.records("podinfo").await,
         [(1, Status::Deployed)],
         "no new release"
     );
 
     // Switching to chartRef collects the templated HelmChart.
-    let url = push_chart(&registry, &podinfo(), None);
-    oci_chart_source(&env, "podinfo-oci", &url, "6.14.1").await;
+    env.serve_chart("podinfo-oci", &podinfo()).await;
     let patch = serde_json::json!({"spec": {
         "chart": null,
         "chartRef": {"kind": "OCIRepository", "name": "podinfo-oci"},
     }});
-    patch_release(&env, "podinfo", patch).await;
-    let switched = wait_release(&env, "podinfo", "on the OCI chart", |o| {
-        ready_for_generation(o) && o.status.as_ref().is_some_and(|s| s.helm_chart.is_none())
-    })
-    .await;
+    env.patch("podinfo", patch).await;
+    let switched = env
+        .wait("podinfo", "on the OCI chart", |o| {
+            ready_for_generation(o) && o.status.as_ref().is_some_and(|s| s.helm_chart.is_none())
+        })
+        .await;
     assert!(charts.get_opt("apps-podinfo").await.unwrap().is_none());
     assert!(
         switched
@@ -636,73 +397,31 @@ async fn a_templated_helm_chart_from_a_helm_repository_is_created_and_collected(
     );
 }
 
-/// Runs one request of `tests/helm_sdk.py` (Helm's SDK) against `env`'s control plane.
-async fn sdk(env: &Env, request: serde_json::Value) -> Result<serde_json::Value, String> {
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        capstan_apiserver::kubeconfig(&env.api_url(), "test"),
-    )
-    .unwrap();
-    let mut request = request;
-    request["kubeconfig"] = serde_json::json!(kubeconfig);
-    request["namespace"] = serde_json::json!(NAMESPACE);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/helm_sdk.py");
-    let output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(python())
-            .arg(script)
-            .arg(request.to_string())
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
-    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
-        panic!(
-            "helm_sdk.py answered no JSON; stderr: {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    match answer.get("error") {
-        Some(error) => Err(error.as_str().unwrap_or_default().to_owned()),
-        None => Ok(answer["ok"].clone()),
-    }
-}
-
 #[tokio::test]
 async fn a_release_installed_by_helm_is_adopted_with_its_history_and_helm_reads_ours() {
-    let (env, registry, _controller) = setup().await;
+    let env = ReleaseEnv::start().await;
     let chart = podinfo();
-    sdk(
-        &env,
+    env.sdk(
         serde_json::json!({"op": "install", "chart": chart, "name": "podinfo",
                            "values": {"replicaCount": 1}}),
     )
     .await
     .unwrap();
-    let url = push_chart(&registry, &podinfo(), None);
-    oci_chart_source(&env, "podinfo", &url, "6.14.1").await;
-    create_release(
-        &env,
+    env.serve_podinfo().await;
+    env.release(
         "podinfo",
-        serde_json::json!({
-            "interval": "10m",
-            "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
-            "values": {"replicaCount": 2},
-        }),
+        "podinfo",
+        serde_json::json!({"values": {"replicaCount": 2}}),
     )
     .await;
-    let adopted = wait_release(&env, "podinfo", "adopted", ready_for_generation).await;
-    assert_eq!(condition(&adopted, "Ready").unwrap().1, "UpgradeSucceeded");
+    let adopted = env.wait_ready("podinfo", "adopted").await;
+    assert_eq!(ready_reason(&adopted), "UpgradeSucceeded");
     assert_eq!(history(&adopted), [(2, "deployed".to_owned())]);
     // Helm sees the history kept, our revision deployed, and our values.
-    let history = sdk(
-        &env,
-        serde_json::json!({"op": "history", "name": "podinfo"}),
-    )
-    .await
-    .unwrap();
+    let history = env
+        .sdk(serde_json::json!({"op": "history", "name": "podinfo"}))
+        .await
+        .unwrap();
     let statuses: Vec<(i64, String)> = history
         .as_array()
         .unwrap()
@@ -719,16 +438,15 @@ async fn a_release_installed_by_helm_is_adopted_with_its_history_and_helm_reads_
         [(1, "superseded".to_owned()), (2, "deployed".to_owned())],
         "{history}"
     );
-    let values = sdk(
-        &env,
-        serde_json::json!({"op": "get_values", "name": "podinfo"}),
-    )
-    .await
-    .unwrap();
+    let values = env
+        .sdk(serde_json::json!({"op": "get_values", "name": "podinfo"}))
+        .await
+        .unwrap();
     assert_eq!(values["replicaCount"], 2, "{values}");
     // Helm reads our revision's status (a Helm rollback of fields the controller owns would
     // meet server-side apply's conflict with `helm-controller`, as it does against Flux).
-    let status = sdk(&env, serde_json::json!({"op": "status", "name": "podinfo"}))
+    let status = env
+        .sdk(serde_json::json!({"op": "status", "name": "podinfo"}))
         .await
         .unwrap();
     assert_eq!(status["revision"], 2, "{status}");
@@ -769,35 +487,38 @@ fn app_chart(dir: &Path) -> PathBuf {
     chart
 }
 
+/// [`ReleaseEnv::start`] with [`app_chart`] served as the OCIRepository `app`.
+async fn with_app_chart() -> ReleaseEnv {
+    let env = ReleaseEnv::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    env.serve_chart("app", &app_chart(dir.path())).await;
+    env
+}
+
 #[tokio::test]
 async fn bad_values_are_reported_then_hooks_run_by_weight_and_tests_pass() {
-    let (env, registry, _controller) = setup().await;
-    let dir = tempfile::tempdir().unwrap();
-    let url = push_chart(&registry, &app_chart(dir.path()), None);
-    oci_chart_source(&env, "app", &url, "0.1.0").await;
-    create_release(
-        &env,
+    let env = with_app_chart().await;
+    env.release(
+        "app",
         "app",
         serde_json::json!({
-            "interval": "10m",
-            "chartRef": {"kind": "OCIRepository", "name": "app"},
             "valuesFrom": [{"kind": "ConfigMap", "name": "absent"}],
             "test": {"enable": true},
         }),
     )
     .await;
-    let missing = wait_release(&env, "app", "a values error", |o| {
-        condition(o, "Ready").is_some_and(|c| c.1 == "ValuesError")
-    })
-    .await;
+    let missing = env
+        .wait("app", "a values error", |o| {
+            reason_is(o, "Ready", "ValuesError")
+        })
+        .await;
     assert_eq!(
         condition(&missing, "Ready").unwrap().2,
         "could not resolve ConfigMap chart values reference 'apps/absent' with key 'values.yaml': resource not found"
     );
 
     // Optional now, and values the schema refuses.
-    patch_release(
-        &env,
+    env.patch(
         "app",
         serde_json::json!({"spec": {
             "valuesFrom": [{"kind": "ConfigMap", "name": "absent", "optional": true}],
@@ -805,28 +526,29 @@ async fn bad_values_are_reported_then_hooks_run_by_weight_and_tests_pass() {
         }}),
     )
     .await;
-    let refused = wait_release(&env, "app", "a schema failure", |o| {
-        condition(o, "Ready").is_some_and(|c| c.1 == "InstallFailed")
-    })
-    .await;
+    let refused = env
+        .wait("app", "a schema failure", |o| {
+            reason_is(o, "Ready", "InstallFailed")
+        })
+        .await;
     let message = condition(&refused, "Ready").unwrap().2;
     assert!(
         message.contains("values don't meet the specifications of the schema"),
         "{message}"
     );
     assert!(message.contains("replicas"), "{message}");
-    assert!(records(&env, "app").await.is_empty());
+    assert!(env.records("app").await.is_empty());
 
-    patch_release(
-        &env,
+    env.patch(
         "app",
         serde_json::json!({"spec": {"values": {"replicas": 2}}}),
     )
     .await;
-    let installed = wait_release(&env, "app", "installed and tested", |o| {
-        ready_for_generation(o) && condition(o, "TestSuccess").is_some_and(|c| c.0 == "True")
-    })
-    .await;
+    let installed = env
+        .wait("app", "installed and tested", |o| {
+            ready_for_generation(o) && condition_is(o, "TestSuccess", "True")
+        })
+        .await;
     let (_, reason, message) = condition(&installed, "TestSuccess").unwrap();
     assert_eq!(reason, "TestSucceeded");
     assert!(
@@ -840,11 +562,7 @@ async fn bad_values_are_reported_then_hooks_run_by_weight_and_tests_pass() {
             .as_deref(),
         Some("Succeeded")
     );
-    let record = HelmStorage::new(env.client.clone(), NAMESPACE)
-        .get("app", 1)
-        .await
-        .unwrap()
-        .unwrap();
+    let record = env.record("app", 1).await;
     let run = |name: &str| {
         record
             .hooks
@@ -858,10 +576,7 @@ async fn bad_values_are_reported_then_hooks_run_by_weight_and_tests_pass() {
         run("app-early").completed_at.unwrap() <= run("app-late").started_at.unwrap(),
         "weight -1 runs before weight 5"
     );
-    let config: ConfigMap = Api::namespaced(env.client.clone(), NAMESPACE)
-        .get("app-config")
-        .await
-        .unwrap();
+    let config: ConfigMap = env.api().get("app-config").await.unwrap();
     assert_eq!(config.data.unwrap()["replicas"], "2");
 }
 
@@ -869,25 +584,21 @@ async fn bad_values_are_reported_then_hooks_run_by_weight_and_tests_pass() {
 async fn tests_whose_filters_select_no_hook_count_as_run() {
     // Flux records an empty set of test hooks as tested: the release is Ready, not retested
     // at every reconcile.
-    let (env, registry, _controller) = setup().await;
-    let dir = tempfile::tempdir().unwrap();
-    let url = push_chart(&registry, &app_chart(dir.path()), None);
-    oci_chart_source(&env, "app", &url, "0.1.0").await;
-    create_release(
-        &env,
+    let env = with_app_chart().await;
+    env.release(
+        "app",
         "app",
         serde_json::json!({
-            "interval": "10m",
-            "chartRef": {"kind": "OCIRepository", "name": "app"},
             "values": {"replicas": 2},
             "test": {"enable": true, "filters": [{"name": "app-test", "exclude": true}]},
         }),
     )
     .await;
-    let tested = wait_release(&env, "app", "installed and tested with no hook", |o| {
-        ready_for_generation(o) && condition(o, "TestSuccess").is_some_and(|c| c.0 == "True")
-    })
-    .await;
+    let tested = env
+        .wait("app", "installed and tested with no hook", |o| {
+            ready_for_generation(o) && condition_is(o, "TestSuccess", "True")
+        })
+        .await;
     let (_, reason, message) = condition(&tested, "TestSuccess").unwrap();
     assert_eq!(reason, "TestSucceeded");
     assert!(message.contains("no test hooks"), "{message}");
@@ -899,102 +610,64 @@ async fn tests_whose_filters_select_no_hook_count_as_run() {
             .map(std::collections::BTreeMap::len),
         Some(0)
     );
-    assert_eq!(records(&env, "app").await.len(), 1);
+    assert_eq!(env.records("app").await.len(), 1);
 }
 
 #[tokio::test]
 async fn a_new_target_namespace_uninstalls_the_old_release_and_creates_the_namespace() {
-    let (env, registry, _controller) = setup().await;
-    let dir = tempfile::tempdir().unwrap();
-    let url = push_chart(&registry, &app_chart(dir.path()), None);
-    oci_chart_source(&env, "app", &url, "0.1.0").await;
-    create_release(
-        &env,
-        "app",
-        serde_json::json!({
-            "interval": "10m",
-            "chartRef": {"kind": "OCIRepository", "name": "app"},
-        }),
-    )
-    .await;
-    wait_release(&env, "app", "installed", ready_for_generation).await;
-    let config_maps =
-        |namespace: &str| -> Api<ConfigMap> { Api::namespaced(env.client.clone(), namespace) };
-    assert!(
-        config_maps(NAMESPACE)
-            .get_opt("app-config")
-            .await
-            .unwrap()
-            .is_some()
-    );
-    patch_release(
-        &env,
+    let env = with_app_chart().await;
+    env.release("app", "app", serde_json::json!({})).await;
+    env.wait_ready("app", "installed").await;
+    let config_map = |namespace: &str| {
+        let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), namespace);
+        async move { api.get_opt("app-config").await.unwrap() }
+    };
+    assert!(config_map(NAMESPACE).await.is_some());
+    env.patch(
         "app",
         serde_json::json!({"spec": {"targetNamespace": "other", "install": {"createNamespace": true}}}),
     )
     .await;
-    let moved = wait_release(
-        &env,
-        "app",
-        "installed in the new namespace",
-        ready_for_generation,
-    )
-    .await;
+    let moved = env
+        .wait_ready("app", "installed in the new namespace")
+        .await;
     assert_eq!(
         condition(&moved, "Ready").unwrap().2,
         "Helm install succeeded for release other/other-app.v1 with chart app@0.1.0"
     );
+    assert!(config_map("other").await.is_some());
+    assert!(config_map(NAMESPACE).await.is_none());
     assert!(
-        config_maps("other")
-            .get_opt("app-config")
-            .await
-            .unwrap()
-            .is_some()
-    );
-    assert!(
-        config_maps(NAMESPACE)
-            .get_opt("app-config")
-            .await
-            .unwrap()
-            .is_none()
-    );
-    assert!(
-        records(&env, "app").await.is_empty(),
+        env.records("app").await.is_empty(),
         "the old release is uninstalled"
     );
-    assert_eq!(records(&env, "other-app").await, [(1, Status::Deployed)]);
+    assert_eq!(env.records("other-app").await, [(1, Status::Deployed)]);
 }
 
 #[tokio::test]
 async fn a_hanging_upgrade_is_uninstalled_with_the_uninstall_strategy() {
-    let (env, registry, _controller) = setup().await;
-    let url = push_chart(&registry, &podinfo(), None);
-    oci_chart_source(&env, "podinfo", &url, "6.14.1").await;
-    create_release(
-        &env,
+    let env = ReleaseEnv::start().await;
+    env.serve_podinfo().await;
+    env.release(
         "web",
+        "podinfo",
         serde_json::json!({
-            "interval": "10m",
             "timeout": "3s",
-            "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
             "upgrade": {"remediation": {"retries": 1, "strategy": "uninstall"}},
         }),
     )
     .await;
-    wait_release(&env, "web", "installed", ready_for_generation).await;
-    patch_release(
-        &env,
+    env.wait_ready("web", "installed").await;
+    env.patch(
         "web",
-        serde_json::json!({"spec": {"postRenderers": [{"kustomize": {"patches": [{
-            "target": {"kind": "Deployment"},
-            "patch": "- op: add\n  path: /metadata/annotations\n  value: {\"sim.capstan.dev/rollout\": \"hang\"}\n",
-        }]}}]}}),
+        serde_json::json!({"spec": {"postRenderers": hang_rollout()}}),
     )
     .await;
-    let remediated = wait_release(&env, "web", "uninstalled", |o| {
-        condition(o, "Remediated").is_some_and(|c| c.1 == "UninstallSucceeded")
-    })
-    .await;
+    let remediated = env
+        .wait("web", "uninstalled", |o| {
+            reason_is(o, "Remediated", "UninstallSucceeded")
+        })
+        .await;
     let (status, _, message) = condition(&remediated, "Remediated").unwrap();
     assert_eq!(status, "True");
     assert_eq!(
@@ -1003,13 +676,10 @@ async fn a_hanging_upgrade_is_uninstalled_with_the_uninstall_strategy() {
     );
     // The install that follows hangs as well, and fails within its timeout: no release is
     // left deployed with the hanging rollout, and the HelmRelease stalls.
-    let stalled = wait_release(&env, "web", "stalled", |o| {
-        condition(o, "Stalled").is_some_and(|c| c.0 == "True")
-    })
-    .await;
+    let stalled = env.wait_stalled("web").await;
     assert_eq!(condition(&stalled, "Ready").unwrap().0, "False");
     assert!(
-        records(&env, "web")
+        env.records("web")
             .await
             .iter()
             .all(|(_, status)| *status != Status::Deployed)
@@ -1018,56 +688,43 @@ async fn a_hanging_upgrade_is_uninstalled_with_the_uninstall_strategy() {
 
 /// Installs the corpus chart `case` (its default values) into the namespace `namespace`
 /// and waits until the HelmRelease is Ready.
-async fn install_corpus_chart(case: &str, namespace: &str) -> (Env, HelmRelease) {
-    let (env, registry, controller) = setup().await;
+async fn install_corpus_chart(case: &str, namespace: &str) -> (ReleaseEnv, HelmRelease) {
+    let mut env = ReleaseEnv::start().await;
     let chart = capstan_testkit::corpus(&format!("helm-charts/{case}/chart"));
-    let url = push_chart(&registry, &chart, None);
-    let version = std::fs::read_to_string(chart.join("Chart.yaml"))
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("version:"))
-        .unwrap()
-        .trim()
-        .trim_matches('"')
-        .to_owned();
-    oci_chart_source(&env, case, &url, &version).await;
-    create_release(
-        &env,
+    env.serve_chart(case, &chart).await;
+    env.release(
+        case,
         case,
         serde_json::json!({
-            "interval": "10m",
             "timeout": "5m",
             "targetNamespace": namespace,
             "install": {"createNamespace": true},
-            "chartRef": {"kind": "OCIRepository", "name": case},
         }),
     )
     .await;
     let ready = eventually(Duration::from_secs(300), "the chart installed", || {
-        let api = releases(&env);
-        let name = case.to_owned();
+        let api = env.releases();
         async move {
-            let object = api.get(&name).await.ok()?;
+            let object = api.get(case).await.ok()?;
             ready_for_generation(&object).then_some(object)
         }
     })
     .await;
-    drop(controller);
+    env.stop_controller();
     (env, ready)
+}
+
+/// Whether the CustomResourceDefinition `name` exists.
+async fn has_crd(env: &ReleaseEnv, name: &str) -> bool {
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    crds.get_opt(name).await.unwrap().is_some()
 }
 
 #[tokio::test]
 async fn argo_cd_installs_to_ready_with_its_crds_and_hooks() {
     let (env, ready) = install_corpus_chart("argo-cd", "argocd").await;
-    assert_eq!(condition(&ready, "Ready").unwrap().1, "InstallSucceeded");
-    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
-        Api::all(env.client.clone());
-    assert!(
-        crds.get_opt("applications.argoproj.io")
-            .await
-            .unwrap()
-            .is_some()
-    );
+    assert_eq!(ready_reason(&ready), "InstallSucceeded");
+    assert!(has_crd(&env, "applications.argoproj.io").await);
     let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), "argocd");
     assert!(
         deployments
@@ -1081,15 +738,8 @@ async fn argo_cd_installs_to_ready_with_its_crds_and_hooks() {
 #[tokio::test]
 async fn kube_prometheus_stack_installs_to_ready_with_its_crds_first() {
     let (env, ready) = install_corpus_chart("kube-prometheus-stack", "monitoring").await;
-    assert_eq!(condition(&ready, "Ready").unwrap().1, "InstallSucceeded");
-    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
-        Api::all(env.client.clone());
-    assert!(
-        crds.get_opt("prometheuses.monitoring.coreos.com")
-            .await
-            .unwrap()
-            .is_some()
-    );
+    assert_eq!(ready_reason(&ready), "InstallSucceeded");
+    assert!(has_crd(&env, "prometheuses.monitoring.coreos.com").await);
     let prometheuses = kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
         "monitoring.coreos.com",
         "v1",
@@ -1108,7 +758,7 @@ async fn kube_prometheus_stack_installs_to_ready_with_its_crds_first() {
 
 #[tokio::test]
 async fn lookup_and_capabilities_come_from_the_cluster_and_force_upgrades() {
-    let (env, registry, _controller) = setup().await;
+    let env = ReleaseEnv::start().await;
     let dir = tempfile::tempdir().unwrap();
     let chart = dir.path().join("probe");
     capstan_testkit::write_files(
@@ -1131,9 +781,8 @@ async fn lookup_and_capabilities_come_from_the_cluster_and_force_upgrades() {
             ),
         ],
     );
-    let url = push_chart(&registry, &chart, None);
-    oci_chart_source(&env, "probe", &url, "0.1.0").await;
-    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    env.serve_chart("probe", &chart).await;
+    let config_maps: Api<ConfigMap> = env.api();
     let seed: ConfigMap = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "seed", "namespace": NAMESPACE},
         "data": {"value": "from-the-cluster"},
@@ -1143,13 +792,8 @@ async fn lookup_and_capabilities_come_from_the_cluster_and_force_upgrades() {
         .create(&PostParams::default(), &seed)
         .await
         .unwrap();
-    create_release(
-        &env,
-        "probe",
-        serde_json::json!({"interval": "10m", "chartRef": {"kind": "OCIRepository", "name": "probe"}}),
-    )
-    .await;
-    wait_release(&env, "probe", "installed", ready_for_generation).await;
+    env.release("probe", "probe", serde_json::json!({})).await;
+    env.wait_ready("probe", "installed").await;
     let data = config_maps.get("probe").await.unwrap().data.unwrap();
     assert_eq!(data["seed"], "from-the-cluster");
     assert_eq!(data["helmReleases"], "true");
@@ -1159,8 +803,7 @@ async fn lookup_and_capabilities_come_from_the_cluster_and_force_upgrades() {
 
     // A forceAt that does not match requestedAt is not a force request (Flux's rule): the
     // reconcile it rides on handles requestedAt and releases nothing.
-    patch_release(
-        &env,
+    env.patch(
         "probe",
         serde_json::json!({"metadata": {"annotations": {
             "reconcile.fluxcd.io/requestedAt": "plain",
@@ -1168,19 +811,15 @@ async fn lookup_and_capabilities_come_from_the_cluster_and_force_upgrades() {
         }}}),
     )
     .await;
-    let plain = wait_release(&env, "probe", "plain reconcile", |o| {
-        o.status.as_ref().is_some_and(|s| {
-            s.reconcile_request.last_handled_reconcile_at.as_deref() == Some("plain")
-        })
-    })
-    .await;
+    let plain = env
+        .request_handled("probe", "plain reconcile", "plain")
+        .await;
     let status = plain.status.as_ref().unwrap();
     assert_ne!(status.last_handled_force_at.as_deref(), Some("stale"));
     assert_eq!(history(&plain).first().map(|h| h.0), Some(1));
 
     // forceAt (with requestedAt, as `flux reconcile hr --force`) upgrades an in-sync release.
-    patch_release(
-        &env,
+    env.patch(
         "probe",
         serde_json::json!({"metadata": {"annotations": {
             "reconcile.fluxcd.io/requestedAt": "now",
@@ -1188,81 +827,71 @@ async fn lookup_and_capabilities_come_from_the_cluster_and_force_upgrades() {
         }}}),
     )
     .await;
-    let forced = wait_release(&env, "probe", "forced", |o| {
-        o.status
-            .as_ref()
-            .is_some_and(|s| s.last_handled_force_at.as_deref() == Some("now"))
-            && history(o).first().is_some_and(|h| h.0 == 2)
-    })
-    .await;
-    assert_eq!(condition(&forced, "Ready").unwrap().1, "UpgradeSucceeded");
+    let forced = env
+        .wait("probe", "forced", |o| {
+            o.status
+                .as_ref()
+                .is_some_and(|s| s.last_handled_force_at.as_deref() == Some("now"))
+                && history(o).first().is_some_and(|h| h.0 == 2)
+        })
+        .await;
+    assert_eq!(ready_reason(&forced), "UpgradeSucceeded");
     let data = config_maps.get("probe").await.unwrap().data.unwrap();
     assert_eq!(data["revision"], "2");
 }
 
 #[tokio::test]
 async fn depends_on_holds_a_release_until_its_dependency_is_ready() {
-    let (env, registry, _controller) = setup().await;
+    let env = ReleaseEnv::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let url = push_chart(&registry, &app_chart(dir.path()), None);
-    create_release(
-        &env,
+    let url = env.push_chart(&app_chart(dir.path()));
+    env.release(
         "frontend",
+        "app",
         serde_json::json!({
-            "interval": "10m",
             "targetNamespace": "front",
             "install": {"createNamespace": true},
-            "chartRef": {"kind": "OCIRepository", "name": "app"},
             "dependsOn": [{"name": "backend"}],
         }),
     )
     .await;
-    create_release(
-        &env,
-        "backend",
-        serde_json::json!({
-            "interval": "10m",
-            "chartRef": {"kind": "OCIRepository", "name": "app"},
-        }),
-    )
-    .await;
-    let waiting = wait_release(&env, "frontend", "waiting for its dependency", |o| {
-        condition(o, "Ready").is_some_and(|c| c.1 == "DependencyNotReady")
-    })
-    .await;
+    env.release("backend", "app", serde_json::json!({})).await;
+    let waiting = env
+        .wait("frontend", "waiting for its dependency", |o| {
+            reason_is(o, "Ready", "DependencyNotReady")
+        })
+        .await;
     assert_eq!(
         condition(&waiting, "Ready").unwrap().2,
         "dependency 'apps/backend' is not ready"
     );
     // The source appears: the backend becomes Ready, and that triggers the frontend.
-    oci_chart_source(&env, "app", &url, "0.1.0").await;
-    wait_release(&env, "backend", "installed", ready_for_generation).await;
-    wait_release(&env, "frontend", "installed after", ready_for_generation).await;
+    env.chart_source("app", &url, "0.1.0").await;
+    env.wait_ready("backend", "installed").await;
+    env.wait_ready("frontend", "installed after").await;
 }
 
 #[tokio::test]
 async fn the_retry_strategy_retries_a_failed_install_instead_of_stalling() {
-    let (env, registry, _controller) = setup().await;
+    let env = ReleaseEnv::start().await;
     let dir = tempfile::tempdir().unwrap();
-    let url = push_chart(&registry, &broken_chart(dir.path()), None);
-    oci_chart_source(&env, "broken", &url, "0.1.0").await;
-    create_release(
-        &env,
+    env.serve_chart("broken", &broken_chart(dir.path())).await;
+    env.release(
+        "broken",
         "broken",
         serde_json::json!({
-            "interval": "10m",
-            "chartRef": {"kind": "OCIRepository", "name": "broken"},
             "install": {"strategy": {"name": "RetryOnFailure", "retryInterval": "1s"}},
         }),
     )
     .await;
-    let retried = wait_release(&env, "broken", "retried", |o| {
-        o.status
-            .as_ref()
-            .is_some_and(|s| s.install_failures.unwrap_or(0) >= 2)
-    })
-    .await;
-    assert_eq!(condition(&retried, "Ready").unwrap().1, "InstallFailed");
+    let retried = env
+        .wait("broken", "retried", |o| {
+            o.status
+                .as_ref()
+                .is_some_and(|s| s.install_failures.unwrap_or(0) >= 2)
+        })
+        .await;
+    assert_eq!(ready_reason(&retried), "InstallFailed");
     assert!(condition(&retried, "Stalled").is_none());
 }
 
@@ -1301,9 +930,7 @@ async fn the_flux_example_apps_reconcile_to_ready() {
     let (env, _git, _kustomize, _) = crate::kustomize_support::setup(&files).await;
     let _helm = HelmController::start(&env);
     // The Gateway API's HTTPRoute, which the example's infrastructure would install.
-    let crds: Api<
-        k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
-    > = Api::all(env.client.clone());
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
     crds.patch(
         "httproutes.gateway.networking.k8s.io",
         &PatchParams::apply("test").force(),
@@ -1343,7 +970,7 @@ async fn the_flux_example_apps_reconcile_to_ready() {
         },
     )
     .await;
-    assert_eq!(condition(&ready, "Ready").unwrap().1, "InstallSucceeded");
+    assert_eq!(ready_reason(&ready), "InstallSucceeded");
     assert_eq!(
         ready.status.as_ref().unwrap().helm_chart.as_deref(),
         Some("podinfo/podinfo-podinfo")
@@ -1363,16 +990,11 @@ async fn the_flux_example_apps_reconcile_to_ready() {
 // One scenario read top to bottom: ignored paths, warn mode, then the correction.
 #[allow(clippy::too_many_lines)]
 async fn drift_is_only_reported_in_warn_mode_and_ignore_rules_hold() {
-    let (env, registry, _controller) = setup().await;
-    let dir = tempfile::tempdir().unwrap();
-    let url = push_chart(&registry, &app_chart(dir.path()), None);
-    oci_chart_source(&env, "app", &url, "0.1.0").await;
-    create_release(
-        &env,
+    let env = with_app_chart().await;
+    env.release(
+        "app",
         "app",
         serde_json::json!({
-            "interval": "10m",
-            "chartRef": {"kind": "OCIRepository", "name": "app"},
             "install": {"disableWait": true},
             "driftDetection": {
                 "mode": "warn",
@@ -1381,57 +1003,39 @@ async fn drift_is_only_reported_in_warn_mode_and_ignore_rules_hold() {
         }),
     )
     .await;
-    wait_release(&env, "app", "installed", ready_for_generation).await;
-    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
-    let drift = |data: &str, label: &str| {
-        serde_json::json!({
+    env.wait_ready("app", "installed").await;
+    let config_maps: Api<ConfigMap> = env.api();
+    let change = |labels: serde_json::Value, replicas: &str| {
+        let config_maps = config_maps.clone();
+        let object = serde_json::json!({
             "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "app-config", "namespace": NAMESPACE, "labels": {"ignored": label}},
-            "data": {"replicas": data},
-        })
+            "metadata": {"name": "app-config", "namespace": NAMESPACE, "labels": labels},
+            "data": {"replicas": replicas},
+        });
+        async move {
+            config_maps
+                .patch(
+                    "app-config",
+                    &PatchParams::apply("someone-else").force(),
+                    &Patch::Apply(object),
+                )
+                .await
+                .unwrap();
+        }
     };
     // An ignored path only: no drift.
-    config_maps
-        .patch(
-            "app-config",
-            &PatchParams::apply("someone-else").force(),
-            &Patch::Apply(drift("1", "x")),
-        )
-        .await
-        .unwrap();
-    patch_release(
-        &env,
-        "app",
-        serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "1"}}}),
-    )
-    .await;
-    let clean = wait_release(&env, "app", "checked", |o| {
-        o.status
-            .as_ref()
-            .and_then(|s| s.reconcile_request.last_handled_reconcile_at.as_deref())
-            == Some("1")
-    })
-    .await;
+    change(serde_json::json!({"ignored": "x"}), "1").await;
+    env.request_reconcile("app", "1").await;
+    let clean = env.request_handled("app", "checked", "1").await;
     assert_eq!(condition(&clean, "Drifted").unwrap().1, "NoDriftDetected");
     // A real change: reported, not corrected.
-    config_maps
-        .patch(
-            "app-config",
-            &PatchParams::apply("someone-else").force(),
-            &Patch::Apply(drift("9", "x")),
-        )
-        .await
-        .unwrap();
-    patch_release(
-        &env,
-        "app",
-        serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "2"}}}),
-    )
-    .await;
-    let drifted = wait_release(&env, "app", "drift reported", |o| {
-        condition(o, "Drifted").is_some_and(|c| c.1 == "DriftDetected")
-    })
-    .await;
+    change(serde_json::json!({"ignored": "x"}), "9").await;
+    env.request_reconcile("app", "2").await;
+    let drifted = env
+        .wait("app", "drift reported", |o| {
+            reason_is(o, "Drifted", "DriftDetected")
+        })
+        .await;
     let message = condition(&drifted, "Drifted").unwrap().2;
     assert!(
         message.contains("ConfigMap/apps/app-config changed (data.replicas)"),
@@ -1443,8 +1047,7 @@ async fn drift_is_only_reported_in_warn_mode_and_ignore_rules_hold() {
     assert_eq!(data["replicas"], "9", "warn mode changes nothing");
     // Enabled: the correction restores what is not ignored and leaves an ignored label (a key
     // with dots) as the cluster has it.
-    patch_release(
-        &env,
+    env.patch(
         "app",
         serde_json::json!({"spec": {"driftDetection": {
             "mode": "enabled",
@@ -1453,29 +1056,17 @@ async fn drift_is_only_reported_in_warn_mode_and_ignore_rules_hold() {
         }}}),
     )
     .await;
-    config_maps
-        .patch(
-            "app-config",
-            &PatchParams::apply("someone-else").force(),
-            &Patch::Apply(serde_json::json!({
-                "apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "app-config", "namespace": NAMESPACE,
-                             "labels": {"helm.toolkit.fluxcd.io/name": "other"}},
-                "data": {"replicas": "8"},
-            })),
-        )
-        .await
-        .unwrap();
-    patch_release(
-        &env,
-        "app",
-        serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "3"}}}),
+    change(
+        serde_json::json!({"helm.toolkit.fluxcd.io/name": "other"}),
+        "8",
     )
     .await;
-    let corrected = wait_release(&env, "app", "drift corrected", |o| {
-        condition(o, "Drifted").is_some_and(|c| c.2.contains("has been corrected"))
-    })
-    .await;
+    env.request_reconcile("app", "3").await;
+    let corrected = env
+        .wait("app", "drift corrected", |o| {
+            condition(o, "Drifted").is_some_and(|c| c.2.contains("has been corrected"))
+        })
+        .await;
     let message = condition(&corrected, "Drifted").unwrap().2;
     assert!(!message.contains("helm.toolkit.fluxcd.io"), "{message}");
     let config = config_maps.get("app-config").await.unwrap();
@@ -1484,12 +1075,12 @@ async fn drift_is_only_reported_in_warn_mode_and_ignore_rules_hold() {
         config.metadata.labels.unwrap()["helm.toolkit.fluxcd.io/name"],
         "other"
     );
-    assert_eq!(records(&env, "app").await, [(1, Status::Deployed)]);
+    assert_eq!(env.records("app").await, [(1, Status::Deployed)]);
 }
 
 #[tokio::test]
 async fn a_service_account_release_is_authorized_by_rbac() {
-    let (env, registry, _controller) = setup().await;
+    let env = ReleaseEnv::start().await;
     let dir = tempfile::tempdir().unwrap();
     let chart = dir.path().join("plain");
     capstan_testkit::write_files(
@@ -1505,25 +1096,21 @@ async fn a_service_account_release_is_authorized_by_rbac() {
             ),
         ],
     );
-    let url = push_chart(&registry, &chart, None);
-    oci_chart_source(&env, "plain", &url, "0.1.0").await;
-    create_release(
-        &env,
+    env.serve_chart("plain", &chart).await;
+    env.release(
         "plain",
-        serde_json::json!({
-            "interval": "10m",
-            "serviceAccountName": "deployer",
-            "chartRef": {"kind": "OCIRepository", "name": "plain"},
-        }),
+        "plain",
+        serde_json::json!({"serviceAccountName": "deployer"}),
     )
     .await;
-    let refused = wait_release(&env, "plain", "refused", |o| {
-        condition(o, "Ready").is_some_and(|c| c.0 == "False" && c.2.contains("forbidden"))
-    })
-    .await;
+    let refused = env
+        .wait("plain", "refused", |o| {
+            condition(o, "Ready").is_some_and(|c| c.0 == "False" && c.2.contains("forbidden"))
+        })
+        .await;
     let message = condition(&refused, "Ready").unwrap().2;
     assert!(message.contains("forbidden"), "{message}");
-    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let config_maps: Api<ConfigMap> = env.api();
     assert!(config_maps.get_opt("plain").await.unwrap().is_none());
 
     // Bound to a Role over Secrets (Helm's storage) and ConfigMaps, the release installs.
@@ -1553,13 +1140,8 @@ async fn a_service_account_release_is_authorized_by_rbac() {
         "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": NAMESPACE}],
     }))
     .await;
-    patch_release(
-        &env,
-        "plain",
-        serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "bound"}}}),
-    )
-    .await;
-    wait_release(&env, "plain", "installed", ready_for_generation).await;
+    env.request_reconcile("plain", "bound").await;
+    env.wait_ready("plain", "installed").await;
     let config = config_maps.get("plain").await.unwrap();
     let managers: Vec<String> = config
         .metadata
@@ -1576,44 +1158,34 @@ async fn a_service_account_release_is_authorized_by_rbac() {
 
 #[tokio::test]
 async fn a_release_left_pending_by_a_stopped_controller_is_unlocked() {
-    let (env, registry, controller) = setup().await;
-    let url = push_chart(&registry, &podinfo(), None);
-    oci_chart_source(&env, "podinfo", &url, "6.14.1").await;
+    let mut env = ReleaseEnv::start().await;
+    env.serve_podinfo().await;
     // The rollout hangs (for 10 minutes), so the install waits.
-    create_release(
-        &env,
+    env.release(
         "web",
-        serde_json::json!({
-            "interval": "10m",
-            "timeout": "10m",
-            "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
-            "postRenderers": [{"kustomize": {"patches": [{
-                "target": {"kind": "Deployment"},
-                "patch": "- op: add\n  path: /metadata/annotations\n  value: {\"sim.capstan.dev/rollout\": \"hang\"}\n",
-            }]}}],
-        }),
+        "podinfo",
+        serde_json::json!({"timeout": "10m", "postRenderers": hang_rollout()}),
     )
     .await;
     eventually(Duration::from_secs(60), "a pending install", || {
         let env = &env;
-        async move { (records(env, "web").await == [(1, Status::PendingInstall)]).then_some(()) }
+        async move { (env.records("web").await == [(1, Status::PendingInstall)]).then_some(()) }
     })
     .await;
-    let waiting = releases(&env).get("web").await.unwrap();
+    let waiting = env.releases().get("web").await.unwrap();
     assert_eq!(condition(&waiting, "Ready").unwrap().0, "Unknown");
     // The controller stops mid-wait; its successor finds the stale pending record, marks it
     // failed without counting a failure (Flux's unlock) and upgrades: no stall with 0 retries.
-    drop(controller);
-    let _successor = HelmController::start(&env);
+    env.restart_controller();
     eventually(Duration::from_secs(60), "unlocked, then an upgrade", || {
         let env = &env;
         async move {
-            (records(env, "web").await == [(1, Status::Failed), (2, Status::PendingUpgrade)])
+            (env.records("web").await == [(1, Status::Failed), (2, Status::PendingUpgrade)])
                 .then_some(())
         }
     })
     .await;
-    let upgrading = releases(&env).get("web").await.unwrap();
+    let upgrading = env.releases().get("web").await.unwrap();
     let status = upgrading.status.as_ref().unwrap();
     assert_eq!(status.install_failures, None);
     assert_eq!(status.upgrade_failures, None);
@@ -1622,51 +1194,32 @@ async fn a_release_left_pending_by_a_stopped_controller_is_unlocked() {
 
 #[tokio::test]
 async fn deleting_a_release_that_never_released_leaves_helms_release_of_that_name() {
-    let (env, registry, _controller) = setup().await;
-    sdk(
-        &env,
+    let env = ReleaseEnv::start().await;
+    env.sdk(
         serde_json::json!({"op": "install", "chart": podinfo(), "name": "broken",
                            "values": {"replicaCount": 1}}),
     )
     .await
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let url = push_chart(&registry, &broken_chart(dir.path()), None);
-    oci_chart_source(&env, "broken", &url, "0.1.0").await;
-    create_release(
-        &env,
-        "broken",
-        serde_json::json!({
-            "interval": "10m",
-            "chartRef": {"kind": "OCIRepository", "name": "broken"},
-        }),
-    )
-    .await;
-    let failed = wait_release(&env, "broken", "the release failed", |o| {
-        condition(o, "Released").is_some_and(|c| c.0 == "False" && c.2.contains("config.yaml:4"))
-    })
-    .await;
+    env.serve_chart("broken", &broken_chart(dir.path())).await;
+    env.release("broken", "broken", serde_json::json!({})).await;
+    let failed = env
+        .wait("broken", "the release failed", |o| {
+            condition(o, "Released")
+                .is_some_and(|c| c.0 == "False" && c.2.contains("config.yaml:4"))
+        })
+        .await;
     let status = failed.status.as_ref().unwrap();
     assert_eq!(status.storage_namespace.as_deref(), Some(NAMESPACE));
     assert!(status.history.is_empty(), "{:?}", status.history);
     // With 0 retries the failed upgrade stalls after one attempt.
-    let stalled = wait_release(&env, "broken", "stalled", |o| {
-        condition(o, "Stalled").is_some_and(|c| c.0 == "True")
-    })
-    .await;
+    let stalled = env.wait_stalled("broken").await;
     assert_eq!(stalled.status.as_ref().unwrap().upgrade_failures, Some(1));
     // The HelmRelease never released: its deletion leaves Helm's release alone (as Flux does).
-    releases(&env)
-        .delete("broken", &DeleteParams::default())
-        .await
-        .unwrap();
-    eventually(Duration::from_secs(60), "the HelmRelease gone", || {
-        let api = releases(&env);
-        async move { api.get_opt("broken").await.unwrap().is_none().then_some(()) }
-    })
-    .await;
-    assert_eq!(records(&env, "broken").await, [(1, Status::Deployed)]);
-    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NAMESPACE);
+    env.delete_release("broken").await;
+    assert_eq!(env.records("broken").await, [(1, Status::Deployed)]);
+    let deployments: Api<Deployment> = env.api();
     assert!(
         deployments
             .get_opt("broken-podinfo")
@@ -1678,65 +1231,50 @@ async fn deleting_a_release_that_never_released_leaves_helms_release_of_that_nam
 
 #[tokio::test]
 async fn cleanup_on_fail_deletes_what_a_failed_upgrade_created() {
-    let (env, registry, _controller) = setup().await;
-    let url = push_chart(&registry, &podinfo(), None);
-    oci_chart_source(&env, "podinfo", &url, "6.14.1").await;
-    create_release(
-        &env,
+    let env = ReleaseEnv::start().await;
+    env.serve_podinfo().await;
+    env.release(
         "web",
-        serde_json::json!({
-            "interval": "10m",
-            "timeout": "3s",
-            "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
-            "upgrade": {"cleanupOnFail": true},
-        }),
+        "podinfo",
+        serde_json::json!({"timeout": "3s", "upgrade": {"cleanupOnFail": true}}),
     )
     .await;
-    wait_release(&env, "web", "installed", ready_for_generation).await;
+    env.wait_ready("web", "installed").await;
     // The upgrade adds a ServiceAccount and Redis (its ConfigMap marked `keep`), and its
     // rollout hangs.
-    patch_release(
-        &env,
+    env.patch(
         "web",
         serde_json::json!({"spec": {
             "values": {"serviceAccount": {"enabled": true}, "redis": {"enabled": true}},
-            "postRenderers": [{"kustomize": {"patches": [{
-                "target": {"kind": "Deployment"},
-                "patch": "- op: add\n  path: /metadata/annotations\n  value: {\"sim.capstan.dev/rollout\": \"hang\"}\n",
-            }, {
+            "postRenderers": [{"kustomize": {"patches": [hang_patch(), {
                 "target": {"kind": "ConfigMap"},
                 "patch": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-podinfo-redis\n  annotations:\n    helm.sh/resource-policy: keep\n",
             }]}}],
         }}),
     )
     .await;
-    let failed = wait_release(&env, "web", "the upgrade failed", |o| {
-        condition(o, "Released").is_some_and(|c| c.1 == "UpgradeFailed")
-    })
-    .await;
+    let failed = env
+        .wait("web", "the upgrade failed", |o| {
+            reason_is(o, "Released", "UpgradeFailed")
+        })
+        .await;
     assert_eq!(condition(&failed, "Ready").unwrap().0, "False");
     assert_eq!(
-        records(&env, "web").await,
+        env.records("web").await,
         [(1, Status::Deployed), (2, Status::Failed)]
     );
-    let failed_record = HelmStorage::new(env.client.clone(), NAMESPACE)
-        .get("web", 2)
-        .await
-        .unwrap()
-        .unwrap();
+    let failed_record = env.record("web", 2).await;
     assert!(
         failed_record
             .manifest
             .contains("kind: ServiceAccount\nmetadata:\n  labels:")
     );
-    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
-        Api::namespaced(env.client.clone(), NAMESPACE);
+    let accounts: Api<ServiceAccount> = env.api();
     assert!(
         accounts.get_opt("web-podinfo").await.unwrap().is_none(),
         "the ServiceAccount the failed upgrade created is deleted"
     );
-    let services: Api<k8s_openapi::api::core::v1::Service> =
-        Api::namespaced(env.client.clone(), NAMESPACE);
+    let services: Api<Service> = env.api();
     assert!(
         services
             .get_opt("web-podinfo-redis")
@@ -1744,7 +1282,7 @@ async fn cleanup_on_fail_deletes_what_a_failed_upgrade_created() {
             .unwrap()
             .is_none()
     );
-    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let config_maps: Api<ConfigMap> = env.api();
     assert!(
         config_maps
             .get_opt("web-podinfo-redis")
@@ -1753,18 +1291,16 @@ async fn cleanup_on_fail_deletes_what_a_failed_upgrade_created() {
             .is_some(),
         "the `keep` ConfigMap stays"
     );
-    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let deployments: Api<Deployment> = env.api();
     assert!(deployments.get_opt("web-podinfo").await.unwrap().is_some());
 }
 
 #[tokio::test]
 async fn a_deletion_that_cannot_build_the_target_keeps_the_finalizer_and_retries() {
-    let (env, registry, _controller) = setup().await;
-    let url = push_chart(&registry, &podinfo(), None);
-    oci_chart_source(&env, "podinfo", &url, "6.14.1").await;
-    let secrets: Api<k8s_openapi::api::core::v1::Secret> =
-        Api::namespaced(env.client.clone(), NAMESPACE);
-    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(serde_json::json!({
+    let env = ReleaseEnv::start().await;
+    env.serve_podinfo().await;
+    let secrets: Api<Secret> = env.api();
+    let secret: Secret = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "target", "namespace": NAMESPACE},
         "stringData": {"value": capstan_apiserver::kubeconfig(&env.api_url(), "test")},
     }))
@@ -1773,17 +1309,13 @@ async fn a_deletion_that_cannot_build_the_target_keeps_the_finalizer_and_retries
         .create(&PostParams::default(), &secret)
         .await
         .unwrap();
-    create_release(
-        &env,
+    env.release(
         "web",
-        serde_json::json!({
-            "interval": "10m",
-            "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
-            "kubeConfig": {"secretRef": {"name": "target"}},
-        }),
+        "podinfo",
+        serde_json::json!({"kubeConfig": {"secretRef": {"name": "target"}}}),
     )
     .await;
-    wait_release(&env, "web", "installed", ready_for_generation).await;
+    env.wait_ready("web", "installed").await;
     // The Secret loses its kubeconfig (it is not gone): the deletion fails and is retried.
     secrets
         .patch(
@@ -1793,16 +1325,15 @@ async fn a_deletion_that_cannot_build_the_target_keeps_the_finalizer_and_retries
         )
         .await
         .unwrap();
-    releases(&env)
-        .delete("web", &DeleteParams::default())
+    env.releases()
+        .delete("web", &kube::api::DeleteParams::default())
         .await
         .unwrap();
     eventually(
         Duration::from_secs(60),
         "the failed cleanup reported",
         || {
-            let api: Api<k8s_openapi::api::events::v1::Event> =
-                Api::namespaced(env.client.clone(), NAMESPACE);
+            let api: Api<k8s_openapi::api::events::v1::Event> = env.api();
             async move {
                 let events = api
                     .list(&kube::api::ListParams::default())
@@ -1820,7 +1351,7 @@ async fn a_deletion_that_cannot_build_the_target_keeps_the_finalizer_and_retries
         },
     )
     .await;
-    assert!(releases(&env).get_opt("web").await.unwrap().is_some());
+    assert!(env.releases().get_opt("web").await.unwrap().is_some());
     // Repaired, the retried deletion uninstalls.
     secrets
         .patch(
@@ -1831,54 +1362,34 @@ async fn a_deletion_that_cannot_build_the_target_keeps_the_finalizer_and_retries
         )
         .await
         .unwrap();
-    eventually(Duration::from_secs(60), "the HelmRelease gone", || {
-        let api = releases(&env);
-        async move { api.get_opt("web").await.unwrap().is_none().then_some(()) }
-    })
-    .await;
-    assert!(records(&env, "web").await.is_empty());
-    let deployments: Api<Deployment> = Api::namespaced(env.client.clone(), NAMESPACE);
+    env.wait_gone("web").await;
+    assert!(env.records("web").await.is_empty());
+    let deployments: Api<Deployment> = env.api();
     assert!(deployments.get_opt("web-podinfo").await.unwrap().is_none());
 }
 
 #[tokio::test]
 async fn a_stalled_release_is_retried_when_its_spec_changes() {
-    let (env, registry, _controller) = setup().await;
-    let url = push_chart(&registry, &podinfo(), None);
-    oci_chart_source(&env, "podinfo", &url, "6.14.1").await;
+    let env = ReleaseEnv::start().await;
+    env.serve_podinfo().await;
     // The rollout hangs past the timeout: the install fails and, with 0 retries, stalls.
-    create_release(
-        &env,
+    env.release(
         "web",
-        serde_json::json!({
-            "interval": "10m",
-            "timeout": "3s",
-            "chartRef": {"kind": "OCIRepository", "name": "podinfo"},
-            "postRenderers": [{"kustomize": {"patches": [{
-                "target": {"kind": "Deployment"},
-                "patch": "- op: add\n  path: /metadata/annotations\n  value: {\"sim.capstan.dev/rollout\": \"hang\"}\n",
-            }]}}],
-        }),
+        "podinfo",
+        serde_json::json!({"timeout": "3s", "postRenderers": hang_rollout()}),
     )
     .await;
-    let stalled = wait_release(&env, "web", "stalled", |o| {
-        condition(o, "Stalled").is_some_and(|c| c.0 == "True")
-    })
-    .await;
+    let stalled = env.wait_stalled("web").await;
     assert_eq!(stalled.status.as_ref().unwrap().install_failures, Some(1));
-    assert_eq!(records(&env, "web").await, [(1, Status::Failed)]);
+    assert_eq!(env.records("web").await, [(1, Status::Failed)]);
     // A new generation (neither chart nor values changed) resets the failure counters: the
     // failed release is upgraded and becomes ready.
-    patch_release(
-        &env,
-        "web",
-        serde_json::json!({"spec": {"postRenderers": null}}),
-    )
-    .await;
-    let ready = wait_release(&env, "web", "upgraded", ready_for_generation).await;
-    assert_eq!(condition(&ready, "Ready").unwrap().1, "UpgradeSucceeded");
+    env.patch("web", serde_json::json!({"spec": {"postRenderers": null}}))
+        .await;
+    let ready = env.wait_ready("web", "upgraded").await;
+    assert_eq!(ready_reason(&ready), "UpgradeSucceeded");
     assert_eq!(
-        records(&env, "web").await,
+        env.records("web").await,
         [(1, Status::Failed), (2, Status::Deployed)]
     );
 }

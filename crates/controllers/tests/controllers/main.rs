@@ -12,6 +12,7 @@ mod helm_release;
 mod helm_release_ordering;
 mod helm_repository;
 mod helm_storage;
+mod helm_support;
 mod kustomization;
 mod kustomization_acceptance;
 mod kustomization_features;
