@@ -24,11 +24,16 @@
 //!   A stored artifact of the same chart name and version, for the same generation, is kept
 //!   without downloading or packaging again.
 //! - `store`: stores the package as `helmchart/<namespace>/<name>/<chart>-<version>.tgz`,
-//!   revision = the version; records `status.artifact`, `status.url`,
+//!   revision = the version; records `status.artifact`, `status.url` (the stable
+//!   `latest.tar.gz` of that directory, pointing at the artifact as Flux's symlink),
 //!   `status.observedChartName` and (with `ignoreMissingValuesFiles`)
 //!   `status.observedValuesFiles`; `ArtifactInStorage=True` and `Ready=True` with Flux's reason
 //!   (`ChartPullSucceeded` or `ChartPackageSucceeded`) and summary (`pulled 'podinfo' chart
 //!   with version '6.0.3'`).
+//!
+//! Events, as Flux's: every new artifact is announced with the build's reason and summary (the
+//! `Ready` Event, or its own when `Ready` stays the same), and a build that added dependencies
+//! publishes `ResolvedDependencies` (`resolved 2 chart dependencies`).
 //!
 //! A new artifact revision of the source reconciles the chart at once.
 //!
@@ -64,6 +69,7 @@ use capstan_source::storage::Storage;
 use futures::stream::BoxStream;
 use kube::ResourceExt;
 use kube::api::ListParams;
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::error::{ErrorClass, ReconcileError, SecretError};
@@ -1003,7 +1009,6 @@ fn store_step(cx: &mut StepContext<HelmChartReconciler>) -> StepFuture<'_> {
         };
         cx.remove_condition(condition::STORAGE_OPERATION_FAILED);
         cx.remove_condition(condition::ARTIFACT_OUTDATED);
-        cx.status.url = Some(artifact.url.clone());
         cx.status.artifact = Some(artifact.clone());
         cx.status.observed_chart_name = Some(built.name.clone());
         cx.status.observed_values_files =
@@ -1017,10 +1022,50 @@ fn store_step(cx: &mut StepContext<HelmChartReconciler>) -> StepFuture<'_> {
         } else {
             reason::CHART_PULL_SUCCEEDED
         };
-        finish(cx, &storage, artifact, &built.summary(), reason).await;
+        let summary = built.summary();
+        if !built.dependencies.is_empty() {
+            // Flux's trace event of a build that resolved dependencies.
+            let message = format!("resolved {} chart dependencies", built.dependencies.len());
+            cx.publish_event(
+                EventType::Normal,
+                "ResolvedDependencies",
+                &message,
+                "Reconcile",
+            )
+            .await;
+        }
+        // Flux announces every new artifact with the build's reason and summary. When `Ready`
+        // moves, the runtime's `Ready` Event is that announcement; a new artifact under the same
+        // `Ready` (the same version built again from a new source revision) is announced here.
+        let old_digest = cx
+            .object
+            .status
+            .as_ref()
+            .and_then(|s| s.artifact.as_ref())
+            .map(|a| a.digest.as_str());
+        if old_digest.is_some_and(|old| old != artifact.digest)
+            && ready_unchanged(&cx.object, reason, &summary)
+        {
+            cx.publish_event(EventType::Normal, reason, &summary, "Reconcile")
+                .await;
+        }
+        finish(cx, &storage, artifact, &summary, reason).await;
         Ok(StepOutcome::next())
     })
 }
+
+/// Whether the object's `Ready` (as read) is already `True` with `reason` and `message`, so the
+/// runtime publishes no `Ready` Event for this reconcile.
+fn ready_unchanged(object: &HelmChart, reason: &str, message: &str) -> bool {
+    object.status.as_ref().is_some_and(|status| {
+        status.conditions.iter().any(|c| {
+            c.type_ == "Ready" && c.status == "True" && c.reason == reason && c.message == message
+        })
+    })
+}
+
+/// The stable name of the current chart in the artifact directory (`status.url`), as Flux's.
+pub const LATEST_LINK: &str = "latest.tar.gz";
 
 async fn finish(
     cx: &mut StepContext<HelmChartReconciler>,
@@ -1029,6 +1074,9 @@ async fn finish(
     summary: &str,
     reason: &'static str,
 ) {
+    if let Some(url) = crate::helm_repository::stable_url(storage, &artifact, LATEST_LINK).await {
+        cx.status.url = Some(url);
+    }
     crate::sources::artifact_stored(cx, storage, artifact, summary.to_owned()).await;
     // Flux's ArtifactInStorage (and so Ready) carries the build's reason.
     cx.set_condition(

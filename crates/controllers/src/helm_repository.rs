@@ -10,8 +10,8 @@
 //!   Flux's: `sha256:<hex>` of the index as served. When it equals `status.artifact.revision`
 //!   and the file exists, nothing is stored.
 //! - `store`: writes the index (as JSON, entries sorted, as Flux stores it) to
-//!   `helmrepository/<namespace>/<name>/index-<hex>.yaml`, records `status.artifact` and
-//!   `status.url`, sets `ArtifactInStorage=True` (`stored artifact: revision '<revision>'`) and
+//!   `helmrepository/<namespace>/<name>/index-<hex>.yaml`, records `status.artifact`, points
+//!   the stable `index.yaml` of that directory at it (`status.url`, as Flux's symlink), sets `ArtifactInStorage=True` (`stored artifact: revision '<revision>'`) and
 //!   garbage-collects older artifacts.
 //!
 //! `type: oci` is a static object, as in Flux: no artifact (any stored one is removed), no
@@ -47,6 +47,30 @@ pub const KIND: &str = "HelmRepository";
 
 /// The `Ready` message of an OCI HelmRepository (Flux's).
 pub const OCI_READY_MESSAGE: &str = "Helm repository is ready";
+
+/// The stable name of the current index in the artifact directory (`status.url`), as Flux's.
+pub const INDEX_LINK: &str = "index.yaml";
+
+/// Points the stable name `alias` at `artifact` ([`Storage::symlink`]) and returns its URL, for
+/// `status.url`; best effort as in Flux: a failure is logged and `None` keeps the URL as it was.
+pub(crate) async fn stable_url(
+    storage: &Storage,
+    artifact: &Artifact,
+    alias: &str,
+) -> Option<String> {
+    let (storage, artifact, alias) = (storage.clone(), artifact.clone(), alias.to_owned());
+    match tokio::task::spawn_blocking(move || storage.symlink(&artifact, &alias)).await {
+        Ok(Ok(url)) => Some(url),
+        Ok(Err(error)) => {
+            tracing::warn!(error = %error_chain(&error), "failed to update status URL symlink");
+            None
+        }
+        Err(error) => {
+            tracing::warn!(%error, "failed to update status URL symlink");
+            None
+        }
+    }
+}
 
 /// Flux's generic failure reason.
 const FAILED: &str = "Failed";
@@ -351,13 +375,15 @@ fn store_step(cx: &mut StepContext<HelmRepositoryReconciler>) -> StepFuture<'_> 
                 }
             };
             cx.remove_condition(condition::STORAGE_OPERATION_FAILED);
-            cx.status.url = Some(artifact.url.clone());
             cx.status.artifact = Some(artifact);
         }
         cx.remove_condition(condition::ARTIFACT_OUTDATED);
         let Some(artifact) = cx.status.artifact.clone() else {
             return Ok(StepOutcome::next());
         };
+        if let Some(url) = stable_url(&storage, &artifact, INDEX_LINK).await {
+            cx.status.url = Some(url);
+        }
         let message = format!("stored artifact: revision '{}'", artifact.revision);
         crate::sources::artifact_stored(cx, &storage, artifact, message).await;
         Ok(StepOutcome::next())

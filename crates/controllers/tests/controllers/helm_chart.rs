@@ -672,3 +672,187 @@ async fn oci_dependencies_are_pulled_with_the_oci_helm_repository_of_their_url()
     assert_eq!(chart.dependencies[0].metadata.name, "sealed-secrets");
     assert_eq!(chart.dependencies[0].metadata.version, "2.18.5");
 }
+
+/// The Events of `object` in `namespace` as `kubectl events` lists them: (type, reason, note,
+/// how many times: a repeated Event is one object with a series count).
+async fn chart_events(
+    env: &Env,
+    namespace: &str,
+    object: &str,
+) -> Vec<(String, String, String, i32)> {
+    let api: Api<k8s_openapi::api::events::v1::Event> =
+        Api::namespaced(env.client.clone(), namespace);
+    let mut events: Vec<_> = api
+        .list(&kube::api::ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(object))
+        .collect();
+    events.sort_by_key(|e| e.metadata.creation_timestamp.clone().map(|t| t.0));
+    events
+        .into_iter()
+        .map(|e| {
+            let count = e.series.as_ref().map_or(1, |s| s.count);
+            (
+                e.type_.unwrap_or_default(),
+                e.reason.unwrap_or_default(),
+                e.note.unwrap_or_default(),
+                count,
+            )
+        })
+        .collect()
+}
+
+/// Flux's Events and stable URL: a packaged chart with dependencies announces
+/// `ResolvedDependencies` then `ChartPackageSucceeded` with the build summary; `status.url` is the
+/// stable `latest.tar.gz` serving the current package; the same version rebuilt with new
+/// content (a new generation) is a new artifact under the same `Ready`, announced again.
+#[tokio::test]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
+async fn flux_events_and_the_stable_latest_url() {
+    let env = Env::start().await;
+    let ns = env.namespace("helmchart-events").await;
+    let git = GitServer::start().await;
+    copy_dir(
+        &corpus("podinfo/src/charts/podinfo"),
+        &git.work().join("charts/podinfo"),
+    );
+    let app = git.work().join("charts/app");
+    std::fs::create_dir_all(app.join("templates")).unwrap();
+    std::fs::write(app.join("Chart.yaml"), APP_CHART).unwrap();
+    std::fs::write(app.join("values.yaml"), "greeting: hello\n").unwrap();
+    git.commit(
+        &[(
+            "charts/app/templates/configmap.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n",
+        )],
+        "charts",
+    );
+    env.create_git_repository(
+        &ns,
+        "repo",
+        serde_json::json!({"url": git.url(), "interval": "1m", "ref": {"branch": "main"}}),
+    )
+    .await;
+    create_chart(
+        &env,
+        &ns,
+        "app",
+        serde_json::json!({
+            "chart": "charts/app", "interval": "1m",
+            "sourceRef": {"kind": "GitRepository", "name": "repo"},
+        }),
+    )
+    .await;
+    let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
+    let ready = wait_for(&api, "app", "Ready=True", |o| ready_is(o, "True")).await;
+    let status = ready.status.clone().unwrap();
+    let artifact = status.artifact.clone().unwrap();
+    let summary = "packaged 'app' chart with version '1.0.0'";
+    let url = status.url.clone().unwrap();
+    assert_eq!(
+        url,
+        artifact.url.replace("app-1.0.0.tgz", "latest.tar.gz"),
+        "Flux's status.url: the stable latest.tar.gz beside the artifact"
+    );
+    assert_eq!(download(&url).await, download(&artifact.url).await);
+
+    let announced = |events: &[(String, String, String, i32)]| -> i32 {
+        events
+            .iter()
+            .filter(|e| e.1 == "ChartPackageSucceeded" && e.2 == summary)
+            .map(|e| e.3)
+            .sum()
+    };
+    let events = capstan_testkit::eventually(
+        std::time::Duration::from_secs(20),
+        "the build's Events",
+        || async {
+            let events = chart_events(&env, &ns, "app").await;
+            (announced(&events) == 1).then_some(events)
+        },
+    )
+    .await;
+    let resolved = events
+        .iter()
+        .position(|e| e.1 == "ResolvedDependencies")
+        .unwrap_or_else(|| panic!("no ResolvedDependencies in {events:#?}"));
+    assert_eq!(
+        events[resolved],
+        (
+            "Normal".to_owned(),
+            "ResolvedDependencies".to_owned(),
+            "resolved 1 chart dependencies".to_owned(),
+            1
+        )
+    );
+    let package = events
+        .iter()
+        .position(|e| e.1 == "ChartPackageSucceeded")
+        .unwrap();
+    assert!(resolved < package, "{events:#?}");
+    assert_eq!(events[package].0, "Normal");
+
+    // New content under the same version: kept until the generation changes (as Flux), then
+    // a new artifact with the same Ready, announced once more.
+    git.commit(
+        &[(
+            "charts/app/templates/configmap.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-renamed\n",
+        )],
+        "new template, same version",
+    );
+    env.patch(
+        &ns,
+        "repo",
+        serde_json::json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "1"}}}),
+    )
+    .await;
+    wait_for(&env.git_repositories(&ns), "repo", "the new commit", |o| {
+        o.status
+            .as_ref()
+            .and_then(|s| s.artifact.as_ref())
+            .is_some_and(|a| {
+                a.revision
+                    != status
+                        .observed_source_artifact_revision
+                        .clone()
+                        .unwrap_or_default()
+            })
+    })
+    .await;
+    api.patch(
+        "app",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({"spec": {"interval": "2m"}})),
+    )
+    .await
+    .unwrap();
+    let rebuilt = wait_for(&api, "app", "a new digest", |o| {
+        o.status.as_ref().is_some_and(|s| {
+            s.observed_generation == Some(2)
+                && s.artifact
+                    .as_ref()
+                    .is_some_and(|a| a.digest != artifact.digest)
+        })
+    })
+    .await;
+    assert_eq!(
+        condition(&rebuilt, "Ready").unwrap(),
+        (
+            "True".into(),
+            "ChartPackageSucceeded".into(),
+            summary.into()
+        )
+    );
+    let rebuilt_url = rebuilt.status.unwrap().artifact.unwrap().url;
+    assert_eq!(download(&url).await, download(&rebuilt_url).await);
+    capstan_testkit::eventually(
+        std::time::Duration::from_secs(20),
+        "the new artifact announced",
+        || async { (announced(&chart_events(&env, &ns, "app").await) == 2).then_some(()) },
+    )
+    .await;
+}

@@ -146,7 +146,13 @@ async fn the_index_helm_wrote_is_stored_and_a_wrong_password_is_reported_without
     assert_eq!(message, format!("stored artifact: revision 'sha256:{hex}'"));
     assert_eq!(
         ready.status.as_ref().unwrap().url.as_deref(),
-        Some(artifact.url.as_str())
+        Some(
+            artifact
+                .url
+                .replace(&format!("index-{hex}"), "index")
+                .as_str()
+        ),
+        "status.url: the stable index.yaml"
     );
     // The stored index lists what Helm packaged, and matches its digest.
     let stored = download(&artifact.url).await;
@@ -309,4 +315,84 @@ async fn cert_secret_ref_trusts_a_private_ca_and_presents_a_client_certificate()
         );
         assert!(!message.contains("PRIVATE KEY"), "{message}");
     }
+}
+
+/// Flux's `status.url`: the stable `index.yaml` beside the artifact, serving the current index
+/// (the JSON Flux stores) and following a new revision; the previous artifact is still kept.
+#[tokio::test]
+async fn status_url_is_the_stable_index_yaml_and_follows_new_revisions() {
+    let env = Env::start().await;
+    let ns = env.namespace("helmrepo-url").await;
+    let repo = ChartRepository::start().await;
+    create_secret(
+        &env,
+        &ns,
+        "auth",
+        &BTreeMap::from([("username", USER), ("password", PASSWORD)]),
+    )
+    .await;
+    create_repository(
+        &env,
+        &ns,
+        "charts",
+        serde_json::json!({"url": repo.server.url(), "interval": "1m", "secretRef": {"name": "auth"}}),
+    )
+    .await;
+    let api: Api<HelmRepository> = Api::namespaced(env.client.clone(), &ns);
+    let ready = wait_for(&api, "charts", "Ready=True", |o| ready_is(o, "True")).await;
+    let status = ready.status.clone().unwrap();
+    let first = status.artifact.clone().unwrap();
+    let url = status.url.clone().unwrap();
+    assert_eq!(
+        url,
+        first.url.replace(
+            &format!("index-{}.yaml", &first.revision[7..]),
+            "index.yaml"
+        )
+    );
+    assert!(
+        url.ends_with(&format!("/helmrepository/{ns}/charts/index.yaml")),
+        "{url}"
+    );
+    assert_eq!(download(&url).await, download(&first.url).await);
+
+    // The same index served with other bytes is a new revision (the digest of the bytes as
+    // served); the stable URL follows it.
+    let mut index = repo.file("index.yaml");
+    index.extend_from_slice(b"# re-generated\n");
+    std::fs::write(repo.server.root().join("index.yaml"), &index).unwrap();
+    api.patch(
+        "charts",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(serde_json::json!({
+            "metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "1"}},
+        })),
+    )
+    .await
+    .unwrap();
+    let updated = wait_for(&api, "charts", "the new revision", |o| {
+        o.status
+            .as_ref()
+            .and_then(|s| s.artifact.as_ref())
+            .is_some_and(|a| a.revision != first.revision)
+    })
+    .await;
+    let status = updated.status.unwrap();
+    let second = status.artifact.unwrap();
+    assert_eq!(
+        second.revision,
+        format!("sha256:{}", hex_of(&sha2::Sha256::digest(&index)))
+    );
+    assert_eq!(status.url.as_deref(), Some(url.as_str()));
+    assert_eq!(
+        second.digest, first.digest,
+        "the stored JSON is the same index: the same digest under another revision"
+    );
+    assert_ne!(second.path, first.path);
+    assert_eq!(download(&url).await, download(&second.url).await);
+    assert_eq!(
+        download(&first.url).await,
+        download(&second.url).await,
+        "both kept"
+    );
 }
