@@ -29,7 +29,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use capstan_api::HelmRelease;
 use capstan_api::helm::v2::{
@@ -129,11 +129,8 @@ pub(super) async fn reconcile(cx: &mut Cx) -> Result<StepOutcome, ReconcileError
         .last(&target.name)
         .await
         .map_err(storage_error)?;
-    if let Some(last) = last.as_ref()
-        && last.status().is_pending()
-        && let Some(wait) = cx.wait_in_flight(&wait_key(last))
-        && let Progress::Pending(outcome) =
-            Box::pin(resume(cx, &target, last.clone(), wait)).await?
+    if let Some(last) = last
+        && let Progress::Pending(outcome) = Box::pin(resume_in_flight(cx, &target, last)).await?
     {
         return Ok(outcome);
     }
@@ -575,10 +572,7 @@ async fn act(
             }
             Box::pin(upgrade(cx, target, chart, values)).await
         }
-        ReleaseState::Untested => {
-            Box::pin(test(cx, target)).await?;
-            Ok(Progress::Continue)
-        }
+        ReleaseState::Untested => Box::pin(test(cx, target)).await,
         ReleaseState::Drifted(drifts) => Box::pin(drifted(cx, target, drifts)).await,
         ReleaseState::Failed => Box::pin(remediate(cx, target, chart, values, forced)).await,
     }
@@ -1183,7 +1177,7 @@ async fn install(
         .create(&record)
         .await
         .map_err(storage_error)?;
-    Box::pin(deploy(cx, target, record, &rendered.crds, &settings, None)).await
+    Box::pin(deploy(cx, target, record, &rendered.crds, &settings)).await
 }
 
 async fn upgrade(
@@ -1252,16 +1246,7 @@ async fn upgrade(
         .create(&record)
         .await
         .map_err(storage_error)?;
-    let previous_manifest = previous.map_or(last.manifest, |p| p.manifest);
-    Box::pin(deploy(
-        cx,
-        target,
-        record,
-        &rendered.crds,
-        &settings,
-        Some(&previous_manifest),
-    ))
-    .await
+    Box::pin(deploy(cx, target, record, &rendered.crds, &settings)).await
 }
 
 async fn rollback(
@@ -1288,15 +1273,7 @@ async fn rollback(
         .create(&record)
         .await
         .map_err(storage_error)?;
-    Box::pin(deploy(
-        cx,
-        target,
-        record,
-        &[],
-        &settings,
-        Some(&current.manifest),
-    ))
-    .await
+    Box::pin(deploy(cx, target, record, &[], &settings)).await
 }
 
 fn new_record(
@@ -1418,33 +1395,264 @@ async fn install_crds(
         })
 }
 
-/// Applies a pending record: CRDs, `pre-*` hooks, the manifest, prune of what left it; then
-/// waits (pending) or finishes.
+/// Runs a pending record from the start: the namespace and CRDs, then the `pre-*` hooks
+/// ([`pre_hooks`]); the action's timeout counts from now.
 async fn deploy(
     cx: &mut Cx,
     target: &Target,
-    mut record: Release,
+    record: Release,
     crds: &[capstan_helm::output::Crd],
     settings: &Deploy,
-    previous_manifest: Option<&str>,
 ) -> Result<Progress, ReconcileError> {
-    let chart_for_errors = cx.state.chart.clone();
-    let result: Result<Vec<ObjectRef>, String> = async {
+    let deadline = Instant::now() + settings.timeout;
+    let prepared: Result<(), String> = async {
         if settings.create_namespace {
             create_namespace(target).await?;
         }
-        install_crds(target, crds, settings.crds).await?;
-        if !settings.disable_hooks {
-            hooks::run(
-                &target.manager,
-                &mut record.hooks,
-                settings.kind.pre(),
-                &target.namespace,
-                settings.timeout,
-            )
-            .await
-            .map_err(|e| e.to_string())?;
+        install_crds(target, crds, settings.crds).await
+    }
+    .await;
+    if let Err(error) = prepared {
+        return Box::pin(fail_action(cx, target, Some(record), settings, &error)).await;
+    }
+    Box::pin(pre_hooks(cx, target, record, settings, 0, false, deadline)).await
+}
+
+/// Where the hooks of one event stand after [`hook_phase`].
+enum HookPhaseEnd {
+    /// All ran and succeeded.
+    Done,
+    /// One is running: the pass ends pending.
+    Pending(StepOutcome),
+    /// One failed.
+    Failed(String),
+}
+
+/// Runs the hooks `order` of `event` of `record` from `from` (see [`hooks::step`]): while one
+/// runs, the record is stored with its `last_run` (phase `Running`, as Helm records it) and
+/// the pass ends pending within the wait keyed by the hook ([`hook_key`]), whose deadline stays
+/// the action's.
+#[allow(clippy::too_many_arguments)]
+async fn hook_phase(
+    cx: &Cx,
+    target: &Target,
+    record: &mut Release,
+    event: HookEvent,
+    order: &[usize],
+    from: usize,
+    resuming: bool,
+    deadline: Instant,
+) -> Result<HookPhaseEnd, ReconcileError> {
+    let run = hooks::Run {
+        manager: &target.manager,
+        event,
+        order,
+        namespace: &target.namespace,
+        deadline,
+    };
+    match hooks::step(&run, &mut record.hooks, from, resuming).await {
+        Ok(hooks::HookProgress::Done) => Ok(HookPhaseEnd::Done),
+        Ok(hooks::HookProgress::Running(position)) => {
+            target.storage.update(record).await.map_err(storage_error)?;
+            let now = Instant::now();
+            let wait = cx.look(
+                &hook_key(record, event, position),
+                deadline.saturating_duration_since(now),
+                Vec::new,
+            );
+            Ok(HookPhaseEnd::Pending(StepOutcome::pending(
+                wait.next_poll(now),
+            )))
         }
+        Err(error) => Ok(HookPhaseEnd::Failed(error.to_string())),
+    }
+}
+
+/// The key of the wait for the hook at `position` of `event` of the release revision
+/// `release`.
+fn hook_key(release: &Release, event: HookEvent, position: usize) -> String {
+    format!("{}|{event}|{position}", wait_key(release))
+}
+
+/// The hook wait in flight for `release`, if any: its event, position and wait.
+fn hook_wait(cx: &Cx, release: &Release) -> Option<(HookEvent, usize, crate::runtime::Wait)> {
+    const EVENTS: [HookEvent; 7] = [
+        HookEvent::PreInstall,
+        HookEvent::PostInstall,
+        HookEvent::PreUpgrade,
+        HookEvent::PostUpgrade,
+        HookEvent::PreRollback,
+        HookEvent::PostRollback,
+        HookEvent::Test,
+    ];
+    EVENTS.into_iter().find_map(|event| {
+        let count = hooks::ordered(&release.hooks, event).len();
+        (0..count).find_map(|position| {
+            cx.wait_in_flight(&hook_key(release, event, position))
+                .map(|wait| (event, position, wait))
+        })
+    })
+}
+
+/// Resumes what the previous pass left waiting for `last`: the manifest's health or a hook of
+/// a pending record, or a test hook of a deployed one. Nothing in flight: go on.
+async fn resume_in_flight(
+    cx: &mut Cx,
+    target: &Target,
+    last: Release,
+) -> Result<Progress, ReconcileError> {
+    if last.status().is_pending()
+        && let Some(wait) = cx.wait_in_flight(&wait_key(&last))
+    {
+        return Box::pin(resume(cx, target, last, wait)).await;
+    }
+    let Some((event, position, wait)) = hook_wait(cx, &last) else {
+        return Ok(Progress::Continue);
+    };
+    if event == HookEvent::Test {
+        if last.status() != Status::Deployed {
+            return Ok(Progress::Continue);
+        }
+        return Box::pin(test_from(cx, target, last, position, wait.deadline)).await;
+    }
+    if !last.status().is_pending() {
+        return Ok(Progress::Continue);
+    }
+    let settings = settings_for(&cx.object, Kind::parse_description(&last.info.description));
+    if event == settings.kind.pre() {
+        Box::pin(pre_hooks(
+            cx,
+            target,
+            last,
+            &settings,
+            position,
+            true,
+            wait.deadline,
+        ))
+        .await
+    } else if event == settings.kind.post() {
+        Box::pin(post_hooks(
+            cx,
+            target,
+            last,
+            &settings,
+            position,
+            true,
+            wait.deadline,
+        ))
+        .await
+    } else {
+        Ok(Progress::Continue)
+    }
+}
+
+/// The `pre-*` hooks of a pending record from `from`, then the manifest ([`apply_manifest`]).
+async fn pre_hooks(
+    cx: &mut Cx,
+    target: &Target,
+    mut record: Release,
+    settings: &Deploy,
+    from: usize,
+    resuming: bool,
+    deadline: Instant,
+) -> Result<Progress, ReconcileError> {
+    if !settings.disable_hooks {
+        let event = settings.kind.pre();
+        let order = hooks::ordered(&record.hooks, event);
+        match Box::pin(hook_phase(
+            cx,
+            target,
+            &mut record,
+            event,
+            &order,
+            from,
+            resuming,
+            deadline,
+        ))
+        .await?
+        {
+            HookPhaseEnd::Done => {}
+            HookPhaseEnd::Pending(outcome) => return Ok(Progress::Pending(outcome)),
+            HookPhaseEnd::Failed(error) => {
+                return Box::pin(fail_action(cx, target, Some(record), settings, &error)).await;
+            }
+        }
+    }
+    Box::pin(apply_manifest(cx, target, record, settings, deadline)).await
+}
+
+/// The `post-*` hooks of a healthy pending record from `from`, then [`finish`].
+async fn post_hooks(
+    cx: &mut Cx,
+    target: &Target,
+    mut record: Release,
+    settings: &Deploy,
+    from: usize,
+    resuming: bool,
+    deadline: Instant,
+) -> Result<Progress, ReconcileError> {
+    if !settings.disable_hooks {
+        let event = settings.kind.post();
+        let order = hooks::ordered(&record.hooks, event);
+        match Box::pin(hook_phase(
+            cx,
+            target,
+            &mut record,
+            event,
+            &order,
+            from,
+            resuming,
+            deadline,
+        ))
+        .await?
+        {
+            HookPhaseEnd::Done => {}
+            HookPhaseEnd::Pending(outcome) => return Ok(Progress::Pending(outcome)),
+            HookPhaseEnd::Failed(error) => {
+                return Box::pin(fail_action(cx, target, Some(record), settings, &error)).await;
+            }
+        }
+    }
+    Box::pin(finish(cx, target, record, settings)).await?;
+    Ok(Progress::Continue)
+}
+
+/// The manifest an upgrade or rollback replaces (its objects that left are pruned): an
+/// upgrade's is the deployed release's, else the last one's; a rollback's the release it
+/// rolls back from. An install replaces none.
+async fn replaced_manifest(
+    target: &Target,
+    record: &Release,
+    kind: Kind,
+) -> Result<Option<String>, ReconcileError> {
+    if kind == Kind::Install {
+        return Ok(None);
+    }
+    let history = target
+        .storage
+        .history(&target.name)
+        .await
+        .map_err(storage_error)?;
+    let before = || history.iter().filter(|r| r.version < record.version);
+    let deployed = before()
+        .filter(|r| kind == Kind::Upgrade && r.status() == Status::Deployed)
+        .max_by_key(|r| r.version);
+    Ok(deployed
+        .or_else(|| before().max_by_key(|r| r.version))
+        .map(|r| r.manifest.clone()))
+}
+
+/// Applies the manifest of a pending record and prunes what left it, then waits for health
+/// (or, with `disableWait`, goes on with the `post-*` hooks).
+async fn apply_manifest(
+    cx: &mut Cx,
+    target: &Target,
+    record: Release,
+    settings: &Deploy,
+    deadline: Instant,
+) -> Result<Progress, ReconcileError> {
+    let previous_manifest = replaced_manifest(target, &record, settings.kind).await?;
+    let result: Result<Vec<ObjectRef>, String> = async {
         let objects = render::manifest_objects(&record.manifest).and_then(|o| to_dynamic(&o))?;
         let options = apply_options(target, settings.force);
         let changeset = target
@@ -1453,7 +1661,7 @@ async fn deploy(
             .await
             .map_err(|e| capstan_source::redact::error_chain(&e))?;
         let inventory = Inventory::from_changeset(&changeset);
-        if let Some(previous) = previous_manifest {
+        if let Some(previous) = previous_manifest.as_deref() {
             let old = deletable_objects(previous)?;
             let old = Inventory::new(target.manager.references(&old, &options).await);
             let stale = old.diff(&inventory);
@@ -1471,22 +1679,37 @@ async fn deploy(
     let applied = match result {
         Ok(applied) => applied,
         Err(error) => {
-            let chart = chart_label(chart_for_errors.as_deref());
-            Box::pin(fail(cx, target, Some(record), settings, &error, &chart)).await?;
-            return Ok(Progress::Continue);
+            return Box::pin(fail_action(cx, target, Some(record), settings, &error)).await;
         }
     };
     cx.status.inventory = Some(Inventory::new(applied.clone()).to_status());
     if settings.disable_wait {
-        Box::pin(finish(cx, target, record, settings)).await?;
-        return Ok(Progress::Continue);
+        return Box::pin(post_hooks(cx, target, record, settings, 0, false, deadline)).await;
     }
     let awaited: Vec<ObjectRef> = applied
         .into_iter()
         .filter(|o| !(settings.disable_wait_for_jobs && o.kind == "Job"))
         .collect();
-    let wait = cx.look(&wait_key(&record), settings.timeout, || awaited);
+    let now = Instant::now();
+    let wait = cx.look(
+        &wait_key(&record),
+        deadline.saturating_duration_since(now),
+        || awaited,
+    );
     Box::pin(resume(cx, target, record, wait)).await
+}
+
+/// [`fail`] with the chart being released, then the release loop goes on.
+async fn fail_action(
+    cx: &mut Cx,
+    target: &Target,
+    record: Option<Release>,
+    settings: &Deploy,
+    error: &str,
+) -> Result<Progress, ReconcileError> {
+    let chart = chart_label(cx.state.chart.as_deref());
+    Box::pin(fail(cx, target, record, settings, error, &chart)).await?;
+    Ok(Progress::Continue)
 }
 
 /// One look at the objects a pending record waits for: still progressing → pending; healthy
@@ -1521,23 +1744,30 @@ async fn resume(
             .collect();
         Some(format!(
             "context deadline exceeded: timed out after {} waiting for: {}",
-            capstan_api::format_go_duration(wait.timeout()),
+            capstan_api::format_go_duration(settings.timeout),
             pending.join("; ")
         ))
     } else {
         return Ok(Progress::Pending(StepOutcome::pending(wait.next_poll(now))));
     };
     match error {
-        None => Box::pin(finish(cx, target, record, &settings)).await?,
-        Some(error) => {
-            let chart = chart_label(cx.state.chart.as_deref());
-            Box::pin(fail(cx, target, Some(record), &settings, &error, &chart)).await?;
+        None => {
+            Box::pin(post_hooks(
+                cx,
+                target,
+                record,
+                &settings,
+                0,
+                false,
+                wait.deadline,
+            ))
+            .await
         }
+        Some(error) => Box::pin(fail_action(cx, target, Some(record), &settings, &error)).await,
     }
-    Ok(Progress::Continue)
 }
 
-/// A healthy release: `post-*` hooks, `deployed`, the previous revisions `superseded`,
+/// A healthy release whose hooks ran: `deployed`, the previous revisions `superseded`,
 /// history pruned, snapshot and conditions recorded.
 async fn finish(
     cx: &mut Cx,
@@ -1545,27 +1775,6 @@ async fn finish(
     mut record: Release,
     settings: &Deploy,
 ) -> Result<(), ReconcileError> {
-    if !settings.disable_hooks
-        && let Err(error) = hooks::run(
-            &target.manager,
-            &mut record.hooks,
-            settings.kind.post(),
-            &target.namespace,
-            settings.timeout,
-        )
-        .await
-    {
-        let chart = chart_label(cx.state.chart.as_deref());
-        return Box::pin(fail(
-            cx,
-            target,
-            Some(record),
-            settings,
-            &error.to_string(),
-            &chart,
-        ))
-        .await;
-    }
     let description = match settings.kind {
         Kind::Install => "Install complete".to_owned(),
         Kind::Upgrade => "Upgrade complete".to_owned(),
@@ -1894,36 +2103,53 @@ fn test_selected(filters: &[capstan_api::helm::v2::TestFilter], name: &str) -> b
 }
 
 /// Runs the test hooks of the last release (Flux's test action) and records them.
-async fn test(cx: &mut Cx, target: &Target) -> Result<(), ReconcileError> {
-    let Some(mut release) = target
+async fn test(cx: &mut Cx, target: &Target) -> Result<Progress, ReconcileError> {
+    let Some(release) = target
         .storage
         .last(&target.name)
         .await
         .map_err(storage_error)?
     else {
-        return Ok(());
+        return Ok(Progress::Continue);
     };
     let spec = cx.object.spec.test.clone().unwrap_or_default();
-    let timeout = action_timeout(&cx.object, spec.timeout.as_ref());
-    let mut tests: Vec<_> = release
-        .hooks
-        .iter()
-        .filter(|h| h.events.contains(&HookEvent::Test) && test_selected(&spec.filters, &h.name))
-        .cloned()
+    let deadline = Instant::now() + action_timeout(&cx.object, spec.timeout.as_ref());
+    Box::pin(test_from(cx, target, release, 0, deadline)).await
+}
+
+/// The test hooks of `release` from `from` (resuming the one there when `from > 0` or a wait
+/// was in flight), then the result recorded.
+async fn test_from(
+    cx: &mut Cx,
+    target: &Target,
+    mut release: Release,
+    from: usize,
+    deadline: Instant,
+) -> Result<Progress, ReconcileError> {
+    let spec = cx.object.spec.test.clone().unwrap_or_default();
+    let order: Vec<usize> = hooks::ordered(&release.hooks, HookEvent::Test)
+        .into_iter()
+        .filter(|&i| test_selected(&spec.filters, &release.hooks[i].name))
         .collect();
-    let result = hooks::run(
-        &target.manager,
-        &mut tests,
+    let resuming = cx
+        .wait_in_flight(&hook_key(&release, HookEvent::Test, from))
+        .is_some();
+    let result = match Box::pin(hook_phase(
+        cx,
+        target,
+        &mut release,
         HookEvent::Test,
-        &target.namespace,
-        timeout,
-    )
-    .await;
-    for ran in &tests {
-        if let Some(hook) = release.hooks.iter_mut().find(|h| h.name == ran.name) {
-            hook.last_run = ran.last_run.clone();
-        }
-    }
+        &order,
+        from,
+        resuming,
+        deadline,
+    ))
+    .await?
+    {
+        HookPhaseEnd::Pending(outcome) => return Ok(Progress::Pending(outcome)),
+        HookPhaseEnd::Done => Ok(()),
+        HookPhaseEnd::Failed(error) => Err(error),
+    };
     target
         .storage
         .update(&release)
@@ -1941,7 +2167,7 @@ async fn test(cx: &mut Cx, target: &Target) -> Result<(), ReconcileError> {
     );
     match result {
         Ok(()) => {
-            let count = tests.len();
+            let count = order.len();
             let hooks = if count == 0 {
                 "no test hooks".to_owned()
             } else {
@@ -1960,7 +2186,7 @@ async fn test(cx: &mut Cx, target: &Target) -> Result<(), ReconcileError> {
                 &message,
             );
             event(cx, EventType::Normal, reason::TEST_SUCCEEDED, &message).await;
-            Ok(())
+            Ok(Progress::Continue)
         }
         Err(error) => {
             let message =
@@ -1974,7 +2200,7 @@ async fn test(cx: &mut Cx, target: &Target) -> Result<(), ReconcileError> {
             );
             event(cx, EventType::Warning, reason::TEST_FAILED, &message).await;
             if spec.ignore_failures == Some(true) {
-                return Ok(());
+                return Ok(Progress::Continue);
             }
             match cx.status.last_attempted_release_action {
                 Some(ReleaseAction::Install) => {

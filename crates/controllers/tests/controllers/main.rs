@@ -9,6 +9,7 @@ mod fleet;
 mod git_repository;
 mod helm_chart;
 mod helm_release;
+mod helm_release_hooks;
 mod helm_release_ordering;
 mod helm_repository;
 mod helm_storage;
