@@ -4,8 +4,9 @@
 //! Served under `/v2/`: the API check; blob uploads (`POST` monolithic with `?digest=` or
 //! starting a session, `PATCH` chunks, `PUT` closing with `?digest=`, `GET` progress, `DELETE`),
 //! cross-repository `mount` of a blob already stored; `HEAD`/`GET` of blobs; `PUT`/`HEAD`/`GET`/
-//! `DELETE` of manifests by tag or digest; `tags/list` with `n`/`last` paging. Errors are the
-//! spec's JSON (`{"errors":[{"code":"BLOB_UNKNOWN",…}]}`).
+//! `DELETE` of manifests by tag or digest; `tags/list` and `_catalog` with `n`/`last` paging; a
+//! single `Range` (`bytes=<first>-[<last>]`) on blob `GET`s (`206 Partial Content`). Errors are
+//! the spec's JSON (`{"errors":[{"code":"BLOB_UNKNOWN",…}]}`).
 //!
 //! # Guarantees
 //! - Repository names, tags and digests are checked against the spec's grammars before they
@@ -16,7 +17,12 @@
 //! - Blobs are bounded by [`Limits::max_blob_bytes`] as they stream, manifests by
 //!   [`Limits::max_manifest_bytes`]; writes are atomic (temporary file, rename).
 //!
-//! No authentication: it is meant for a loopback address (`capstan dev`).
+//! - With [`Registry::with_basic_auth`] every request (the API check included) must carry that
+//!   user's `Authorization: Basic`, compared in constant time; others get `401 UNAUTHORIZED`
+//!   with a `Basic` challenge, as `docker-registry` with an htpasswd file answers. The password
+//!   is never logged, printed (`Debug` redacts it) nor echoed in an error.
+//!
+//! Without it there is no authentication: it is meant for a loopback address (`capstan dev`).
 //!
 //! ```no_run
 //! # async fn example() -> std::io::Result<()> {
@@ -73,6 +79,85 @@ pub struct Registry {
 struct Inner {
     root: PathBuf,
     limits: Limits,
+    auth: Option<BasicAuth>,
+}
+
+/// The one user a [`Registry`] accepts (as an htpasswd file with one entry). `Debug` shows the
+/// username only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BasicAuth {
+    username: String,
+    password: String,
+}
+
+impl std::fmt::Debug for BasicAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BasicAuth")
+            .field("username", &self.username)
+            .field("password", &"<redacted>")
+            .finish()
+    }
+}
+
+/// A `<username>:<password>` text that is not one; it never holds the text.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid registry credentials: expected <username>:<password> with a non-empty username")]
+pub struct InvalidBasicAuth;
+
+impl BasicAuth {
+    /// The user `username` with `password`.
+    pub fn new(username: impl Into<String>, password: impl Into<String>) -> Self {
+        Self {
+            username: username.into(),
+            password: password.into(),
+        }
+    }
+
+    /// Parses `<username>:<password>` (the form of `skopeo --creds` and of an environment
+    /// variable); the password may hold `:`.
+    ///
+    /// # Errors
+    /// [`InvalidBasicAuth`] without a `:` or with an empty username.
+    pub fn parse(text: &str) -> Result<Self, InvalidBasicAuth> {
+        match text.split_once(':') {
+            Some((username, password)) if !username.is_empty() => Ok(Self::new(username, password)),
+            _ => Err(InvalidBasicAuth),
+        }
+    }
+
+    /// The username.
+    pub fn username(&self) -> &str {
+        &self.username
+    }
+
+    /// Whether `headers` carry this user's `Authorization: Basic`, compared in constant time
+    /// (over digests, so neither length nor content leaks through timing).
+    fn accepts(&self, headers: &HeaderMap) -> bool {
+        use base64::Engine as _;
+        let Some(encoded) = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                let (scheme, rest) = v.split_once(' ')?;
+                scheme.eq_ignore_ascii_case("basic").then_some(rest.trim())
+            })
+        else {
+            return false;
+        };
+        let Ok(decoded) = base64::engine::general_purpose::STANDARD.decode(encoded) else {
+            return false;
+        };
+        let mut expected = Vec::with_capacity(self.username.len() + 1 + self.password.len());
+        expected.extend_from_slice(self.username.as_bytes());
+        expected.push(b':');
+        expected.extend_from_slice(self.password.as_bytes());
+        let (given, expected) = (Sha256::digest(&decoded), Sha256::digest(&expected));
+        given
+            .iter()
+            .zip(expected.iter())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+    }
 }
 
 impl Registry {
@@ -100,8 +185,24 @@ impl Registry {
             std::fs::create_dir_all(root.join(dir))?;
         }
         Ok(Self {
-            inner: Arc::new(Inner { root, limits }),
+            inner: Arc::new(Inner {
+                root,
+                limits,
+                auth: None,
+            }),
         })
+    }
+
+    /// The same registry requiring `auth` on every request.
+    #[must_use]
+    pub fn with_basic_auth(self, auth: BasicAuth) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                root: self.inner.root.clone(),
+                limits: self.inner.limits,
+                auth: Some(auth),
+            }),
+        }
     }
 
     /// The directory the registry stores into.
@@ -165,9 +266,27 @@ fn api_version(headers: &mut HeaderMap) {
     );
 }
 
-async fn api_check() -> Response {
+async fn api_check(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
+    if let Err(refused) = inner.authorize(&headers) {
+        return refused.into_response();
+    }
     let mut response = (StatusCode::OK, axum::Json(serde_json::json!({}))).into_response();
     api_version(response.headers_mut());
+    response
+}
+
+/// The answer to a request without the registry's credentials.
+fn unauthorized() -> Response {
+    let mut response = ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "UNAUTHORIZED",
+        "authentication required",
+    )
+    .into_response();
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Basic realm=\"capstan-registry\""),
+    );
     response
 }
 
@@ -277,9 +396,20 @@ fn query_value(uri: &axum::http::Uri, key: &str) -> Option<String> {
 
 async fn dispatch(State(inner): State<Arc<Inner>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
+    if let Err(refused) = inner.authorize(&parts.headers) {
+        return refused;
+    }
     let path = parts.uri.path().to_owned();
     let rest = path.strip_prefix("/v2/").unwrap_or_default();
     let result = match parse_target(rest) {
+        _ if rest == "_catalog" => match parts.method {
+            Method::GET => inner.catalog(&parts.uri).await,
+            _ => Err(ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "UNSUPPORTED",
+                "the operation is unsupported",
+            )),
+        },
         None => Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "NOT_FOUND",
@@ -326,8 +456,8 @@ async fn route(
             let name = name_checked(name)?;
             let digest = parse_digest(digest)?;
             match *method {
-                Method::GET => inner.get_blob(name, &digest, true).await,
-                Method::HEAD => inner.get_blob(name, &digest, false).await,
+                Method::GET => inner.get_blob(name, &digest, headers, true).await,
+                Method::HEAD => inner.get_blob(name, &digest, headers, false).await,
                 _ => unsupported(),
             }
         }
@@ -403,6 +533,47 @@ fn range(size: u64) -> String {
 }
 
 impl Inner {
+    /// `Ok` when the registry needs no credentials or `headers` carry them.
+    fn authorize(&self, headers: &HeaderMap) -> Result<(), Response> {
+        match &self.auth {
+            Some(auth) if !auth.accepts(headers) => Err(unauthorized()),
+            _ => Ok(()),
+        }
+    }
+
+    /// `GET /v2/_catalog`: the repositories holding a tag or a manifest, sorted, paged with
+    /// `n` and `last` as `tags/list`.
+    async fn catalog(&self, uri: &axum::http::Uri) -> ApiResult {
+        let root = self.root.join("repositories");
+        let mut names = tokio::task::spawn_blocking(move || repositories(&root))
+            .await
+            .map_err(|_| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "UNKNOWN",
+                    "catalog task failed",
+                )
+            })?
+            .map_err(|e| ApiError::io(&e))?;
+        names.sort();
+        if let Some(last) = query_value(uri, "last") {
+            names.retain(|name| *name > last);
+        }
+        let n = query_value(uri, "n")
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(DEFAULT_PAGE);
+        let more = names.len() > n;
+        names.truncate(n);
+        let mut response = axum::Json(serde_json::json!({"repositories": names})).into_response();
+        if more && let Some(last) = names.last() {
+            let link = format!("</v2/_catalog?n={n}&last={last}>; rel=\"next\"");
+            if let Ok(value) = HeaderValue::from_str(&link) {
+                response.headers_mut().insert(header::LINK, value);
+            }
+        }
+        Ok(response)
+    }
+
     fn blob_path(&self, digest: &Digest) -> PathBuf {
         self.root.join("blobs/sha256").join(digest.hex())
     }
@@ -463,23 +634,64 @@ impl Inner {
         Ok(response)
     }
 
-    async fn get_blob(&self, _name: &str, digest: &Digest, with_body: bool) -> ApiResult {
+    async fn get_blob(
+        &self,
+        _name: &str,
+        digest: &Digest,
+        request: &HeaderMap,
+        with_body: bool,
+    ) -> ApiResult {
+        use tokio::io::AsyncSeekExt as _;
         let path = self.blob_path(digest);
-        let file = match tokio::fs::File::open(&path).await {
+        let mut file = match tokio::fs::File::open(&path).await {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(blob_unknown()),
             Err(e) => return Err(ApiError::io(&e)),
         };
         let size = file.metadata().await.map_err(|e| ApiError::io(&e))?.len();
-        let headers = [
-            (header::CONTENT_LENGTH, size.to_string()),
+        let wanted = request
+            .get(header::RANGE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| byte_range(v, size));
+        let (status, first, length) = match wanted {
+            None | Some(RangeAnswer::Ignored) => (StatusCode::OK, 0, size),
+            Some(RangeAnswer::Part(first, last)) => {
+                (StatusCode::PARTIAL_CONTENT, first, last - first + 1)
+            }
+            Some(RangeAnswer::Unsatisfiable) => {
+                let mut refused = ApiError::new(
+                    StatusCode::RANGE_NOT_SATISFIABLE,
+                    "BLOB_UNKNOWN",
+                    "the requested range is not within the blob",
+                )
+                .into_response();
+                if let Ok(value) = HeaderValue::from_str(&format!("bytes */{size}")) {
+                    refused.headers_mut().insert(header::CONTENT_RANGE, value);
+                }
+                return Ok(refused);
+            }
+        };
+        let mut headers = vec![
+            (header::CONTENT_LENGTH, length.to_string()),
             (header::CONTENT_TYPE, "application/octet-stream".to_owned()),
             (docker_content_digest(), digest.to_string()),
             (header::ETAG, format!("\"{digest}\"")),
+            (header::ACCEPT_RANGES, "bytes".to_owned()),
         ];
-        let mut response = response(StatusCode::OK, &headers);
+        if status == StatusCode::PARTIAL_CONTENT {
+            headers.push((
+                header::CONTENT_RANGE,
+                format!("bytes {first}-{}/{size}", first + length - 1),
+            ));
+        }
+        let mut response = response(status, &headers);
         if with_body {
-            let stream = tokio_util::io::ReaderStream::new(file);
+            if first > 0 {
+                file.seek(std::io::SeekFrom::Start(first))
+                    .await
+                    .map_err(|e| ApiError::io(&e))?;
+            }
+            let stream = tokio_util::io::ReaderStream::new(file.take(length));
             *response.body_mut() = Body::from_stream(stream);
         }
         Ok(response)
@@ -906,6 +1118,80 @@ impl Inner {
     }
 }
 
+/// How a blob `GET` answers its `Range` header.
+#[derive(Debug, PartialEq, Eq)]
+enum RangeAnswer {
+    /// The whole blob (a header this registry does not serve ranges for: several ranges,
+    /// another unit, a malformed value — RFC 9110 lets a server ignore it).
+    Ignored,
+    /// Bytes `first..=last`.
+    Part(u64, u64),
+    /// A range starting past the end (`416`).
+    Unsatisfiable,
+}
+
+/// Reads a single `bytes=<first>-[<last>]` or `bytes=-<suffix>` range of a blob of `size` bytes.
+fn byte_range(value: &str, size: u64) -> RangeAnswer {
+    let Some(spec) = value.trim().strip_prefix("bytes=") else {
+        return RangeAnswer::Ignored;
+    };
+    let Some((first, last)) = spec.trim().split_once('-') else {
+        return RangeAnswer::Ignored;
+    };
+    if spec.contains(',') {
+        return RangeAnswer::Ignored;
+    }
+    let parse = |text: &str| text.trim().parse::<u64>().ok();
+    match (first.trim().is_empty(), parse(first), parse(last)) {
+        // A suffix: the last `n` bytes.
+        (true, _, Some(suffix)) if suffix > 0 && size > 0 => {
+            RangeAnswer::Part(size.saturating_sub(suffix), size - 1)
+        }
+        (true, _, Some(_)) => RangeAnswer::Unsatisfiable,
+        (false, Some(first), _) if first >= size => RangeAnswer::Unsatisfiable,
+        (false, Some(first), None) if last.trim().is_empty() => RangeAnswer::Part(first, size - 1),
+        (false, Some(first), Some(last)) if last >= first => {
+            RangeAnswer::Part(first, last.min(size - 1))
+        }
+        _ => RangeAnswer::Ignored,
+    }
+}
+
+/// The repository names under `root` (`repositories/`): each directory holding `_tags` or
+/// `_manifests`, named by its path below `root`, only names the spec's grammar allows.
+fn repositories(root: &Path) -> std::io::Result<Vec<String>> {
+    let mut names = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            let entry = entry?;
+            if !entry.file_type()?.is_dir() {
+                continue;
+            }
+            let file_name = entry.file_name();
+            if file_name == "_tags" || file_name == "_manifests" {
+                let name = dir
+                    .strip_prefix(root)
+                    .ok()
+                    .and_then(Path::to_str)
+                    .unwrap_or_default()
+                    .to_owned();
+                if valid_name(&name) && !names.contains(&name) {
+                    names.push(name);
+                }
+            } else {
+                pending.push(entry.path());
+            }
+        }
+    }
+    Ok(names)
+}
+
 fn blob_created(name: &str, digest: &Digest) -> Response {
     response(
         StatusCode::CREATED,
@@ -971,5 +1257,60 @@ mod tests {
         );
         assert!(parse_digest("sha256:../../etc").is_err());
         assert!(parse_digest("sha512:00").is_err());
+    }
+
+    #[test]
+    fn single_byte_ranges_are_served_and_others_ignored() {
+        use RangeAnswer::{Ignored, Part, Unsatisfiable};
+        assert_eq!(byte_range("bytes=0-9", 100), Part(0, 9));
+        assert_eq!(byte_range("bytes=90-", 100), Part(90, 99));
+        assert_eq!(byte_range("bytes=90-200", 100), Part(90, 99));
+        assert_eq!(byte_range("bytes=-10", 100), Part(90, 99));
+        assert_eq!(byte_range("bytes=-200", 100), Part(0, 99));
+        assert_eq!(byte_range("bytes=100-", 100), Unsatisfiable);
+        assert_eq!(byte_range("bytes=-0", 100), Unsatisfiable);
+        for ignored in [
+            "bytes=0-1,5-6",
+            "items=0-1",
+            "bytes=9-2",
+            "bytes=x-",
+            "bytes",
+        ] {
+            assert_eq!(byte_range(ignored, 100), Ignored, "{ignored}");
+        }
+    }
+
+    #[test]
+    fn basic_auth_is_parsed_checked_and_never_printed() {
+        use base64::Engine as _;
+        let auth = BasicAuth::parse("reader:pa:ss").unwrap();
+        assert_eq!(auth, BasicAuth::new("reader", "pa:ss"));
+        assert!(BasicAuth::parse(":secret").is_err());
+        assert!(BasicAuth::parse("no-colon").is_err());
+        assert!(!InvalidBasicAuth.to_string().contains("secret"));
+        assert!(!format!("{auth:?}").contains("pa:ss"));
+        let header = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+            headers
+        };
+        let basic = |text: &str| {
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(text)
+            )
+        };
+        assert!(auth.accepts(&header(&basic("reader:pa:ss"))));
+        assert!(auth.accepts(&header(&basic("reader:pa:ss").replace("Basic", "basic"))));
+        for refused in [
+            basic("reader:pa:sS"),
+            basic("reader:pa"),
+            basic("other:pa:ss"),
+            "Bearer abc".to_owned(),
+            "Basic !!!".to_owned(),
+        ] {
+            assert!(!auth.accepts(&header(&refused)), "{refused}");
+        }
+        assert!(!auth.accepts(&HeaderMap::new()));
     }
 }

@@ -1,46 +1,31 @@
 //! Chart packaging and Helm OCI charts, judged by Helm's own SDK (Helm v4.2.3 through PyPI
-//! `helm-python-sdk`, driven by `helm_sdk.py`): what Capstan packages and pushes, Helm loads,
+//! `helm-python-sdk`, driven by `crates/testkit/helm_sdk.py`): what Capstan packages and pushes, Helm loads,
 //! renders and pulls; what Helm packages and pushes, Capstan loads and pulls. Against a real
 //! `docker-registry` and against Capstan's own registry (`oci::registry`), which `skopeo` also
 //! copies through.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use capstan_helm::chart::{self, package};
 use capstan_source::helm::oci;
 use capstan_source::oci::{Credentials, RegistryOptions, registry};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::{PASSWORD, Registry, USER};
 
-/// Runs `helm_sdk.py` with `args` and returns its `ok` answer; panics with Helm's error.
-pub fn sdk(args: &[&str]) -> Value {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let python = root.join(".tools/helm-venv/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run ./scripts/setup",
-        python.display()
-    );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/source/helm_sdk.py");
-    let output = Command::new(python)
-        .arg(script)
-        .args(args)
-        .output()
-        .expect("run helm_sdk.py");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let answer: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "helm_sdk.py {args:?}: {e}: {stdout}{}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
-    match answer.get("ok") {
-        Some(ok) => ok.clone(),
-        None => panic!("helm_sdk.py {args:?}: {}", answer["error"]),
+/// Runs one request of Helm's SDK (`capstan_testkit::helm_repo::helm_sdk`) and returns its
+/// answer; panics with Helm's error.
+pub fn sdk(request: &Value) -> Value {
+    capstan_testkit::helm_repo::helm_sdk_ok(request)
+}
+
+/// `request` with the registry credentials of `auth` (`{"user", "password"}` or `{}`).
+fn authed(mut request: Value, auth: &Value) -> Value {
+    if let (Some(request), Some(auth)) = (request.as_object_mut(), auth.as_object()) {
+        request.extend(auth.clone());
     }
+    request
 }
 
 fn podinfo() -> PathBuf {
@@ -70,7 +55,7 @@ fn insecure() -> RegistryOptions {
 /// What Helm renders from `chart` (a directory or an archive), template path → text, with the
 /// five random characters podinfo's test pods take from `randAlphaNum` masked.
 fn sdk_render(chart: &Path) -> std::collections::BTreeMap<String, String> {
-    let rendered = sdk(&["render", &chart.display().to_string()]);
+    let rendered = sdk(&json!({"op": "render", "chart": chart}));
     let mask = |text: &str| {
         let mut out = String::with_capacity(text.len());
         let mut rest = text;
@@ -155,11 +140,9 @@ fn packages_as_helm_does_and_each_loads_the_others() {
         let ours = package::package(&dir).expect("capstan packages");
         let out = tempfile::tempdir().unwrap();
         let path = ours.write_to(out.path()).expect("write");
-        let helm_path = sdk(&[
-            "package",
-            &dir.display().to_string(),
-            &out.path().join("helm").display().to_string(),
-        ]);
+        let helm_path = sdk(&json!({
+            "op": "package", "chart": dir, "destination": out.path().join("helm"),
+        }));
         let helm_path = PathBuf::from(helm_path.as_str().unwrap());
         assert_eq!(
             helm_path.file_name().unwrap().to_str().unwrap(),
@@ -223,11 +206,9 @@ fn version_flags_and_ignored_files_match_helm() {
 
     // Helm's own package of the directory: the same tar stream as ours.
     let helm_bytes = {
-        let path = sdk(&[
-            "package",
-            &chart.display().to_string(),
-            &out.path().join("helm").display().to_string(),
-        ]);
+        let path = sdk(&json!({
+            "op": "package", "chart": chart, "destination": out.path().join("helm"),
+        }));
         std::fs::read(path.as_str().unwrap()).unwrap()
     };
     let plain = package::package(&chart).unwrap();
@@ -266,16 +247,10 @@ fn packed_subcharts_and_locks_match_helm() {
             ("templates/b.yaml", "kind: Secret\n"),
         ],
     );
-    sdk(&[
-        "package",
-        sub.to_str().unwrap(),
-        parent.join("charts").to_str().unwrap(),
-    ]);
-    let helm = sdk(&[
-        "package",
-        parent.to_str().unwrap(),
-        work.path().join("helm").to_str().unwrap(),
-    ]);
+    sdk(&json!({"op": "package", "chart": sub, "destination": parent.join("charts")}));
+    let helm = sdk(&json!({
+        "op": "package", "chart": parent, "destination": work.path().join("helm"),
+    }));
     let helm_bytes = std::fs::read(helm.as_str().unwrap()).unwrap();
     let ours = package::package(&parent).unwrap();
     assert!(
@@ -293,11 +268,10 @@ async fn round_trip(address: &str, credentials: Option<Credentials>) {
         credentials: credentials.clone(),
         ..insecure()
     };
-    let auth: Vec<String> = credentials
-        .iter()
-        .flat_map(|c| [c.username.clone(), c.password.clone()])
-        .collect();
-    let auth: Vec<&str> = auth.iter().map(String::as_str).collect();
+    let auth = credentials.as_ref().map_or(
+        json!({}),
+        |c| json!({"user": c.username, "password": c.password}),
+    );
     let work = tempfile::tempdir().unwrap();
     capstan_pushes_helm_pulls(address, &registry, &auth, work.path()).await;
     versions_are_tags_both_ways(address, &registry, &auth, work.path()).await;
@@ -308,7 +282,7 @@ async fn round_trip(address: &str, credentials: Option<Credentials>) {
 async fn capstan_pushes_helm_pulls(
     address: &str,
     registry: &RegistryOptions,
-    auth: &[&str],
+    auth: &Value,
     work: &Path,
 ) {
     let packaged = package::package(&podinfo()).unwrap();
@@ -324,9 +298,10 @@ async fn capstan_pushes_helm_pulls(
     let dest = work.join("pulled-by-helm");
     std::fs::create_dir_all(&dest).unwrap();
     let reference = format!("{remote}/podinfo");
-    let mut args = vec!["pull", reference.as_str(), "6.x", dest.to_str().unwrap()];
-    args.extend(auth);
-    sdk(&args);
+    sdk(&authed(
+        json!({"op": "pull", "ref": reference, "version": "6.x", "destination": dest}),
+        auth,
+    ));
     let pulled_path = dest.join(&packaged.file_name);
     assert_eq!(
         std::fs::read(&pulled_path).unwrap(),
@@ -343,9 +318,10 @@ async fn capstan_pushes_helm_pulls(
     let mtime = jiff::Timestamp::try_from(mtime).unwrap();
     let created = mtime.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
     let helm_remote = format!("oci://{address}/helm");
-    let mut args = vec!["push", file.to_str().unwrap(), helm_remote.as_str()];
-    args.extend(auth);
-    sdk(&args);
+    sdk(&authed(
+        json!({"op": "push", "archive": file, "remote": helm_remote}),
+        auth,
+    ));
     let ours = oci::push(
         &packaged.bytes,
         &format!("oci://{address}/capstan"),
@@ -370,7 +346,7 @@ async fn capstan_pushes_helm_pulls(
 async fn versions_are_tags_both_ways(
     address: &str,
     registry: &RegistryOptions,
-    auth: &[&str],
+    auth: &Value,
     work: &Path,
 ) {
     let helm_remote = format!("oci://{address}/helm");
@@ -392,9 +368,10 @@ async fn versions_are_tags_both_ways(
         )
         .unwrap();
         let path = packaged.write_to(&work.join("out")).unwrap();
-        let mut args = vec!["push", path.to_str().unwrap(), helm_remote.as_str()];
-        args.extend(auth);
-        sdk(&args);
+        sdk(&authed(
+            json!({"op": "push", "archive": path, "remote": helm_remote}),
+            auth,
+        ));
     }
     let demo = format!("{helm_remote}/demo");
     assert_eq!(
@@ -464,8 +441,16 @@ struct OwnRegistry {
 
 impl OwnRegistry {
     async fn start(limits: registry::Limits) -> Self {
+        Self::start_with(limits, None).await
+    }
+
+    /// The registry requiring `auth` when given.
+    async fn start_with(limits: registry::Limits, auth: Option<registry::BasicAuth>) -> Self {
         let storage = tempfile::tempdir().unwrap();
-        let served = registry::Registry::new(storage.path(), limits).unwrap();
+        let mut served = registry::Registry::new(storage.path(), limits).unwrap();
+        if let Some(auth) = auth {
+            served = served.with_basic_auth(auth);
+        }
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (bound, address) = tokio::sync::oneshot::channel();
         std::thread::spawn(move || {
@@ -758,4 +743,198 @@ async fn capstans_registry_bounds_open_uploads() {
     assert_eq!(std::fs::read_dir(&uploads).unwrap().count(), 256);
     registry::Registry::new(own.storage.path(), registry::Limits::default()).unwrap();
     assert_eq!(std::fs::read_dir(&uploads).unwrap().count(), 0);
+}
+
+/// The registry with basic auth (`user:password`, as `capstan dev` could be given): skopeo
+/// (`--creds`) and Helm's SDK push and pull through it with the user's credentials, anything
+/// else is refused with a Basic challenge; `_catalog` lists the repositories and a blob `GET`
+/// with a `Range` returns that part.
+#[tokio::test]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
+async fn capstans_registry_with_basic_auth_catalog_and_ranges() {
+    let auth = registry::BasicAuth::parse(&format!("{USER}:{PASSWORD}")).unwrap();
+    let own = OwnRegistry::start_with(registry::Limits::default(), Some(auth)).await;
+    let creds = format!("{USER}:{PASSWORD}");
+    let source = crate::support::sample_source();
+    let refused = capstan_source::oci::push(
+        source.path(),
+        &format!("oci://{}/fleet/apps:v1", own.address),
+        &capstan_source::oci::PushOptions::default(),
+        &insecure(),
+    )
+    .await
+    .expect_err("anonymous pushes are refused");
+    assert!(
+        capstan_source::redact::error_chain(&refused).contains("401")
+            || capstan_source::redact::error_chain(&refused)
+                .to_lowercase()
+                .contains("unauthorized"),
+        "{}",
+        capstan_source::redact::error_chain(&refused)
+    );
+    let with_credentials = RegistryOptions {
+        credentials: Some(Credentials {
+            username: USER.to_owned(),
+            password: PASSWORD.to_owned(),
+        }),
+        ..insecure()
+    };
+    let pushed = capstan_source::oci::push(
+        source.path(),
+        &format!("oci://{}/fleet/apps:v1", own.address),
+        &capstan_source::oci::PushOptions::default(),
+        &with_credentials,
+    )
+    .await
+    .expect("pushes with the credentials");
+
+    // skopeo, an independent client, with --creds.
+    crate::support::skopeo(&[
+        "copy",
+        "--src-tls-verify=false",
+        "--dest-tls-verify=false",
+        "--src-creds",
+        &creds,
+        "--dest-creds",
+        &creds,
+        &format!("docker://{}/fleet/apps:v1", own.address),
+        &format!("docker://{}/mirror/apps:v2", own.address),
+    ]);
+    let tags = crate::support::skopeo(&[
+        "list-tags",
+        "--tls-verify=false",
+        "--creds",
+        &creds,
+        &format!("docker://{}/mirror/apps", own.address),
+    ]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&tags).unwrap()["Tags"],
+        json!(["v2"])
+    );
+    let raw = crate::support::skopeo(&[
+        "inspect",
+        "--raw",
+        "--tls-verify=false",
+        "--creds",
+        &creds,
+        &format!("docker://{}/mirror/apps:v2", own.address),
+    ]);
+    assert_eq!(capstan_source::Digest::of(raw.as_bytes()), pushed.digest);
+    for wrong in [
+        format!("{USER}:not-the-password"),
+        format!("other:{PASSWORD}"),
+    ] {
+        let output = std::process::Command::new("skopeo")
+            .args([
+                "inspect",
+                "--raw",
+                "--tls-verify=false",
+                "--creds",
+                &wrong,
+                &format!("docker://{}/mirror/apps:v2", own.address),
+            ])
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{wrong} is refused");
+    }
+
+    // Helm's SDK pushes and pulls a chart with the same user.
+    round_trip(
+        &own.address,
+        Some(Credentials {
+            username: USER.to_owned(),
+            password: PASSWORD.to_owned(),
+        }),
+    )
+    .await;
+
+    // The API: the challenge, the catalog (paged), ranges.
+    let http = reqwest::Client::new();
+    let base = format!("http://{}", own.address);
+    for path in ["/v2/", "/v2/_catalog", "/v2/mirror/apps/tags/list"] {
+        let response = http.get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(response.status(), 401, "{path}");
+        assert_eq!(
+            response.headers()["www-authenticate"],
+            "Basic realm=\"capstan-registry\"",
+            "{path}"
+        );
+        let body: Value = serde_json::from_slice(&response.bytes().await.unwrap()).unwrap();
+        assert_eq!(body["errors"][0]["code"], "UNAUTHORIZED");
+    }
+    let get = |path: String| {
+        http.get(format!("{base}{path}"))
+            .basic_auth(USER, Some(PASSWORD))
+    };
+    let catalog: Value = get("/v2/_catalog".to_owned())
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .map(|b| serde_json::from_slice(&b).unwrap())
+        .unwrap();
+    let expected: Vec<&str> = catalog["repositories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut sorted = expected.clone();
+    sorted.sort_unstable();
+    assert_eq!(expected, sorted, "sorted");
+    for name in ["charts/podinfo", "fleet/apps", "mirror/apps"] {
+        assert!(expected.contains(&name), "{name} in {expected:?}");
+    }
+    let page = get("/v2/_catalog?n=1".to_owned()).send().await.unwrap();
+    assert_eq!(
+        page.headers()["link"],
+        format!("</v2/_catalog?n=1&last={}>; rel=\"next\"", expected[0])
+    );
+    let page: Value = serde_json::from_slice(&page.bytes().await.unwrap()).unwrap();
+    assert_eq!(page["repositories"], json!([expected[0]]));
+    let next: Value = get(format!("/v2/_catalog?n=1&last={}", expected[0]))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .map(|b| serde_json::from_slice(&b).unwrap())
+        .unwrap();
+    assert_eq!(next["repositories"], json!([expected[1]]));
+
+    let manifest: Value = serde_json::from_str(&raw).unwrap();
+    let layer = manifest["layers"][0]["digest"].as_str().unwrap().to_owned();
+    let whole = get(format!("/v2/mirror/apps/blobs/{layer}"))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert!(whole.len() > 20);
+    let part = get(format!("/v2/mirror/apps/blobs/{layer}"))
+        .header("range", "bytes=10-19")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(part.status(), 206);
+    assert_eq!(
+        part.headers()["content-range"],
+        format!("bytes 10-19/{}", whole.len())
+    );
+    assert_eq!(part.bytes().await.unwrap(), whole[10..20]);
+    let tail = get(format!("/v2/mirror/apps/blobs/{layer}"))
+        .header("range", "bytes=-5")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(tail.status(), 206);
+    assert_eq!(tail.bytes().await.unwrap(), whole[whole.len() - 5..]);
+    let beyond = get(format!("/v2/mirror/apps/blobs/{layer}"))
+        .header("range", format!("bytes={}-", whole.len()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(beyond.status(), 416);
 }
