@@ -201,39 +201,63 @@ pub fn helm_python() -> PathBuf {
     python
 }
 
+/// Runs one request of `crates/testkit/helm_sdk.py`, Helm's own SDK (its docstring lists the
+/// requests: releases in a cluster, packaging, rendering, OCI push/pull/tags, `helm repo
+/// index`), and returns its answer; `Err` carries Helm's error. Blocks (tests on tokio call it
+/// through `spawn_blocking`).
+pub fn helm_sdk(request: &serde_json::Value) -> Result<serde_json::Value, String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("helm_sdk.py");
+    let output = Command::new(helm_python())
+        .arg(script)
+        .arg(request.to_string())
+        .output()
+        .expect("run helm_sdk.py");
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "helm_sdk.py {request} answered no JSON ({e}): {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    match answer.get("error") {
+        Some(error) => Err(error.as_str().unwrap_or_default().to_owned()),
+        None => Ok(answer["ok"].clone()),
+    }
+}
+
+/// [`helm_sdk`] for a request that must succeed: panics with Helm's error.
+pub fn helm_sdk_ok(request: &serde_json::Value) -> serde_json::Value {
+    helm_sdk(request).unwrap_or_else(|error| panic!("helm_sdk.py {request}: {error}"))
+}
+
 /// Packages each chart directory of `charts` with Helm's SDK (`helm package`) into `out`,
 /// then writes `out/index.yaml` with the SDK (`helm repo index`, entries relative to the
 /// repository unless `base_url` is given). Returns the archive file names.
 pub fn sdk_repository(charts: &[&Path], out: &Path, base_url: Option<&str>) -> Vec<String> {
     std::fs::create_dir_all(out).expect("the repository directory");
-    let script = r"
-import json, os, sys
-import helm_python
-out = sys.argv[1]
-base_url = sys.argv[2] or None
-names = []
-for chart in sys.argv[3:]:
-    path = helm_python.package(chart, destination=out)
-    names.append(os.path.basename(path))
-helm_python.registry.repo_index_generate(out, base_url=base_url)
-print(json.dumps(names))
-";
-    let mut command = Command::new(helm_python());
-    command
-        .arg("-c")
-        .arg(script)
-        .arg(out)
-        .arg(base_url.unwrap_or(""));
-    for chart in charts {
-        command.arg(chart);
-    }
-    let output = command.output().expect("run the Helm SDK");
-    assert!(
-        output.status.success(),
-        "the Helm SDK failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let last = stdout.lines().last().unwrap_or("[]");
-    serde_json::from_str(last).expect("the SDK's list of packages")
+    let names = charts
+        .iter()
+        .map(|chart| {
+            let archive = helm_sdk_ok(&serde_json::json!({
+                "op": "package", "chart": chart, "destination": out,
+            }));
+            let archive = PathBuf::from(archive.as_str().expect("the archive's path"));
+            let name = archive.file_name().expect("the archive's name");
+            name.to_string_lossy().into_owned()
+        })
+        .collect();
+    helm_sdk_ok(&serde_json::json!({
+        "op": "repo_index", "directory": out, "base_url": base_url,
+    }));
+    names
+}
+
+/// Packages `chart` with Helm's SDK and pushes it to `remote` (`oci://HOST/PATH`, plain
+/// HTTP), as `<remote>/<chart name>:<version>`; returns the SDK's answer to the push.
+pub fn sdk_push_chart(chart: &Path, remote: &str) -> serde_json::Value {
+    let out = tempfile::tempdir().expect("a temporary directory");
+    let archive = helm_sdk_ok(&serde_json::json!({
+        "op": "package", "chart": chart, "destination": out.path(),
+    }));
+    helm_sdk_ok(&serde_json::json!({"op": "push", "archive": archive, "remote": remote}))
 }

@@ -1,9 +1,8 @@
 //! Helm's Secret storage driver against Helm itself: Helm v4.2.3's Go SDK (PyPI
-//! `helm-python-sdk`, driven by `tests/helm_sdk.py`) writes and reads releases in the embedded
+//! `helm-python-sdk`, driven by `crates/testkit/helm_sdk.py`) writes and reads releases in the embedded
 //! control plane, and Capstan's [`HelmStorage`] reads and writes the same records.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use capstan_apiserver::{ApiServer, Config};
 use capstan_controllers::helm_storage::{HelmStorage, StorageError};
@@ -51,37 +50,14 @@ impl Cluster {
         name.to_string()
     }
 
-    /// Runs one request of `tests/helm_sdk.py` in `namespace`; `Err` carries the SDK's error.
+    /// Runs one request of Helm's SDK (`capstan_testkit::helm_repo::helm_sdk`) in
+    /// `namespace`; `Err` carries the SDK's error.
     async fn sdk(&self, namespace: &str, mut request: Json) -> Result<Json, String> {
         request["kubeconfig"] = json!(self.kubeconfig);
         request["namespace"] = json!(namespace);
-        let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let python = manifest_dir.join("../../.tools/helm-venv/bin/python");
-        assert!(
-            python.exists(),
-            "{} is missing: run scripts/setup (it installs Helm's SDK, helm-python-sdk)",
-            python.display()
-        );
-        let script = manifest_dir.join("tests/helm_sdk.py");
-        let output = tokio::task::spawn_blocking(move || {
-            Command::new(python)
-                .arg(script)
-                .arg(request.to_string())
-                .output()
-                .unwrap()
-        })
-        .await
-        .unwrap();
-        let answer: Json = serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
-            panic!(
-                "helm_sdk.py answered no JSON; stderr: {}",
-                String::from_utf8_lossy(&output.stderr)
-            )
-        });
-        match answer.get("error") {
-            Some(error) => Err(error.as_str().unwrap_or_default().to_string()),
-            None => Ok(answer["ok"].clone()),
-        }
+        tokio::task::spawn_blocking(move || capstan_testkit::helm_repo::helm_sdk(&request))
+            .await
+            .unwrap()
     }
 }
 

@@ -239,8 +239,8 @@ impl ReleaseEnv {
             .unwrap_or_else(|| panic!("release {name} v{version}"))
     }
 
-    /// Runs one request of `tests/helm_sdk.py` (Helm's SDK) against the control plane, in
-    /// [`NAMESPACE`].
+    /// Runs one request of Helm's SDK (`capstan_testkit::helm_repo::helm_sdk`) against the
+    /// control plane, in [`NAMESPACE`].
     pub(crate) async fn sdk(
         &self,
         request: serde_json::Value,
@@ -255,27 +255,9 @@ impl ReleaseEnv {
         let mut request = request;
         request["kubeconfig"] = serde_json::json!(kubeconfig);
         request["namespace"] = serde_json::json!(NAMESPACE);
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/helm_sdk.py");
-        let output = tokio::task::spawn_blocking(move || {
-            std::process::Command::new(capstan_testkit::helm_repo::helm_python())
-                .arg(script)
-                .arg(request.to_string())
-                .output()
-                .unwrap()
-        })
-        .await
-        .unwrap();
-        let answer: serde_json::Value =
-            serde_json::from_slice(&output.stdout).unwrap_or_else(|_| {
-                panic!(
-                    "helm_sdk.py answered no JSON; stderr: {}",
-                    String::from_utf8_lossy(&output.stderr)
-                )
-            });
-        match answer.get("error") {
-            Some(error) => Err(error.as_str().unwrap_or_default().to_owned()),
-            None => Ok(answer["ok"].clone()),
-        }
+        tokio::task::spawn_blocking(move || capstan_testkit::helm_repo::helm_sdk(&request))
+            .await
+            .unwrap()
     }
 }
 
@@ -295,30 +277,8 @@ pub(crate) fn chart_ref_spec(source: &str, extra: serde_json::Value) -> serde_js
 /// Packages `chart` with Helm's SDK and pushes it to `<registry>/charts/<name>`; returns the
 /// `oci://` URL of the chart's repository.
 fn push_chart(registry: &Registry, chart: &Path) -> String {
-    let out = tempfile::tempdir().unwrap();
-    let script = r"
-import json, sys, helm_python
-chart, dest, remote = sys.argv[1:4]
-archive = helm_python.package(chart, destination=dest)
-helm_python.push(archive, remote, plain_http=True)
-print(json.dumps(archive))
-";
     let remote = registry.url("charts");
-    let output = std::process::Command::new(capstan_testkit::helm_repo::helm_python())
-        .args([
-            "-c",
-            script,
-            &chart.display().to_string(),
-            &out.path().display().to_string(),
-            &remote,
-        ])
-        .output()
-        .expect("run the Helm SDK (scripts/setup installs .tools/helm-venv)");
-    assert!(
-        output.status.success(),
-        "helm package/push failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    capstan_testkit::helm_repo::sdk_push_chart(chart, &remote);
     format!("{remote}/{}", chart_field(chart, "name"))
 }
 
