@@ -4,14 +4,17 @@
 //! from the source's artifact (downloaded, digest checked, extracted within limits).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use capstan_api::helm::v2::ChartRefKind;
 use capstan_api::meta::Artifact;
 use capstan_api::{HelmChart, HelmRelease};
+use capstan_helm::chart::Chart;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::{Api, Client, ResourceExt};
 
 use super::render::{NAME_LABEL, NAMESPACE_LABEL};
+use crate::error::ReconcileError;
 
 /// The field manager of the HelmCharts a HelmRelease creates (Flux's).
 pub const FIELD_MANAGER: &str = "helm-controller";
@@ -224,6 +227,106 @@ pub async fn read_source(
     })
 }
 
+/// The reason of a chart whose version cannot take its source's revision (Flux's).
+pub const CHART_MUTATE_ERROR: &str = "ChartMutateError";
+
+/// A chart version that carries the digest of the OCI artifact it came from, and that digest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RevisionVersion {
+    /// `<chart version>+<first 12 hex of the digest>`: the build metadata is replaced, so a tag
+    /// pushed again with other content gives another version (and an upgrade).
+    pub version: String,
+    /// `status.lastAttemptedRevisionDigest`: the digest part of a `<version>@sha256:<hex>`
+    /// revision, else the whole revision (`sha256:<hex>`, `latest@sha256:<hex>`).
+    pub digest: String,
+}
+
+/// Flux's chart digest tracking for an OCIRepository chart (`mutateChartWithSourceRevision`):
+/// the chart version with the first 12 hex digits of the artifact's revision digest as build
+/// metadata. When the revision's tag is a version (`_` read as `+`, as Helm tags OCI charts)
+/// it must equal the chart's version (build metadata aside).
+///
+/// # Errors
+/// The chart version is not a version (`invalid chart version …`), the tag names another
+/// version (`artifact revision … does not match chart version …`), or the revision carries no
+/// `<algorithm>:<hex>` digest of at least 12 digits (`invalid artifact revision …`).
+pub fn revision_version(chart_version: &str, revision: &str) -> Result<RevisionVersion, String> {
+    let version = capstan_semver::parse_version(chart_version)
+        .ok_or_else(|| format!("invalid chart version {chart_version}"))?;
+    let tag = revision
+        .split_once('@')
+        .map_or(revision.to_owned(), |(tag, _)| tag.replace('_', "+"));
+    let (short, digest) = match capstan_semver::parse_version(&tag) {
+        Some(tag_version) => {
+            let parts: Vec<&str> = revision.split('@').collect();
+            let same = (tag_version.major, tag_version.minor, tag_version.patch)
+                == (version.major, version.minor, version.patch)
+                && tag_version.pre == version.pre;
+            if parts.len() != 2 || !same {
+                return Err(format!(
+                    "artifact revision {} does not match chart version {chart_version}",
+                    parts[0]
+                ));
+            }
+            (short_digest(parts[1])?, parts[1].to_owned())
+        }
+        None => (short_digest(revision)?, revision.to_owned()),
+    };
+    if !short
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+    {
+        return Err(format!("invalid artifact revision {revision}"));
+    }
+    let pre = if version.pre.is_empty() {
+        String::new()
+    } else {
+        format!("-{}", version.pre)
+    };
+    Ok(RevisionVersion {
+        version: format!(
+            "{}.{}.{}{pre}+{short}",
+            version.major, version.minor, version.patch
+        ),
+        digest,
+    })
+}
+
+/// The chart to release from `source`: for an OCIRepository, `chart` with its version
+/// carrying the artifact revision's digest ([`revision_version`]; a clone only when the
+/// version changes) and that digest (`status.lastAttemptedRevisionDigest`); any other source's
+/// chart as it is, without a digest.
+///
+/// # Errors
+/// [`CHART_MUTATE_ERROR`] (retried) when the version cannot take the revision.
+pub fn track_revision(
+    chart: &Arc<Chart>,
+    source: &ChartSource,
+    artifact: &Artifact,
+) -> Result<(Arc<Chart>, Option<String>), ReconcileError> {
+    if source.kind != "OCIRepository" {
+        return Ok((chart.clone(), None));
+    }
+    let tracked = revision_version(&chart.metadata.version, &artifact.revision)
+        .map_err(|e| ReconcileError::transient(CHART_MUTATE_ERROR, e))?;
+    if tracked.version == chart.metadata.version {
+        return Ok((chart.clone(), Some(tracked.digest)));
+    }
+    let mut mutated = Chart::clone(chart);
+    mutated.metadata.version = tracked.version;
+    Ok((Arc::new(mutated), Some(tracked.digest)))
+}
+
+/// The first 12 characters of the hex of `<algorithm>:<hex>` (the text after the one `:`).
+fn short_digest(revision: &str) -> Result<&str, String> {
+    let invalid = || format!("invalid artifact revision {revision}");
+    let parts: Vec<&str> = revision.split(':').collect();
+    let [_, hex] = parts[..] else {
+        return Err(invalid());
+    };
+    hex.get(..12).ok_or_else(invalid)
+}
+
 /// The chart directory inside an extracted chart archive: the one top-level directory
 /// holding a `Chart.yaml` (Helm's archives hold `<name>/…`), or the root itself.
 ///
@@ -246,6 +349,46 @@ pub fn chart_dir(root: &Path) -> Result<PathBuf, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The cases of helm-controller's `Test_TryMutateChartWithSourceRevision` and of its
+    // controller tests (facts about Flux's behaviour; the code is ours).
+    #[test]
+    fn oci_chart_versions_carry_the_revision_digest_as_flux() {
+        let hex = "9933f58f8bf459eb199d59ebc8a05683f3944e1242d9f5467d99aa2cf08a5370";
+        let ok = |version: &str, revision: &str| revision_version(version, revision).unwrap();
+        let tagged = ok("1.2.3", &format!("1.2.3@sha256:{hex}"));
+        assert_eq!(tagged.version, "1.2.3+9933f58f8bf4");
+        assert_eq!(tagged.digest, format!("sha256:{hex}"));
+        let by_digest = ok("1.2.3", &format!("sha256:{hex}"));
+        assert_eq!(by_digest.version, "1.2.3+9933f58f8bf4");
+        assert_eq!(by_digest.digest, format!("sha256:{hex}"));
+        // Helm's OCI tags write `+` as `_`; the chart's own build metadata is replaced.
+        let underscored = ok(
+            "0.1.0+20241102104025",
+            &format!("0.1.0_20241102104025@sha256:{hex}"),
+        );
+        assert_eq!(underscored.version, "0.1.0+9933f58f8bf4");
+        // A tag that is not a version: the whole revision is the digest.
+        let latest = ok("1.2.3", &format!("latest@sha256:{hex}"));
+        assert_eq!(latest.version, "1.2.3+9933f58f8bf4");
+        assert_eq!(latest.digest, format!("latest@sha256:{hex}"));
+        assert_eq!(
+            ok("v1.2", &format!("sha256:{hex}")).version,
+            "1.2.0+9933f58f8bf4"
+        );
+        assert_eq!(
+            revision_version("1.2.3", &format!("1.2.4@sha256:{hex}")).unwrap_err(),
+            "artifact revision 1.2.4 does not match chart version 1.2.3"
+        );
+        assert_eq!(
+            revision_version("sha:123456", "1.2.3@sha:123456").unwrap_err(),
+            "invalid chart version sha:123456"
+        );
+        assert_eq!(
+            revision_version("1.2.3", "1.2.3@sha256:abc").unwrap_err(),
+            "invalid artifact revision sha256:abc"
+        );
+    }
 
     #[test]
     fn templated_charts_follow_flux() {

@@ -518,8 +518,14 @@ fn load_chart_step(cx: &mut StepContext<HelmReleaseReconciler>) -> StepFuture<'_
             chart
         };
         let config_digest = values::digest(&values);
+        // Flux's chart digest tracking: an OCI chart's version carries its revision digest.
+        let (tracked, oci_digest) = chart::track_revision(&chart, &source, &artifact)?;
+        if !Arc::ptr_eq(&tracked, &chart) {
+            cx.reconciler
+                .store_chart(artifact.digest.clone(), tracked.clone());
+        }
+        let chart = tracked;
         let version = chart.metadata.version.clone();
-        let oci_digest = (source.kind == "OCIRepository").then(|| artifact.digest.clone());
         // Flux resets the failure counters when the spec (its generation), the chart or the
         // values changed.
         let new_generation = cx.status.last_attempted_generation.is_some()
