@@ -599,6 +599,9 @@ impl Cluster {
     /// Converts a stored object to the version `rt` serves (only `apiVersion` differs: CRD conversion
     /// strategy `None`).
     pub fn present(rt: &ResourceType, stored: &Stored) -> Value {
+        if crate::events::is_event(rt) {
+            return crate::events::present(rt, &stored.value);
+        }
         let mut v = stored.value.clone();
         if !Self::served_as_stored(rt, stored) {
             v["apiVersion"] = Value::String(rt.api_version());
@@ -1524,6 +1527,9 @@ fn with_managed_fields(
 }
 
 fn to_storage(rt: &ResourceType, mut obj: Value) -> Value {
+    if crate::events::is_events_group(rt) {
+        return crate::events::to_core(obj);
+    }
     if rt.version != rt.storage_version {
         obj["apiVersion"] = Value::String(if rt.group.is_empty() {
             rt.storage_version.clone()

@@ -709,7 +709,9 @@ fn delete_collection(
     let (items, _) = cluster.list(rt, ns);
     let mut deleted = Vec::new();
     for item in items {
-        if !labels.matches(item.value.pointer("/metadata/labels")) || !fields.matches(&item.value) {
+        if !labels.matches(item.value.pointer("/metadata/labels"))
+            || !fields_match(rt, &fields, &item)
+        {
             continue;
         }
         let item_ns = item.namespace().to_owned();
@@ -922,6 +924,19 @@ fn parse_continue(token: &str) -> ApiResult<(u64, String, String)> {
     Ok((rv, ns, name))
 }
 
+/// Whether `stored` matches a field selector, on the fields of the form `rt` serves
+/// (`events.k8s.io` Events select on `regarding.name`, stored `involvedObject.name`).
+fn fields_match(rt: &ResourceType, fields: &FieldSelector, stored: &Stored) -> bool {
+    if fields.is_empty() {
+        return true;
+    }
+    if crate::events::is_events_group(rt) {
+        fields.matches(&Cluster::present(rt, stored))
+    } else {
+        fields.matches(&stored.value)
+    }
+}
+
 fn list_response(
     cluster: &Cluster,
     rt: &Arc<ResourceType>,
@@ -949,7 +964,9 @@ fn list_response(
         {
             continue;
         }
-        if !labels.matches(item.value.pointer("/metadata/labels")) || !fields.matches(&item.value) {
+        if !labels.matches(item.value.pointer("/metadata/labels"))
+            || !fields_match(rt, &fields, item)
+        {
             continue;
         }
         if limit > 0 && selected.len() == limit {
@@ -1031,7 +1048,7 @@ impl Watcher {
         }
         self.labels
             .matches(stored.value.pointer("/metadata/labels"))
-            && self.fields.matches(&stored.value)
+            && fields_match(&self.rt, &self.fields, stored)
     }
 
     fn line(&self, type_: &str, stored: &Stored) -> Bytes {

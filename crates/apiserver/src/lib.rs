@@ -41,6 +41,7 @@ pub mod controllers;
 pub mod defaults;
 pub mod discovery;
 pub mod error;
+pub mod events;
 pub mod http;
 pub mod openapi;
 pub mod protobuf;

@@ -53,8 +53,12 @@ impl ResourceType {
         }
     }
 
-    /// The key objects of this resource are stored under, the same for all versions.
+    /// The key objects of this resource are stored under, the same for all versions
+    /// (`events.k8s.io` Events live in the `core/v1` Event store: see [`crate::events`]).
     pub fn storage_key(&self) -> StorageKey {
+        if crate::events::is_events_group(self) {
+            return crate::events::storage_key();
+        }
         StorageKey {
             group: self.group.clone(),
             resource: self.plural.clone(),
@@ -188,22 +192,22 @@ impl Registry {
             .collect()
     }
 
-    /// One resource type per storage key (its storage version when served).
+    /// One resource type per storage key (its storage version when served; of two groups
+    /// sharing a store, the first registered: `core/v1` Events before `events.k8s.io`).
     pub fn storage_types(&self) -> Vec<Arc<ResourceType>> {
         let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
         for (g, versions) in &self.groups {
             for (_, plurals) in versions {
                 for p in plurals {
-                    if seen.insert((g.clone(), p.clone())) {
-                        let all = self.versions_of(g, p);
-                        if let Some(rt) = all
-                            .iter()
-                            .find(|rt| rt.version == rt.storage_version)
-                            .or_else(|| all.first())
-                        {
-                            out.push(Arc::clone(rt));
-                        }
+                    let all = self.versions_of(g, p);
+                    if let Some(rt) = all
+                        .iter()
+                        .find(|rt| rt.version == rt.storage_version)
+                        .or_else(|| all.first())
+                        && seen.insert(rt.storage_key())
+                    {
+                        out.push(Arc::clone(rt));
                     }
                 }
             }

@@ -244,6 +244,9 @@ pub fn table(
     resource_version: &str,
     include_object: &str,
 ) -> Value {
+    if crate::events::is_event(rt) {
+        return crate::events::table(objects, resource_version, include_object);
+    }
     let mut columns = vec![definition(
         "Name",
         "string",
