@@ -305,15 +305,15 @@ impl Reconciler for HelmReleaseReconciler {
         if let (Some(storage_namespace), Some(latest)) =
             (status.storage_namespace.as_deref(), status.history.first())
         {
-            let target = match self.target_for(object).await {
-                Ok(target) => target,
-                Err(error) if self.target_gone(object).await => {
-                    tracing::info!(%error, "the target cluster is gone, leaving the release");
-                    return self.delete_chart(&status).await;
-                }
-                // Retried with the finalizer kept: the release is still there.
-                Err(error) => return Err(error),
-            };
+            // As Flux: without the identity to uninstall with (the kubeConfig Secret or the
+            // ServiceAccount is gone, e.g. its namespace is being deleted), the uninstall is
+            // skipped rather than retried forever.
+            if let Some(why) = self.identity_gone(object).await? {
+                tracing::error!(reason = %why, "skipping Helm release uninstallation");
+                return self.delete_chart(&status).await;
+            }
+            // Any other failure is retried with the finalizer kept: the release is still there.
+            let target = self.target_for(object).await?;
             let target = action::Target {
                 storage: HelmStorage::new(target.manager.client().clone(), storage_namespace),
                 name: latest.name.clone(),
@@ -348,20 +348,57 @@ impl Reconciler for HelmReleaseReconciler {
 }
 
 impl HelmReleaseReconciler {
-    /// Whether the target cluster is gone: the `spec.kubeConfig` Secret no longer exists (then
-    /// the deletion may leave the release; any other error is retried).
-    async fn target_gone(&self, object: &HelmRelease) -> bool {
-        let Some(secret_ref) = object
-            .spec
-            .kube_config
-            .as_ref()
-            .and_then(|k| k.secret_ref.as_ref())
-        else {
-            return false;
+    /// Why the release cannot be uninstalled, if its identity is gone (Flux's rule): the
+    /// `spec.kubeConfig` Secret does not exist, or (without `kubeConfig`) the
+    /// `spec.serviceAccountName` ServiceAccount does not. A failure to tell is retried.
+    async fn identity_gone(&self, object: &HelmRelease) -> Result<Option<String>, ReconcileError> {
+        let namespace = object.namespace().unwrap_or_default();
+        let failed = |what: String, error: kube::Error| {
+            ReconcileError::with_context(
+                ErrorClass::Transient,
+                capstan_api::helm::v2::reason::UNINSTALL_FAILED,
+                what,
+                error,
+            )
         };
-        let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
-            kube::Api::namespaced(self.client.clone(), &object.namespace().unwrap_or_default());
-        matches!(secrets.get_opt(&secret_ref.name).await, Ok(None))
+        if let Some(kube_config) = object.spec.kube_config.as_ref() {
+            let Some(secret_ref) = kube_config.secret_ref.as_ref() else {
+                return Ok(None);
+            };
+            let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+                kube::Api::namespaced(self.client.clone(), &namespace);
+            let found = secrets.get_opt(&secret_ref.name).await.map_err(|e| {
+                failed(
+                    format!(
+                        "failed to build REST client getter to uninstall release: cannot get Secret '{namespace}/{}'",
+                        secret_ref.name
+                    ),
+                    e,
+                )
+            })?;
+            return Ok(found.is_none().then(|| {
+                format!(
+                    "the kubeConfig Secret '{namespace}/{}' not found",
+                    secret_ref.name
+                )
+            }));
+        }
+        let Some(account) = object.spec.service_account_name.as_deref() else {
+            return Ok(None);
+        };
+        let accounts: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
+            kube::Api::namespaced(self.client.clone(), &namespace);
+        let found = accounts.get_opt(account).await.map_err(|e| {
+            failed(
+                format!(
+                    "failed to confirm ServiceAccount '{account}' can be used to uninstall release"
+                ),
+                e,
+            )
+        })?;
+        Ok(found
+            .is_none()
+            .then(|| format!("the ServiceAccount '{namespace}/{account}' not found")))
     }
 
     /// Deletes the HelmChart the HelmRelease templated, if any.

@@ -11,6 +11,7 @@ mod helm_chart;
 mod helm_release;
 mod helm_release_fidelity;
 mod helm_release_hooks;
+mod helm_release_options;
 mod helm_release_ordering;
 mod helm_repository;
 mod helm_storage;
