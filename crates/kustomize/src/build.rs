@@ -8,10 +8,11 @@ use serde_json::Value;
 
 use crate::config::TransformerConfig;
 use crate::error::{Error, TransformError};
-use crate::fs::{Confined, FileSystem, absolute, normalize};
+use crate::fs::{Confined, DiskFs, FileSystem, absolute, normalize};
 use crate::resource::{ResId, Resource};
 use crate::smp::Schemas;
 use crate::types::{Kustomization, Var};
+use crate::remote::{RemoteLoader, is_remote, parse_remote_target};
 use crate::{generate, transform, yaml};
 
 /// Which files a kustomization may read.
@@ -29,9 +30,11 @@ pub enum LoadRestrictor {
 pub struct BuildOptions {
     /// File access policy.
     pub load_restrictor: LoadRestrictor,
-    /// Reserved: remote bases are refused either way, with a clear error, as builds never use
-    /// the network.
-    pub allow_remote: bool,
+    /// Fetches remote bases (`resources:` entries naming a Git repository, see
+    /// [`RemoteTarget`](crate::RemoteTarget)); `None` (the default) refuses them with
+    /// [`Error::Remote`], naming the kustomization file and the entry. The engine itself
+    /// never uses the network.
+    pub remote: Option<std::sync::Arc<dyn RemoteLoader>>,
     /// Add `app.kubernetes.io/managed-by: kustomize-<version>` to every object.
     pub add_managed_by_label: bool,
     /// An outer boundary no file of the build may come from, whatever the load restrictor
@@ -175,13 +178,8 @@ pub fn build_with(
     let metadata = &target.kustomization.build_metadata;
     builder.track_origins = metadata.iter().any(|m| m == "originAnnotations");
     builder.track_transformations = metadata.iter().any(|m| m == "transformerAnnotations");
-    if target.kustomization.kind == "Component" {
-        return Err(Error::invalid(
-            &target.file,
-            "kind",
-            "a Component cannot be built on its own; list it under components of a Kustomization",
-        ));
-    }
+    // A `kind: Component` directory builds on its own like a Kustomization, as
+    // `kubectl kustomize` does; only `resources` refuse to name one.
     builder.stack.push(dir.clone());
     let mut accumulator = builder.accumulate_target(&target, Accumulator::empty())?;
     builder.stack.pop();
@@ -241,16 +239,6 @@ pub fn build_with(
         out.push(resource.object);
     }
     Ok(out)
-}
-
-/// Whether a resource entry is a remote URL rather than a path.
-fn is_remote(entry: &str) -> bool {
-    entry.contains("://")
-        || entry.starts_with("github.com/")
-        || entry.starts_with("gitlab.com/")
-        || entry.starts_with("bitbucket.org/")
-        || entry.starts_with("git@")
-        || entry.contains("?ref=")
 }
 
 impl Builder<'_> {
@@ -625,6 +613,9 @@ impl Builder<'_> {
         field: &str,
         acc: &mut Accumulator,
     ) -> Result<(), Error> {
+        if is_remote(entry) && field == "resources" && self.options.remote.is_some() {
+            return self.accumulate_remote(target, entry, field, acc);
+        }
         let path = self.confine(target, entry, field)?;
         if self.fs.is_dir(&path) {
             self.enter(&path)?;
@@ -664,6 +655,71 @@ impl Builder<'_> {
             }
         }
         Ok(())
+    }
+}
+
+impl Builder<'_> {
+    /// Builds a remote base: the loader checks the repository out, and the kustomization
+    /// directory inside it is built confined to that checkout (no file outside it is read,
+    /// whatever its entries say), then merged like a local base.
+    fn accumulate_remote(
+        &mut self,
+        target: &Target,
+        entry: &str,
+        field: &str,
+        acc: &mut Accumulator,
+    ) -> Result<(), Error> {
+        let fetch_error = |message: String| Error::RemoteFetch {
+            path: target.file.clone(),
+            field: field.to_owned(),
+            url: entry.to_owned(),
+            message,
+        };
+        let Some(loader) = self.options.remote.clone() else {
+            return Err(Error::Remote {
+                path: target.file.clone(),
+                field: field.to_owned(),
+                url: entry.to_owned(),
+            });
+        };
+        let remote = parse_remote_target(entry)
+            .map_err(|message| fetch_error(format!("not a remote target: {message}")))?;
+        let checkout = loader.load(&remote).map_err(fetch_error)?;
+        let checkout = absolute(&checkout);
+        let dir = normalize(&checkout.join(&remote.path));
+        static DISK: DiskFs = DiskFs;
+        let confined = Confined::new(&DISK, &checkout);
+        if confined.resolve(&dir).is_none() || !confined.is_dir(&dir) {
+            return Err(fetch_error(format!(
+                "no directory {:?} in the repository",
+                remote.path
+            )));
+        }
+        let mut sub = Builder {
+            fs: &confined,
+            options: self.options,
+            boundary: Some(&confined),
+            schemas: std::mem::take(&mut self.schemas),
+            root: self.root.clone(),
+            track_origins: self.track_origins,
+            track_transformations: self.track_transformations,
+            stack: self.stack.clone(),
+        };
+        let result = sub.enter(&dir).and_then(|()| {
+            let base = sub.load_target(&dir, Some(field))?;
+            if base.kustomization.kind == "Component" {
+                return Err(Error::invalid(
+                    &target.file,
+                    field,
+                    format!("expected kind != 'Component' for path '{entry}'"),
+                ));
+            }
+            sub.accumulate_target(&base, Accumulator::empty())
+        });
+        self.schemas = std::mem::take(&mut sub.schemas);
+        let sub_acc = result?;
+        acc.merge(sub_acc, &format!("{field} '{entry}'"))
+            .map_err(|message| Error::transform(&target.file, field, message))
     }
 }
 

@@ -75,6 +75,7 @@ impl TransformerConfig {
             }
             let list = match parts[0] {
                 "commonLabels" => &mut config.common_labels,
+                "templateLabels" => &mut config.template_labels,
                 "commonAnnotations" => &mut config.common_annotations,
                 "namespace" => &mut config.namespace,
                 "images" => &mut config.images,
@@ -86,16 +87,6 @@ impl TransformerConfig {
             };
             list.push(spec);
         }
-        config.template_labels = config
-            .common_labels
-            .iter()
-            .filter(|s| {
-                s.path == "metadata/labels"
-                    || s.path.ends_with("template/metadata/labels")
-                    || s.path == "spec/jobTemplate/metadata/labels"
-            })
-            .cloned()
-            .collect();
         config
     }
 

@@ -62,10 +62,9 @@ pub enum Error {
         /// The entry as written.
         entry: String,
     },
-    /// Remote resources are disabled.
-    #[error(
-        "{path}: field {field}: remote resource {url:?} refused: remote bases are not supported (no network in builds)"
-    )]
+    /// Remote resources are disabled (no [`RemoteLoader`](crate::RemoteLoader) given), or
+    /// a remote URL is named where only local files may be (patches, generators, …).
+    #[error("{path}: field {field}: remote base {url:?} refused: remote bases are disabled")]
     Remote {
         /// The kustomization file.
         path: PathBuf,
@@ -73,6 +72,18 @@ pub enum Error {
         field: String,
         /// The URL.
         url: String,
+    },
+    /// A remote base could not be fetched or is not a kustomization.
+    #[error("{path}: field {field}: remote base {url:?}: {message}")]
+    RemoteFetch {
+        /// The kustomization file.
+        path: PathBuf,
+        /// The field.
+        field: String,
+        /// The entry as written.
+        url: String,
+        /// What went wrong (from the loader; holds no secret).
+        message: String,
     },
     /// A kustomization refers back to one already being built.
     #[error("cycle detected: {path} is already being built (via {chain})")]

@@ -34,7 +34,9 @@
 //! * With [`BuildOptions::boundary`] set, no file outside that directory is ever read, by
 //!   any field, even through symbolic links; the refusal is the same whether or not the path
 //!   exists outside.
-//! * Remote bases and exec/Go plugins are never used. `helmCharts` is rendered natively
+//! * The engine never uses the network: remote bases (Git URLs under `resources:`) are
+//!   fetched by the caller's [`RemoteLoader`] ([`BuildOptions::remote`]) and refused without
+//!   one; exec/Go plugins are never used. `helmCharts` is rendered natively
 //!   (no `helm` binary, no chart pulls) only with [`BuildOptions::enable_helm`]; without it,
 //!   it fails as kustomize does without `--enable-helm`.
 //! * No panics on bad input.
@@ -51,6 +53,7 @@ mod fieldspec;
 mod fs;
 mod generate;
 mod helm;
+mod remote;
 mod resource;
 mod smp;
 mod transform;
@@ -61,6 +64,9 @@ use std::path::Path;
 
 pub use build::{BuildOptions, LoadRestrictor, MANAGED_BY_VERSION, build_with};
 pub use error::Error;
+pub use remote::{
+    DEFAULT_REMOTE_TIMEOUT, RemoteLoader, RemoteTarget, is_remote, parse_remote_target,
+};
 pub use fs::{Boundary, Confined, DiskFs, FileSystem, MemoryFs, OverlayFs};
 pub use types::Kustomization;
 pub use yaml::{YamlError, parse_documents, parse_documents_located, to_yaml, to_yaml_document};
