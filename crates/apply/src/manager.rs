@@ -64,6 +64,8 @@ pub struct DeleteOptions {
     pub owner: Option<Owner>,
     /// How many objects are deleted at once (at least 1).
     pub concurrency: usize,
+    /// What becomes of the objects' dependents (background deletion by default).
+    pub propagation: kube::api::PropagationPolicy,
 }
 
 impl Default for DeleteOptions {
@@ -71,6 +73,7 @@ impl Default for DeleteOptions {
         Self {
             owner: None,
             concurrency: 4,
+            propagation: kube::api::PropagationPolicy::Background,
         }
     }
 }
@@ -608,7 +611,8 @@ impl ResourceManager {
         })
     }
 
-    /// Deletes `objects` (stale inventory entries) with background propagation.
+    /// Deletes `objects` (stale inventory entries) with `options.propagation` (background by
+    /// default).
     ///
     /// Objects annotated `kustomize.toolkit.fluxcd.io/prune: disabled` or `reconcile: disabled`,
     /// and, when `options.owner` is set, objects not labelled with that owner, are skipped.
@@ -694,9 +698,11 @@ impl ResourceManager {
                 action: Action::Skipped,
             }));
         }
-        match api
-            .delete(&reference.name, &DeleteParams::background())
-            .await
+        let params = DeleteParams {
+            propagation_policy: Some(options.propagation.clone()),
+            ..DeleteParams::default()
+        };
+        match api.delete(&reference.name, &params).await
         {
             Ok(_) => {}
             Err(e) if is_not_found(&e) => return Ok(None),
