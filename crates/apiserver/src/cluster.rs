@@ -156,6 +156,8 @@ struct Inner {
     registry: RwLock<Registry>,
     store: Store,
     next_service_ip: AtomicU32,
+    /// The CA bundle published as `kube-root-ca.crt` (PEM).
+    root_ca: String,
 }
 
 /// The in-memory cluster. Cheap to clone.
@@ -527,6 +529,7 @@ impl Cluster {
                 registry: RwLock::new(registry),
                 store: Store::new(config.watch_history),
                 next_service_ip: AtomicU32::new(1),
+                root_ca: crate::controllers::root_ca::self_signed_ca(),
             }),
         };
         let ns_type = cluster
@@ -563,6 +566,12 @@ impl Cluster {
 
     pub fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// The CA bundle (PEM) published in every namespace as the `kube-root-ca.crt` ConfigMap:
+    /// a self-signed CA made when the cluster starts, since the control plane serves plain HTTP.
+    pub fn root_ca(&self) -> &str {
+        &self.inner.root_ca
     }
 
     pub fn registry(&self) -> RwLockReadGuard<'_, Registry> {
@@ -913,6 +922,10 @@ impl Cluster {
         ) {
             Ok(stored) => {
                 crate::controllers::crd::after_write(self, rt, &stored.value);
+                if rt.group.is_empty() && rt.plural == "namespaces" {
+                    // Published with the namespace, so whoever sees one sees the other.
+                    crate::controllers::root_ca::publish(self, &name);
+                }
                 warnings.shrink_to_fit();
                 Ok(WriteOutcome {
                     object: Self::present(rt, &stored),

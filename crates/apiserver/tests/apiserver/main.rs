@@ -7,4 +7,5 @@ mod harness;
 mod kube_client;
 mod kubectl;
 mod rbac;
+mod root_ca;
 mod secrets;
