@@ -10,14 +10,21 @@
 //! - Messages are cut at 1,024 characters and credentials in URLs are redacted; the metadata
 //!   holds only [`REVISION_KEY`], [`ORIGIN_REVISION_KEY`] and [`TOKEN_KEY`], never a secret.
 //! - A failure to record an Event is logged, never fails the reconcile; a sink must not block.
+//! - Events are written as `events.k8s.io/v1` Events. A repeat (same type, reason, action and
+//!   object within [`SERIES_WINDOW`]) updates the first one's `series` (count, last observed
+//!   time) and its `note`, so `kubectl describe` shows the latest message with the count, where
+//!   kube-rs' `Recorder` would keep the first message.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::Client;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use k8s_openapi::api::events::v1::{Event as KubeEvent, EventSeries};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::events::EventType;
+use kube::{Client, ResourceExt};
 
 /// The metadata key of the revision the Event is about (e.g. `main@sha1:…`).
 pub const REVISION_KEY: &str = "revision";
@@ -31,6 +38,10 @@ pub const TOKEN_KEY: &str = "token";
 
 /// The longest message published, in characters.
 pub const MAX_MESSAGE: usize = 1024;
+
+/// How long after its last occurrence an Event is continued as a series (kube-rs' and
+/// client-go's six minutes).
+pub const SERIES_WINDOW: jiff::SignedDuration = jiff::SignedDuration::from_mins(6);
 
 /// An Event as published to the sink.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,7 +69,151 @@ pub trait EventSink: Send + Sync + Debug {
     fn publish(&self, event: &PublishedEvent);
 }
 
-/// A controller's Event publisher: one [`Recorder`] and the optional sink.
+/// What makes two Events one series: type, reason, action and the object.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct SeriesKey {
+    type_: &'static str,
+    reason: String,
+    action: String,
+    object: (
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    ),
+}
+
+/// The Event a series continues.
+#[derive(Clone, Debug)]
+struct Recorded {
+    name: String,
+    namespace: String,
+    count: i32,
+    last: jiff::Timestamp,
+}
+
+/// Writes `events.k8s.io/v1` Events, continuing series with the latest note.
+#[derive(Clone)]
+struct Recorder {
+    client: Client,
+    controller: String,
+    recorded: Arc<Mutex<HashMap<SeriesKey, Recorded>>>,
+}
+
+impl Recorder {
+    fn new(client: Client, controller: &str) -> Self {
+        Self {
+            client,
+            controller: controller.to_owned(),
+            recorded: Arc::default(),
+        }
+    }
+
+    async fn publish(&self, event: &PublishedEvent) -> Result<(), kube::Error> {
+        let now = jiff::Timestamp::now();
+        let type_ = match event.type_ {
+            EventType::Normal => "Normal",
+            EventType::Warning => "Warning",
+        };
+        let object = &event.object;
+        let key = SeriesKey {
+            type_,
+            reason: event.reason.clone(),
+            action: event.action.clone(),
+            object: (
+                object.kind.clone(),
+                object.namespace.clone(),
+                object.name.clone(),
+                object.uid.clone(),
+            ),
+        };
+        let previous = {
+            let mut recorded = self
+                .recorded
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            recorded.retain(|_, r| r.last + SERIES_WINDOW > now);
+            recorded.get(&key).cloned()
+        };
+        let namespace = object.namespace.as_deref().unwrap_or("default");
+        let api: Api<KubeEvent> = Api::namespaced(self.client.clone(), namespace);
+        if let Some(previous) = previous {
+            let count = previous.count + 1;
+            let patch = serde_json::json!({
+                "note": event.message,
+                "series": EventSeries { count, last_observed_time: MicroTime(now) },
+            });
+            match api
+                .patch(
+                    &previous.name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await
+            {
+                Ok(_) => {
+                    self.remember(key, previous.name, previous.namespace, count, now);
+                    return Ok(());
+                }
+                // Deleted meanwhile: start again.
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(error) => return Err(error),
+            }
+        }
+        let name = format!(
+            "{}.{:x}",
+            object.name.as_deref().unwrap_or(&self.controller),
+            now.as_nanosecond()
+        );
+        let created = api
+            .create(
+                &PostParams::default(),
+                &KubeEvent {
+                    metadata: ObjectMeta {
+                        name: Some(name),
+                        namespace: Some(namespace.to_owned()),
+                        ..ObjectMeta::default()
+                    },
+                    action: Some(event.action.clone()),
+                    reason: Some(event.reason.clone()),
+                    note: Some(event.message.clone()),
+                    type_: Some(type_.to_owned()),
+                    event_time: Some(MicroTime(now)),
+                    regarding: Some(object.clone()),
+                    reporting_controller: Some(self.controller.clone()),
+                    reporting_instance: Some(self.controller.clone()),
+                    ..KubeEvent::default()
+                },
+            )
+            .await?;
+        self.remember(key, created.name_any(), namespace.to_owned(), 1, now);
+        Ok(())
+    }
+
+    fn remember(
+        &self,
+        key: SeriesKey,
+        name: String,
+        namespace: String,
+        count: i32,
+        last: jiff::Timestamp,
+    ) {
+        self.recorded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(
+                key,
+                Recorded {
+                    name,
+                    namespace,
+                    count,
+                    last,
+                },
+            );
+    }
+}
+
+/// A controller's Event publisher: one recorder and the optional sink.
 #[derive(Clone)]
 pub struct Events {
     controller: String,
@@ -78,13 +233,7 @@ impl Debug for Events {
 impl Events {
     /// The publisher of `controller` (the Event reporter), sending to `sink` too.
     pub fn new(client: Client, controller: &str, sink: Option<Arc<dyn EventSink>>) -> Self {
-        let recorder = Recorder::new(
-            client,
-            Reporter {
-                controller: controller.to_owned(),
-                instance: None,
-            },
-        );
+        let recorder = Recorder::new(client, controller);
         Self {
             controller: controller.to_owned(),
             recorder,
@@ -114,14 +263,7 @@ impl Events {
         if let Some(sink) = &self.sink {
             sink.publish(&event);
         }
-        let record = Event {
-            type_,
-            reason: event.reason,
-            note: Some(event.message),
-            action: event.action,
-            secondary: None,
-        };
-        if let Err(error) = self.recorder.publish(&record, object).await {
+        if let Err(error) = self.recorder.publish(&event).await {
             tracing::warn!(%error, "cannot publish event");
         }
     }

@@ -6,9 +6,11 @@ use std::time::Duration;
 
 use capstan_controllers::kustomization::KustomizationReconciler;
 use capstan_controllers::runtime::events::{ORIGIN_REVISION_KEY, REVISION_KEY, TOKEN_KEY};
-use capstan_controllers::runtime::{Controllers, EventSink, PublishedEvent, RuntimeConfig};
+use capstan_controllers::runtime::{Controllers, EventSink, Events, PublishedEvent, RuntimeConfig};
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
+use kube::runtime::events::EventType;
 use tokio_util::sync::CancellationToken;
 
 use crate::kustomize_support::{NAMESPACE, config_map, create_kustomization, wait_ready};
@@ -92,4 +94,41 @@ async fn published_events_reach_the_sink_with_flux_metadata() {
         }
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_repeated_event_continues_its_series_with_the_latest_message() {
+    let env = Env::start().await;
+    env.namespace("events-series").await;
+    let events = Events::new(env.client.clone(), "kustomize-controller", None);
+    let object = ObjectReference {
+        api_version: Some("kustomize.toolkit.fluxcd.io/v1".into()),
+        kind: Some("Kustomization".into()),
+        name: Some("apps".into()),
+        namespace: Some("events-series".into()),
+        uid: Some("7d6c1c1e-0000-4000-8000-000000000001".into()),
+        ..ObjectReference::default()
+    };
+    for message in ["apply failed: 2 errors", "apply failed: 3 errors"] {
+        events
+            .publish(
+                &object,
+                EventType::Warning,
+                "ReconciliationFailed",
+                message,
+                "Reconcile",
+                &std::collections::BTreeMap::new(),
+            )
+            .await;
+    }
+    let api: Api<Event> = Api::namespaced(env.client.clone(), "events-series");
+    let items = api.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(items.len(), 1, "one Event with a series: {items:#?}");
+    let event = &items[0];
+    assert_eq!(event.note.as_deref(), Some("apply failed: 3 errors"));
+    assert_eq!(event.series.as_ref().map(|s| s.count), Some(2));
+    assert_eq!(
+        event.reporting_controller.as_deref(),
+        Some("kustomize-controller")
+    );
 }
