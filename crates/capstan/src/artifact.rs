@@ -56,6 +56,7 @@ impl RegistryArgs {
             credentials,
             insecure: self.insecure,
             ca_certificates,
+            ..RegistryOptions::default()
         })
     }
 }

@@ -47,6 +47,9 @@ struct PushArgs {
     /// Verify certificates of HTTPS-enabled servers using this CA bundle.
     #[arg(long = "ca-file")]
     ca_file: Option<PathBuf>,
+    /// Skip TLS certificate checks for the chart upload.
+    #[arg(long = "insecure-skip-tls-verify")]
+    insecure_skip_tls_verify: bool,
     /// Path to the registry config file (`helm registry login`'s; default
     /// `$HELM_REGISTRY_CONFIG` or `~/.config/helm/registry/config.json`), read for the remote's
     /// host when no `--username` is given.
@@ -64,6 +67,7 @@ impl std::fmt::Debug for PushArgs {
             .field("username", &self.username)
             .field("password", &self.password.as_ref().map(|_| "<redacted>"))
             .field("ca_file", &self.ca_file)
+            .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
             .field("registry_config", &self.registry_config)
             .finish()
     }
@@ -115,6 +119,7 @@ impl PushArgs {
             credentials: self.credentials()?,
             insecure: self.plain_http,
             ca_certificates,
+            insecure_skip_tls_verify: self.insecure_skip_tls_verify,
         };
         capstan_source::helm::oci::push(&bytes, &self.remote, created.as_deref(), &registry)
             .await

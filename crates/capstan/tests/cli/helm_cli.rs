@@ -247,3 +247,64 @@ async fn helm_push_reads_the_registry_config() {
         assert!(!text(&out.stdout).contains(capstan_testkit::REGISTRY_PASSWORD));
     }
 }
+
+/// `helm push` over TLS to a registry with a private CA, with Helm's flags: refused without
+/// trust, accepted with `--ca-file` or `--insecure-skip-tls-verify`.
+#[tokio::test]
+async fn helm_push_over_tls_with_ca_file_or_insecure_skip_tls_verify() {
+    let ca = capstan_testkit::TestCa::new();
+    let registry = Registry::start_tls(&ca.server()).await;
+    let dir = tempfile::tempdir().unwrap();
+    write_hello_chart(&dir.path().join("hello"));
+    let packaged = capstan(dir.path(), &["helm", "package", "hello"]).await;
+    assert!(packaged.status.success(), "{}", text(&packaged.stderr));
+    std::fs::write(dir.path().join("ca.pem"), ca.pem()).unwrap();
+    let remote = registry.url("charts");
+
+    let untrusted = capstan(dir.path(), &["helm", "push", "hello-0.1.0.tgz", &remote]).await;
+    assert!(!untrusted.status.success());
+    let stderr = text(&untrusted.stderr);
+    assert!(
+        stderr
+            .lines()
+            .any(|line| line.starts_with("Error: ") && line.contains("certificate")),
+        "{stderr}"
+    );
+
+    let mut digests = Vec::new();
+    for flags in [
+        ["--ca-file", "ca.pem"].as_slice(),
+        &["--insecure-skip-tls-verify"],
+    ] {
+        let args = [&["helm", "push", "hello-0.1.0.tgz", &remote][..], flags].concat();
+        let pushed = capstan(dir.path(), &args).await;
+        assert!(
+            pushed.status.success(),
+            "{flags:?}: {}",
+            text(&pushed.stderr)
+        );
+        let stdout = text(&pushed.stdout);
+        assert!(
+            stdout.starts_with(&format!(
+                "Pushed: {}/charts/hello:0.1.0\n",
+                registry.address
+            )),
+            "{stdout}"
+        );
+        digests.push(stdout.lines().nth(1).unwrap().to_owned());
+    }
+    assert_eq!(digests[0], digests[1], "the same chart, the same manifest");
+    // Read back through the CA.
+    let pulled = oci::pull(
+        &format!("{remote}/hello"),
+        "0.1.0",
+        &RegistryOptions {
+            ca_certificates: vec![ca.pem().as_bytes().to_vec()],
+            ..RegistryOptions::default()
+        },
+        1 << 20,
+    )
+    .await
+    .unwrap();
+    assert_eq!(format!("Digest: {}", pulled.digest), digests[0]);
+}

@@ -1077,3 +1077,227 @@ async fn helm_repository_charts_and_the_reconcile_chain() {
     assert_eq!(exported[0]["spec"]["chart"], "hello", "{}", run.stdout);
     assert_eq!(exported[0]["spec"]["version"], "0.1.x", "{}", run.stdout);
 }
+
+/// The flags of `flux create source helm|chart` beyond the basics, exported as Flux writes them
+/// (`--oci-provider` on `oci://` only; `--verify-*` as `spec.verify`) and refused as Flux refuses
+/// them.
+#[tokio::test]
+async fn create_source_helm_and_chart_provider_and_verify_flags() {
+    let run = offline(&[
+        "create",
+        "source",
+        "helm",
+        "podinfo",
+        "--url",
+        "oci://ghcr.io/stefanprodan/charts",
+        "--oci-provider",
+        "aws",
+        "--export",
+    ])
+    .await
+    .ok();
+    assert_eq!(
+        run.stdout,
+        "---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmRepository
+metadata:
+  name: podinfo
+  namespace: flux-system
+spec:
+  interval: 1m0s
+  provider: aws
+  type: oci
+  url: oci://ghcr.io/stefanprodan/charts
+"
+    );
+    // The provider of an HTTP repository is not set; the TLS files are not read for --export.
+    let run = offline(&[
+        "create",
+        "source",
+        "helm",
+        "podinfo",
+        "--url",
+        "https://stefanprodan.github.io/podinfo",
+        "--oci-provider",
+        "aws",
+        "--ca-file",
+        "/nonexistent/ca.crt",
+        "--export",
+    ])
+    .await
+    .ok();
+    assert!(!run.stdout.contains("provider"), "{}", run.stdout);
+    let run = offline(&[
+        "create",
+        "source",
+        "chart",
+        "podinfo",
+        "--source",
+        "HelmRepository/podinfo",
+        "--chart",
+        "podinfo",
+        "--chart-version",
+        "6.6.2",
+        "--verify-provider",
+        "cosign",
+        "--verify-secret-ref",
+        "cosign-keys",
+        "--verify-issuer",
+        "https://token.actions.githubusercontent.com",
+        "--verify-subject",
+        "https://github.com/stefanprodan/podinfo/.github/workflows/release.yml@refs/tags/6.6.2",
+        "--export",
+    ])
+    .await
+    .ok();
+    assert_eq!(
+        run.stdout,
+        "---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: HelmChart
+metadata:
+  name: podinfo
+  namespace: flux-system
+spec:
+  chart: podinfo
+  interval: 1m0s
+  reconcileStrategy: ChartVersion
+  sourceRef:
+    kind: HelmRepository
+    name: podinfo
+  verify:
+    matchOIDCIdentity:
+    - issuer: https://token.actions.githubusercontent.com
+      subject: https://github.com/stefanprodan/podinfo/.github/workflows/release.yml@refs/tags/6.6.2
+    provider: cosign
+    secretRef:
+      name: cosign-keys
+  version: 6.6.2
+"
+    );
+    let chart = [
+        "create",
+        "source",
+        "chart",
+        "p",
+        "--source",
+        "HelmRepository/p",
+        "--chart",
+        "p",
+    ];
+    for (flags, message) in [
+        (
+            vec!["--verify-provider", "notation"],
+            "✗ invalid argument \"notation\" for \"--verify-provider\" flag: source OCI verify \
+             provider 'notation' is not supported, must be one of: cosign",
+        ),
+        (
+            vec!["--verify-secret-ref", "keys"],
+            "✗ a verification provider must be specified when a secret is specified",
+        ),
+        (
+            vec!["--verify-issuer", "https://issuer"],
+            "✗ a verification provider must be specified when OIDC issuer/subject is specified",
+        ),
+    ] {
+        let args = [&chart[..], &flags, &["--export"]].concat();
+        let run = offline(&args).await.fails();
+        assert_eq!(run.stderr.trim_end(), message, "capstan {args:?}");
+    }
+}
+
+/// `create source helm --ca-file --cert-file --key-file`, as Flux: the files go into the
+/// `kubernetes.io/tls` Secret `helm-NAME` (`ca.crt`, `tls.crt`, `tls.key`) the HelmRepository
+/// refers to, and the controller fetches the index from a server asking for the client
+/// certificate, trusting the private CA.
+#[tokio::test(flavor = "multi_thread")]
+async fn create_source_helm_with_tls_files_makes_flux_tls_secret() {
+    let env = Env::start().await;
+    let repository = env.dir.path().join("repository");
+    let chart = Path::new(env!("CARGO_MANIFEST_DIR")).join("fleet/charts/hello");
+    capstan_testkit::helm_repo::sdk_repository(&[&chart], &repository, None);
+    let ca = capstan_testkit::TestCa::new();
+    let server = capstan_testkit::helm_repo::HelmRepoServer::start_tls(
+        &repository,
+        &ca.server(),
+        Some(ca.pem()),
+    )
+    .await;
+    let client = ca.client();
+    let files = env.dir.path().join("tls");
+    std::fs::create_dir_all(&files).unwrap();
+    for (name, content) in [
+        ("ca.crt", ca.pem()),
+        ("tls.crt", client.cert.as_str()),
+        ("tls.key", client.key.as_str()),
+    ] {
+        std::fs::write(files.join(name), content).unwrap();
+    }
+    let path = |name: &str| files.join(name).display().to_string();
+    let run = env
+        .capstan(&[
+            "create",
+            "source",
+            "helm",
+            "secure",
+            "--url",
+            &server.https_url(),
+            "--ca-file",
+            &path("ca.crt"),
+            "--cert-file",
+            &path("tls.crt"),
+            "--key-file",
+            &path("tls.key"),
+        ])
+        .await
+        .ok();
+    assert_lines_in_order(
+        &run,
+        &[
+            "► applying secret with repository credentials".into(),
+            "✔ authentication configured".into(),
+            "✔ HelmRepository source reconciliation completed".into(),
+            "✔ fetched revision: sha256:".into(),
+        ],
+    );
+    assert!(!run.stderr.contains("PRIVATE KEY"), "{}", run.stderr);
+    let secret = env
+        .kubectl(&[
+            "get",
+            "secret",
+            "helm-secure",
+            "-n",
+            "flux-system",
+            "-o",
+            "json",
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(secret["type"], "kubernetes.io/tls");
+    let keys: Vec<&str> = secret["data"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["ca.crt", "tls.crt", "tls.key"]);
+    let object = env
+        .kubectl(&[
+            "get",
+            "helmrepository",
+            "secure",
+            "-n",
+            "flux-system",
+            "-o",
+            "json",
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(
+        object["spec"]["secretRef"],
+        serde_json::json!({"name": "helm-secure"})
+    );
+}

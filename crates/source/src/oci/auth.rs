@@ -127,6 +127,8 @@ pub struct RegistryOptions {
     pub insecure: bool,
     /// Extra trusted CA certificates, PEM (OCIRepository `spec.certSecretRef` `ca.crt`).
     pub ca_certificates: Vec<Vec<u8>>,
+    /// Accept any server certificate (`helm push --insecure-skip-tls-verify`); HTTPS still.
+    pub insecure_skip_tls_verify: bool,
 }
 
 impl RegistryOptions {
@@ -153,6 +155,7 @@ impl RegistryOptions {
                     data: pem.clone(),
                 })
                 .collect(),
+            accept_invalid_certificates: self.insecure_skip_tls_verify,
             user_agent: concat!("capstan/", env!("CARGO_PKG_VERSION")),
             ..ClientConfig::default()
         };
@@ -176,6 +179,9 @@ impl RegistryOptions {
             reqwest::Client::builder().user_agent(concat!("capstan/", env!("CARGO_PKG_VERSION")));
         if !certificates.is_empty() {
             builder = builder.tls_certs_merge(certificates);
+        }
+        if self.insecure_skip_tls_verify {
+            builder = builder.tls_danger_accept_invalid_certs(true);
         }
         builder
             .build()

@@ -38,6 +38,18 @@ pub struct CreateHelm {
     /// Basic authentication password (stored in the Secret `helm-NAME`).
     #[arg(short = 'p', long)]
     pub password: Option<String>,
+    /// TLS client certificate file (PEM; with `--key-file`), stored in the Secret `helm-NAME`.
+    #[arg(long)]
+    pub cert_file: Option<PathBuf>,
+    /// TLS client key file (PEM; with `--cert-file`), stored in the Secret `helm-NAME`.
+    #[arg(long)]
+    pub key_file: Option<PathBuf>,
+    /// TLS CA file (PEM) to trust, stored in the Secret `helm-NAME`.
+    #[arg(long)]
+    pub ca_file: Option<PathBuf>,
+    /// OCI provider for authentication (`generic`, `aws`, `azure`, `gcp`; `oci://` only).
+    #[arg(long)]
+    pub oci_provider: Option<String>,
     /// Pass the credentials to every domain (chart hosts other than the repository's).
     #[arg(long)]
     pub pass_credentials: bool,
@@ -64,6 +76,41 @@ pub struct CreateChart {
     /// What makes a new artifact: `ChartVersion` or `Revision`.
     #[arg(long, default_value = "ChartVersion")]
     pub reconcile_strategy: String,
+    /// The OCI verify provider name to use for signature verification, available options are:
+    /// (cosign).
+    #[arg(long)]
+    pub verify_provider: Option<String>,
+    /// The name of a Secret to use for signature verification (cosign public keys).
+    #[arg(long)]
+    pub verify_secret_ref: Option<String>,
+    /// Regular expression to use for the OIDC subject during signature verification.
+    #[arg(long)]
+    pub verify_subject: Option<String>,
+    /// Regular expression to use for the OIDC issuer during signature verification.
+    #[arg(long)]
+    pub verify_issuer: Option<String>,
+}
+
+/// Checks a `--verify-provider` as Flux's flag does (`cosign` only).
+fn verify_provider(value: &str) -> anyhow::Result<&str> {
+    const SUPPORTED: [&str; 1] = ["cosign"];
+    let invalid = |why: String| {
+        anyhow::anyhow!("invalid argument \"{value}\" for \"--verify-provider\" flag: {why}")
+    };
+    if value.trim().is_empty() {
+        return Err(invalid(format!(
+            "no source OCI verify provider given, please specify the OCI verify provider name to \
+             use for signature verification, available options are: ({})",
+            SUPPORTED.join(", ")
+        )));
+    }
+    if !SUPPORTED.contains(&value) {
+        return Err(invalid(format!(
+            "source OCI verify provider '{value}' is not supported, must be one of: {}",
+            SUPPORTED.join(", ")
+        )));
+    }
+    Ok(value)
 }
 
 /// `create helmrelease`.
@@ -157,6 +204,18 @@ pub fn helm_repository(
             url: args.url.clone(),
             interval: Some(interval),
             type_: (scheme == "oci").then_some(HelmRepositoryType::Oci),
+            // Flux sets the provider of OCI repositories only.
+            provider: match &args.oci_provider {
+                Some(provider) if scheme == "oci" && !provider.is_empty() => Some(
+                    serde_json::from_value(Value::from(provider.as_str())).map_err(|_| {
+                        anyhow::anyhow!(
+                            "invalid --oci-provider '{provider}': must be one of generic, aws, \
+                             azure, gcp"
+                        )
+                    })?,
+                ),
+                _ => None,
+            },
             timeout,
             secret_ref: args
                 .secret_ref
@@ -170,29 +229,69 @@ pub fn helm_repository(
     Ok(serde_json::to_value(object)?)
 }
 
-/// With `--username` and no `--secret-ref`, as Flux: the Secret `helm-NAME` holding the
-/// credentials is applied and the HelmRepository refers to it. Returns whether it did.
+/// The Secret `helm-NAME` of `create source helm` without `--secret-ref`, as Flux's
+/// `sourcesecret.GenerateHelm` makes it (its priorities included): a client certificate
+/// (`--cert-file` and `--key-file`, both needed) makes a `kubernetes.io/tls` Secret with
+/// `tls.crt`, `tls.key` and `ca.crt` (and no basic auth); otherwise `--username`/`--password`
+/// make `username`/`password` (and `ca.crt`); a CA alone a `ca.crt` Secret. `None` when
+/// nothing is given. The files are read before anything is applied.
+pub fn credentials_secret_object(
+    args: &CreateHelm,
+    namespace: &str,
+) -> anyhow::Result<Option<Value>> {
+    if args.secret_ref.is_some() {
+        return Ok(None);
+    }
+    let ca = match &args.ca_file {
+        Some(path) => Some(fs_err::read_to_string(path).context("unable to read TLS CA file")?),
+        None => None,
+    };
+    let pair = match (&args.cert_file, &args.key_file) {
+        (Some(cert), Some(key)) => Some((
+            fs_err::read_to_string(cert).context("failed to read cert file")?,
+            fs_err::read_to_string(key).context("failed to read key file")?,
+        )),
+        _ => None,
+    };
+    let mut data = Map::new();
+    let mut type_ = "Opaque";
+    if let Some((cert, key)) = pair.filter(|(c, k)| !c.is_empty() || !k.is_empty()) {
+        type_ = "kubernetes.io/tls";
+        data.insert("tls.crt".into(), Value::from(cert));
+        data.insert("tls.key".into(), Value::from(key));
+    } else {
+        for (key, value) in [("username", &args.username), ("password", &args.password)] {
+            if let Some(value) = value.as_ref().filter(|v| !v.is_empty()) {
+                data.insert(key.into(), Value::from(value.as_str()));
+            }
+        }
+    }
+    if let Some(ca) = ca.filter(|ca| !ca.is_empty()) {
+        data.insert("ca.crt".into(), Value::from(ca));
+    }
+    if data.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": format!("helm-{}", args.name), "namespace": namespace},
+        "type": type_,
+        "stringData": data,
+    })))
+}
+
+/// Without `--secret-ref`, as Flux: the Secret `helm-NAME` ([`credentials_secret_object`]) is
+/// applied and the HelmRepository refers to it. Returns whether it did.
 pub async fn credentials_secret(
     client: &kube::Client,
     args: &CreateHelm,
     namespace: &str,
     object: &mut Value,
 ) -> anyhow::Result<bool> {
-    if args.secret_ref.is_some() || (args.username.is_none() && args.password.is_none()) {
+    let Some(secret) = credentials_secret_object(args, namespace)? else {
         return Ok(false);
-    }
+    };
     let name = format!("helm-{}", args.name);
-    let mut data = Map::new();
-    for (key, value) in [("username", &args.username), ("password", &args.password)] {
-        if let Some(value) = value {
-            data.insert(key.into(), Value::from(value.as_str()));
-        }
-    }
-    let secret = serde_json::json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": name, "namespace": namespace},
-        "stringData": data,
-    });
     super::super::say::action("applying secret with repository credentials");
     kube::Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), namespace)
         .patch(
@@ -264,6 +363,35 @@ fn chart_source(text: &str) -> anyhow::Result<(&'static str, String, Option<Stri
 pub fn helm_chart(args: &CreateChart, meta: ObjectMeta, interval: String) -> anyhow::Result<Value> {
     let (kind, name, _) = chart_source(&args.source)?;
     let strategy = reconcile_strategy(&args.reconcile_strategy)?;
+    let verify = match &args.verify_provider {
+        Some(provider) => {
+            let mut verify = serde_json::json!({"provider": verify_provider(provider)?});
+            if let Some(secret) = args.verify_secret_ref.as_ref().filter(|s| !s.is_empty()) {
+                verify["secretRef"] = serde_json::json!({"name": secret});
+            }
+            let issuer = args.verify_issuer.clone().unwrap_or_default();
+            let subject = args.verify_subject.clone().unwrap_or_default();
+            if !issuer.is_empty() || !subject.is_empty() {
+                verify["matchOIDCIdentity"] =
+                    serde_json::json!([{"issuer": issuer, "subject": subject}]);
+            }
+            Some(serde_json::from_value(verify)?)
+        }
+        None if args
+            .verify_secret_ref
+            .as_ref()
+            .is_some_and(|s| !s.is_empty()) =>
+        {
+            bail!("a verification provider must be specified when a secret is specified")
+        }
+        None if [&args.verify_issuer, &args.verify_subject]
+            .iter()
+            .any(|v| v.as_ref().is_some_and(|v| !v.is_empty())) =>
+        {
+            bail!("a verification provider must be specified when OIDC issuer/subject is specified")
+        }
+        None => None,
+    };
     let object = HelmChart {
         metadata: meta,
         spec: HelmChartSpec {
@@ -276,6 +404,7 @@ pub fn helm_chart(args: &CreateChart, meta: ObjectMeta, interval: String) -> any
             },
             interval,
             reconcile_strategy: Some(serde_json::from_value(strategy)?),
+            verify,
             ..required_only(serde_json::json!({
                 "chart": "", "interval": "", "sourceRef": {"kind": "HelmRepository", "name": ""}
             }))?
