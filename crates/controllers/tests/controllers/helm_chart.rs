@@ -6,37 +6,99 @@ use std::collections::BTreeMap;
 
 use capstan_api::HelmChart;
 use capstan_testkit::corpus;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 
-use crate::helm_repository::{ChartRepository, PASSWORD, USER, create_repository, create_secret};
-use crate::support::{Env, GitServer, download, wait_for};
-
-fn condition(object: &HelmChart, type_: &str) -> Option<(String, String, String)> {
-    object
-        .status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
-}
-
-fn ready_is(object: &HelmChart, status: &str) -> bool {
-    condition(object, "Ready").is_some_and(|(s, ..)| s == status)
-}
+use crate::helm_repository::{ChartRepository, create_repository, create_secret};
+use crate::support::{
+    Env, GitServer, condition, download, request_reconcile, wait_failed, wait_for, wait_ready,
+};
 
 async fn create_chart(env: &Env, namespace: &str, name: &str, spec: serde_json::Value) {
-    let object: HelmChart = serde_json::from_value(serde_json::json!({
-        "apiVersion": "source.toolkit.fluxcd.io/v1",
-        "kind": "HelmChart",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-    }))
-    .unwrap();
-    Api::<HelmChart>::namespaced(env.client.clone(), namespace)
-        .create(&PostParams::default(), &object)
-        .await
-        .unwrap();
+    env.create::<HelmChart>(namespace, name, spec).await;
+}
+
+/// Commits the chart `name` (`<name>/Chart.yaml` = `chart_yaml`, empty values) to a new Git
+/// server, and creates the GitRepository `repo` and the HelmChart `name` of it; returns the
+/// HelmChart once Ready.
+async fn chart_from_git(env: &Env, namespace: &str, name: &str, chart_yaml: &str) -> HelmChart {
+    let git = GitServer::start().await;
+    git.commit(
+        &[
+            (format!("{name}/Chart.yaml").as_str(), chart_yaml),
+            (format!("{name}/values.yaml").as_str(), "{}\n"),
+        ],
+        name,
+    );
+    env.create_git_repository(
+        namespace,
+        "repo",
+        serde_json::json!({"url": git.url(), "interval": "1m", "ref": {"branch": "main"}}),
+    )
+    .await;
+    create_chart(
+        env,
+        namespace,
+        name,
+        serde_json::json!({
+            "chart": name, "interval": "1m",
+            "sourceRef": {"kind": "GitRepository", "name": "repo"},
+        }),
+    )
+    .await;
+    wait_ready(
+        &Api::<HelmChart>::namespaced(env.client.clone(), namespace),
+        name,
+    )
+    .await
+}
+
+/// A `docker-registry` with basic auth, the Secret `registry` of its credentials and the OCI
+/// HelmRepository `oci` of `oci://<registry>/charts` in `namespace`; returns the registry, that
+/// URL and the options to push to it.
+async fn oci_helm_repository(
+    env: &Env,
+    namespace: &str,
+) -> (
+    capstan_testkit::Registry,
+    String,
+    capstan_source::oci::RegistryOptions,
+) {
+    use capstan_source::oci::{Credentials, RegistryOptions};
+    use capstan_testkit::{REGISTRY_PASSWORD, REGISTRY_USER, Registry};
+
+    let registry = Registry::start_with_auth().await;
+    let remote = format!("oci://{}/charts", registry.address);
+    let options = RegistryOptions {
+        credentials: Some(Credentials {
+            username: REGISTRY_USER.to_owned(),
+            password: REGISTRY_PASSWORD.to_owned(),
+        }),
+        insecure: true,
+        ..RegistryOptions::default()
+    };
+    create_secret(
+        env,
+        namespace,
+        "registry",
+        &BTreeMap::from([("username", REGISTRY_USER), ("password", REGISTRY_PASSWORD)]),
+    )
+    .await;
+    create_repository(
+        env,
+        namespace,
+        "oci",
+        serde_json::json!({
+            "url": remote, "type": "oci", "insecure": true, "secretRef": {"name": "registry"},
+        }),
+    )
+    .await;
+    (registry, remote, options)
+}
+
+/// The chart stored as the artifact of `object`.
+async fn stored_chart(object: HelmChart) -> capstan_helm::chart::Chart {
+    let artifact = object.status.unwrap().artifact.unwrap();
+    capstan_helm::chart::load_archive(&download(&artifact.url).await).unwrap()
 }
 
 fn values_of(archive: &[u8]) -> serde_json::Map<String, serde_json::Value> {
@@ -48,23 +110,7 @@ fn values_of(archive: &[u8]) -> serde_json::Map<String, serde_json::Value> {
 async fn charts_from_a_helm_repository_with_basic_auth() {
     let env = Env::start().await;
     let ns = env.namespace("helmchart-repo").await;
-    let repo = ChartRepository::start().await;
-    create_secret(
-        &env,
-        &ns,
-        "auth",
-        &BTreeMap::from([("username", USER), ("password", PASSWORD)]),
-    )
-    .await;
-    create_repository(
-        &env,
-        &ns,
-        "charts",
-        serde_json::json!({
-            "url": repo.server.url(), "interval": "1m", "secretRef": {"name": "auth"},
-        }),
-    )
-    .await;
+    let repo = ChartRepository::serve(&env, &ns, "charts").await;
     let source = |chart: &str| {
         serde_json::json!({
             "chart": chart, "interval": "1m",
@@ -87,7 +133,7 @@ async fn charts_from_a_helm_repository_with_basic_auth() {
     create_chart(&env, &ns, "lenient", lenient).await;
 
     let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
-    let pulled = wait_for(&api, "podinfo", "Ready=True", |o| ready_is(o, "True")).await;
+    let pulled = wait_ready(&api, "podinfo").await;
     let status = pulled.status.clone().unwrap();
     let artifact = status.artifact.clone().unwrap();
     assert_eq!(artifact.revision, "6.14.1");
@@ -118,14 +164,14 @@ async fn charts_from_a_helm_repository_with_basic_auth() {
         repo.file("podinfo-6.14.1.tgz")
     );
 
-    let latest = wait_for(&api, "sealed", "Ready=True", |o| ready_is(o, "True")).await;
+    let latest = wait_ready(&api, "sealed").await;
     assert_eq!(
         latest.status.unwrap().artifact.unwrap().revision,
         "2.18.5",
         "`*` is the latest"
     );
 
-    let failed = wait_for(&api, "missing", "Ready=False", |o| ready_is(o, "False")).await;
+    let failed = wait_failed(&api, "missing").await;
     let (_, reason, message) = condition(&failed, "Ready").unwrap();
     assert_eq!(reason, "InvalidChartReference");
     assert!(
@@ -138,7 +184,7 @@ async fn charts_from_a_helm_repository_with_basic_auth() {
     );
     assert!(condition(&failed, "FetchFailed").is_some_and(|(s, ..)| s == "True"));
 
-    let packaged = wait_for(&api, "prod", "Ready=True", |o| ready_is(o, "True")).await;
+    let packaged = wait_ready(&api, "prod").await;
     let (_, reason, message) = condition(&packaged, "Ready").unwrap();
     assert_eq!(reason, "ChartPackageSucceeded");
     assert_eq!(
@@ -161,7 +207,7 @@ async fn charts_from_a_helm_repository_with_basic_auth() {
         "values.yaml listed first keeps the defaults"
     );
 
-    let lenient = wait_for(&api, "lenient", "Ready=True", |o| ready_is(o, "True")).await;
+    let lenient = wait_ready(&api, "lenient").await;
     let status = lenient.status.unwrap();
     assert_eq!(
         status.observed_values_files,
@@ -192,16 +238,7 @@ async fn charts_from_a_helm_repository_with_basic_auth() {
     .await
     .unwrap();
     let repositories: Api<capstan_api::HelmRepository> = Api::namespaced(env.client.clone(), &ns);
-    repositories
-        .patch(
-            "charts",
-            &kube::api::PatchParams::default(),
-            &kube::api::Patch::Merge(serde_json::json!({
-                "metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "new-version"}},
-            })),
-        )
-        .await
-        .unwrap();
+    request_reconcile(&repositories, "charts", "new-version").await;
     let upgraded = wait_for(&api, "podinfo", "version 6.15.0", |o| {
         o.status
             .as_ref()
@@ -285,7 +322,7 @@ async fn a_chart_from_git_with_a_file_dependency_values_files_and_the_revision_s
     .await;
 
     let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
-    let ready = wait_for(&api, "app", "Ready=True", |o| ready_is(o, "True")).await;
+    let ready = wait_ready(&api, "app").await;
     let status = ready.status.clone().unwrap();
     let artifact = status.artifact.clone().unwrap();
     let version = format!("1.0.0+{}.1", &commit[..12]);
@@ -350,7 +387,7 @@ async fn a_chart_from_git_with_a_file_dependency_values_files_and_the_revision_s
     let bytes = download(&updated.status.unwrap().artifact.unwrap().url).await;
     assert_eq!(values_of(&bytes)["greeting"], "again");
 
-    let refused = wait_for(&api, "escape", "Ready=False", |o| ready_is(o, "False")).await;
+    let refused = wait_failed(&api, "escape").await;
     let (_, reason, message) = condition(&refused, "Ready").unwrap();
     assert_eq!(reason, "InvalidChartReference");
     assert!(message.contains("is outside the source"), "{message}");
@@ -372,21 +409,11 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
 #[tokio::test]
 #[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn charts_from_an_oci_helm_repository_verified_with_cosign() {
-    use capstan_source::oci::{Credentials, RegistryOptions, SigningKey};
-    use capstan_testkit::{REGISTRY_PASSWORD, REGISTRY_USER, Registry};
+    use capstan_source::oci::SigningKey;
 
     let env = Env::start().await;
     let ns = env.namespace("helmchart-oci").await;
-    let registry = Registry::start_with_auth().await;
-    let options = RegistryOptions {
-        credentials: Some(Credentials {
-            username: REGISTRY_USER.to_owned(),
-            password: REGISTRY_PASSWORD.to_owned(),
-        }),
-        insecure: true,
-        ..RegistryOptions::default()
-    };
-    let remote = format!("oci://{}/charts", registry.address);
+    let (_registry, remote, options) = oci_helm_repository(&env, &ns).await;
     let podinfo =
         capstan_helm::chart::package::package(&corpus("podinfo/src/charts/podinfo")).unwrap();
     let sealed =
@@ -406,28 +433,12 @@ async fn charts_from_an_oci_helm_repository_verified_with_cosign() {
     .await
     .unwrap();
 
-    create_secret(
-        &env,
-        &ns,
-        "registry",
-        &BTreeMap::from([("username", REGISTRY_USER), ("password", REGISTRY_PASSWORD)]),
-    )
-    .await;
     let public = key.public_key("cosign.pub").to_pem();
     create_secret(
         &env,
         &ns,
         "cosign",
         &BTreeMap::from([("cosign.pub", public.as_str())]),
-    )
-    .await;
-    create_repository(
-        &env,
-        &ns,
-        "oci",
-        serde_json::json!({
-            "url": remote, "type": "oci", "insecure": true, "secretRef": {"name": "registry"},
-        }),
     )
     .await;
     let chart = |name: &str| {
@@ -441,7 +452,7 @@ async fn charts_from_an_oci_helm_repository_verified_with_cosign() {
     create_chart(&env, &ns, "unsigned", chart("sealed-secrets")).await;
 
     let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
-    let ready = wait_for(&api, "podinfo", "Ready=True", |o| ready_is(o, "True")).await;
+    let ready = wait_ready(&api, "podinfo").await;
     assert_eq!(
         condition(&ready, "Ready").unwrap(),
         (
@@ -466,7 +477,7 @@ async fn charts_from_an_oci_helm_repository_verified_with_cosign() {
         "the pushed chart, byte for byte"
     );
 
-    let refused = wait_for(&api, "unsigned", "Ready=False", |o| ready_is(o, "False")).await;
+    let refused = wait_failed(&api, "unsigned").await;
     let (status, reason, message) = condition(&refused, "SourceVerified").unwrap();
     assert_eq!(
         (status.as_str(), reason.as_str()),
@@ -486,54 +497,15 @@ async fn charts_from_an_oci_helm_repository_verified_with_cosign() {
 async fn repository_dependencies_use_the_credentials_of_the_helm_repository_of_their_url() {
     let env = Env::start().await;
     let ns = env.namespace("helmchart-deps").await;
-    let repo = ChartRepository::start().await;
-    create_secret(
-        &env,
-        &ns,
-        "auth",
-        &BTreeMap::from([("username", USER), ("password", PASSWORD)]),
-    )
-    .await;
-    create_repository(
-        &env,
-        &ns,
-        "charts",
-        serde_json::json!({"url": repo.server.url(), "interval": "1m", "secretRef": {"name": "auth"}}),
-    )
-    .await;
-    let git = GitServer::start().await;
+    let repo = ChartRepository::serve(&env, &ns, "charts").await;
     let chart = format!(
         "apiVersion: v2\nname: umbrella\nversion: 2.0.0\ndependencies:\n  - name: sealed-secrets\n    version: 2.x\n    repository: {}\n",
         repo.server.url()
     );
-    git.commit(
-        &[
-            ("umbrella/Chart.yaml", chart.as_str()),
-            ("umbrella/values.yaml", "{}\n"),
-        ],
-        "umbrella",
-    );
-    env.create_git_repository(
-        &ns,
-        "repo",
-        serde_json::json!({"url": git.url(), "interval": "1m", "ref": {"branch": "main"}}),
-    )
-    .await;
-    create_chart(
-        &env,
-        &ns,
-        "umbrella",
-        serde_json::json!({
-            "chart": "umbrella", "interval": "1m",
-            "sourceRef": {"kind": "GitRepository", "name": "repo"},
-        }),
-    )
-    .await;
-    let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
-    let ready = wait_for(&api, "umbrella", "Ready=True", |o| ready_is(o, "True")).await;
-    let artifact = ready.status.unwrap().artifact.unwrap();
+    let ready = chart_from_git(&env, &ns, "umbrella", &chart).await;
+    let artifact = ready.status.as_ref().unwrap().artifact.as_ref().unwrap();
     assert_eq!(artifact.revision, "2.0.0");
-    let chart = capstan_helm::chart::load_archive(&download(&artifact.url).await).unwrap();
+    let chart = stored_chart(ready).await;
     assert_eq!(chart.dependencies[0].metadata.name, "sealed-secrets");
     assert_eq!(chart.dependencies[0].metadata.version, "2.18.5");
 }
@@ -563,21 +535,16 @@ async fn a_chart_from_a_bucket_with_the_revision_strategy() {
         ]),
     )
     .await;
-    let buckets: Api<capstan_api::Bucket> = Api::namespaced(env.client.clone(), &ns);
-    let bucket: capstan_api::Bucket = serde_json::from_value(serde_json::json!({
-        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "Bucket",
-        "metadata": {"name": "charts"},
-        "spec": {
+    env.create::<capstan_api::Bucket>(
+        &ns,
+        "charts",
+        serde_json::json!({
             "provider": "generic", "bucketName": BUCKET, "region": "us-east-1",
             "endpoint": moto.endpoint.trim_start_matches("http://"), "insecure": true,
             "interval": "10m", "secretRef": {"name": "s3-keys"},
-        },
-    }))
-    .unwrap();
-    buckets
-        .create(&PostParams::default(), &bucket)
-        .await
-        .unwrap();
+        }),
+    )
+    .await;
     create_chart(
         &env,
         &ns,
@@ -589,7 +556,7 @@ async fn a_chart_from_a_bucket_with_the_revision_strategy() {
     )
     .await;
     let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
-    let ready = wait_for(&api, "hello", "Ready=True", |o| ready_is(o, "True")).await;
+    let ready = wait_ready(&api, "hello").await;
     let status = ready.status.unwrap();
     let source = status.observed_source_artifact_revision.clone().unwrap();
     let hex = source.strip_prefix("sha256:").unwrap();
@@ -602,73 +569,18 @@ async fn a_chart_from_a_bucket_with_the_revision_strategy() {
 
 #[tokio::test]
 async fn oci_dependencies_are_pulled_with_the_oci_helm_repository_of_their_url() {
-    use capstan_source::oci::{Credentials, RegistryOptions};
-    use capstan_testkit::{REGISTRY_PASSWORD, REGISTRY_USER, Registry};
-
     let env = Env::start().await;
     let ns = env.namespace("helmchart-oci-deps").await;
-    let registry = Registry::start_with_auth().await;
-    let remote = format!("oci://{}/charts", registry.address);
-    let options = RegistryOptions {
-        credentials: Some(Credentials {
-            username: REGISTRY_USER.to_owned(),
-            password: REGISTRY_PASSWORD.to_owned(),
-        }),
-        insecure: true,
-        ..RegistryOptions::default()
-    };
+    let (_registry, remote, options) = oci_helm_repository(&env, &ns).await;
     let sealed =
         capstan_helm::chart::package::package(&corpus("helm-charts/sealed-secrets/chart")).unwrap();
     capstan_source::helm::oci::push(&sealed.bytes, &remote, None, &options)
         .await
         .unwrap();
-    create_secret(
-        &env,
-        &ns,
-        "registry",
-        &BTreeMap::from([("username", REGISTRY_USER), ("password", REGISTRY_PASSWORD)]),
-    )
-    .await;
-    create_repository(
-        &env,
-        &ns,
-        "oci",
-        serde_json::json!({
-            "url": remote, "type": "oci", "insecure": true, "secretRef": {"name": "registry"},
-        }),
-    )
-    .await;
-    let git = GitServer::start().await;
     let chart = format!(
         "apiVersion: v2\nname: platform\nversion: 1.2.3\ndependencies:\n  - name: sealed-secrets\n    version: 2.x\n    repository: {remote}\n"
     );
-    git.commit(
-        &[
-            ("platform/Chart.yaml", chart.as_str()),
-            ("platform/values.yaml", "{}\n"),
-        ],
-        "platform",
-    );
-    env.create_git_repository(
-        &ns,
-        "repo",
-        serde_json::json!({"url": git.url(), "interval": "1m", "ref": {"branch": "main"}}),
-    )
-    .await;
-    create_chart(
-        &env,
-        &ns,
-        "platform",
-        serde_json::json!({
-            "chart": "platform", "interval": "1m",
-            "sourceRef": {"kind": "GitRepository", "name": "repo"},
-        }),
-    )
-    .await;
-    let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
-    let ready = wait_for(&api, "platform", "Ready=True", |o| ready_is(o, "True")).await;
-    let artifact = ready.status.unwrap().artifact.unwrap();
-    let chart = capstan_helm::chart::load_archive(&download(&artifact.url).await).unwrap();
+    let chart = stored_chart(chart_from_git(&env, &ns, "platform", &chart).await).await;
     assert_eq!(chart.dependencies[0].metadata.name, "sealed-secrets");
     assert_eq!(chart.dependencies[0].metadata.version, "2.18.5");
 }
@@ -747,7 +659,7 @@ async fn flux_events_and_the_stable_latest_url() {
     )
     .await;
     let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
-    let ready = wait_for(&api, "app", "Ready=True", |o| ready_is(o, "True")).await;
+    let ready = wait_ready(&api, "app").await;
     let status = ready.status.clone().unwrap();
     let artifact = status.artifact.clone().unwrap();
     let summary = "packaged 'app' chart with version '1.0.0'";

@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 use capstan_api::HelmRepository;
 use capstan_testkit::corpus;
 use capstan_testkit::helm_repo::{HelmRepoServer, sdk_repository};
-use k8s_openapi::api::core::v1::Secret;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use sha2::Digest as _;
 
-use crate::support::{Env, download, wait_for};
+use crate::support::{
+    Env, condition, download, request_reconcile, wait_failed, wait_for, wait_ready,
+};
 
 pub const USER: &str = "chart-reader";
 pub const PASSWORD: &str = "s3cr3t-chart-pass";
@@ -41,45 +42,40 @@ impl ChartRepository {
         }
     }
 
+    /// [`ChartRepository::start`], with the Secret `auth` holding its credentials and the
+    /// HelmRepository `name` (every minute, `secretRef: auth`) in `namespace`.
+    pub async fn serve(env: &Env, namespace: &str, name: &str) -> Self {
+        let repo = Self::start().await;
+        create_secret(
+            env,
+            namespace,
+            "auth",
+            &BTreeMap::from([("username", USER), ("password", PASSWORD)]),
+        )
+        .await;
+        create_repository(
+            env,
+            namespace,
+            name,
+            serde_json::json!({
+                "url": repo.server.url(), "interval": "1m", "secretRef": {"name": "auth"},
+            }),
+        )
+        .await;
+        repo
+    }
+
     pub fn file(&self, name: &str) -> Vec<u8> {
         std::fs::read(self.server.root().join(name)).unwrap()
     }
 }
 
-pub fn condition(object: &HelmRepository, type_: &str) -> Option<(String, String, String)> {
-    object
-        .status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
-}
-
 pub async fn create_secret(env: &Env, namespace: &str, name: &str, data: &BTreeMap<&str, &str>) {
-    let secret: Secret = serde_json::from_value(serde_json::json!({
-        "metadata": {"name": name, "namespace": namespace},
-        "stringData": data,
-    }))
-    .unwrap();
-    Api::<Secret>::namespaced(env.client.clone(), namespace)
-        .create(&PostParams::default(), &secret)
-        .await
-        .unwrap();
+    env.create_secret(namespace, name, data).await;
 }
 
 pub async fn create_repository(env: &Env, namespace: &str, name: &str, spec: serde_json::Value) {
-    let object: HelmRepository = serde_json::from_value(serde_json::json!({
-        "apiVersion": "source.toolkit.fluxcd.io/v1",
-        "kind": "HelmRepository",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": spec,
-    }))
-    .unwrap();
-    Api::<HelmRepository>::namespaced(env.client.clone(), namespace)
-        .create(&PostParams::default(), &object)
-        .await
-        .unwrap();
+    env.create::<HelmRepository>(namespace, name, spec).await;
 }
 
 fn hex_of(bytes: &[u8]) -> String {
@@ -90,36 +86,16 @@ fn hex_of(bytes: &[u8]) -> String {
     })
 }
 
-fn ready_is(object: &HelmRepository, status: &str) -> bool {
-    condition(object, "Ready").is_some_and(|(s, ..)| s == status)
-}
-
 #[tokio::test]
 async fn the_index_helm_wrote_is_stored_and_a_wrong_password_is_reported_without_it() {
     let env = Env::start().await;
     let ns = env.namespace("helmrepo").await;
-    let repo = ChartRepository::start().await;
-    create_secret(
-        &env,
-        &ns,
-        "auth",
-        &BTreeMap::from([("username", USER), ("password", PASSWORD)]),
-    )
-    .await;
+    let repo = ChartRepository::serve(&env, &ns, "charts").await;
     create_secret(
         &env,
         &ns,
         "wrong",
         &BTreeMap::from([("username", USER), ("password", "not-the-password")]),
-    )
-    .await;
-    create_repository(
-        &env,
-        &ns,
-        "charts",
-        serde_json::json!({
-            "url": repo.server.url(), "interval": "1m", "secretRef": {"name": "auth"},
-        }),
     )
     .await;
     create_repository(&env, &ns, "refused", serde_json::json!({
@@ -128,7 +104,7 @@ async fn the_index_helm_wrote_is_stored_and_a_wrong_password_is_reported_without
     .await;
 
     let api: Api<HelmRepository> = Api::namespaced(env.client.clone(), &ns);
-    let ready = wait_for(&api, "charts", "Ready=True", |o| ready_is(o, "True")).await;
+    let ready = wait_ready(&api, "charts").await;
     let index = repo.file("index.yaml");
     let hex = hex_of(&sha2::Sha256::digest(&index));
     let artifact = ready.status.as_ref().unwrap().artifact.clone().unwrap();
@@ -165,7 +141,7 @@ async fn the_index_helm_wrote_is_stored_and_a_wrong_password_is_reported_without
     assert_eq!(parsed.entries["sealed-secrets"][0].version, "2.18.5");
     assert_eq!(repo.packages.len(), 2);
 
-    let refused = wait_for(&api, "refused", "Ready=False", |o| ready_is(o, "False")).await;
+    let refused = wait_failed(&api, "refused").await;
     let (_, reason, message) = condition(&refused, "Ready").unwrap();
     assert_eq!(reason, "Failed");
     assert!(
@@ -204,7 +180,7 @@ async fn an_index_that_is_not_yaml_is_an_error_not_an_empty_repository() {
     )
     .await;
     let api: Api<HelmRepository> = Api::namespaced(env.client.clone(), &ns);
-    let failed = wait_for(&api, "broken", "Ready=False", |o| ready_is(o, "False")).await;
+    let failed = wait_failed(&api, "broken").await;
     let (_, reason, message) = condition(&failed, "Ready").unwrap();
     assert_eq!(reason, "IndexationFailed");
     assert!(
@@ -231,7 +207,7 @@ async fn an_oci_repository_is_static_and_ready_without_artifact() {
     )
     .await;
     let api: Api<HelmRepository> = Api::namespaced(env.client.clone(), &ns);
-    let ready = wait_for(&api, "oci", "Ready=True", |o| ready_is(o, "True")).await;
+    let ready = wait_ready(&api, "oci").await;
     let (_, _, message) = condition(&ready, "Ready").unwrap();
     assert_eq!(message, "Helm repository is ready");
     assert!(ready.status.as_ref().unwrap().artifact.is_none());
@@ -302,11 +278,11 @@ async fn cert_secret_ref_trusts_a_private_ca_and_presents_a_client_certificate()
 
     let api: Api<HelmRepository> = Api::namespaced(env.client.clone(), &ns);
     for name in ["trusted", "mutual", "legacy"] {
-        let ready = wait_for(&api, name, "Ready=True", |o| ready_is(o, "True")).await;
+        let ready = wait_ready(&api, name).await;
         assert!(ready.status.unwrap().artifact.is_some(), "{name}");
     }
     for name in ["untrusted", "anonymous"] {
-        let failed = wait_for(&api, name, "Ready=False", |o| ready_is(o, "False")).await;
+        let failed = wait_failed(&api, name).await;
         let (_, reason, message) = condition(&failed, "Ready").unwrap();
         assert_eq!(reason, "Failed", "{name}: {message}");
         assert!(
@@ -323,23 +299,9 @@ async fn cert_secret_ref_trusts_a_private_ca_and_presents_a_client_certificate()
 async fn status_url_is_the_stable_index_yaml_and_follows_new_revisions() {
     let env = Env::start().await;
     let ns = env.namespace("helmrepo-url").await;
-    let repo = ChartRepository::start().await;
-    create_secret(
-        &env,
-        &ns,
-        "auth",
-        &BTreeMap::from([("username", USER), ("password", PASSWORD)]),
-    )
-    .await;
-    create_repository(
-        &env,
-        &ns,
-        "charts",
-        serde_json::json!({"url": repo.server.url(), "interval": "1m", "secretRef": {"name": "auth"}}),
-    )
-    .await;
+    let repo = ChartRepository::serve(&env, &ns, "charts").await;
     let api: Api<HelmRepository> = Api::namespaced(env.client.clone(), &ns);
-    let ready = wait_for(&api, "charts", "Ready=True", |o| ready_is(o, "True")).await;
+    let ready = wait_ready(&api, "charts").await;
     let status = ready.status.clone().unwrap();
     let first = status.artifact.clone().unwrap();
     let url = status.url.clone().unwrap();
@@ -361,15 +323,7 @@ async fn status_url_is_the_stable_index_yaml_and_follows_new_revisions() {
     let mut index = repo.file("index.yaml");
     index.extend_from_slice(b"# re-generated\n");
     std::fs::write(repo.server.root().join("index.yaml"), &index).unwrap();
-    api.patch(
-        "charts",
-        &kube::api::PatchParams::default(),
-        &kube::api::Patch::Merge(serde_json::json!({
-            "metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": "1"}},
-        })),
-    )
-    .await
-    .unwrap();
+    request_reconcile(&api, "charts", "1").await;
     let updated = wait_for(&api, "charts", "the new revision", |o| {
         o.status
             .as_ref()

@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use capstan_api::GitRepository;
+use capstan_api::{FluxKind, GitRepository};
 use capstan_apiserver::{ApiServer, Config};
 use capstan_controllers::runtime::{Controllers, RuntimeConfig};
 use capstan_controllers::{BucketReconciler, GitRepositoryReconciler, OCIRepositoryReconciler};
@@ -15,9 +15,11 @@ pub use capstan_testkit::{
     GitServer, REGISTRY_PASSWORD, REGISTRY_USER, Registry, TestCa, download, eventually,
     http_client, wait_for,
 };
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 /// The control plane with the Flux CRDs, the GitRepository controller and its HTTP server.
@@ -96,6 +98,47 @@ impl Env {
         name.to_owned()
     }
 
+    /// Creates the Flux object `name` of kind `K` in `namespace` from JSON `spec`.
+    pub async fn create<K>(&self, namespace: &str, name: &str, spec: serde_json::Value)
+    where
+        K: FluxKind
+            + kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + Serialize
+            + std::fmt::Debug,
+    {
+        let object: K = serde_json::from_value(serde_json::json!({
+            "apiVersion": K::api_version(&()),
+            "kind": K::kind(&()),
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": spec,
+        }))
+        .unwrap();
+        Api::<K>::namespaced(self.client.clone(), namespace)
+            .create(&PostParams::default(), &object)
+            .await
+            .unwrap();
+    }
+
+    /// Creates the Secret `name` in `namespace` with `data` (as `stringData`).
+    pub async fn create_secret(
+        &self,
+        namespace: &str,
+        name: &str,
+        data: &std::collections::BTreeMap<&str, &str>,
+    ) {
+        let secret: Secret = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": namespace},
+            "stringData": data,
+        }))
+        .unwrap();
+        Api::<Secret>::namespaced(self.client.clone(), namespace)
+            .create(&PostParams::default(), &secret)
+            .await
+            .unwrap();
+    }
+
     pub fn git_repositories(&self, namespace: &str) -> Api<GitRepository> {
         Api::namespaced(self.client.clone(), namespace)
     }
@@ -107,17 +150,7 @@ impl Env {
         name: &str,
         spec: serde_json::Value,
     ) {
-        let object: GitRepository = serde_json::from_value(serde_json::json!({
-            "apiVersion": "source.toolkit.fluxcd.io/v1",
-            "kind": "GitRepository",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": spec,
-        }))
-        .unwrap();
-        self.git_repositories(namespace)
-            .create(&PostParams::default(), &object)
-            .await
-            .unwrap();
+        self.create::<GitRepository>(namespace, name, spec).await;
     }
 
     /// Merge-patches a GitRepository.
@@ -181,15 +214,47 @@ async fn install_crds(client: &kube::Client) {
     .await;
 }
 
-/// The status of condition `type_`, `(status, reason, message)`.
-pub fn condition(object: &GitRepository, type_: &str) -> Option<(String, String, String)> {
+/// The status of condition `type_` of any Flux object, `(status, reason, message)`.
+pub fn condition<K: FluxKind>(object: &K, type_: &str) -> Option<(String, String, String)> {
     object
-        .status
-        .as_ref()?
-        .conditions
+        .conditions()
         .iter()
         .find(|c| c.type_ == type_)
         .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+/// Whether the Ready condition of `object` has status `status`.
+pub fn ready_is<K: FluxKind>(object: &K, status: &str) -> bool {
+    condition(object, "Ready").is_some_and(|(s, ..)| s == status)
+}
+
+/// Waits until the object `name` is Ready (`Ready=True`), and returns it.
+pub async fn wait_ready<K>(api: &Api<K>, name: &str) -> K
+where
+    K: FluxKind + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    wait_for(api, name, "Ready=True", |o| ready_is(o, "True")).await
+}
+
+/// Waits until the object `name` failed (`Ready=False`), and returns it.
+pub async fn wait_failed<K>(api: &Api<K>, name: &str) -> K
+where
+    K: FluxKind + Clone + DeserializeOwned + std::fmt::Debug,
+{
+    wait_for(api, name, "Ready=False", |o| ready_is(o, "False")).await
+}
+
+/// Asks for a reconcile of the object `name` (`reconcile.fluxcd.io/requestedAt: token`).
+pub async fn request_reconcile<K>(api: &Api<K>, name: &str, token: &str)
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug,
+{
+    let patch = serde_json::json!({
+        "metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": token}},
+    });
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
 }
 
 /// The file names in a gzip tarball.
