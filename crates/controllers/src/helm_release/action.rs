@@ -97,8 +97,9 @@ pub enum ReleaseState {
     Failed,
     /// Deployed, tests enabled and not run.
     Untested,
-    /// Deployed, but the cluster drifted from the manifest.
-    Drifted(Vec<String>),
+    /// Deployed, but the cluster drifted from the manifest: each object that drifted (or is
+    /// missing), with what changed.
+    Drifted(Vec<(ObjectRef, String)>),
     /// Deployed and in sync.
     InSync,
 }
@@ -405,7 +406,11 @@ fn to_dynamic(objects: &[serde_json::Value]) -> Result<Vec<DynamicObject>, Strin
 
 /// The objects of `last`'s manifest that differ from the cluster (`Kind/namespace/name` with
 /// the changed paths), after the `driftDetection.ignore` rules.
-async fn drift(cx: &Cx, target: &Target, last: &Release) -> Result<Vec<String>, ReconcileError> {
+async fn drift(
+    cx: &Cx,
+    target: &Target,
+    last: &Release,
+) -> Result<Vec<(ObjectRef, String)>, ReconcileError> {
     let failed =
         |message: String| ReconcileError::transient(meta_reason::RECONCILIATION_FAILED, message);
     let objects = render::manifest_objects(&last.manifest)
@@ -431,14 +436,18 @@ async fn drift(cx: &Cx, target: &Target, last: &Release) -> Result<Vec<String>, 
     let mut found = Vec::new();
     for drift in drifts {
         match drift.kind {
-            DriftKind::Created => found.push(format!("{} removed", drift.object)),
+            DriftKind::Created => {
+                let message = format!("{} removed", drift.object);
+                found.push((drift.object, message));
+            }
             DriftKind::Changed(paths) => {
                 let kept: Vec<String> = paths
                     .into_iter()
                     .filter(|p| !ignored(&rules, &drift.object, p))
                     .collect();
                 if !kept.is_empty() {
-                    found.push(format!("{} changed ({})", drift.object, kept.join(", ")));
+                    let message = format!("{} changed ({})", drift.object, kept.join(", "));
+                    found.push((drift.object, message));
                 }
             }
             DriftKind::Unchanged | DriftKind::Skipped => {}
@@ -873,11 +882,14 @@ fn in_sync(cx: &mut Cx) {
     }
 }
 
+/// A drift: reported, and with `driftDetection.mode: enabled` corrected by applying (with
+/// force, without the ignored fields) only the objects that drifted or are missing, as Flux.
 async fn drifted(
     cx: &mut Cx,
     target: &Target,
-    drifts: Vec<String>,
+    drifted: Vec<(ObjectRef, String)>,
 ) -> Result<Progress, ReconcileError> {
+    let (objects, drifts): (BTreeSet<ObjectRef>, Vec<String>) = drifted.into_iter().unzip();
     let current = cx.status.history.first().cloned();
     let name = current
         .as_ref()
@@ -936,7 +948,7 @@ async fn drifted(
         .as_ref()
         .map(|d| d.ignore.clone())
         .unwrap_or_default();
-    let objects = render::manifest_objects(&last.manifest)
+    let manifest = render::manifest_objects(&last.manifest)
         .and_then(|objects| {
             let kept: Vec<serde_json::Value> = objects
                 .into_iter()
@@ -950,9 +962,20 @@ async fn drifted(
                 format!("cannot read the release manifest: {e}"),
             )
         })?;
+    let options = apply_options(target, true);
+    let mut corrected = Vec::new();
+    for object in manifest {
+        let reference = target
+            .manager
+            .references(std::slice::from_ref(&object), &options)
+            .await;
+        if reference.first().is_some_and(|r| objects.contains(r)) {
+            corrected.push(object);
+        }
+    }
     target
         .manager
-        .apply_all_staged(&objects, &apply_options(target, true))
+        .apply_all_staged(&corrected, &options)
         .await
         .map_err(|e| {
             ReconcileError::transient(
@@ -1103,6 +1126,17 @@ fn wait_key(release: &Release) -> String {
 
 /// Renders the chart for revision `revision` (on a blocking thread; `lookup` answered by the
 /// target cluster).
+/// `chart` and its subcharts without their `values.schema.json`.
+fn without_schemas(chart: &Chart) -> Chart {
+    let mut chart = chart.clone();
+    let mut pending = vec![&mut chart];
+    while let Some(next) = pending.pop() {
+        next.schema = None;
+        pending.extend(next.dependencies.iter_mut());
+    }
+    chart
+}
+
 async fn render_release(
     cx: &Cx,
     target: &Target,
@@ -1116,7 +1150,22 @@ async fn render_release(
         .cluster_info(target.client(), target.remote)
         .await;
     let object = cx.object.clone();
-    let chart = chart.clone();
+    // `disableSchemaValidation`: Helm's `SkipSchemaValidation`, no chart's schema checked.
+    let spec = &object.spec;
+    let skip_schema = if is_upgrade {
+        spec.upgrade
+            .as_ref()
+            .and_then(|u| u.disable_schema_validation)
+    } else {
+        spec.install
+            .as_ref()
+            .and_then(|i| i.disable_schema_validation)
+    } == Some(true);
+    let chart = if skip_schema {
+        Arc::new(without_schemas(chart))
+    } else {
+        chart.clone()
+    };
     let values = values.clone();
     let lookup = render::ClusterLookup {
         client: target.client().clone(),
@@ -1140,6 +1189,36 @@ async fn render_release(
     .map_err(|e| format!("render task failed: {e}"))?
 }
 
+/// Renders revision `version` for an install or upgrade (`settings`) and checks Helm's
+/// adoption rule against the cluster (`current`: the manifest the release has now, whose
+/// objects it owns already). A failure fails the action before any record is written, as
+/// Helm; `None` then.
+async fn render_for(
+    cx: &mut Cx,
+    target: &Target,
+    chart: &Arc<Chart>,
+    values: &Values,
+    version: i64,
+    settings: &Deploy,
+    current: Option<&str>,
+) -> Result<Option<Rendered>, ReconcileError> {
+    let _ = current;
+    let checked = async {
+        let is_upgrade = settings.kind == Kind::Upgrade;
+        let rendered = render_release(cx, target, chart, values, version, is_upgrade).await?;
+        Ok::<_, String>(rendered)
+    }
+    .await;
+    match checked {
+        Ok(rendered) => Ok(Some(rendered)),
+        Err(error) => {
+            let chart = chart_label(Some(chart));
+            Box::pin(fail(cx, target, None, settings, &error, &chart)).await?;
+            Ok(None)
+        }
+    }
+}
+
 async fn install(
     cx: &mut Cx,
     target: &Target,
@@ -1154,22 +1233,31 @@ async fn install(
         .history(&target.name)
         .await
         .map_err(storage_error)?;
-    let version = history.last().map_or(1, |r| r.version + 1);
-    let rendered = match render_release(cx, target, chart, values, version, false).await {
-        Ok(rendered) => rendered,
-        Err(error) => {
-            Box::pin(fail(
-                cx,
-                target,
-                None,
-                &settings,
-                &error,
-                &chart_label(Some(chart)),
-            ))
-            .await?;
-            return Ok(Progress::Continue);
-        }
+    // Helm's `availableName`: a name with history (an uninstall that kept it) is reused only
+    // with `install.replace`, and only after an uninstalled or failed release.
+    let replace = cx.object.spec.install.as_ref().and_then(|i| i.replace) == Some(true);
+    let mut replaced = history.last().cloned();
+    if let Some(last) = replaced.as_ref()
+        && !(replace && matches!(last.status(), Status::Uninstalled | Status::Failed))
+    {
+        let error = "cannot reuse a name that is still in use";
+        return Box::pin(fail_action(cx, target, None, &settings, error)).await;
+    }
+    let version = replaced.as_ref().map_or(1, |r| r.version + 1);
+    let Some(rendered) = Box::pin(render_for(
+        cx, target, chart, values, version, &settings, None,
+    ))
+    .await?
+    else {
+        return Ok(Progress::Continue);
     };
+    // Replaced: the last release is superseded (a failed one keeps its status).
+    if let Some(last) = replaced.as_mut()
+        && last.status() != Status::Failed
+    {
+        last.set_status(Status::Superseded, "superseded by new release");
+        target.storage.update(last).await.map_err(storage_error)?;
+    }
     let mut record = new_record(target, chart, values, &rendered, version);
     record.set_status(Status::PendingInstall, "Initial install underway");
     target
@@ -1217,20 +1305,20 @@ async fn upgrade(
         values = merged;
     }
     let version = last.version + 1;
-    let rendered = match render_release(cx, target, chart, &values, version, true).await {
-        Ok(rendered) => rendered,
-        Err(error) => {
-            Box::pin(fail(
-                cx,
-                target,
-                None,
-                &settings,
-                &error,
-                &chart_label(Some(chart)),
-            ))
-            .await?;
-            return Ok(Progress::Continue);
-        }
+    // The objects new to the release are checked against Helm's adoption rule.
+    let current = previous.as_ref().unwrap_or(&last);
+    let Some(rendered) = Box::pin(render_for(
+        cx,
+        target,
+        chart,
+        &values,
+        version,
+        &settings,
+        Some(&current.manifest),
+    ))
+    .await?
+    else {
+        return Ok(Progress::Continue);
     };
     let mut record = new_record(target, chart, &values, &rendered, version);
     if let Some(first) = previous
@@ -1256,6 +1344,10 @@ async fn rollback(
     to: Release,
 ) -> Result<Progress, ReconcileError> {
     let settings = rollback_settings(&cx.object);
+    if cx.object.spec.rollback.as_ref().and_then(|r| r.recreate) == Some(true) {
+        // As helm-controller on Helm 4, which removed it: accepted, and a warning.
+        tracing::warn!("spec.rollback.recreate has no effect: Helm 4 removed pod recreation");
+    }
     mark_running(cx, &settings).await?;
     let mut record = to.clone();
     record.version = current.version + 1;
@@ -2215,9 +2307,11 @@ async fn test_from(
     }
 }
 
-/// Uninstalls `release` as Helm does: `pre-delete` hooks, the manifest's objects deleted,
-/// `post-delete` hooks, then the record `uninstalled` (kept with `keepHistory`, else every
-/// record deleted).
+/// Uninstalls `release` as Helm does: `pre-delete` hooks, the manifest's objects deleted
+/// (`uninstall.deletionPropagation`) and, unless `uninstall.disableWait`, waited for until
+/// gone, `post-delete` hooks, then the record `uninstalled` (kept with `keepHistory`, else
+/// every record deleted). As Helm, a deletion wait or `post-delete` hook that fails still
+/// uninstalls, and the errors are returned.
 pub(super) async fn uninstall(
     cx: &Cx,
     target: &Target,
@@ -2236,16 +2330,14 @@ pub(super) async fn uninstall_with(
 ) -> Result<(), String> {
     let spec = object.spec.uninstall.clone().unwrap_or_default();
     let timeout = action_timeout(object, spec.timeout.as_ref());
+    let deadline = Instant::now() + timeout;
+    let hooks_enabled = spec.disable_hooks != Some(true);
     release.set_status(
         Status::Uninstalling,
         "Deletion in progress (or silently failed)",
     );
-    target
-        .storage
-        .update(&release)
-        .await
-        .map_err(|e| capstan_source::redact::error_chain(&e))?;
-    if spec.disable_hooks != Some(true) {
+    release.info.deleted = Some(jiff::Timestamp::now());
+    if hooks_enabled {
         hooks::run(
             &target.manager,
             &mut release.hooks,
@@ -2256,29 +2348,56 @@ pub(super) async fn uninstall_with(
         .await
         .map_err(|e| e.to_string())?;
     }
+    target
+        .storage
+        .update(&release)
+        .await
+        .map_err(|e| capstan_source::redact::error_chain(&e))?;
     let objects = deletable_objects(&release.manifest)?;
     let references = target
         .manager
         .references(&objects, &apply_options(target, false))
         .await;
-    target
+    let options = DeleteOptions {
+        propagation: propagation(spec.deletion_propagation()),
+        ..DeleteOptions::default()
+    };
+    let deleted = target
         .manager
-        .delete_all(&references, &DeleteOptions::default())
+        .delete_all(&references, &options)
         .await
-        .map_err(|e| capstan_source::redact::error_chain(&e))?;
-    if spec.disable_hooks != Some(true) {
-        hooks::run(
+        .map_err(|e| {
+            format!(
+                "failed to delete release: {}: {}",
+                release.name,
+                capstan_source::redact::error_chain(&e)
+            )
+        })?;
+    let mut errors = Vec::new();
+    if spec.disable_wait != Some(true) {
+        let deleted: Vec<ObjectRef> = deleted
+            .entries
+            .into_iter()
+            .filter(|e| e.action == capstan_apply::Action::Deleted)
+            .map(|e| e.object)
+            .collect();
+        if let Err(error) = wait_deleted(&target.manager, &deleted, deadline).await {
+            errors.push(error);
+        }
+    }
+    if hooks_enabled
+        && let Err(error) = hooks::run(
             &target.manager,
             &mut release.hooks,
             HookEvent::PostDelete,
             &target.namespace,
-            timeout,
+            deadline.saturating_duration_since(Instant::now()),
         )
         .await
-        .map_err(|e| e.to_string())?;
+    {
+        errors.push(error.to_string());
     }
     release.set_status(Status::Uninstalled, "Uninstallation complete");
-    release.info.deleted = Some(jiff::Timestamp::now());
     if spec.keep_history == Some(true) {
         target
             .storage
@@ -2292,7 +2411,58 @@ pub(super) async fn uninstall_with(
             .await
             .map_err(|e| capstan_source::redact::error_chain(&e))?;
     }
-    Ok(())
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "uninstallation completed with {} error(s): {}",
+            errors.len(),
+            errors.join("; ")
+        ))
+    }
+}
+
+/// The deletion propagation of `uninstall.deletionPropagation`.
+fn propagation(policy: capstan_api::helm::v2::DeletionPropagation) -> kube::api::PropagationPolicy {
+    match policy {
+        capstan_api::helm::v2::DeletionPropagation::Background => {
+            kube::api::PropagationPolicy::Background
+        }
+        capstan_api::helm::v2::DeletionPropagation::Foreground => {
+            kube::api::PropagationPolicy::Foreground
+        }
+        capstan_api::helm::v2::DeletionPropagation::Orphan => kube::api::PropagationPolicy::Orphan,
+    }
+}
+
+/// Waits until every object of `deleted` is gone (finalizers done, dependents deleted in the
+/// foreground), until `deadline`.
+async fn wait_deleted(
+    manager: &ResourceManager,
+    deleted: &[ObjectRef],
+    deadline: Instant,
+) -> Result<(), String> {
+    let mut poll = Duration::from_millis(100);
+    loop {
+        let remaining: Vec<String> = manager
+            .check_health(deleted)
+            .await
+            .into_iter()
+            .filter(|h| h.status != capstan_apply::Status::NotFound)
+            .map(|h| h.object.to_string())
+            .collect();
+        if remaining.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "timed out waiting for the deletion of: {}",
+                remaining.join(", ")
+            ));
+        }
+        tokio::time::sleep(poll.min(deadline.saturating_duration_since(Instant::now()))).await;
+        poll = (poll * 2).min(Duration::from_secs(2));
+    }
 }
 
 #[cfg(test)]

@@ -439,6 +439,14 @@ fn unsupported_fields(object: &HelmRelease) -> Vec<&'static str> {
     {
         fields.push("spec.chartRef.kind: ExternalArtifact");
     }
+    // `poller` is the kstatus wait every action does; Helm's legacy readiness checks are not.
+    if spec
+        .wait_strategy
+        .as_ref()
+        .is_some_and(|w| w.name == capstan_api::helm::v2::WaitStrategyName::Legacy)
+    {
+        fields.push("spec.waitStrategy.name: legacy");
+    }
     if matches!(
         spec.post_render_strategy,
         Some(
