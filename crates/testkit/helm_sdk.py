@@ -7,7 +7,8 @@ release storage, packaged charts, OCI charts and chart repositories. Run through
 
 REQUEST_JSON is {"op": OP, ...arguments by name}.
 Releases, in the cluster of "kubeconfig" (a path), in "namespace":
-  op "install":    chart, name, values?        op "upgrade":  chart, name, values?, max_history?
+  op "install":    chart, name, values?        op "upgrade":  chart, name, values?, max_history?,
+                                                                force_conflicts? (--force-conflicts)
   op "list":       all_states?                 op "history":  name
   op "status":     name, revision?             op "get_values": name, revision?, all_values?
   op "rollback":   name, version?              op "uninstall": name, keep_history?
@@ -36,12 +37,32 @@ def registry_client(ref, request):
     return client
 
 
+def upgrade_forcing_conflicts(config, request):
+    """`helm upgrade --force-conflicts`: Config.upgrade has no such argument, but the SDK's
+    native helm_upgrade reads "force_conflicts" from its options, so this makes the same call
+    as Config.upgrade with that option added."""
+    from helm_python import _native
+
+    handle, ref = config._chart_args(request["chart"])
+    values = request.get("values")
+    options = {"force_conflicts": True}
+    if request.get("max_history") is not None:
+        options["max_history"] = request["max_history"]
+    payload = _native.call_string(
+        "helm_upgrade", config._raw(), config._context_arg(None), handle, ref,
+        request["name"], None if values is None else json.dumps(values), json.dumps(options),
+    )
+    return json.loads(payload)
+
+
 def release_op(op, request):
     config = helm_python.Config(
         kubeconfig_path=request["kubeconfig"], namespace=request["namespace"]
     )
     if op == "install":
         return config.install(request["chart"], request["name"], request.get("values"))
+    if op == "upgrade" and request.get("force_conflicts"):
+        return upgrade_forcing_conflicts(config, request)
     if op == "upgrade":
         return config.upgrade(
             request["chart"], request["name"], request.get("values"),
@@ -88,6 +109,12 @@ def run(request):
     if op == "tags":
         ref = request["ref"]
         return registry_client(ref, request).tags(ref.removeprefix("oci://"))
+    if op == "repo_index_json":
+        # Helm's IndexFile as Go's json.Marshal writes it, after Helm loaded (validated, sorted)
+        # the index at `url` — the bytes Flux's stored index is the indented form of.
+        from helm_python import _native, registry
+
+        return _native.call_string("helm_repo_index_download", request["url"], registry._opts())
     if op == "repo_index":
         return helm_python.registry.repo_index_generate(
             request["directory"], base_url=request.get("base_url")

@@ -139,9 +139,24 @@ impl Index {
         Ok(index)
     }
 
-    /// The index as indented JSON (what a HelmRepository stores as its artifact, as Flux does).
+    /// The index as a HelmRepository stores it, byte for byte as Flux does: Helm's `IndexFile`
+    /// written by Go's `json.MarshalIndent(index, "", "  ")` ([`Index::to_go_json`] with an
+    /// indent of 2), so `status.artifact.digest` is Flux's.
     pub fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec_pretty(self).unwrap_or_default()
+        self.to_go_json(2).into_bytes()
+    }
+
+    /// The index as Go's `encoding/json` writes Helm's `IndexFile` (`repo/v1`): its fields in
+    /// Helm's order and with its `omitempty` rules (`serverInfo`, `apiVersion`, `generated`,
+    /// `entries`, `publicKeys`, `annotations`; each version's `Chart.yaml` fields, then
+    /// `urls`, `created`, `removed`, `digest`), map keys sorted, times as Go's RFC 3339 (the zero
+    /// time when absent), strings sanitised as Helm's chart validation does and escaped as Go
+    /// escapes them (`<`, `>`, `&`). Fields Helm does not know are left out, as Go's decoder
+    /// leaves them. `indent` spaces per level (`json.MarshalIndent`), 0: `json.Marshal`.
+    pub fn to_go_json(&self, indent: usize) -> String {
+        let mut out = String::new();
+        go_json::write(&mut out, &go_json::index(self), indent, 0);
+        out
     }
 
     /// The version of chart `name` that `version` selects (Flux's `GetChartVersion`): an exact
@@ -217,6 +232,363 @@ fn sort_newest_first(versions: &mut [ChartVersion]) {
             _ => b.version.cmp(&a.version),
         }
     });
+}
+
+/// Helm's `IndexFile` shaped as Go marshals it, and Go's JSON layout.
+mod go_json {
+    use serde_json::{Map, Value};
+
+    use super::{ChartVersion, Index};
+
+    /// Helm's `IndexFile`, fields in Go's order (a `serde_json` map keeps insertion order).
+    pub(super) fn index(index: &Index) -> Value {
+        let mut root = Map::new();
+        if let Some(info) = index.extra.get("serverInfo").filter(|v| non_empty(v)) {
+            root.insert("serverInfo".into(), sorted(info));
+        }
+        root.insert("apiVersion".into(), index.api_version.clone().into());
+        root.insert("generated".into(), time(index.generated.as_deref()).into());
+        let entries = index
+            .entries
+            .iter()
+            .map(|(name, versions)| {
+                let versions = versions.iter().map(chart_version).collect();
+                (name.clone(), Value::Array(versions))
+            })
+            .collect();
+        root.insert("entries".into(), Value::Object(entries));
+        if let Some(keys) = index.extra.get("publicKeys").filter(|v| non_empty(v)) {
+            root.insert("publicKeys".into(), strings(keys));
+        }
+        if let Some(annotations) = index.extra.get("annotations").filter(|v| non_empty(v)) {
+            root.insert("annotations".into(), string_map(annotations));
+        }
+        Value::Object(root)
+    }
+
+    /// One `ChartVersion`: the embedded `chart.Metadata`, then its own fields.
+    fn chart_version(version: &ChartVersion) -> Value {
+        let md = &version.metadata;
+        let mut out = Map::new();
+        let text = |out: &mut Map<String, Value>, key: &str, value: Option<String>| {
+            if let Some(value) = value.filter(|v| !v.is_empty()) {
+                out.insert(key.into(), value.into());
+            }
+        };
+        let field = |key: &str| md.get(key).and_then(scalar);
+        text(&mut out, "name", Some(sanitize(&version.name)));
+        text(&mut out, "home", field("home").map(|s| sanitize(&s)));
+        list(&mut out, "sources", md.get("sources"), true);
+        text(&mut out, "version", Some(version.version.clone()));
+        text(
+            &mut out,
+            "description",
+            field("description").map(|s| sanitize(&s)),
+        );
+        list(&mut out, "keywords", md.get("keywords"), true);
+        if let Some(Value::Array(maintainers)) = md.get("maintainers")
+            && !maintainers.is_empty()
+        {
+            let maintainers = maintainers
+                .iter()
+                .map(|m| match m {
+                    Value::Object(m) => {
+                        let mut entry = Map::new();
+                        for key in ["name", "email", "url"] {
+                            text(&mut entry, key, m.get(key).and_then(scalar));
+                        }
+                        Value::Object(entry)
+                    }
+                    _ => Value::Null,
+                })
+                .collect();
+            out.insert("maintainers".into(), Value::Array(maintainers));
+        }
+        text(&mut out, "icon", field("icon").map(|s| sanitize(&s)));
+        text(&mut out, "apiVersion", field("apiVersion"));
+        text(
+            &mut out,
+            "condition",
+            field("condition").map(|s| sanitize(&s)),
+        );
+        text(&mut out, "tags", field("tags").map(|s| sanitize(&s)));
+        text(
+            &mut out,
+            "appVersion",
+            field("appVersion").map(|s| sanitize(&s)),
+        );
+        if md.get("deprecated") == Some(&Value::Bool(true)) {
+            out.insert("deprecated".into(), Value::Bool(true));
+        }
+        if let Some(annotations) = md.get("annotations").filter(|v| non_empty(v)) {
+            out.insert("annotations".into(), string_map(annotations));
+        }
+        text(
+            &mut out,
+            "kubeVersion",
+            field("kubeVersion").map(|s| sanitize(&s)),
+        );
+        if let Some(Value::Array(dependencies)) = md.get("dependencies")
+            && !dependencies.is_empty()
+        {
+            let dependencies = dependencies.iter().map(dependency).collect();
+            out.insert("dependencies".into(), Value::Array(dependencies));
+        }
+        text(&mut out, "type", field("type"));
+        out.insert(
+            "urls".into(),
+            if version.urls.is_empty() {
+                Value::Null
+            } else {
+                version.urls.iter().cloned().map(Value::from).collect()
+            },
+        );
+        out.insert("created".into(), time(version.created.as_deref()).into());
+        if md.get("removed") == Some(&Value::Bool(true)) {
+            out.insert("removed".into(), Value::Bool(true));
+        }
+        text(&mut out, "digest", Some(version.digest.clone()));
+        for key in ["checksum", "engine", "tillerVersion", "url"] {
+            text(&mut out, key, field(key));
+        }
+        Value::Object(out)
+    }
+
+    /// A `chart.Dependency` (`name` and `repository` always written).
+    fn dependency(value: &Value) -> Value {
+        let Value::Object(d) = value else {
+            return Value::Null;
+        };
+        let field = |key: &str| d.get(key).and_then(scalar).unwrap_or_default();
+        let mut out = Map::new();
+        out.insert("name".into(), field("name").into());
+        let text = |out: &mut Map<String, Value>, key: &str| {
+            let value = field(key);
+            if !value.is_empty() {
+                out.insert(key.into(), value.into());
+            }
+        };
+        text(&mut out, "version");
+        out.insert("repository".into(), field("repository").into());
+        text(&mut out, "condition");
+        list(&mut out, "tags", d.get("tags"), false);
+        if d.get("enabled") == Some(&Value::Bool(true)) {
+            out.insert("enabled".into(), Value::Bool(true));
+        }
+        if let Some(Value::Array(values)) = d.get("import-values")
+            && !values.is_empty()
+        {
+            out.insert(
+                "import-values".into(),
+                Value::Array(values.iter().map(sorted).collect()),
+            );
+        }
+        text(&mut out, "alias");
+        Value::Object(out)
+    }
+
+    /// A `[]string` field, left out when empty; items sanitised when `sanitise`.
+    fn list(out: &mut Map<String, Value>, key: &str, value: Option<&Value>, sanitise: bool) {
+        if let Some(Value::Array(items)) = value
+            && !items.is_empty()
+        {
+            let items = items
+                .iter()
+                .map(|item| {
+                    let item = scalar(item).unwrap_or_default();
+                    Value::from(if sanitise { sanitize(&item) } else { item })
+                })
+                .collect();
+            out.insert(key.into(), Value::Array(items));
+        }
+    }
+
+    /// A scalar as the string Go's decoder would hold (`None` for null, lists and maps).
+    fn scalar(value: &Value) -> Option<String> {
+        match value {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Bool(b) => Some(b.to_string()),
+            _ => None,
+        }
+    }
+
+    fn non_empty(value: &Value) -> bool {
+        match value {
+            Value::Object(map) => !map.is_empty(),
+            Value::Array(items) => !items.is_empty(),
+            Value::Null => false,
+            _ => true,
+        }
+    }
+
+    fn strings(value: &Value) -> Value {
+        match value {
+            Value::Array(items) => items
+                .iter()
+                .map(|i| Value::from(scalar(i).unwrap_or_default()))
+                .collect(),
+            _ => Value::Null,
+        }
+    }
+
+    /// A `map[string]string`: keys sorted, values as strings.
+    fn string_map(value: &Value) -> Value {
+        let Value::Object(map) = value else {
+            return Value::Null;
+        };
+        let mut keys: Vec<_> = map.keys().collect();
+        keys.sort();
+        Value::Object(
+            keys.into_iter()
+                .map(|k| (k.clone(), scalar(&map[k]).unwrap_or_default().into()))
+                .collect(),
+        )
+    }
+
+    /// An `any` value: every map's keys sorted, as Go writes maps.
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<_> = map.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&map[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+
+    /// Helm's `sanitizeString`: white space becomes a space, what is not printable goes.
+    fn sanitize(text: &str) -> String {
+        text.chars()
+            .filter_map(|c| {
+                if c.is_whitespace() {
+                    Some(' ')
+                } else if c.is_control()
+                    || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+                        | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{e000}'..='\u{f8ff}')
+                {
+                    None
+                } else {
+                    Some(c)
+                }
+            })
+            .collect()
+    }
+
+    /// A `time.Time` as Go writes it (RFC 3339 with the fraction's trailing zeros cut, `Z` for
+    /// a zero offset); absent: Go's zero time. Text that is not RFC 3339 is kept as it is.
+    pub(super) fn time(text: Option<&str>) -> String {
+        const ZERO: &str = "0001-01-01T00:00:00Z";
+        let Some(text) = text else {
+            return ZERO.to_owned();
+        };
+        let bytes = text.as_bytes();
+        let digits = |range: std::ops::Range<usize>| {
+            bytes
+                .get(range)
+                .is_some_and(|b| b.iter().all(u8::is_ascii_digit))
+        };
+        let shape = bytes.len() >= 20
+            && digits(0..4)
+            && bytes[4] == b'-'
+            && digits(5..7)
+            && bytes[7] == b'-'
+            && digits(8..10)
+            && bytes[10] == b'T'
+            && digits(11..13)
+            && bytes[13] == b':'
+            && digits(14..16)
+            && bytes[16] == b':'
+            && digits(17..19);
+        if !shape {
+            return text.to_owned();
+        }
+        let (seconds, rest) = text.split_at(19);
+        let (fraction, zone) = match rest.strip_prefix('.') {
+            Some(rest) => {
+                let end = rest
+                    .find(|c: char| !c.is_ascii_digit())
+                    .unwrap_or(rest.len());
+                (&rest[..end], &rest[end..])
+            }
+            None => ("", rest),
+        };
+        let zone = match zone {
+            "Z" | "+00:00" | "-00:00" => "Z",
+            zone if zone.len() == 6
+                && matches!(zone.as_bytes()[0], b'+' | b'-')
+                && zone.as_bytes()[3] == b':'
+                && zone[1..3].bytes().all(|b| b.is_ascii_digit())
+                && zone[4..].bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                zone
+            }
+            _ => return text.to_owned(),
+        };
+        let fraction = fraction.get(..9).unwrap_or(fraction).trim_end_matches('0');
+        if fraction.is_empty() {
+            format!("{seconds}{zone}")
+        } else {
+            format!("{seconds}.{fraction}{zone}")
+        }
+    }
+
+    /// Writes `value` as Go's `json.MarshalIndent(value, "", <indent spaces>)` lays it out
+    /// (maps in the order given), strings and numbers as `encoding/json` writes them.
+    pub(super) fn write(out: &mut String, value: &Value, indent: usize, level: usize) {
+        let newline = |out: &mut String, level: usize| {
+            if indent > 0 {
+                out.push('\n');
+                out.extend(std::iter::repeat_n(' ', indent * level));
+            }
+        };
+        let separator = if indent > 0 { ": " } else { ":" };
+        match value {
+            Value::Object(map) if !map.is_empty() => {
+                out.push('{');
+                for (i, (key, item)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    newline(out, level + 1);
+                    capstan_helm::yaml::json::string(out, key, true);
+                    out.push_str(separator);
+                    write(out, item, indent, level + 1);
+                }
+                newline(out, level);
+                out.push('}');
+            }
+            Value::Array(items) if !items.is_empty() => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    newline(out, level + 1);
+                    write(out, item, indent, level + 1);
+                }
+                newline(out, level);
+                out.push(']');
+            }
+            Value::Object(_) => out.push_str("{}"),
+            Value::Array(_) => out.push_str("[]"),
+            Value::String(s) => capstan_helm::yaml::json::string(out, s, true),
+            Value::Number(_) => {
+                let go = capstan_helm::yaml::json::marshal(
+                    &capstan_helm::value::Value::from_json_floats(value),
+                );
+                out.push_str(&go.unwrap_or_else(|_| value.to_string()));
+            }
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Null => out.push_str("null"),
+        }
+    }
 }
 
 fn json_kind(value: &serde_json::Value) -> &'static str {

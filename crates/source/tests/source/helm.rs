@@ -432,3 +432,155 @@ async fn dependencies_are_what_helms_dependency_update_resolves() {
         ["podinfo-6.14.1", "sealed-secrets-2.18.5"]
     );
 }
+
+/// An index Helm's SDK did not write: every `Chart.yaml` field of the index, HTML characters,
+/// a time with an offset and one without `created`, a version that is not SemVer (dropped),
+/// `serverInfo` and annotations.
+const HAND_WRITTEN_INDEX: &str = r#"apiVersion: v1
+entries:
+  podinfo:
+  - apiVersion: v2
+    appVersion: 6.5.4
+    created: "2024-01-02T03:04:05.123400+02:00"
+    description: "Podinfo Helm chart for Kubernetes & <friends>\tand tabs"
+    digest: abc123
+    home: https://github.com/stefanprodan/podinfo
+    icon: https://example.com/icon.png
+    keywords: [podinfo, "go\u2028lang"]
+    kubeVersion: ">=1.23.0-0"
+    maintainers:
+    - email: stefanprodan@users.noreply.github.com
+      name: stefanprodan
+    - name: other
+      url: https://example.com
+    name: podinfo
+    sources:
+    - https://github.com/stefanprodan/podinfo
+    urls:
+    - https://stefanprodan.github.io/podinfo/podinfo-6.5.4.tgz
+    version: 6.5.4
+    deprecated: true
+    type: application
+    annotations:
+      b: "2"
+      a: "1"
+    dependencies:
+    - name: redis
+      version: 1.x
+      repository: https://charts.example
+      condition: redis.enabled
+      tags: [cache]
+      enabled: true
+      import-values: [child, {parent: p, child: c}]
+      alias: cache
+    - name: local
+  - name: podinfo
+    version: 6.10.0
+    urls: [podinfo-6.10.0.tgz]
+  - name: podinfo
+    version: not-semver
+  - name: podinfo
+    version: 6.10.0-rc.1
+    created: "2024-05-06T07:08:09Z"
+    urls: [podinfo-6.10.0-rc.1.tgz]
+  zeta:
+  - name: zeta
+    version: 0.1.0
+    created: "2023-01-01T00:00:00+00:00"
+    urls: [zeta-0.1.0.tgz]
+generated: "2024-01-02T03:04:05.500Z"
+serverInfo:
+  contextPath: /x
+  b: [1, 2.5]
+annotations:
+  z: last
+  a: first
+"#;
+
+/// The index a HelmRepository stores is Flux's, byte for byte: Helm's `IndexFile` loaded as
+/// Helm loads it and written as Go's `encoding/json` writes it (`json.MarshalIndent`) — judged
+/// against Helm's SDK, which loads the same served index and marshals it with Go.
+#[tokio::test]
+async fn the_stored_index_is_go_json_of_helms_index_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = dir.path().join("written");
+    let podinfo = corpus("podinfo/src/charts/podinfo");
+    let sealed = corpus("helm-charts/sealed-secrets/chart");
+    let out = written.clone();
+    tokio::task::spawn_blocking(move || sdk_repository(&[&podinfo, &sealed], &out, None))
+        .await
+        .unwrap();
+    let hand = dir.path().join("hand");
+    std::fs::create_dir_all(&hand).unwrap();
+    std::fs::write(hand.join("index.yaml"), HAND_WRITTEN_INDEX).unwrap();
+    for root in [&written, &hand] {
+        let server = HelmRepoServer::start(root, None).await;
+        let url = format!("{}/", server.url());
+        let go = tokio::task::spawn_blocking(move || {
+            capstan_testkit::helm_repo::helm_sdk_ok(
+                &serde_json::json!({"op": "repo_index_json", "url": url}),
+            )
+        })
+        .await
+        .unwrap();
+        let go = go.as_str().unwrap();
+        let repository = Repository::new(&server.url(), ClientOptions::default()).unwrap();
+        let fetched = repository.fetch_index().await.unwrap();
+        assert_eq!(
+            fetched.index.to_go_json(0),
+            go,
+            "json.Marshal of Helm's IndexFile ({})",
+            root.display()
+        );
+        // The artifact: the same, indented as json.MarshalIndent(index, "", "  ") does, and
+        // still an index.
+        let stored = fetched.index.to_json();
+        let text = String::from_utf8(stored.clone()).unwrap();
+        assert!(
+            text.starts_with("{\n  \"") && text.ends_with("\n}"),
+            "{text}"
+        );
+        let compact: String = {
+            let mut out = String::new();
+            let mut in_string = false;
+            let mut escaped = false;
+            let mut chars = text.chars().peekable();
+            while let Some(c) = chars.next() {
+                if in_string {
+                    out.push(c);
+                    match (escaped, c) {
+                        (true, _) => escaped = false,
+                        (false, '\\') => escaped = true,
+                        (false, '"') => in_string = false,
+                        _ => {}
+                    }
+                    continue;
+                }
+                match c {
+                    '"' => {
+                        in_string = true;
+                        out.push(c);
+                    }
+                    '\n' => {
+                        while chars.peek() == Some(&' ') {
+                            chars.next();
+                        }
+                    }
+                    ':' if chars.peek() == Some(&' ') => {
+                        out.push(':');
+                        chars.next();
+                    }
+                    c => out.push(c),
+                }
+            }
+            out
+        };
+        assert_eq!(compact, go, "the indented form holds the same bytes");
+        let again = capstan_source::helm::index::Index::parse(&stored).unwrap();
+        assert_eq!(
+            again.to_go_json(0),
+            go,
+            "the stored index reads back the same"
+        );
+    }
+}
