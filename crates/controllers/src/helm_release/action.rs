@@ -80,6 +80,24 @@ impl Target {
     fn client(&self) -> &Client {
         self.manager.client()
     }
+
+    /// Every record of the release, oldest first.
+    async fn history(&self) -> Result<Vec<Release>, ReconcileError> {
+        self.storage
+            .history(&self.name)
+            .await
+            .map_err(storage_error)
+    }
+
+    /// The newest record of the release.
+    async fn last(&self) -> Result<Option<Release>, ReconcileError> {
+        self.storage.last(&self.name).await.map_err(storage_error)
+    }
+
+    /// Stores `record` again.
+    async fn update(&self, record: &Release) -> Result<(), ReconcileError> {
+        self.storage.update(record).await.map_err(storage_error)
+    }
 }
 
 /// The state of a release compared with its HelmRelease (Flux's `ReleaseStatus`).
@@ -125,11 +143,7 @@ pub(super) async fn reconcile(cx: &mut Cx) -> Result<StepOutcome, ReconcileError
     };
     handle_reset(cx);
     Box::pin(handle_target_change(cx, &target, &chart)).await?;
-    let last = target
-        .storage
-        .last(&target.name)
-        .await
-        .map_err(storage_error)?;
+    let last = target.last().await?;
     if let Some(last) = last
         && let Progress::Pending(outcome) = Box::pin(resume_in_flight(cx, &target, last)).await?
     {
@@ -198,7 +212,7 @@ async fn handle_target_change(
         namespace: current.namespace.clone(),
         ..target.clone()
     };
-    if let Some(last) = old.storage.last(&old.name).await.map_err(storage_error)?
+    if let Some(last) = old.last().await?
         && last.status() != Status::Uninstalled
     {
         uninstall_with(&cx.object, &old, last, false)
@@ -269,12 +283,7 @@ async fn determine(
     chart: &Chart,
     values: &Values,
 ) -> Result<ReleaseState, ReconcileError> {
-    let Some(last) = target
-        .storage
-        .last(&target.name)
-        .await
-        .map_err(storage_error)?
-    else {
+    let Some(last) = target.last().await? else {
         return Ok(ReleaseState::Absent);
     };
     if last.status().is_pending() {
@@ -355,10 +364,7 @@ async fn deployed_state(
             return Ok(ReleaseState::Failed);
         }
     }
-    let mode = cx.object.spec.drift_detection.as_ref().map_or(
-        DriftDetectionMode::Disabled,
-        capstan_api::helm::v2::DriftDetection::mode,
-    );
+    let mode = drift_mode(&cx.object);
     if mode != DriftDetectionMode::Disabled {
         let drifted = drift(cx, target, last).await?;
         if !drifted.is_empty() {
@@ -426,13 +432,7 @@ async fn drift(
                 capstan_source::redact::error_chain(&e)
             ))
         })?;
-    let rules = cx
-        .object
-        .spec
-        .drift_detection
-        .as_ref()
-        .map(|d| d.ignore.clone())
-        .unwrap_or_default();
+    let rules = ignore_rules(&cx.object);
     let mut found = Vec::new();
     for drift in drifts {
         match drift.kind {
@@ -454,6 +454,24 @@ async fn drift(
         }
     }
     Ok(found)
+}
+
+/// `spec.driftDetection.mode` (disabled when absent).
+fn drift_mode(object: &HelmRelease) -> DriftDetectionMode {
+    object.spec.drift_detection.as_ref().map_or(
+        DriftDetectionMode::Disabled,
+        capstan_api::helm::v2::DriftDetection::mode,
+    )
+}
+
+/// `spec.driftDetection.ignore`.
+fn ignore_rules(object: &HelmRelease) -> Vec<capstan_api::meta::IgnoreRule> {
+    object
+        .spec
+        .drift_detection
+        .as_ref()
+        .map(|d| d.ignore.clone())
+        .unwrap_or_default()
 }
 
 /// Whether an ignore rule covers the dotted `path` of `object` (keys joined with `.`, list
@@ -547,13 +565,7 @@ async fn act(
             Ok(Progress::Continue)
         }
         ReleaseState::Absent => {
-            if retries_exhausted(cx, ReleaseAction::Install) {
-                if let Some(token) = forced {
-                    cx.status.last_handled_force_at = Some(token);
-                } else {
-                    return Err(exceeded(cx, "install"));
-                }
-            }
+            allow_retry(cx, ReleaseAction::Install, forced)?;
             Box::pin(install(cx, target, chart, values)).await
         }
         ReleaseState::Unmanaged(why) => {
@@ -561,30 +573,35 @@ async fn act(
             cx.status.history.clear();
             // An upgrade that failed leaving no record finds the release unmanaged again:
             // its retries are bounded too.
-            if retries_exhausted(cx, ReleaseAction::Upgrade) {
-                if let Some(token) = forced {
-                    cx.status.last_handled_force_at = Some(token);
-                } else {
-                    return Err(exceeded(cx, "upgrade"));
-                }
-            }
+            allow_retry(cx, ReleaseAction::Upgrade, forced)?;
             Box::pin(upgrade(cx, target, chart, values)).await
         }
         ReleaseState::OutOfSync(why) => {
             tracing::info!(reason = %why, "release out of sync");
-            if retries_exhausted(cx, ReleaseAction::Upgrade) {
-                if let Some(token) = forced {
-                    cx.status.last_handled_force_at = Some(token);
-                } else {
-                    return Err(exceeded(cx, "upgrade"));
-                }
-            }
+            allow_retry(cx, ReleaseAction::Upgrade, forced)?;
             Box::pin(upgrade(cx, target, chart, values)).await
         }
         ReleaseState::Untested => Box::pin(test(cx, target)).await,
         ReleaseState::Drifted(drifts) => Box::pin(drifted(cx, target, drifts)).await,
         ReleaseState::Failed => Box::pin(remediate(cx, target, chart, values, forced)).await,
     }
+}
+
+/// Whether `action` may run again: its retries are not exhausted, or `forceAt` asks for it
+/// (the token is then handled); else the HelmRelease stalls ([`exceeded`]).
+fn allow_retry(
+    cx: &mut Cx,
+    action: ReleaseAction,
+    forced: Option<String>,
+) -> Result<(), ReconcileError> {
+    if !retries_exhausted(cx, action) {
+        return Ok(());
+    }
+    let Some(token) = forced else {
+        return Err(exceeded(cx, action));
+    };
+    cx.status.last_handled_force_at = Some(token);
+    Ok(())
 }
 
 /// The failures counted for `action`.
@@ -636,7 +653,11 @@ fn retries_exhausted(cx: &Cx, action: ReleaseAction) -> bool {
 }
 
 /// The error of exhausted retries: the HelmRelease stalls with the last failure's words.
-fn exceeded(cx: &Cx, action: &str) -> ReconcileError {
+fn exceeded(cx: &Cx, action: ReleaseAction) -> ReconcileError {
+    let action = match action {
+        ReleaseAction::Install => "install",
+        ReleaseAction::Upgrade => "upgrade",
+    };
     let conditions = &cx.status.conditions;
     let find = |type_: &str| conditions.iter().find(|c| c.type_ == type_);
     let failed = find(condition::REMEDIATED)
@@ -688,14 +709,7 @@ async fn remediate(
     }
     let (_, remediate_last) = remediation_of(&cx.object, action);
     if retries_exhausted(cx, action) && !remediate_last {
-        return Err(exceeded(
-            cx,
-            if action == ReleaseAction::Install {
-                "install"
-            } else {
-                "upgrade"
-            },
-        ));
+        return Err(exceeded(cx, action));
     }
     let strategy = match action {
         ReleaseAction::Install => RemediationStrategy::Uninstall,
@@ -710,35 +724,19 @@ async fn remediate(
                 capstan_api::helm::v2::UpgradeRemediation::strategy,
             ),
     };
-    let last = target
-        .storage
-        .last(&target.name)
-        .await
-        .map_err(storage_error)?
-        .ok_or_else(|| {
-            ReconcileError::transient(
-                meta_reason::RECONCILIATION_FAILED,
-                "release disappeared from storage",
-            )
-        })?;
+    let last = target.last().await?.ok_or_else(|| {
+        ReconcileError::transient(
+            meta_reason::RECONCILIATION_FAILED,
+            "release disappeared from storage",
+        )
+    })?;
     if remediated(cx, &last) {
         // This failure was remediated already; the next action is decided by the retries.
-        return Err(exceeded(
-            cx,
-            if action == ReleaseAction::Install {
-                "install"
-            } else {
-                "upgrade"
-            },
-        ));
+        return Err(exceeded(cx, action));
     }
     match strategy {
         RemediationStrategy::Rollback => {
-            let history = target
-                .storage
-                .history(&target.name)
-                .await
-                .map_err(storage_error)?;
+            let history = target.history().await?;
             let previous = history
                 .iter()
                 .rev()
@@ -865,10 +863,7 @@ fn in_sync(cx: &mut Cx) {
             cx.set_ready_message(message);
         }
     }
-    let mode = cx.object.spec.drift_detection.as_ref().map_or(
-        DriftDetectionMode::Disabled,
-        capstan_api::helm::v2::DriftDetection::mode,
-    );
+    let mode = drift_mode(&cx.object);
     if mode == DriftDetectionMode::Disabled {
         cx.remove_condition(condition::DRIFTED);
     } else {
@@ -915,10 +910,7 @@ async fn drifted(
     if previous.as_deref() != Some(message.as_str()) {
         event(cx, EventType::Warning, reason::DRIFT_DETECTED, &message).await;
     }
-    let mode = cx.object.spec.drift_detection.as_ref().map_or(
-        DriftDetectionMode::Disabled,
-        capstan_api::helm::v2::DriftDetection::mode,
-    );
+    let mode = drift_mode(&cx.object);
     if mode != DriftDetectionMode::Enabled {
         // Warn: reported only; the release stays as it is.
         let released = cx
@@ -933,21 +925,10 @@ async fn drifted(
         }
         return Ok(Progress::Done);
     }
-    let Some(last) = target
-        .storage
-        .last(&target.name)
-        .await
-        .map_err(storage_error)?
-    else {
+    let Some(last) = target.last().await? else {
         return Ok(Progress::Continue);
     };
-    let rules = cx
-        .object
-        .spec
-        .drift_detection
-        .as_ref()
-        .map(|d| d.ignore.clone())
-        .unwrap_or_default();
+    let rules = ignore_rules(&cx.object);
     let manifest = render::manifest_objects(&last.manifest)
         .and_then(|objects| {
             let kept: Vec<serde_json::Value> = objects
@@ -1228,11 +1209,7 @@ async fn install(
     let settings = install_settings(&cx.object);
     cx.status.last_attempted_release_action = Some(ReleaseAction::Install);
     mark_running(cx, &settings).await?;
-    let history = target
-        .storage
-        .history(&target.name)
-        .await
-        .map_err(storage_error)?;
+    let history = target.history().await?;
     // Helm's `availableName`: a name with history (an uninstall that kept it) is reused only
     // with `install.replace`, and only after an uninstalled or failed release.
     let replace = cx.object.spec.install.as_ref().and_then(|i| i.replace) == Some(true);
@@ -1256,7 +1233,7 @@ async fn install(
         && last.status() != Status::Failed
     {
         last.set_status(Status::Superseded, "superseded by new release");
-        target.storage.update(last).await.map_err(storage_error)?;
+        target.update(last).await?;
     }
     let mut record = new_record(target, chart, values, &rendered, version);
     record.set_status(Status::PendingInstall, "Initial install underway");
@@ -1277,12 +1254,7 @@ async fn upgrade(
     let settings = upgrade_settings(&cx.object);
     cx.status.last_attempted_release_action = Some(ReleaseAction::Upgrade);
     mark_running(cx, &settings).await?;
-    let Some(last) = target
-        .storage
-        .last(&target.name)
-        .await
-        .map_err(storage_error)?
-    else {
+    let Some(last) = target.last().await? else {
         return Box::pin(install(cx, target, chart, values)).await;
     };
     let previous = target
@@ -1488,7 +1460,7 @@ async fn install_crds(
 }
 
 /// Runs a pending record from the start: the namespace and CRDs, then the `pre-*` hooks
-/// ([`pre_hooks`]); the action's timeout counts from now.
+/// ([`action_hooks`]); the action's timeout counts from now.
 async fn deploy(
     cx: &mut Cx,
     target: &Target,
@@ -1507,7 +1479,11 @@ async fn deploy(
     if let Err(error) = prepared {
         return Box::pin(fail_action(cx, target, Some(record), settings, &error)).await;
     }
-    Box::pin(pre_hooks(cx, target, record, settings, 0, false, deadline)).await
+    let event = settings.kind.pre();
+    Box::pin(action_hooks(
+        cx, target, record, settings, event, 0, false, deadline,
+    ))
+    .await
 }
 
 /// Where the hooks of one event stand after [`hook_phase`].
@@ -1545,7 +1521,7 @@ async fn hook_phase(
     match hooks::step(&run, &mut record.hooks, from, resuming).await {
         Ok(hooks::HookProgress::Done) => Ok(HookPhaseEnd::Done),
         Ok(hooks::HookProgress::Running(position)) => {
-            target.storage.update(record).await.map_err(storage_error)?;
+            target.update(record).await?;
             let now = Instant::now();
             let wait = cx.look(
                 &hook_key(record, event, position),
@@ -1611,99 +1587,59 @@ async fn resume_in_flight(
         return Ok(Progress::Continue);
     }
     let settings = settings_for(&cx.object, Kind::parse_description(&last.info.description));
+    if event != settings.kind.pre() && event != settings.kind.post() {
+        return Ok(Progress::Continue);
+    }
+    Box::pin(action_hooks(
+        cx,
+        target,
+        last,
+        &settings,
+        event,
+        position,
+        true,
+        wait.deadline,
+    ))
+    .await
+}
+
+/// The hooks of `event` (the action's `pre-*` or `post-*` event) of a pending record from
+/// `from`, then what follows them: the manifest ([`apply_manifest`]) after the `pre-*` hooks,
+/// [`finish`] after the `post-*` ones.
+#[allow(clippy::too_many_arguments)]
+async fn action_hooks(
+    cx: &mut Cx,
+    target: &Target,
+    mut record: Release,
+    settings: &Deploy,
+    event: HookEvent,
+    from: usize,
+    resuming: bool,
+    deadline: Instant,
+) -> Result<Progress, ReconcileError> {
+    if !settings.disable_hooks {
+        let order = hooks::ordered(&record.hooks, event);
+        match Box::pin(hook_phase(
+            cx,
+            target,
+            &mut record,
+            event,
+            &order,
+            from,
+            resuming,
+            deadline,
+        ))
+        .await?
+        {
+            HookPhaseEnd::Done => {}
+            HookPhaseEnd::Pending(outcome) => return Ok(Progress::Pending(outcome)),
+            HookPhaseEnd::Failed(error) => {
+                return Box::pin(fail_action(cx, target, Some(record), settings, &error)).await;
+            }
+        }
+    }
     if event == settings.kind.pre() {
-        Box::pin(pre_hooks(
-            cx,
-            target,
-            last,
-            &settings,
-            position,
-            true,
-            wait.deadline,
-        ))
-        .await
-    } else if event == settings.kind.post() {
-        Box::pin(post_hooks(
-            cx,
-            target,
-            last,
-            &settings,
-            position,
-            true,
-            wait.deadline,
-        ))
-        .await
-    } else {
-        Ok(Progress::Continue)
-    }
-}
-
-/// The `pre-*` hooks of a pending record from `from`, then the manifest ([`apply_manifest`]).
-async fn pre_hooks(
-    cx: &mut Cx,
-    target: &Target,
-    mut record: Release,
-    settings: &Deploy,
-    from: usize,
-    resuming: bool,
-    deadline: Instant,
-) -> Result<Progress, ReconcileError> {
-    if !settings.disable_hooks {
-        let event = settings.kind.pre();
-        let order = hooks::ordered(&record.hooks, event);
-        match Box::pin(hook_phase(
-            cx,
-            target,
-            &mut record,
-            event,
-            &order,
-            from,
-            resuming,
-            deadline,
-        ))
-        .await?
-        {
-            HookPhaseEnd::Done => {}
-            HookPhaseEnd::Pending(outcome) => return Ok(Progress::Pending(outcome)),
-            HookPhaseEnd::Failed(error) => {
-                return Box::pin(fail_action(cx, target, Some(record), settings, &error)).await;
-            }
-        }
-    }
-    Box::pin(apply_manifest(cx, target, record, settings, deadline)).await
-}
-
-/// The `post-*` hooks of a healthy pending record from `from`, then [`finish`].
-async fn post_hooks(
-    cx: &mut Cx,
-    target: &Target,
-    mut record: Release,
-    settings: &Deploy,
-    from: usize,
-    resuming: bool,
-    deadline: Instant,
-) -> Result<Progress, ReconcileError> {
-    if !settings.disable_hooks {
-        let event = settings.kind.post();
-        let order = hooks::ordered(&record.hooks, event);
-        match Box::pin(hook_phase(
-            cx,
-            target,
-            &mut record,
-            event,
-            &order,
-            from,
-            resuming,
-            deadline,
-        ))
-        .await?
-        {
-            HookPhaseEnd::Done => {}
-            HookPhaseEnd::Pending(outcome) => return Ok(Progress::Pending(outcome)),
-            HookPhaseEnd::Failed(error) => {
-                return Box::pin(fail_action(cx, target, Some(record), settings, &error)).await;
-            }
-        }
+        return Box::pin(apply_manifest(cx, target, record, settings, deadline)).await;
     }
     Box::pin(finish(cx, target, record, settings)).await?;
     Ok(Progress::Continue)
@@ -1720,11 +1656,7 @@ async fn replaced_manifest(
     if kind == Kind::Install {
         return Ok(None);
     }
-    let history = target
-        .storage
-        .history(&target.name)
-        .await
-        .map_err(storage_error)?;
+    let history = target.history().await?;
     let before = || history.iter().filter(|r| r.version < record.version);
     let deployed = before()
         .filter(|r| kind == Kind::Upgrade && r.status() == Status::Deployed)
@@ -1776,7 +1708,11 @@ async fn apply_manifest(
     };
     cx.status.inventory = Some(Inventory::new(applied.clone()).to_status());
     if settings.disable_wait {
-        return Box::pin(post_hooks(cx, target, record, settings, 0, false, deadline)).await;
+        let event = settings.kind.post();
+        return Box::pin(action_hooks(
+            cx, target, record, settings, event, 0, false, deadline,
+        ))
+        .await;
     }
     let awaited: Vec<ObjectRef> = applied
         .into_iter()
@@ -1844,11 +1780,13 @@ async fn resume(
     };
     match error {
         None => {
-            Box::pin(post_hooks(
+            let event = settings.kind.post();
+            Box::pin(action_hooks(
                 cx,
                 target,
                 record,
                 &settings,
+                event,
                 0,
                 false,
                 wait.deadline,
@@ -1874,20 +1812,12 @@ async fn finish(
     };
     record.set_status(Status::Deployed, description);
     record.info.last_deployed = Some(jiff::Timestamp::now());
-    target
-        .storage
-        .update(&record)
-        .await
-        .map_err(storage_error)?;
-    let history = target
-        .storage
-        .history(&target.name)
-        .await
-        .map_err(storage_error)?;
+    target.update(&record).await?;
+    let history = target.history().await?;
     for mut other in history {
         if other.version != record.version && matches!(other.status(), Status::Deployed) {
             other.set_status(Status::Superseded, "Superseded");
-            target.storage.update(&other).await.map_err(storage_error)?;
+            target.update(&other).await?;
         }
     }
     let max = cx.object.max_history();
@@ -1898,11 +1828,7 @@ async fn finish(
             .await
             .map_err(storage_error)?;
     }
-    let records = target
-        .storage
-        .history(&target.name)
-        .await
-        .map_err(storage_error)?;
+    let records = target.history().await?;
     let action = settings.kind.verb();
     let snapshot = status::snapshot(
         stored(&records, &record),
@@ -1972,35 +1898,20 @@ async fn fail(
     cx.status.failures = Some(cx.status.failures.unwrap_or(0) + 1);
     let (namespace, name) = (&target.namespace, &target.name);
     match settings.kind {
-        Kind::Install => {
-            cx.status.install_failures = Some(cx.status.install_failures.unwrap_or(0) + 1);
+        Kind::Install | Kind::Upgrade => {
+            let (failures, failed) = if settings.kind == Kind::Install {
+                (&mut cx.status.install_failures, reason::INSTALL_FAILED)
+            } else {
+                (&mut cx.status.upgrade_failures, reason::UPGRADE_FAILED)
+            };
+            *failures = Some(failures.unwrap_or(0) + 1);
             let message = format!(
-                "Helm install failed for release {namespace}/{name} with chart {chart_name}: {}",
+                "Helm {} failed for release {namespace}/{name} with chart {chart_name}: {}",
+                settings.kind.verb(),
                 error.trim()
             );
-            set(
-                cx,
-                condition::RELEASED,
-                false,
-                reason::INSTALL_FAILED,
-                &message,
-            );
-            event(cx, EventType::Warning, reason::INSTALL_FAILED, &message).await;
-        }
-        Kind::Upgrade => {
-            cx.status.upgrade_failures = Some(cx.status.upgrade_failures.unwrap_or(0) + 1);
-            let message = format!(
-                "Helm upgrade failed for release {namespace}/{name} with chart {chart_name}: {}",
-                error.trim()
-            );
-            set(
-                cx,
-                condition::RELEASED,
-                false,
-                reason::UPGRADE_FAILED,
-                &message,
-            );
-            event(cx, EventType::Warning, reason::UPGRADE_FAILED, &message).await;
+            set(cx, condition::RELEASED, false, failed, &message);
+            event(cx, EventType::Warning, failed, &message).await;
         }
         Kind::Rollback => {
             let message = format!(
@@ -2044,16 +1955,8 @@ async fn record_failed(
         Status::Failed,
         format!("Release \"{}\" failed: {error}", record.name),
     );
-    target
-        .storage
-        .update(&record)
-        .await
-        .map_err(storage_error)?;
-    let records = target
-        .storage
-        .history(&target.name)
-        .await
-        .map_err(storage_error)?;
+    target.update(&record).await?;
+    let records = target.history().await?;
     if settings.kind != Kind::Rollback {
         let snapshot = status::snapshot(
             stored(&records, &record),
@@ -2149,11 +2052,7 @@ async fn unlock(cx: &mut Cx, target: &Target, mut release: Release) -> Result<()
         Status::Failed,
         format!("Release unlocked from stale '{previous}' state"),
     );
-    target
-        .storage
-        .update(&release)
-        .await
-        .map_err(storage_error)?;
+    target.update(&release).await?;
     let message = format!(
         "Unlocked Helm release {} with chart {} in {previous} state",
         status::full_name(&release),
@@ -2196,12 +2095,7 @@ fn test_selected(filters: &[capstan_api::helm::v2::TestFilter], name: &str) -> b
 
 /// Runs the test hooks of the last release (Flux's test action) and records them.
 async fn test(cx: &mut Cx, target: &Target) -> Result<Progress, ReconcileError> {
-    let Some(release) = target
-        .storage
-        .last(&target.name)
-        .await
-        .map_err(storage_error)?
-    else {
+    let Some(release) = target.last().await? else {
         return Ok(Progress::Continue);
     };
     let spec = cx.object.spec.test.clone().unwrap_or_default();
@@ -2242,11 +2136,7 @@ async fn test_from(
         HookPhaseEnd::Done => Ok(()),
         HookPhaseEnd::Failed(error) => Err(error),
     };
-    target
-        .storage
-        .update(&release)
-        .await
-        .map_err(storage_error)?;
+    target.update(&release).await?;
     if let Some(first) = cx.status.history.first_mut()
         && first.version == release.version
     {
