@@ -448,12 +448,27 @@ impl capstan_helm::Lookup for ClusterLookup {
     }
 }
 
+/// The version the controller gives a chart of `object` whose own version is `version`: for an
+/// OCIRepository chart, the last attempted one (`<version>+<digest>`, Flux's digest tracking)
+/// when its version is the same (build metadata aside); else none.
+fn released_version(object: &HelmRelease, version: &str) -> Option<String> {
+    let oci = object
+        .spec
+        .chart_ref
+        .as_ref()
+        .is_some_and(|r| r.kind == capstan_api::helm::v2::ChartRefKind::OciRepository);
+    let released = object.status.as_ref()?.last_attempted_revision.as_deref()?;
+    let core = |v: &str| v.split_once('+').map_or(v, |(core, _)| core).to_owned();
+    (oci && core(released) == core(version)).then(|| released.to_owned())
+}
+
 /// Renders `object`'s release locally, as the controller would install it, without a cluster
 /// (for `capstan build helmrelease`): the chart at `chart_path` (a directory or a `.tgz`),
 /// `values` composed by the caller (e.g. [`super::values::merge_references`] with the
 /// `valuesFrom` data at hand), Helm's default capabilities (or `cluster`), empty lookups.
 /// Returns the release manifest as the controller stores it (post-rendered, origin labels
-/// added), followed by the hooks' documents.
+/// added), followed by the hooks' documents. An OCIRepository chart of the version last
+/// attempted gets that version's digest metadata, as the controller gives it.
 ///
 /// # Errors
 /// The chart does not load, or [`render`]'s errors.
@@ -463,8 +478,11 @@ pub fn render_local(
     values: &Values,
     cluster: Option<&ClusterInfo>,
 ) -> Result<Rendered, RenderError> {
-    let chart = capstan_helm::chart::load(chart_path)
+    let mut chart = capstan_helm::chart::load(chart_path)
         .map_err(|e| RenderError::Local(format!("cannot load chart: {}", e.message)))?;
+    if let Some(version) = released_version(object, &chart.metadata.version) {
+        chart.metadata.version = version;
+    }
     let default = ClusterInfo::default();
     let request = RenderRequest {
         object,
