@@ -419,7 +419,7 @@ async fn drift(
 ) -> Result<Vec<(ObjectRef, String)>, ReconcileError> {
     let failed =
         |message: String| ReconcileError::transient(meta_reason::RECONCILIATION_FAILED, message);
-    let objects = render::manifest_objects(&last.manifest)
+    let objects = render::owned_objects(last)
         .and_then(|o| to_dynamic(&o))
         .map_err(|e| failed(format!("cannot read the release manifest: {e}")))?;
     let drifts = target
@@ -929,7 +929,7 @@ async fn drifted(
         return Ok(Progress::Continue);
     };
     let rules = ignore_rules(&cx.object);
-    let manifest = render::manifest_objects(&last.manifest)
+    let manifest = render::owned_objects(&last)
         .and_then(|objects| {
             let kept: Vec<serde_json::Value> = objects
                 .into_iter()
@@ -1183,10 +1183,18 @@ async fn render_for(
     settings: &Deploy,
     current: Option<&str>,
 ) -> Result<Option<Rendered>, ReconcileError> {
-    let _ = current;
     let checked = async {
         let is_upgrade = settings.kind == Kind::Upgrade;
         let rendered = render_release(cx, target, chart, values, version, is_upgrade).await?;
+        render::check_adoption(
+            target.client(),
+            &cx.object,
+            &rendered.manifest,
+            current,
+            &target.name,
+            &target.namespace,
+        )
+        .await?;
         Ok::<_, String>(rendered)
     }
     .await;
@@ -1677,7 +1685,7 @@ async fn apply_manifest(
 ) -> Result<Progress, ReconcileError> {
     let previous_manifest = replaced_manifest(target, &record, settings.kind).await?;
     let result: Result<Vec<ObjectRef>, String> = async {
-        let objects = render::manifest_objects(&record.manifest).and_then(|o| to_dynamic(&o))?;
+        let objects = render::owned_objects(&record).and_then(|o| to_dynamic(&o))?;
         let options = apply_options(target, settings.force);
         let changeset = target
             .manager

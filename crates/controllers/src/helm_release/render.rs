@@ -355,6 +355,203 @@ pub fn manifest_objects(manifest: &str) -> Result<Vec<Value>, String> {
     Ok(objects)
 }
 
+/// Helm's ownership label, on every object of a release.
+pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+/// The value of [`MANAGED_BY_LABEL`] Helm sets.
+pub const MANAGED_BY_HELM: &str = "Helm";
+/// Helm's ownership annotation naming the release.
+pub const RELEASE_NAME_ANNOTATION: &str = "meta.helm.sh/release-name";
+/// Helm's ownership annotation naming the release's namespace.
+pub const RELEASE_NAMESPACE_ANNOTATION: &str = "meta.helm.sh/release-namespace";
+
+/// Sets Helm's ownership metadata on `object`, over any value it had (Helm's
+/// `setMetadataVisitor` with forced ownership): [`MANAGED_BY_LABEL`]` = Helm`,
+/// [`RELEASE_NAME_ANNOTATION`] and [`RELEASE_NAMESPACE_ANNOTATION`].
+pub fn set_ownership(object: &mut Value, release_name: &str, release_namespace: &str) {
+    add_metadata(
+        object,
+        "labels",
+        &BTreeMap::from([(MANAGED_BY_LABEL.to_owned(), MANAGED_BY_HELM.to_owned())]),
+    );
+    add_metadata(
+        object,
+        "annotations",
+        &BTreeMap::from([
+            (RELEASE_NAME_ANNOTATION.to_owned(), release_name.to_owned()),
+            (
+                RELEASE_NAMESPACE_ANNOTATION.to_owned(),
+                release_namespace.to_owned(),
+            ),
+        ]),
+    );
+}
+
+/// The objects of `release`'s manifest as Helm applies them (install, upgrade, rollback) and
+/// as Flux compares them for drift: each with Helm's ownership metadata ([`set_ownership`]).
+/// The stored manifest itself holds no ownership metadata (Helm adds it only when applying);
+/// hooks and the CRDs of `crds/` get none either.
+///
+/// # Errors
+/// A document of the manifest that does not parse.
+pub fn owned_objects(release: &capstan_helm::release::Release) -> Result<Vec<Value>, String> {
+    let mut objects = manifest_objects(&release.manifest)?;
+    for object in &mut objects {
+        set_ownership(object, &release.name, &release.namespace);
+    }
+    Ok(objects)
+}
+
+/// Helm's `checkOwnership`: whether the live `object` belongs to the release `release_name` in
+/// `release_namespace`, in Helm's words when it does not (`invalid ownership metadata; label
+/// validation error: missing key "app.kubernetes.io/managed-by": must be set to "Helm"; …`).
+///
+/// # Errors
+/// The label or an annotation missing or naming something else.
+pub fn check_ownership(
+    object: &Value,
+    release_name: &str,
+    release_namespace: &str,
+) -> Result<(), String> {
+    let require = |field: &str, what: &str, key: &str, wanted: &str| match object["metadata"][field]
+        [key]
+        .as_str()
+    {
+        None => Some(format!(
+            "{what} validation error: missing key {key:?}: must be set to {wanted:?}"
+        )),
+        Some(actual) if actual != wanted => Some(format!(
+            "{what} validation error: key {key:?} must equal {wanted:?}: current value is {actual:?}"
+        )),
+        Some(_) => None,
+    };
+    let errors: Vec<String> = [
+        require("labels", "label", MANAGED_BY_LABEL, MANAGED_BY_HELM),
+        require(
+            "annotations",
+            "annotation",
+            RELEASE_NAME_ANNOTATION,
+            release_name,
+        ),
+        require(
+            "annotations",
+            "annotation",
+            RELEASE_NAMESPACE_ANNOTATION,
+            release_namespace,
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("invalid ownership metadata; {}", errors.join("; ")))
+    }
+}
+
+/// Whether Flux lets Helm take ownership of existing objects for this action: unless
+/// `install.disableTakeOwnership` (an install) or `upgrade.disableTakeOwnership` (an upgrade)
+/// is set, Flux's `TakeOwnership` is on and objects in the cluster are adopted whatever their
+/// metadata says.
+pub fn takes_ownership(object: &HelmRelease, is_upgrade: bool) -> bool {
+    let disabled = if is_upgrade {
+        object
+            .spec
+            .upgrade
+            .as_ref()
+            .and_then(|u| u.disable_take_ownership)
+    } else {
+        object
+            .spec
+            .install
+            .as_ref()
+            .and_then(|i| i.disable_take_ownership)
+    };
+    disabled != Some(true)
+}
+
+/// Helm's adoption rule before an install or upgrade writes its record: when `object` does not
+/// let Helm take ownership ([`takes_ownership`]), every object of `manifest` that is new to the
+/// release (an install: all; an upgrade: those not in `current_manifest`, by group, version,
+/// kind, namespace and name) and already exists in the cluster must carry the release's
+/// ownership metadata ([`check_ownership`]). Objects with `generateName` and kinds the cluster
+/// does not serve yet are not looked up. Namespaced objects without a namespace are looked up
+/// in `release_namespace`.
+///
+/// # Errors
+/// Helm's message: `unable to continue with install: ConfigMap "x" in namespace "apps" exists
+/// and cannot be imported into the current release: invalid ownership metadata; …` (`with
+/// update` for an upgrade), or the refusal of a lookup.
+pub async fn check_adoption(
+    client: &Client,
+    object: &HelmRelease,
+    manifest: &str,
+    current_manifest: Option<&str>,
+    release_name: &str,
+    release_namespace: &str,
+) -> Result<(), String> {
+    let is_upgrade = current_manifest.is_some();
+    if takes_ownership(object, is_upgrade) {
+        return Ok(());
+    }
+    let action = if is_upgrade { "update" } else { "install" };
+    let key = |o: &Value| {
+        (
+            o["apiVersion"].as_str().unwrap_or_default().to_owned(),
+            o["kind"].as_str().unwrap_or_default().to_owned(),
+            o["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or(release_namespace)
+                .to_owned(),
+            o["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        )
+    };
+    let current: Vec<_> = match current_manifest {
+        Some(manifest) => manifest_objects(manifest)?.iter().map(key).collect(),
+        None => Vec::new(),
+    };
+    for desired in manifest_objects(manifest)? {
+        let (api_version, kind, namespace, name) = key(&desired);
+        if name.is_empty() || current.contains(&key(&desired)) {
+            continue;
+        }
+        let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
+        let gvk = GroupVersionKind::gvk(group, version, &kind);
+        let Ok((resource, capabilities)) = kube::discovery::pinned_kind(client, &gvk).await else {
+            continue;
+        };
+        let namespace = if capabilities.scope == kube::discovery::Scope::Namespaced {
+            namespace
+        } else {
+            String::new()
+        };
+        let api: Api<DynamicObject> = if namespace.is_empty() {
+            Api::all_with(client.clone(), &resource)
+        } else {
+            Api::namespaced_with(client.clone(), &namespace, &resource)
+        };
+        let described = format!("{kind} {name:?} in namespace {namespace:?}");
+        let existing = api.get_opt(&name).await.map_err(|e| {
+            format!(
+                "unable to continue with {action}: could not get information about the resource {described}: {e}"
+            )
+        })?;
+        let Some(existing) = existing else {
+            continue;
+        };
+        let existing = serde_json::to_value(&existing).unwrap_or_default();
+        check_ownership(&existing, release_name, release_namespace).map_err(|e| {
+            format!(
+                "unable to continue with {action}: {described} exists and cannot be imported into the current release: {e}"
+            )
+        })?;
+    }
+    Ok(())
+}
+
 /// The cluster's `.Capabilities`: its version and every served `group/version` and
 /// `group/version/Kind`.
 ///
@@ -499,6 +696,64 @@ pub fn render_local(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn applied_objects_carry_helms_ownership_metadata_and_the_manifest_none() {
+        let mut release = capstan_helm::release::Release::new(
+            "web",
+            "apps",
+            1,
+            capstan_helm::release::Chart::default(),
+        );
+        release.manifest = "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  labels:\n    app.kubernetes.io/managed-by: someone\n    team: a\n".into();
+        let objects = owned_objects(&release).unwrap();
+        let metadata = &objects[0]["metadata"];
+        assert_eq!(metadata["labels"][MANAGED_BY_LABEL], "Helm");
+        assert_eq!(metadata["labels"]["team"], "a");
+        assert_eq!(metadata["annotations"][RELEASE_NAME_ANNOTATION], "web");
+        assert_eq!(
+            metadata["annotations"][RELEASE_NAMESPACE_ANNOTATION],
+            "apps"
+        );
+        assert_eq!(check_ownership(&objects[0], "web", "apps"), Ok(()));
+        assert!(!release.manifest.contains("meta.helm.sh"));
+    }
+
+    #[test]
+    fn ownership_is_checked_in_helms_words() {
+        let bare = serde_json::json!({"metadata": {"name": "web"}});
+        assert_eq!(
+            check_ownership(&bare, "web", "apps").unwrap_err(),
+            "invalid ownership metadata; label validation error: missing key \"app.kubernetes.io/managed-by\": must be set to \"Helm\"; annotation validation error: missing key \"meta.helm.sh/release-name\": must be set to \"web\"; annotation validation error: missing key \"meta.helm.sh/release-namespace\": must be set to \"apps\""
+        );
+        let other = serde_json::json!({"metadata": {
+            "labels": {MANAGED_BY_LABEL: "Helm"},
+            "annotations": {RELEASE_NAME_ANNOTATION: "other", RELEASE_NAMESPACE_ANNOTATION: "apps"},
+        }});
+        assert_eq!(
+            check_ownership(&other, "web", "apps").unwrap_err(),
+            "invalid ownership metadata; annotation validation error: key \"meta.helm.sh/release-name\" must equal \"web\": current value is \"other\""
+        );
+    }
+
+    #[test]
+    fn flux_takes_ownership_unless_disabled_per_action() {
+        let object = |spec: serde_json::Value| -> HelmRelease {
+            let mut full = serde_json::json!({
+                "interval": "5m", "chartRef": {"kind": "OCIRepository", "name": "x"},
+            });
+            full.as_object_mut()
+                .unwrap()
+                .extend(spec.as_object().unwrap().clone());
+            HelmRelease::new("web", serde_json::from_value(full).unwrap())
+        };
+        let default = object(serde_json::json!({}));
+        assert!(takes_ownership(&default, false) && takes_ownership(&default, true));
+        let install = object(serde_json::json!({"install": {"disableTakeOwnership": true}}));
+        assert!(!takes_ownership(&install, false) && takes_ownership(&install, true));
+        let upgrade = object(serde_json::json!({"upgrade": {"disableTakeOwnership": true}}));
+        assert!(takes_ownership(&upgrade, false) && !takes_ownership(&upgrade, true));
+    }
 
     #[test]
     fn long_names_are_shortened_as_flux_does() {

@@ -154,10 +154,16 @@ pub async fn diff(
         .target_namespace()
         .unwrap_or(cluster.namespace.as_str())
         .to_owned();
+    // As the controller applies them: with Helm's ownership metadata.
+    let release = helm_release::release_name(&object);
     let objects: Vec<DynamicObject> = rendered
         .objects
         .iter()
-        .map(|o| serde_json::from_value(o.clone()))
+        .map(|o| {
+            let mut o = o.clone();
+            helm_release::render::set_ownership(&mut o, &release, &target);
+            serde_json::from_value(o)
+        })
         .collect::<Result<_, _>>()
         .context("reading the rendered objects")?;
     let manager = ResourceManager::new(client.clone(), helm_release::FIELD_MANAGER);
