@@ -1023,35 +1023,46 @@ fn store_step(cx: &mut StepContext<HelmChartReconciler>) -> StepFuture<'_> {
             reason::CHART_PULL_SUCCEEDED
         };
         let summary = built.summary();
-        if !built.dependencies.is_empty() {
-            // Flux's trace event of a build that resolved dependencies.
-            let message = format!("resolved {} chart dependencies", built.dependencies.len());
-            cx.publish_event(
-                EventType::Normal,
-                "ResolvedDependencies",
-                &message,
-                "Reconcile",
-            )
-            .await;
-        }
-        // Flux announces every new artifact with the build's reason and summary. When `Ready`
-        // moves, the runtime's `Ready` Event is that announcement; a new artifact under the same
-        // `Ready` (the same version built again from a new source revision) is announced here.
-        let old_digest = cx
-            .object
-            .status
-            .as_ref()
-            .and_then(|s| s.artifact.as_ref())
-            .map(|a| a.digest.as_str());
-        if old_digest.is_some_and(|old| old != artifact.digest)
-            && ready_unchanged(&cx.object, reason, &summary)
-        {
-            cx.publish_event(EventType::Normal, reason, &summary, "Reconcile")
-                .await;
-        }
+        announce(cx, &built, &artifact, reason, &summary).await;
         finish(cx, &storage, artifact, &summary, reason).await;
         Ok(StepOutcome::next())
     })
+}
+
+/// Flux's Events of a new build: `ResolvedDependencies` when it added dependencies, and the
+/// new artifact announced with the build's reason and summary. When `Ready` moves, the runtime's
+/// `Ready` Event is that announcement; a new artifact under the same `Ready` (the same version
+/// built again for a new generation) is announced here.
+async fn announce(
+    cx: &StepContext<HelmChartReconciler>,
+    built: &Built,
+    artifact: &Artifact,
+    reason: &str,
+    summary: &str,
+) {
+    if !built.dependencies.is_empty() {
+        // Flux's trace event (a Kubernetes Event of type Normal).
+        let message = format!("resolved {} chart dependencies", built.dependencies.len());
+        cx.publish_event(
+            EventType::Normal,
+            "ResolvedDependencies",
+            &message,
+            "Reconcile",
+        )
+        .await;
+    }
+    let old_digest = cx
+        .object
+        .status
+        .as_ref()
+        .and_then(|s| s.artifact.as_ref())
+        .map(|a| a.digest.as_str());
+    if old_digest.is_some_and(|old| old != artifact.digest)
+        && ready_unchanged(&cx.object, reason, summary)
+    {
+        cx.publish_event(EventType::Normal, reason, summary, "Reconcile")
+            .await;
+    }
 }
 
 /// Whether the object's `Ready` (as read) is already `True` with `reason` and `message`, so the

@@ -267,8 +267,8 @@ fn api_version(headers: &mut HeaderMap) {
 }
 
 async fn api_check(State(inner): State<Arc<Inner>>, headers: HeaderMap) -> Response {
-    if let Err(refused) = inner.authorize(&headers) {
-        return refused.into_response();
+    if !inner.authorized(&headers) {
+        return unauthorized();
     }
     let mut response = (StatusCode::OK, axum::Json(serde_json::json!({}))).into_response();
     api_version(response.headers_mut());
@@ -396,8 +396,8 @@ fn query_value(uri: &axum::http::Uri, key: &str) -> Option<String> {
 
 async fn dispatch(State(inner): State<Arc<Inner>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    if let Err(refused) = inner.authorize(&parts.headers) {
-        return refused;
+    if !inner.authorized(&parts.headers) {
+        return unauthorized();
     }
     let path = parts.uri.path().to_owned();
     let rest = path.strip_prefix("/v2/").unwrap_or_default();
@@ -533,12 +533,9 @@ fn range(size: u64) -> String {
 }
 
 impl Inner {
-    /// `Ok` when the registry needs no credentials or `headers` carry them.
-    fn authorize(&self, headers: &HeaderMap) -> Result<(), Response> {
-        match &self.auth {
-            Some(auth) if !auth.accepts(headers) => Err(unauthorized()),
-            _ => Ok(()),
-        }
+    /// Whether the registry needs no credentials or `headers` carry them.
+    fn authorized(&self, headers: &HeaderMap) -> bool {
+        self.auth.as_ref().is_none_or(|auth| auth.accepts(headers))
     }
 
     /// `GET /v2/_catalog`: the repositories holding a tag or a manifest, sorted, paged with
