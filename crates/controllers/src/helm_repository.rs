@@ -9,10 +9,12 @@
 //!   storage limits ([`capstan_source::helm::repository`]) and parses it. The revision is
 //!   Flux's: `sha256:<hex>` of the index as served. When it equals `status.artifact.revision`
 //!   and the file exists, nothing is stored.
-//! - `store`: writes the index (as JSON, entries sorted, as Flux stores it) to
+//! - `store`: writes the index as Flux stores it (Go's JSON of Helm's `IndexFile`, byte for
+//!   byte: [`capstan_source::helm::index::Index::to_json`]) to
 //!   `helmrepository/<namespace>/<name>/index-<hex>.yaml`, records `status.artifact`, points
-//!   the stable `index.yaml` of that directory at it (`status.url`, as Flux's symlink), sets `ArtifactInStorage=True` (`stored artifact: revision '<revision>'`) and
-//!   garbage-collects older artifacts.
+//!   the stable `index.yaml` of that directory at it (`status.url`, as Flux's symlink), sets
+//!   `ArtifactInStorage=True` (`stored artifact: revision '<revision>'`) and garbage-collects
+//!   older artifacts.
 //!
 //! `type: oci` is a static object, as in Flux: no artifact (any stored one is removed), no
 //! periodic reconcile, `Ready=True` with `Helm repository is ready`; HelmCharts read its URL
