@@ -50,29 +50,8 @@ impl Drop for Controller {
 /// Packages `chart` with Helm's SDK, pushes it to the registry and creates the
 /// OCIRepository `source` of it.
 async fn serve_chart(env: &Env, registry: &Registry, source: &str, chart: &Path) {
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.tools/helm-venv/bin/python");
-    let out = tempfile::tempdir().unwrap();
-    let script = r"
-import sys, helm_python
-chart, dest, remote = sys.argv[1:4]
-helm_python.push(helm_python.package(chart, destination=dest), remote, plain_http=True)
-";
     let remote = registry.url("charts");
-    let output = std::process::Command::new(python)
-        .args([
-            "-c",
-            script,
-            &chart.display().to_string(),
-            &out.path().display().to_string(),
-            &remote,
-        ])
-        .output()
-        .expect("run the Helm SDK (scripts/setup installs .tools/helm-venv)");
-    assert!(
-        output.status.success(),
-        "helm package/push failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    capstan_testkit::helm_repo::sdk_push_chart(chart, &remote);
     let name = chart.file_name().unwrap().to_string_lossy();
     let object: capstan_api::OCIRepository = serde_json::from_value(serde_json::json!({
         "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
@@ -148,9 +127,9 @@ fn slow_spec(extra: serde_json::Value) -> serde_json::Value {
         "interval": "10m",
         "chartRef": {"kind": "OCIRepository", "name": "slow"},
     });
-    spec.as_object_mut()
-        .unwrap()
-        .extend(extra.as_object().unwrap().clone());
+    if let serde_json::Value::Object(extra) = extra {
+        spec.as_object_mut().unwrap().extend(extra);
+    }
     spec
 }
 
