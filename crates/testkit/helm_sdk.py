@@ -7,8 +7,9 @@ release storage, packaged charts, OCI charts and chart repositories. Run through
 
 REQUEST_JSON is {"op": OP, ...arguments by name}.
 Releases, in the cluster of "kubeconfig" (a path), in "namespace":
-  op "install":    chart, name, values?        op "upgrade":  chart, name, values?, max_history?,
-                                                                force_conflicts? (--force-conflicts)
+  op "install":    chart, name, values?,       op "upgrade":  chart, name, values?, max_history?,
+                   server_side_apply? (false:                   force_conflicts? (--force-conflicts)
+                   --server-side=false)
   op "list":       all_states?                 op "history":  name
   op "status":     name, revision?             op "get_values": name, revision?, all_values?
   op "rollback":   name, version?              op "uninstall": name, keep_history?
@@ -37,19 +38,19 @@ def registry_client(ref, request):
     return client
 
 
-def upgrade_forcing_conflicts(config, request):
-    """`helm upgrade --force-conflicts`: Config.upgrade has no such argument, but the SDK's
-    native helm_upgrade reads "force_conflicts" from its options, so this makes the same call
-    as Config.upgrade with that option added."""
+def native_release_call(config, function, request, options):
+    """helm_install/helm_upgrade with options Config.install/upgrade do not take (the SDK's
+    native library reads them: "force_conflicts" is `helm upgrade --force-conflicts`,
+    "server_side_apply": false is `helm install --server-side=false`); the same call as
+    Config.install/upgrade otherwise."""
     from helm_python import _native
 
     handle, ref = config._chart_args(request["chart"])
     values = request.get("values")
-    options = {"force_conflicts": True}
     if request.get("max_history") is not None:
         options["max_history"] = request["max_history"]
     payload = _native.call_string(
-        "helm_upgrade", config._raw(), config._context_arg(None), handle, ref,
+        function, config._raw(), config._context_arg(None), handle, ref,
         request["name"], None if values is None else json.dumps(values), json.dumps(options),
     )
     return json.loads(payload)
@@ -59,10 +60,12 @@ def release_op(op, request):
     config = helm_python.Config(
         kubeconfig_path=request["kubeconfig"], namespace=request["namespace"]
     )
+    if op == "install" and request.get("server_side_apply") is False:
+        return native_release_call(config, "helm_install", request, {"server_side_apply": False})
     if op == "install":
         return config.install(request["chart"], request["name"], request.get("values"))
     if op == "upgrade" and request.get("force_conflicts"):
-        return upgrade_forcing_conflicts(config, request)
+        return native_release_call(config, "helm_upgrade", request, {"force_conflicts": True})
     if op == "upgrade":
         return config.upgrade(
             request["chart"], request["name"], request.get("values"),

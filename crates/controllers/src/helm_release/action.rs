@@ -1331,6 +1331,8 @@ async fn rollback(
     mark_running(cx, &settings).await?;
     let mut record = to.clone();
     record.version = current.version + 1;
+    // Applied server-side whatever the target revision was (Helm records how it applied).
+    Release::APPLY_METHOD_SERVER_SIDE.clone_into(&mut record.apply_method);
     record.info.last_deployed = Some(jiff::Timestamp::now());
     record.info.deleted = None;
     for hook in &mut record.hooks {

@@ -8,7 +8,9 @@ use capstan_api::OCIRepository;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams, PostParams};
 
-use crate::helm_support::{NAMESPACE, ReleaseEnv, condition, history, reason_is};
+use crate::helm_support::{
+    NAMESPACE, ReleaseEnv, condition, hang_rollout, history, podinfo, reason_is,
+};
 use crate::support::wait_for;
 
 /// A chart `demo` 0.1.0 with one ConfigMap named as the release, holding `.Values.message` and
@@ -335,4 +337,38 @@ async fn helms_own_upgrade_meets_the_controllers_fields_unless_it_forces_conflic
         Some(&(4, "deployed".to_owned())),
         "{helm_history}"
     );
+}
+
+#[tokio::test]
+async fn a_rollback_to_a_client_side_applied_revision_is_recorded_as_server_side_applied() {
+    let env = ReleaseEnv::start().await;
+    // Revision 1 by `helm install --server-side=false`: Helm records client-side apply.
+    env.sdk(serde_json::json!({
+        "op": "install", "chart": podinfo(), "name": "web",
+        "values": {"replicaCount": 1}, "server_side_apply": false,
+    }))
+    .await
+    .unwrap();
+    assert_eq!(env.record("web", 1).await.apply_method, "csa");
+    // The HelmRelease's upgrade of it hangs, and is rolled back to revision 1.
+    env.serve_podinfo().await;
+    env.release(
+        "web",
+        "podinfo",
+        serde_json::json!({
+            "timeout": "3s",
+            "postRenderers": hang_rollout(),
+            "upgrade": {"remediation": {"retries": 1}},
+        }),
+    )
+    .await;
+    env.wait("web", "rolled back", |o| {
+        reason_is(o, "Remediated", "RollbackSucceeded")
+    })
+    .await;
+    // The controller applied revision 3 server-side, and its record says so, so that Helm's
+    // own client goes on server-side too.
+    let rolled_back = env.record("web", 3).await;
+    assert_eq!(rolled_back.info.description, "Rollback to 1");
+    assert_eq!(rolled_back.apply_method, "ssa");
 }
