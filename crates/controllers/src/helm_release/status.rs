@@ -339,6 +339,22 @@ mod tests {
         );
     }
 
+    /// helm-controller's own test values for `lastAttemptedConfigDigest` (`foo: bar`, and
+    /// no values at all): the config digest Flux records matches ours.
+    #[test]
+    fn the_config_digest_is_fluxs() {
+        let mut values = serde_json::Map::new();
+        assert_eq!(
+            values::digest(&values),
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        values.insert("foo".into(), "bar".into());
+        assert_eq!(
+            values::digest(&values),
+            "sha256:1dabc4e3cbbd6a0818bd460f3a6c9855bfe95d506c74726bc0f2edb0aecb1f4e"
+        );
+    }
+
     /// helm-controller's own test value: `Observation{Name: "foo"}`.
     #[test]
     fn the_encoding_matches_helm_controllers_known_digest() {
