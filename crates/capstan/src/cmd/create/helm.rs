@@ -672,4 +672,55 @@ mod tests {
             })
         );
     }
+
+    /// Flux's `sourcesecret.GenerateHelm` priorities: a client certificate pair makes a TLS
+    /// Secret (basic auth left out), else basic auth (with the CA), else the CA alone; one file
+    /// of the pair alone is ignored; nothing given, no Secret; `--secret-ref`, no Secret.
+    #[test]
+    fn the_credentials_secret_follows_flux_priorities() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, content) in [("ca", "CA"), ("crt", "CRT"), ("key", "KEY")] {
+            std::fs::write(dir.path().join(name), content).unwrap();
+        }
+        let file = |name: &str| Some(dir.path().join(name));
+        let args = |username: Option<&str>, ca, cert, key| CreateHelm {
+            name: "repo".into(),
+            url: "https://charts.example".into(),
+            secret_ref: None,
+            username: username.map(str::to_owned),
+            password: username.map(|_| "pw".to_owned()),
+            cert_file: cert,
+            key_file: key,
+            ca_file: ca,
+            oci_provider: None,
+            pass_credentials: false,
+            fetch_timeout: None,
+        };
+        let secret = |args: &CreateHelm| credentials_secret_object(args, "ns").unwrap();
+        let tls = secret(&args(Some("u"), file("ca"), file("crt"), file("key"))).unwrap();
+        assert_eq!(tls["type"], "kubernetes.io/tls");
+        assert_eq!(
+            tls["stringData"],
+            serde_json::json!({"tls.crt": "CRT", "tls.key": "KEY", "ca.crt": "CA"})
+        );
+        assert_eq!(tls["metadata"]["name"], "helm-repo");
+        let basic = secret(&args(Some("u"), file("ca"), file("crt"), None)).unwrap();
+        assert_eq!(basic["type"], "Opaque");
+        assert_eq!(
+            basic["stringData"],
+            serde_json::json!({"username": "u", "password": "pw", "ca.crt": "CA"})
+        );
+        let ca = secret(&args(None, file("ca"), None, None)).unwrap();
+        assert_eq!(ca["stringData"], serde_json::json!({"ca.crt": "CA"}));
+        assert!(secret(&args(None, None, None, file("key"))).is_none());
+        let mut referenced = args(Some("u"), file("ca"), None, None);
+        referenced.secret_ref = Some("mine".into());
+        assert!(secret(&referenced).is_none());
+        let missing = args(None, file("nonexistent"), None, None);
+        let error = credentials_secret_object(&missing, "ns").unwrap_err();
+        assert!(
+            format!("{error:#}").starts_with("unable to read TLS CA file"),
+            "{error:#}"
+        );
+    }
 }
