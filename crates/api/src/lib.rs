@@ -55,6 +55,7 @@ pub mod error;
 pub mod helm;
 pub mod kind;
 pub mod kustomize;
+pub mod message;
 pub mod meta;
 pub mod notification;
 pub mod object;

@@ -94,20 +94,14 @@ pub enum Error {
     },
 }
 
+/// The errors, summarised when there are many (`capstan_api::message::summarize`).
 fn join(errors: &[ObjectError]) -> String {
-    errors
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
+    capstan_api::message::summarize(&errors.iter().map(ToString::to_string).collect::<Vec<_>>())
 }
 
+/// The health results, summarised when there are many (`capstan_api::message::summarize`).
 fn join_health(results: &[HealthResult]) -> String {
-    results
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ")
+    capstan_api::message::summarize(&results.iter().map(ToString::to_string).collect::<Vec<_>>())
 }
 
 /// The API server's message for a client error, or the error's own text.

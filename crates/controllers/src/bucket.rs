@@ -67,7 +67,14 @@ pub struct BucketState {
     artifact: Option<Artifact>,
 }
 
-crate::sources::source_reconciler!(BucketReconciler, Bucket, BucketState, KIND);
+crate::sources::source_reconciler!(
+    BucketReconciler,
+    Bucket,
+    BucketState,
+    KIND,
+    // A failure is reported for the generation it happened at (see `Reconciler::OBSERVE_FAILURES`).
+    const OBSERVE_FAILURES: bool = true;
+);
 
 /// Spec fields this reconciler does not implement yet: refused (stalled) rather than ignored.
 fn unsupported_fields(spec: &BucketSpec) -> Vec<&'static str> {

@@ -95,7 +95,14 @@ pub struct GitState {
     includes: Vec<(GitRepositoryInclude, Artifact)>,
 }
 
-crate::sources::source_reconciler!(GitRepositoryReconciler, GitRepository, GitState, KIND);
+crate::sources::source_reconciler!(
+    GitRepositoryReconciler,
+    GitRepository,
+    GitState,
+    KIND,
+    // A failure is reported for the generation it happened at (see `Reconciler::OBSERVE_FAILURES`).
+    const OBSERVE_FAILURES: bool = true;
+);
 
 /// Spec fields this reconciler does not implement yet: refused (stalled) rather than ignored.
 fn unsupported_fields(spec: &GitRepositorySpec) -> Vec<&'static str> {

@@ -117,7 +117,14 @@ pub struct OciState {
     artifact: Option<Artifact>,
 }
 
-crate::sources::source_reconciler!(OCIRepositoryReconciler, OCIRepository, OciState, KIND);
+crate::sources::source_reconciler!(
+    OCIRepositoryReconciler,
+    OCIRepository,
+    OciState,
+    KIND,
+    // A failure is reported for the generation it happened at (see `Reconciler::OBSERVE_FAILURES`).
+    const OBSERVE_FAILURES: bool = true;
+);
 
 /// Spec fields this reconciler does not implement yet: refused (stalled) rather than ignored.
 fn unsupported_fields(spec: &OCIRepositorySpec) -> Vec<&'static str> {

@@ -91,6 +91,30 @@ pub(crate) async fn remove_artifacts(
         })
 }
 
+/// Why a source read as untyped JSON (`status` of a GitRepository, OCIRepository, Bucket, …)
+/// failed for its current generation, by [`capstan_api::readiness`]; `None` while it is ready,
+/// not reconciled yet, or still in progress. What a consumer with no artifact to use reports.
+pub fn failure(object: &serde_json::Value) -> Option<String> {
+    let conditions: Vec<capstan_api::meta::Condition> = object
+        .pointer("/status/conditions")
+        .and_then(|c| serde_json::from_value(c.clone()).ok())
+        .unwrap_or_default();
+    match capstan_api::readiness(
+        object
+            .pointer("/metadata/generation")
+            .and_then(serde_json::Value::as_i64),
+        object
+            .pointer("/status/observedGeneration")
+            .and_then(serde_json::Value::as_i64),
+        conditions
+            .iter()
+            .map(capstan_api::kind::ConditionView::from),
+    ) {
+        capstan_api::Readiness::Failed(message) => Some(message),
+        _ => None,
+    }
+}
+
 /// A fetch failure: `FetchFailed=True` with `reason` and `message`, and an error of `class`
 /// for `Ready`.
 pub(crate) fn fetch_failed<R: Reconciler>(

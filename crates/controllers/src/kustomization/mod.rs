@@ -547,18 +547,27 @@ async fn source_artifact(
             format!("Source '{display}' not found"),
         ));
     };
-    found
+    let artifact = found
         .data
         .get("status")
         .and_then(|s| s.get("artifact"))
-        .and_then(|a| serde_json::from_value::<Artifact>(a.clone()).ok())
-        .ok_or_else(|| {
-            ReconcileError::waiting(
+        .and_then(|a| serde_json::from_value::<Artifact>(a.clone()).ok());
+    artifact.ok_or_else(|| {
+        // A source that failed for its generation is reported as failed (retried, and
+        // triggered again by the source's first artifact), not as one to wait for.
+        let source = serde_json::to_value(&found).unwrap_or_default();
+        match crate::sources::failure(&source) {
+            Some(failure) => ReconcileError::transient(
+                reason::ARTIFACT_FAILED,
+                format!("Source '{display}' is not ready: {failure}"),
+            ),
+            None => ReconcileError::waiting(
                 SOURCE_RETRY,
                 reason::ARTIFACT_FAILED,
                 format!("Source '{display}' is not ready, artifact not found"),
-            )
-        })
+            ),
+        }
+    })
 }
 
 /// Resolves the source artifact and checks `spec.dependsOn`.
@@ -782,7 +791,7 @@ fn apply_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
                         errors.len(),
                         objects.len(),
                         changeset.entries.len(),
-                        failed.join("; ")
+                        capstan_api::message::summarize(&failed)
                     ),
                 ))
             }
@@ -877,7 +886,10 @@ async fn report_drift(
             let failed: Vec<String> = errors.iter().map(ToString::to_string).collect();
             return Err(ReconcileError::transient(
                 reason::RECONCILIATION_FAILED,
-                format!("drift detection failed: {}", failed.join("; ")),
+                format!(
+                    "drift detection failed: {}",
+                    capstan_api::message::summarize(&failed)
+                ),
             ));
         }
         Err(error) => {

@@ -310,6 +310,13 @@ pub trait Reconciler: Send + Sync + Sized + 'static {
         Vec::new()
     }
 
+    /// Whether a failed reconcile (transient or waiting) still records the generation as
+    /// observed (`status.observedGeneration`), so that readers (kstatus, `kubectl wait`,
+    /// dependents) see "failed for this generation" rather than "not reconciled yet". Flux
+    /// records it on success and on stalled failures only, which is the default; GitRepository,
+    /// OCIRepository and Bucket (whose steps never read `observedGeneration` back) say yes.
+    const OBSERVE_FAILURES: bool = false;
+
     /// The delay before retrying `object` after a [`ErrorClass::Transient`] failure (e.g.
     /// Flux's `spec.retryInterval`); `None`, the default, uses the exponential backoff.
     fn retry_interval(&self, object: &Self::Object) -> Option<Duration> {
@@ -1123,6 +1130,9 @@ fn finalize_status<R: Reconciler>(
     object: &R::Object,
 ) -> (Action, EventType) {
     let (requeue, event_type) = apply_result(&mut cx.status, object, result, ready);
+    if R::OBSERVE_FAILURES && result.is_err() {
+        R::Object::set_observed_generation(&mut cx.status, object.meta().generation);
+    }
     match result {
         Ok(_) => shared.reset_failures(object),
         Err(error) => shared
@@ -1158,7 +1168,7 @@ fn apply_result<K: FluxResource>(
             type_,
             value,
             reason,
-            message,
+            &capstan_api::message::bound(message),
             generation,
         );
     };

@@ -151,9 +151,18 @@ fn referring<K: Triggered>(store: &Store<K>, refers: impl Fn(&K) -> bool) -> Vec
         .collect()
 }
 
-/// `revision|digest` of a source's `status.artifact`.
+/// `revision|digest` of a source's `status.artifact`; without an artifact, `failed|<generation>`
+/// once the source failed for its generation, so that its consumers report the failure at once
+/// instead of finding it on their next retry.
 fn artifact_key(source: &DynamicObject) -> Option<String> {
-    let artifact = source.data.get("status")?.get("artifact")?;
+    let Some(artifact) = source.data.get("status").and_then(|s| s.get("artifact")) else {
+        let json = serde_json::to_value(source).ok()?;
+        crate::sources::failure(&json)?;
+        return Some(format!(
+            "failed|{}",
+            source.metadata.generation.unwrap_or_default()
+        ));
+    };
     let field = |name: &str| {
         artifact
             .get(name)
@@ -337,5 +346,16 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(artifact_key(&empty), None);
+        let failed: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+            "metadata": {"name": "c", "namespace": "apps", "generation": 3},
+            "status": {"observedGeneration": 3, "conditions": [
+                {"type": "Ready", "status": "False", "reason": "GitOperationFailed",
+                 "message": "cannot fetch", "observedGeneration": 3,
+                 "lastTransitionTime": "2026-01-01T00:00:00Z"},
+            ]},
+        }))
+        .unwrap();
+        assert_eq!(artifact_key(&failed).as_deref(), Some("failed|3"));
     }
 }

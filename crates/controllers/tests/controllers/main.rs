@@ -16,6 +16,7 @@ mod helm_release_ordering;
 mod helm_repository;
 mod helm_storage;
 mod helm_support;
+mod honest_status;
 mod kustomization;
 mod kustomization_acceptance;
 mod kustomization_features;
