@@ -2,6 +2,7 @@
 //! kube-rs drive a real server over HTTP on 127.0.0.1, one control plane per test.
 
 mod bad_input;
+mod builtin_kinds;
 mod events;
 mod harness;
 mod kube_client;
