@@ -1,0 +1,281 @@
+//! Remediation of a failed release, as Flux: the retries of the action that failed (install or
+//! upgrade), `remediateLastFailure`, and the rollback or uninstall that remediates it; exhausted
+//! retries stall the HelmRelease with the last failure's words.
+
+use std::sync::Arc;
+
+use capstan_api::HelmRelease;
+use capstan_api::helm::v2::{ReleaseAction, RemediationStrategy, condition, reason};
+use capstan_helm::chart::Chart;
+use capstan_helm::release::{Release, Status};
+use kube::runtime::events::EventType;
+
+use super::uninstall::uninstall;
+use super::{
+    Cx, Progress, RETRIES_EXCEEDED, Target, event, meta_reason, rollback, set, status, upgrade,
+};
+use crate::error::ReconcileError;
+use crate::helm_release::values::Values;
+
+/// Whether `action` may run again: its retries are not exhausted, or `forceAt` asks for it
+/// (the token is then handled); else the HelmRelease stalls ([`exceeded`]).
+pub(super) fn allow_retry(
+    cx: &mut Cx,
+    action: ReleaseAction,
+    forced: Option<String>,
+) -> Result<(), ReconcileError> {
+    if !retries_exhausted(cx, action) {
+        return Ok(());
+    }
+    let Some(token) = forced else {
+        return Err(exceeded(cx, action));
+    };
+    cx.status.last_handled_force_at = Some(token);
+    Ok(())
+}
+
+/// The failures counted for `action`.
+pub(super) fn failure_count(cx: &Cx, action: ReleaseAction) -> i64 {
+    match action {
+        ReleaseAction::Install => cx.status.install_failures.unwrap_or(0),
+        ReleaseAction::Upgrade => cx.status.upgrade_failures.unwrap_or(0),
+    }
+}
+
+/// `(retries, remediateLastFailure)` of `action`'s remediation (Flux's defaults: 0 retries;
+/// an install's last failure is not remediated, an upgrade's is when retries are set).
+pub(super) fn remediation_of(object: &HelmRelease, action: ReleaseAction) -> (i64, bool) {
+    let (retries, last) = match action {
+        ReleaseAction::Install => object
+            .spec
+            .install
+            .as_ref()
+            .and_then(|i| i.remediation.as_ref())
+            .map_or((0, None), |r| {
+                (r.retries.unwrap_or(0), r.remediate_last_failure)
+            }),
+        ReleaseAction::Upgrade => object
+            .spec
+            .upgrade
+            .as_ref()
+            .and_then(|u| u.remediation.as_ref())
+            .map_or((0, None), |r| {
+                (r.retries.unwrap_or(0), r.remediate_last_failure)
+            }),
+    };
+    let default = action == ReleaseAction::Upgrade && retries > 0;
+    (retries, last.unwrap_or(default))
+}
+
+pub(super) fn retries_exhausted(cx: &Cx, action: ReleaseAction) -> bool {
+    // `RetryOnFailure`: the action is retried after its interval, never exhausted.
+    if cx
+        .object
+        .retry_interval(action == ReleaseAction::Upgrade)
+        .ok()
+        .flatten()
+        .is_some()
+    {
+        return false;
+    }
+    let (retries, _) = remediation_of(&cx.object, action);
+    retries >= 0 && failure_count(cx, action) > retries
+}
+
+/// The error of exhausted retries: the HelmRelease stalls with the last failure's words.
+pub(super) fn exceeded(cx: &Cx, action: ReleaseAction) -> ReconcileError {
+    let action = match action {
+        ReleaseAction::Install => "install",
+        ReleaseAction::Upgrade => "upgrade",
+    };
+    let conditions = &cx.status.conditions;
+    let find = |type_: &str| conditions.iter().find(|c| c.type_ == type_);
+    let failed = find(condition::REMEDIATED)
+        .filter(|c| c.status == "False")
+        .or_else(|| find(condition::RELEASED).filter(|c| c.status == "False"))
+        .or_else(|| find(condition::REMEDIATED));
+    let attempts =
+        failure_count(cx, ReleaseAction::Install) + failure_count(cx, ReleaseAction::Upgrade);
+    match failed {
+        Some(c) => ReconcileError::stalled(
+            c.reason.clone(),
+            format!(
+                "{} (failed to {action} after {attempts} attempt(s): exceeded maximum retries)",
+                c.message
+            ),
+        ),
+        None => ReconcileError::stalled(
+            RETRIES_EXCEEDED,
+            format!("Failed to {action} after {attempts} attempt(s)"),
+        ),
+    }
+}
+
+pub(super) async fn remediate(
+    cx: &mut Cx,
+    target: &Target,
+    chart: &Arc<Chart>,
+    values: &Values,
+    forced: Option<String>,
+) -> Result<Progress, ReconcileError> {
+    let Some(action) = cx.status.last_attempted_release_action else {
+        return Box::pin(upgrade(cx, target, chart, values)).await;
+    };
+    if cx
+        .object
+        .retry_interval(action == ReleaseAction::Upgrade)
+        .ok()
+        .flatten()
+        .is_some()
+    {
+        return Box::pin(upgrade(cx, target, chart, values)).await;
+    }
+    if failure_count(cx, action) <= 0 {
+        return Box::pin(upgrade(cx, target, chart, values)).await;
+    }
+    if let Some(token) = forced {
+        cx.status.last_handled_force_at = Some(token);
+        return Box::pin(upgrade(cx, target, chart, values)).await;
+    }
+    let (_, remediate_last) = remediation_of(&cx.object, action);
+    if retries_exhausted(cx, action) && !remediate_last {
+        return Err(exceeded(cx, action));
+    }
+    let strategy = match action {
+        ReleaseAction::Install => RemediationStrategy::Uninstall,
+        ReleaseAction::Upgrade => cx
+            .object
+            .spec
+            .upgrade
+            .as_ref()
+            .and_then(|u| u.remediation.as_ref())
+            .map_or(
+                RemediationStrategy::Rollback,
+                capstan_api::helm::v2::UpgradeRemediation::strategy,
+            ),
+    };
+    let last = target.last().await?.ok_or_else(|| {
+        ReconcileError::transient(
+            meta_reason::RECONCILIATION_FAILED,
+            "release disappeared from storage",
+        )
+    })?;
+    if remediated(cx, &last) {
+        // This failure was remediated already; the next action is decided by the retries.
+        return Err(exceeded(cx, action));
+    }
+    match strategy {
+        RemediationStrategy::Rollback => {
+            let history = target.history().await?;
+            let previous = history
+                .iter()
+                .rev()
+                .find(|r| {
+                    r.version < last.version
+                        && matches!(r.status(), Status::Superseded | Status::Deployed)
+                })
+                .cloned();
+            let Some(previous) = previous else {
+                return Err(ReconcileError::stalled(
+                    reason::ROLLBACK_FAILED,
+                    "cannot remediate failed release: missing target release for rollback",
+                ));
+            };
+            Box::pin(rollback(cx, target, &last, previous)).await
+        }
+        RemediationStrategy::Uninstall => Box::pin(uninstall_remediation(cx, target, last)).await,
+    }
+}
+
+/// Flux's uninstall remediation of a failed release; the loop then installs again.
+pub(super) async fn uninstall_remediation(
+    cx: &mut Cx,
+    target: &Target,
+    last: Release,
+) -> Result<Progress, ReconcileError> {
+    let message = match Box::pin(uninstall(cx, target, last.clone(), true)).await {
+        Ok(()) => {
+            let message = format!(
+                "Helm uninstall remediation for release {} with chart {} succeeded",
+                status::full_name(&last),
+                status::versioned_chart(&last)
+            );
+            set(
+                cx,
+                condition::REMEDIATED,
+                true,
+                reason::UNINSTALL_SUCCEEDED,
+                &message,
+            );
+            event(cx, EventType::Normal, reason::UNINSTALL_SUCCEEDED, &message).await;
+            message
+        }
+        Err(error) => {
+            let message = format!(
+                "Helm uninstall remediation for release {} with chart {} failed: {error}",
+                status::full_name(&last),
+                status::versioned_chart(&last)
+            );
+            set(
+                cx,
+                condition::REMEDIATED,
+                false,
+                reason::UNINSTALL_FAILED,
+                &message,
+            );
+            event(cx, EventType::Warning, reason::UNINSTALL_FAILED, &message).await;
+            return Err(ReconcileError::transient(reason::UNINSTALL_FAILED, message));
+        }
+    };
+    tracing::info!(%message, "remediated");
+    Ok(Progress::Continue)
+}
+
+/// Whether `Remediated` already speaks of a remediation after `last` failed.
+pub(super) fn remediated(cx: &Cx, last: &Release) -> bool {
+    last.info.description.starts_with("Rollback to")
+        || cx.status.conditions.iter().any(|c| {
+            c.type_ == condition::REMEDIATED
+                && c.status == "True"
+                && cx
+                    .status
+                    .history
+                    .first()
+                    .is_some_and(|s| s.version > last.version)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remediation_defaults_follow_flux() {
+        let object: HelmRelease = serde_json::from_value(serde_json::json!({
+            "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+            "metadata": {"name": "web", "namespace": "apps"},
+            "spec": {"interval": "5m", "chartRef": {"kind": "OCIRepository", "name": "c"},
+                     "upgrade": {"remediation": {"retries": 2}}},
+        }))
+        .unwrap();
+        assert_eq!(remediation_of(&object, ReleaseAction::Install), (0, false));
+        assert_eq!(remediation_of(&object, ReleaseAction::Upgrade), (2, true));
+        // An install's last failure stays (for inspection) unless asked otherwise.
+        let install = |remediation: serde_json::Value| -> HelmRelease {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+                "metadata": {"name": "web", "namespace": "apps"},
+                "spec": {"interval": "5m", "chartRef": {"kind": "OCIRepository", "name": "c"},
+                         "install": {"remediation": remediation}},
+            }))
+            .unwrap()
+        };
+        let retried = install(serde_json::json!({"retries": 3}));
+        assert_eq!(remediation_of(&retried, ReleaseAction::Install), (3, false));
+        let remediated = install(serde_json::json!({"retries": 3, "remediateLastFailure": true}));
+        assert_eq!(
+            remediation_of(&remediated, ReleaseAction::Install),
+            (3, true)
+        );
+    }
+}
