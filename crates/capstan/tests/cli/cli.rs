@@ -7,6 +7,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 use capstan_testkit::{Run, corpus, eventually, kubectl_binary};
 
+use crate::helm_cli::skopeo_manifest;
+
 /// GET over plain HTTP/1.0, returning (status line, body).
 async fn http_get(url: &str) -> (String, String) {
     let rest = url.strip_prefix("http://").expect("http URL");
@@ -285,17 +287,7 @@ async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
     // The Helm app config: the chart capstan dev published, as Helm's media types (skopeo, an
     // independent client, reads the registry), released at the version and image it names.
     capstan_testkit::require("skopeo");
-    let raw = std::process::Command::new("skopeo")
-        .args(["inspect", "--raw", "--tls-verify=false"])
-        .arg(format!("docker://{registry}/charts/hello:0.1.0"))
-        .output()
-        .unwrap();
-    assert!(
-        raw.status.success(),
-        "{}",
-        String::from_utf8_lossy(&raw.stderr)
-    );
-    let manifest: serde_json::Value = serde_json::from_slice(&raw.stdout).unwrap();
+    let manifest = skopeo_manifest(&format!("docker://{registry}/charts/hello:0.1.0"));
     assert_eq!(
         manifest["config"]["mediaType"],
         "application/vnd.cncf.helm.config.v1+json"
@@ -532,17 +524,7 @@ async fn push_signs_and_pull_verifies_artifacts_in_a_real_registry() {
 
     // skopeo, an independent client, sees Flux's manifest.
     capstan_testkit::require("skopeo");
-    let raw = std::process::Command::new("skopeo")
-        .args(["inspect", "--raw", "--tls-verify=false"])
-        .arg(format!("docker://{}/apps/signed:v1", registry.address))
-        .output()
-        .unwrap();
-    assert!(
-        raw.status.success(),
-        "{}",
-        String::from_utf8_lossy(&raw.stderr)
-    );
-    let manifest: serde_json::Value = serde_json::from_slice(&raw.stdout).unwrap();
+    let manifest = skopeo_manifest(&format!("docker://{}/apps/signed:v1", registry.address));
     assert_eq!(
         manifest["config"]["mediaType"],
         "application/vnd.cncf.flux.config.v1+json"

@@ -171,6 +171,14 @@ impl Env {
             .into()
     }
 
+    /// `kubectl get <kind> <name> -n flux-system -o json`, which must succeed.
+    pub(crate) async fn get_json(&self, kind: &str, name: &str) -> Value {
+        self.kubectl(&["get", kind, name, "-n", "flux-system", "-o", "json"])
+            .await
+            .ok()
+            .json()
+    }
+
     /// `data` of a ConfigMap in `default`, or `None` when it does not exist.
     async fn config_map(&self, name: &str) -> Option<Value> {
         let run = self
@@ -351,6 +359,12 @@ data:
   key: value
 ";
 
+/// Asserts that `output` (a command's stdout or stderr) contains `needle`, showing it if not.
+#[track_caller]
+pub(crate) fn assert_contains(output: &str, needle: &str) {
+    assert!(output.contains(needle), "{needle:?} not in:\n{output}");
+}
+
 /// The rows of a Flux table, cells trimmed.
 pub(crate) fn table(stdout: &str) -> Vec<Vec<String>> {
     stdout
@@ -471,29 +485,9 @@ async fn create_get_export_and_delete_sources_and_kustomizations() {
         .ok();
     args.extend(["--tag", "v1"]);
     let run = env.capstan(&args).await.ok();
-    assert!(
-        run.stderr.contains("✔ GitRepository source updated"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("✔ fetched revision v1@sha1:"),
-        "{}",
-        run.stderr
-    );
-    let pinned = env
-        .kubectl(&[
-            "get",
-            "gitrepository",
-            "pinned",
-            "-n",
-            "flux-system",
-            "-o",
-            "json",
-        ])
-        .await
-        .ok()
-        .json();
+    assert_contains(&run.stderr, "✔ GitRepository source updated");
+    assert_contains(&run.stderr, "✔ fetched revision v1@sha1:");
+    let pinned = env.get_json("gitrepository", "pinned").await;
     assert_eq!(pinned["spec"]["ref"], serde_json::json!({"tag": "v1"}));
     env.capstan(&["delete", "source", "git", "pinned", "--silent"])
         .await
@@ -557,11 +551,7 @@ async fn create_get_export_and_delete_sources_and_kustomizations() {
     assert!(docs[0].get("status").is_none());
     assert_eq!(docs[0]["spec"]["url"], env.git_url.as_str());
     let run = env.capstan(&["export", "ks", "--all"]).await.ok();
-    let before = env
-        .kubectl(&["get", "ks", "apps", "-n", "flux-system", "-o", "json"])
-        .await
-        .ok()
-        .json();
+    let before = env.get_json("ks", "apps").await;
     let file = env.dir.path().join("export.yaml");
     std::fs::write(&file, &run.stdout).unwrap();
     env.kubectl(&[
@@ -574,11 +564,7 @@ async fn create_get_export_and_delete_sources_and_kustomizations() {
     ])
     .await
     .ok();
-    let after = env
-        .kubectl(&["get", "ks", "apps", "-n", "flux-system", "-o", "json"])
-        .await
-        .ok()
-        .json();
+    let after = env.get_json("ks", "apps").await;
     assert_eq!(
         before["metadata"]["generation"],
         after["metadata"]["generation"]
@@ -596,11 +582,7 @@ async fn create_get_export_and_delete_sources_and_kustomizations() {
         .capstan(&["delete", "ks", "apps", "--silent"])
         .await
         .ok();
-    assert!(
-        run.stderr.contains("✔ kustomization deleted"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "✔ kustomization deleted");
     eventually(Duration::from_secs(30), "demo to be pruned", || async {
         env.config_map("demo").await.is_none().then_some(())
     })
@@ -609,11 +591,7 @@ async fn create_get_export_and_delete_sources_and_kustomizations() {
         .capstan(&["delete", "source", "git", "fleet", "--silent"])
         .await
         .ok();
-    assert!(
-        run.stderr.contains("✔ gitrepository deleted"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "✔ gitrepository deleted");
     eventually(Duration::from_secs(30), "fleet to be deleted", || async {
         let run = env
             .kubectl(&["get", "gitrepository", "fleet", "-n", "flux-system"])
@@ -622,11 +600,7 @@ async fn create_get_export_and_delete_sources_and_kustomizations() {
     })
     .await;
     let run = env.capstan(&["delete", "ks", "apps", "-s"]).await.fails();
-    assert!(
-        run.stderr.contains("✗ Kustomization 'apps' not found"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "✗ Kustomization 'apps' not found");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -656,20 +630,12 @@ async fn reconcile_with_source_suspend_and_resume() {
     assert_eq!(env.config_map("demo").await.unwrap()["revision"], "2");
 
     let run = env.capstan(&["suspend", "ks", "apps"]).await.ok();
-    assert!(
-        run.stderr.contains("✔ kustomization suspended"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "✔ kustomization suspended");
     let rows = table(&env.capstan(&["get", "ks", "apps"]).await.ok().stdout);
     assert_eq!(rows[1][2], "True", "{rows:?}");
     let run = env.capstan(&["reconcile", "ks", "apps"]).await.fails();
     assert_eq!(run.status, 1);
-    assert!(
-        run.stderr.contains("✗ resource is suspended"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "✗ resource is suspended");
 
     // A commit while suspended is not applied until resume.
     let third = env.commit(&[("apps/demo.yaml", &DEMO.replace("\"1\"", "\"3\""))]);
@@ -824,12 +790,7 @@ spec:
     );
 
     // tree: nested Kustomizations expanded; root's own entry left out.
-    let inventory = env
-        .kubectl(&["get", "ks", "root", "-n", "flux-system", "-o", "json"])
-        .await
-        .ok()
-        .json()["status"]["inventory"]
-        .to_string();
+    let inventory = env.get_json("ks", "root").await["status"]["inventory"].to_string();
     assert!(
         inventory.contains("flux-system_root_kustomize.toolkit.fluxcd.io_Kustomization"),
         "{inventory}"
@@ -1006,24 +967,12 @@ stringData:
             run.stdout
         );
     }
-    assert!(
-        run.stdout.contains("-   revision: changed\n"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout.contains("+   revision: \"1\"\n"),
-        "{}",
-        run.stdout
-    );
+    assert_contains(&run.stdout, "-   revision: changed\n");
+    assert_contains(&run.stdout, "+   revision: \"1\"\n");
     assert!(run.stdout.contains("*** (before)") && run.stdout.contains("*** (after)"));
     assert!(!run.stdout.contains("c2VjcmV0") && !run.stdout.contains("b3RoZXI="));
     // The annotation is shown (the new owner labels sit next to it), masked.
-    assert!(
-        run.stdout.contains("► Secret/default/applied drifted"),
-        "{}",
-        run.stdout
-    );
+    assert_contains(&run.stdout, "► Secret/default/applied drifted");
     let annotation = run
         .stdout
         .lines()

@@ -40,7 +40,7 @@ fn write_hello_chart(dir: &Path) {
 }
 
 /// The raw manifest at `reference`, as skopeo reads it from a plain-HTTP registry.
-fn skopeo_manifest(reference: &str) -> serde_json::Value {
+pub(crate) fn skopeo_manifest(reference: &str) -> serde_json::Value {
     let raw = std::process::Command::new("skopeo")
         .args([
             "inspect",
@@ -189,6 +189,24 @@ async fn helm_package_and_push_fail_as_helm_does() {
     );
 }
 
+/// `capstan helm push hello-0.1.0.tgz <remote> --plain-http --registry-config <config>` in
+/// `work`.
+async fn push_with_config(work: &Path, remote: &str, config: &Path) -> Output {
+    capstan(
+        work,
+        &[
+            "helm",
+            "push",
+            "hello-0.1.0.tgz",
+            remote,
+            "--plain-http",
+            "--registry-config",
+            config.to_str().unwrap(),
+        ],
+    )
+    .await
+}
+
 /// `helm registry login`'s config file authenticates a push; without it the registry's refusal
 /// is reported, with no secret in it.
 #[tokio::test]
@@ -208,38 +226,14 @@ async fn helm_push_reads_the_registry_config() {
     std::fs::write(&config, auths.to_string()).unwrap();
     let empty = work.path().join("empty.json");
     std::fs::write(&empty, r#"{"auths": {}}"#).unwrap();
-    let refused = capstan(
-        work.path(),
-        &[
-            "helm",
-            "push",
-            "hello-0.1.0.tgz",
-            &remote,
-            "--plain-http",
-            "--registry-config",
-            empty.to_str().unwrap(),
-        ],
-    )
-    .await;
+    let refused = push_with_config(work.path(), &remote, &empty).await;
     assert_eq!(refused.status.code(), Some(1));
     assert!(
         text(&refused.stderr).starts_with("Error: "),
         "{}",
         text(&refused.stderr)
     );
-    let pushed = capstan(
-        work.path(),
-        &[
-            "helm",
-            "push",
-            "hello-0.1.0.tgz",
-            &remote,
-            "--plain-http",
-            "--registry-config",
-            config.to_str().unwrap(),
-        ],
-    )
-    .await;
+    let pushed = push_with_config(work.path(), &remote, &config).await;
     assert!(pushed.status.success(), "{}", text(&pushed.stderr));
     assert!(text(&pushed.stdout).starts_with("Pushed: "));
     for out in [&refused, &pushed] {

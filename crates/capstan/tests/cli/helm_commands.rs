@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use capstan_testkit::{Run, eventually};
 
-use crate::commands::{Env, table};
+use crate::commands::{Env, assert_contains, table};
 
 /// Runs `capstan <args>` without a cluster (the `--export` paths never contact one).
 async fn offline(args: &[&str]) -> Run {
@@ -636,16 +636,8 @@ spec:
 
     // A reconcile with nothing changed makes no new release.
     let run = env.capstan(&["reconcile", "hr", "hello"]).await.ok();
-    assert!(
-        run.stderr.contains("✔ applied revision 0.1.0"),
-        "{}",
-        run.stderr
-    );
-    let object = env
-        .kubectl(&["get", "hr", "hello", "-n", "flux-system", "-o", "json"])
-        .await
-        .ok()
-        .json();
+    assert_contains(&run.stderr, "✔ applied revision 0.1.0");
+    let object = env.get_json("hr", "hello").await;
     let history = &object["status"]["history"];
     assert_eq!(history.as_array().map(Vec::len), Some(1), "{history}");
 
@@ -719,11 +711,7 @@ spec:
             "✔ applied revision 0.2.0".into(),
         ],
     );
-    let object = env
-        .kubectl(&["get", "hr", "hello", "-n", "flux-system", "-o", "json"])
-        .await
-        .ok()
-        .json();
+    let object = env.get_json("hr", "hello").await;
     let annotations = &object["metadata"]["annotations"];
     let token = &annotations["reconcile.fluxcd.io/requestedAt"];
     assert!(token.is_string(), "{annotations}");
@@ -777,39 +765,19 @@ spec:
         .capstan(&["diff", "hr", "hello", "--path", changed.to_str().unwrap()])
         .await;
     assert_eq!(run.status, 1, "{}\n{}", run.stdout, run.stderr);
-    assert!(
-        run.stdout.contains("► ConfigMap/flux-system/hello drifted"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout.contains("+   greeting: HELLO FROM THE CLI"),
-        "{}",
-        run.stdout
-    );
+    assert_contains(&run.stdout, "► ConfigMap/flux-system/hello drifted");
+    assert_contains(&run.stdout, "+   greeting: HELLO FROM THE CLI");
     for gone in ["Service/flux-system/hello", "Deployment/flux-system/hello"] {
-        assert!(
-            run.stdout.contains(&format!("► {gone} deleted")),
-            "{}",
-            run.stdout
-        );
+        assert_contains(&run.stdout, &format!("► {gone} deleted"));
     }
 
     // suspend and resume.
     let run = env.capstan(&["suspend", "hr", "hello"]).await.ok();
-    assert!(
-        run.stderr.contains("✔ helmrelease suspended"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "✔ helmrelease suspended");
     let rows = table(&env.capstan(&["get", "hr", "hello"]).await.ok().stdout);
     assert_eq!(rows[1][2], "True", "{rows:?}");
     let run = env.capstan(&["resume", "hr", "hello"]).await.ok();
-    assert!(
-        run.stderr.contains("✔ applied revision 0.2.0"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "✔ applied revision 0.2.0");
 
     // export: what create wrote, applied back unchanged.
     let run = env.capstan(&["export", "hr", "hello"]).await.ok();
@@ -898,11 +866,7 @@ spec:
         .capstan(&["delete", "hr", "hello", "--silent"])
         .await
         .ok();
-    assert!(
-        run.stderr.contains("✔ helmrelease deleted"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "✔ helmrelease deleted");
     eventually(
         Duration::from_secs(60),
         "the release to be uninstalled",
@@ -961,33 +925,9 @@ async fn helm_repository_charts_and_the_reconcile_chain() {
         ],
     );
     assert!(!run.stderr.contains("s3cret"), "{}", run.stderr);
-    let secret = env
-        .kubectl(&[
-            "get",
-            "secret",
-            "helm-charts",
-            "-n",
-            "flux-system",
-            "-o",
-            "json",
-        ])
-        .await
-        .ok()
-        .json();
+    let secret = env.get_json("secret", "helm-charts").await;
     assert_eq!(secret["data"]["username"], "Y2k=", "base64 of `ci`");
-    let repository_object = env
-        .kubectl(&[
-            "get",
-            "helmrepository",
-            "charts",
-            "-n",
-            "flux-system",
-            "-o",
-            "json",
-        ])
-        .await
-        .ok()
-        .json();
+    let repository_object = env.get_json("helmrepository", "charts").await;
     assert_eq!(
         repository_object["spec"]["secretRef"],
         serde_json::json!({"name": "helm-charts"})
@@ -1007,11 +947,7 @@ async fn helm_repository_charts_and_the_reconcile_chain() {
         ])
         .await
         .ok();
-    assert!(
-        run.stderr.contains("✔ applied revision 0.1.0"),
-        "{}",
-        run.stderr
-    );
+    assert_contains(&run.stderr, "✔ applied revision 0.1.0");
     let stdout = env.capstan(&["get", "sources", "all"]).await.ok().stdout;
     let rows = table(&stdout);
     assert!(
@@ -1270,19 +1206,7 @@ async fn create_source_helm_with_tls_files_makes_flux_tls_secret() {
         ],
     );
     assert!(!run.stderr.contains("PRIVATE KEY"), "{}", run.stderr);
-    let secret = env
-        .kubectl(&[
-            "get",
-            "secret",
-            "helm-secure",
-            "-n",
-            "flux-system",
-            "-o",
-            "json",
-        ])
-        .await
-        .ok()
-        .json();
+    let secret = env.get_json("secret", "helm-secure").await;
     assert_eq!(secret["type"], "kubernetes.io/tls");
     let keys: Vec<&str> = secret["data"]
         .as_object()
@@ -1291,19 +1215,7 @@ async fn create_source_helm_with_tls_files_makes_flux_tls_secret() {
         .map(String::as_str)
         .collect();
     assert_eq!(keys, ["ca.crt", "tls.crt", "tls.key"]);
-    let object = env
-        .kubectl(&[
-            "get",
-            "helmrepository",
-            "secure",
-            "-n",
-            "flux-system",
-            "-o",
-            "json",
-        ])
-        .await
-        .ok()
-        .json();
+    let object = env.get_json("helmrepository", "secure").await;
     assert_eq!(
         object["spec"]["secretRef"],
         serde_json::json!({"name": "helm-secure"})
