@@ -314,3 +314,88 @@ async fn a_restart_mid_hook_unlocks_the_pending_install_and_upgrades() {
     assert_eq!(statuses, [(1, Status::Failed), (2, Status::Deployed)]);
     assert_eq!(phase(&records[0], "web-held"), HookPhase::Running);
 }
+
+#[tokio::test]
+async fn a_running_test_hook_holds_no_worker() {
+    let env = Env::start().await;
+    env.namespace(NAMESPACE).await;
+    let registry = Registry::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("tested");
+    capstan_testkit::write_files(
+        &chart,
+        &[
+            (
+                "Chart.yaml",
+                "apiVersion: v2\nname: tested\nversion: 0.1.0\n",
+            ),
+            (
+                "templates/config.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-config\ndata:\n  a: b\n",
+            ),
+            (
+                "templates/test.yaml",
+                &hook_job("{{ .Release.Name }}-held", "test", 0, "hang"),
+            ),
+        ],
+    );
+    serve_chart(&env, &registry, "tested", &chart).await;
+    // One worker: a test hook waited for in place would leave none for the other release.
+    let _controller = Controller::start(&env, 1);
+    create_release(
+        &env,
+        "checked",
+        serde_json::json!({
+            "interval": "10m",
+            "chartRef": {"kind": "OCIRepository", "name": "tested"},
+            "test": {"enable": true},
+        }),
+    )
+    .await;
+    eventually(Duration::from_secs(60), "the test hook running", || {
+        let env = &env;
+        async move {
+            let records = records(env, "checked").await;
+            (records.len() == 1
+                && records[0].status() == Status::Deployed
+                && phase(&records[0], "checked-held") == HookPhase::Running)
+                .then_some(())
+        }
+    })
+    .await;
+    create_release(
+        &env,
+        "other",
+        serde_json::json!({
+            "interval": "10m",
+            "chartRef": {"kind": "OCIRepository", "name": "tested"},
+        }),
+    )
+    .await;
+    wait_for(&releases(&env), "other", "the other release Ready", ready).await;
+    let checked = releases(&env).get("checked").await.unwrap();
+    assert!(!ready(&checked), "still testing");
+
+    release_hook(&env, "checked").await;
+    let tested = wait_for(&releases(&env), "checked", "tested", |o| {
+        ready(o)
+            && o.status
+                .as_ref()
+                .is_some_and(|s| s.conditions.iter().any(|c| c.type_ == "TestSuccess"))
+    })
+    .await;
+    let success = tested
+        .status
+        .as_ref()
+        .unwrap()
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "TestSuccess")
+        .unwrap();
+    assert_eq!(
+        (success.status.as_str(), success.reason.as_str()),
+        ("True", "TestSucceeded")
+    );
+    let records = records(&env, "checked").await;
+    assert_eq!(phase(&records[0], "checked-held"), HookPhase::Succeeded);
+}
