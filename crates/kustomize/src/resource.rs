@@ -84,6 +84,19 @@ pub(crate) fn split_api_version(api_version: &str) -> (String, String) {
     }
 }
 
+/// Built-in kinds served by the control plane that kustomize's schema (Kubernetes 1.21.2) lacks.
+const NEWER_THAN_KUSTOMIZE_SCHEMA: &[&str] = &[
+    "IPAddress",
+    "ServiceCIDR",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "DeviceClass",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+    "ResourceSlice",
+    "VolumeAttributesClass",
+];
+
 /// Whether objects of this kind live outside namespaces (built-in kinds only; everything
 /// else counts as namespaced, as in kustomize). A kind is cluster-scoped when some built-in
 /// version of it is and none is namespaced.
@@ -97,6 +110,12 @@ pub(crate) fn is_cluster_scoped(kind: &str) -> bool {
         }
         scopes.insert("PodSecurityPolicy", true);
         scopes.insert("ComponentStatus", true);
+        // Kinds newer than kustomize's built-in schema (Kubernetes 1.21.2): kustomize does not
+        // know them, so it treats them as namespaced (`kubectl kustomize` sets a namespace on a
+        // ValidatingAdmissionPolicy); the API server ignores it for cluster-scoped kinds.
+        for newer in NEWER_THAN_KUSTOMIZE_SCHEMA {
+            scopes.remove(newer);
+        }
         scopes
     });
     scopes.get(kind).copied().unwrap_or(false)
@@ -301,6 +320,10 @@ mod tests {
         assert!(is_cluster_scoped("Namespace"));
         assert!(!is_cluster_scoped("Deployment"));
         assert!(!is_cluster_scoped("MyCustomThing"));
+        // As `kubectl kustomize`: RuntimeClass is in kustomize's schema, the newer kinds are not.
+        assert!(is_cluster_scoped("RuntimeClass"));
+        assert!(!is_cluster_scoped("ValidatingAdmissionPolicy"));
+        assert!(!is_cluster_scoped("DeviceClass"));
     }
 
     #[test]
