@@ -9,10 +9,10 @@ use serde_json::Value;
 use crate::config::TransformerConfig;
 use crate::error::{Error, TransformError};
 use crate::fs::{Confined, DiskFs, FileSystem, absolute, normalize};
+use crate::remote::{RemoteLoader, is_remote, parse_remote_target};
 use crate::resource::{ResId, Resource};
 use crate::smp::Schemas;
 use crate::types::{Kustomization, Var};
-use crate::remote::{RemoteLoader, is_remote, parse_remote_target};
 use crate::{generate, transform, yaml};
 
 /// Which files a kustomization may read.
@@ -633,7 +633,12 @@ impl Builder<'_> {
                 .map_err(|message| Error::transform(&target.file, field, message))?;
             return Ok(());
         }
-        let documents = self.read_field_documents(target, entry, field)?;
+        let text = self.read_field_text(target, entry, field)?;
+        let documents =
+            crate::folded::parse_resource_documents(&text).map_err(|message| Error::Yaml {
+                path: normalize(&target.dir.join(entry)),
+                message: message.message,
+            })?;
         for document in documents {
             for object in expand_lists(document) {
                 if !object.is_object() {
@@ -687,8 +692,7 @@ impl Builder<'_> {
         let checkout = loader.load(&remote).map_err(fetch_error)?;
         let checkout = absolute(&checkout);
         let dir = normalize(&checkout.join(&remote.path));
-        static DISK: DiskFs = DiskFs;
-        let confined = Confined::new(&DISK, &checkout);
+        let confined = Confined::new(&DiskFs, &checkout);
         if confined.resolve(&dir).is_none() || !confined.is_dir(&dir) {
             return Err(fetch_error(format!(
                 "no directory {:?} in the repository",

@@ -50,6 +50,7 @@ mod build;
 mod config;
 mod error;
 mod fieldspec;
+mod folded;
 mod fs;
 mod generate;
 mod helm;
@@ -64,10 +65,10 @@ use std::path::Path;
 
 pub use build::{BuildOptions, LoadRestrictor, MANAGED_BY_VERSION, build_with};
 pub use error::Error;
+pub use fs::{Boundary, Confined, DiskFs, FileSystem, MemoryFs, OverlayFs};
 pub use remote::{
     DEFAULT_REMOTE_TIMEOUT, RemoteLoader, RemoteTarget, is_remote, parse_remote_target,
 };
-pub use fs::{Boundary, Confined, DiskFs, FileSystem, MemoryFs, OverlayFs};
 pub use types::Kustomization;
 pub use yaml::{YamlError, parse_documents, parse_documents_located, to_yaml, to_yaml_document};
 

@@ -277,19 +277,35 @@ mod tests {
         let s = |v: &str| v.to_owned();
         assert_eq!(
             parsed("https://github.com/org/repo//deploy/base?ref=v1.2.0"),
-            (s("https://github.com/org/repo"), s("deploy/base"), Some(s("v1.2.0")))
+            (
+                s("https://github.com/org/repo"),
+                s("deploy/base"),
+                Some(s("v1.2.0"))
+            )
         );
         assert_eq!(
             parsed("github.com/org/repo/deploy/base?ref=main"),
-            (s("https://github.com/org/repo"), s("deploy/base"), Some(s("main")))
+            (
+                s("https://github.com/org/repo"),
+                s("deploy/base"),
+                Some(s("main"))
+            )
         );
         assert_eq!(
             parsed("git::https://gitlab.com/org/repo.git/base?version=v2"),
-            (s("https://gitlab.com/org/repo.git"), s("base"), Some(s("v2")))
+            (
+                s("https://gitlab.com/org/repo.git"),
+                s("base"),
+                Some(s("v2"))
+            )
         );
         assert_eq!(
             parsed("ssh://git@example.com/org/repo.git//base?ref=abc"),
-            (s("ssh://git@example.com/org/repo.git"), s("base"), Some(s("abc")))
+            (
+                s("ssh://git@example.com/org/repo.git"),
+                s("base"),
+                Some(s("abc"))
+            )
         );
         assert_eq!(
             parsed("git@github.com:org/repo/base"),
@@ -297,11 +313,19 @@ mod tests {
         );
         assert_eq!(
             parsed("https://dev.azure.com/org/project/_git/repo/base?ref=x"),
-            (s("https://dev.azure.com/org/project/_git/repo"), s("base"), Some(s("x")))
+            (
+                s("https://dev.azure.com/org/project/_git/repo"),
+                s("base"),
+                Some(s("x"))
+            )
         );
         assert_eq!(
             parsed("http://127.0.0.1:8080/repo.git//apps?ref=v1&timeout=90s"),
-            (s("http://127.0.0.1:8080/repo.git"), s("apps"), Some(s("v1")))
+            (
+                s("http://127.0.0.1:8080/repo.git"),
+                s("apps"),
+                Some(s("v1"))
+            )
         );
         let t = parse_remote_target("https://h/o/r//b?timeout=1m30s&submodules=false").unwrap();
         assert_eq!(t.timeout, Duration::from_secs(90));

@@ -35,7 +35,8 @@ fn kubectl_kustomize(dir: &Path) -> Result<String, String> {
 }
 
 fn first_differing_line(ours: &str, theirs: &str) -> String {
-    let (ours_lines, their_lines): (Vec<_>, Vec<_>) = (ours.lines().collect(), theirs.lines().collect());
+    let (ours_lines, their_lines): (Vec<_>, Vec<_>) =
+        (ours.lines().collect(), theirs.lines().collect());
     for (i, (a, b)) in ours_lines.iter().zip(&their_lines).enumerate() {
         if a != b {
             return format!("line {}: ours {a:?}, kubectl {b:?}", i + 1);
@@ -67,5 +68,9 @@ fn engine_output_is_kubectl_kustomize_output() {
             (Err(ours), Ok(_)) => failures.push(format!("{name}: engine fails: {ours}")),
         }
     }
-    assert!(failures.is_empty(), "differences from kubectl:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "differences from kubectl:\n{}",
+        failures.join("\n")
+    );
 }

@@ -10,7 +10,6 @@ use crate::build::id_of;
 use crate::resource::Resource;
 use crate::smp::Schemas;
 use crate::types::Selector;
-use crate::yaml;
 
 /// Applies a strategic-merge or JSON 6902 patch (detected from its shape).
 pub(crate) fn apply_patch(
@@ -20,10 +19,11 @@ pub(crate) fn apply_patch(
     selector: Option<&Selector>,
     options: &BTreeMap<String, bool>,
 ) -> Result<(), TransformError> {
-    let documents = yaml::parse_documents_located(text).map_err(|source| TransformError::Yaml {
-        context: "malformed patch".into(),
-        source,
-    })?;
+    let documents =
+        crate::folded::parse_resource_documents(text).map_err(|source| TransformError::Yaml {
+            context: "malformed patch".into(),
+            source,
+        })?;
     let allow_name = options.get("allowNameChange").copied().unwrap_or(false);
     let allow_kind = options.get("allowKindChange").copied().unwrap_or(false);
     if documents.len() == 1 && documents[0].is_array() {
