@@ -13,16 +13,16 @@
 //! time, idle RSS <= 25 MiB.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 mod common;
+mod fleet_support;
 
 use capstan_apply::{ApplyOptions, ResourceManager};
 use capstan_source::oci::{self, PushOptions, RegistryOptions};
 use capstan_testkit::Registry;
-use futures::StreamExt;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use fleet_support::{Figures, Operator, apply_json, concurrently, namespace, wait_all_ready};
+use kube::api::{Api, DynamicObject};
 use serde_json::json;
 
 /// The four objects of app `name` in `namespace`, as YAML documents.
@@ -91,32 +91,6 @@ spec:
     )
 }
 
-async fn apply_json(client: &kube::Client, value: serde_json::Value) -> anyhow::Result<()> {
-    let object: DynamicObject = serde_json::from_value(value)?;
-    let gvk = GroupVersionKind::try_from(object.types.as_ref().expect("types"))?;
-    let resource = ApiResource::from_gvk(&gvk);
-    let api: Api<DynamicObject> = match object.metadata.namespace.as_deref() {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
-        None => Api::all_with(client.clone(), &resource),
-    };
-    let name = object.metadata.name.clone().unwrap_or_default();
-    api.patch(
-        &name,
-        &PatchParams::apply("bench").force(),
-        &Patch::Apply(&object),
-    )
-    .await?;
-    Ok(())
-}
-
-async fn namespace(client: &kube::Client, name: &str) -> anyhow::Result<()> {
-    apply_json(
-        client,
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
-    )
-    .await
-}
-
 #[tokio::main]
 #[allow(clippy::too_many_lines)] // one benchmark run, read top to bottom
 async fn main() -> anyhow::Result<()> {
@@ -130,32 +104,26 @@ async fn main() -> anyhow::Result<()> {
     // The artifacts: one per app, pushed as CI would.
     let pushed = Instant::now();
     let sources = dir.path().join("sources");
-    let pushes = futures::stream::iter(0..apps)
-        .map(|i| {
-            let source = sources.join(format!("app-{i}"));
-            let url = format!("{}:latest", registry.url(&format!("apps/app-{i}")));
-            async move {
-                std::fs::create_dir_all(&source)?;
-                std::fs::write(source.join("app.yaml"), app(&format!("app-{i}"), "apps"))?;
-                let options = PushOptions {
-                    source: "https://example.invalid/fleet.git".to_owned(),
-                    revision: format!("main@sha1:{i:040x}"),
-                    ..PushOptions::default()
-                };
-                let registry = RegistryOptions {
-                    insecure: true,
-                    ..RegistryOptions::default()
-                };
-                oci::push(&source, &url, &options, &registry).await?;
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(8)
-        .collect::<Vec<_>>()
-        .await;
-    for push in pushes {
-        push?;
-    }
+    concurrently(apps, |i| {
+        let source = sources.join(format!("app-{i}"));
+        let url = format!("{}:latest", registry.url(&format!("apps/app-{i}")));
+        async move {
+            std::fs::create_dir_all(&source)?;
+            std::fs::write(source.join("app.yaml"), app(&format!("app-{i}"), "apps"))?;
+            let options = PushOptions {
+                source: "https://example.invalid/fleet.git".to_owned(),
+                revision: format!("main@sha1:{i:040x}"),
+                ..PushOptions::default()
+            };
+            let registry = RegistryOptions {
+                insecure: true,
+                ..RegistryOptions::default()
+            };
+            oci::push(&source, &url, &options, &registry).await?;
+            Ok(())
+        }
+    })
+    .await?;
     eprintln!(
         "pushed {apps} artifacts in {:.1} s",
         pushed.elapsed().as_secs_f64()
@@ -169,98 +137,45 @@ async fn main() -> anyhow::Result<()> {
     for ns in ["flux-system", "apps", "capstan-apply", "kubectl-apply"] {
         namespace(&client, ns).await?;
     }
-    let operator = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
-        .args([
-            "controller",
-            "--enable-leader-election=false",
-            "--log-level",
-            "warn",
-            "--storage-addr",
-            "127.0.0.1:0",
-            "--concurrent",
-            "10",
-            "--kubeconfig",
-        ])
-        .arg(&kubeconfig)
-        .arg("--storage-path")
-        .arg(dir.path().join("artifacts"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()?;
-    let pid = operator.id().expect("operator pid");
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let idle_kib = common::rss_kib(pid, "VmRSS:");
+    let operator = Operator::start(&kubeconfig, &dir.path().join("artifacts")).await?;
 
     // The fleet.
     let started = Instant::now();
-    let creations = futures::stream::iter(0..apps)
-        .map(|i| {
-            let client = client.clone();
-            let url = registry.url(&format!("apps/app-{i}"));
-            async move {
-                apply_json(
-                    &client,
-                    json!({
-                        "apiVersion": "source.toolkit.fluxcd.io/v1",
-                        "kind": "OCIRepository",
-                        "metadata": {"name": format!("app-{i}"), "namespace": "flux-system"},
-                        "spec": {"url": url, "interval": "1h", "insecure": true,
-                                 "ref": {"tag": "latest"}},
-                    }),
-                )
-                .await?;
-                apply_json(
-                    &client,
-                    json!({
-                        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-                        "kind": "Kustomization",
-                        "metadata": {"name": format!("app-{i}"), "namespace": "flux-system"},
-                        "spec": {"interval": "1h", "path": "./", "prune": true, "wait": true,
-                                 "timeout": "5m",
-                                 "sourceRef": {"kind": "OCIRepository", "name": format!("app-{i}")}},
-                    }),
-                )
-                .await
-            }
-        })
-        .buffer_unordered(8)
-        .collect::<Vec<_>>()
-        .await;
-    for creation in creations {
-        creation?;
-    }
+    concurrently(apps, |i| {
+        let client = client.clone();
+        let url = registry.url(&format!("apps/app-{i}"));
+        async move {
+            apply_json(
+                &client,
+                json!({
+                    "apiVersion": "source.toolkit.fluxcd.io/v1",
+                    "kind": "OCIRepository",
+                    "metadata": {"name": format!("app-{i}"), "namespace": "flux-system"},
+                    "spec": {"url": url, "interval": "1h", "insecure": true,
+                             "ref": {"tag": "latest"}},
+                }),
+            )
+            .await?;
+            apply_json(
+                &client,
+                json!({
+                    "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+                    "kind": "Kustomization",
+                    "metadata": {"name": format!("app-{i}"), "namespace": "flux-system"},
+                    "spec": {"interval": "1h", "path": "./", "prune": true, "wait": true,
+                             "timeout": "5m",
+                             "sourceRef": {"kind": "OCIRepository", "name": format!("app-{i}")}},
+                }),
+            )
+            .await
+        }
+    })
+    .await?;
     let created = started.elapsed();
     let kustomizations: Api<capstan_api::Kustomization> =
         Api::namespaced(client.clone(), "flux-system");
-    let mut last_report = Instant::now();
-    loop {
-        let list = kustomizations.list(&ListParams::default()).await?;
-        let ready = list
-            .items
-            .iter()
-            .filter(|k| capstan_api::FluxKind::is_ready(*k))
-            .count();
-        if ready == apps {
-            break;
-        }
-        if last_report.elapsed() > Duration::from_secs(10) {
-            eprintln!(
-                "{ready}/{apps} Ready after {:.0} s",
-                started.elapsed().as_secs_f64()
-            );
-            last_report = Instant::now();
-        }
-        anyhow::ensure!(
-            started.elapsed() < Duration::from_secs(900),
-            "only {ready}/{apps} Kustomizations Ready after 15 minutes"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    let wall = started.elapsed();
-    let peak_kib = common::rss_kib(pid, "VmHWM:");
-    let settled_kib = common::rss_kib(pid, "VmRSS:");
-    let server_peak_kib = common::rss_kib(server.pid(), "VmHWM:");
+    wait_all_ready(&kustomizations, apps, "Kustomizations", started).await?;
+    let figures = Figures::measure(started, created, &operator, &server);
 
     // Apply throughput: the same objects, Capstan's apply engine vs kubectl, same server.
     let all: String = (0..apps)
@@ -305,21 +220,7 @@ async fn main() -> anyhow::Result<()> {
     );
 
     println!("fleet benchmark: {apps} Kustomizations x 4 objects, each from its own OCIRepository");
-    println!(
-        "  all Ready in            {:.1} s (objects created in {:.1} s)   target <= 60 s",
-        wall.as_secs_f64(),
-        created.as_secs_f64()
-    );
-    println!(
-        "  operator RSS            idle {:.1} MiB, peak {:.1} MiB, settled {:.1} MiB   targets idle <= 25 MiB, peak <= 150 MiB",
-        common::mib(idle_kib),
-        common::mib(peak_kib),
-        common::mib(settled_kib)
-    );
-    println!(
-        "  control plane peak RSS  {:.1} MiB (a separate process, not the operator)",
-        common::mib(server_peak_kib)
-    );
+    figures.print("target <= 60 s", "targets idle <= 25 MiB, peak <= 150 MiB");
     println!(
         "  apply of {} objects     capstan {:.2} s, kubectl apply --server-side {:.2} s, ratio {:.2}   target <= 0.5",
         objects.len(),
