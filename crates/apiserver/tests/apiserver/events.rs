@@ -66,6 +66,13 @@ async fn recorder_events_show_in_kubectl_get_events_and_describe() {
     ] {
         assert!(get.stdout.contains(cell), "{cell}: {}", get.stdout);
     }
+    let listed = c.kubectl(&["events", "-n", "team"]).await.ok();
+    assert!(
+        listed.stdout.contains("ReconciliationFailed")
+            && listed.stdout.contains("apply failed: 2 errors"),
+        "{}",
+        listed.stdout
+    );
     let describe = c
         .kubectl(&["describe", "configmap", "app", "-n", "team"])
         .await
