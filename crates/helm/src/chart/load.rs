@@ -379,39 +379,53 @@ fn strip_bom(data: &mut Vec<u8>) {
 
 /// Loads a chart directory, honouring its `.helmignore`.
 fn load_dir(root: &Path) -> Result<Chart, Error> {
-    let rules = match std::fs::read_to_string(root.join(".helmignore")) {
-        // Helm reports a bad rule without naming the file; so does this.
-        Ok(text) => Rules::parse(&text).map_err(Error::new)?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Rules::parse("").map_err(Error::new)?
-        }
-        Err(e) => return Err(Error::new(format!(".helmignore: {e}"))),
-    };
-    let canonical_root = root
-        .canonicalize()
-        .map_err(|e| Error::new(format!("{}: {e}", root.display())))?;
-    let mut walk = Walk {
-        rules,
-        root: canonical_root,
-        files: Vec::new(),
-        entries: 0,
-        total: 0,
-    };
-    let canonical = walk.root.clone();
-    walk.dir(root, &canonical, "")?;
+    let walk = Walk::run(root)?;
     let mut unpacked = walk.total;
     load_files(walk.files, 0, &mut unpacked)
 }
 
-struct Walk {
+/// The files of a chart directory that Helm's loader reads, in its walk order (the loader's
+/// and `helm package`'s): `.helmignore` honoured, links followed but kept inside the chart,
+/// irregular files refused, sizes capped.
+pub(crate) struct Walk {
     rules: Rules,
     root: PathBuf,
-    files: Vec<File>,
+    /// The files, a leading byte order mark dropped.
+    pub(crate) files: Vec<File>,
+    /// The modification time of each file of `files`, when the system gives one.
+    pub(crate) modified: Vec<Option<std::time::SystemTime>>,
     entries: usize,
-    total: u64,
+    /// The bytes read.
+    pub(crate) total: u64,
 }
 
 impl Walk {
+    /// Walks the chart directory `root`.
+    pub(crate) fn run(root: &Path) -> Result<Self, Error> {
+        let rules = match std::fs::read_to_string(root.join(".helmignore")) {
+            // Helm reports a bad rule without naming the file; so does this.
+            Ok(text) => Rules::parse(&text).map_err(Error::new)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                Rules::parse("").map_err(Error::new)?
+            }
+            Err(e) => return Err(Error::new(format!(".helmignore: {e}"))),
+        };
+        let canonical_root = root
+            .canonicalize()
+            .map_err(|e| Error::new(format!("{}: {e}", root.display())))?;
+        let mut walk = Walk {
+            rules,
+            root: canonical_root,
+            files: Vec::new(),
+            modified: Vec::new(),
+            entries: 0,
+            total: 0,
+        };
+        let canonical = walk.root.clone();
+        walk.dir(root, &canonical, "")?;
+        Ok(walk)
+    }
+
     /// Walks `dir`, whose canonical path is `canonical_dir` (inside the root).
     fn dir(&mut self, dir: &Path, canonical_dir: &Path, prefix: &str) -> Result<(), Error> {
         let read =
@@ -494,10 +508,10 @@ impl Walk {
             };
             let mut file =
                 std::fs::File::open(&resolved).map_err(|e| Error::new(format!("{rel}: {e}")))?;
-            let size = file
+            let metadata = file
                 .metadata()
-                .map_err(|e| Error::new(format!("{rel}: {e}")))?
-                .len();
+                .map_err(|e| Error::new(format!("{rel}: {e}")))?;
+            let size = metadata.len();
             if size > MAX_FILE_SIZE {
                 return Err(too_large());
             }
@@ -519,6 +533,7 @@ impl Walk {
             }
             strip_bom(&mut data);
             self.files.push(File { name: rel, data });
+            self.modified.push(metadata.modified().ok());
         }
         Ok(())
     }

@@ -29,14 +29,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::ignore::Rules;
 use super::load::{MAX_CHART_SIZE, MAX_FILE_SIZE};
 use super::{Error, File, Metadata};
 
 /// How deep subcharts may nest when they are written out.
 const MAX_NESTING: usize = 32;
-/// How many entries a directory walk may visit.
-const MAX_DIR_ENTRIES: usize = 100_000;
 /// The gzip extra field Helm v4.2.3 writes into every chart archive.
 const GZIP_EXTRA: &[u8] = b"+aHR0cHM6Ly95b3V0dS5iZS96OVV6MWljandyTQo=";
 
@@ -142,108 +139,17 @@ pub fn package_with(chart_dir: &Path, options: &Options) -> Result<Package, Erro
 /// An unreadable directory or file, a bad `.helmignore` rule, a link leaving the chart, a
 /// file or chart over the size caps.
 pub fn read_dir(chart_dir: &Path) -> Result<Vec<ChartFile>, Error> {
-    let rules = match std::fs::read_to_string(chart_dir.join(".helmignore")) {
-        Ok(text) => Rules::parse(&text).map_err(Error::new)?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Rules::parse("").map_err(Error::new)?
-        }
-        Err(e) => return Err(Error::new(format!(".helmignore: {e}"))),
-    };
-    let root = chart_dir
-        .canonicalize()
-        .map_err(|e| Error::new(format!("{}: {e}", chart_dir.display())))?;
-    let mut walk = Walk {
-        rules,
-        root: root.clone(),
-        files: Vec::new(),
-        entries: 0,
-        total: 0,
-    };
-    walk.dir(&root, "")?;
-    Ok(walk.files)
-}
-
-struct Walk {
-    rules: Rules,
-    root: PathBuf,
-    files: Vec<ChartFile>,
-    entries: usize,
-    total: u64,
-}
-
-impl Walk {
-    fn dir(&mut self, dir: &Path, prefix: &str) -> Result<(), Error> {
-        let read =
-            std::fs::read_dir(dir).map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
-        let mut names = Vec::new();
-        for entry in read {
-            let entry = entry.map_err(|e| Error::new(format!("{}: {e}", dir.display())))?;
-            names.push(entry.file_name().to_string_lossy().into_owned());
-        }
-        names.sort();
-        for name in names {
-            self.entries += 1;
-            if self.entries > MAX_DIR_ENTRIES {
-                return Err(Error::new(format!(
-                    "more than {MAX_DIR_ENTRIES} files in the chart"
-                )));
-            }
-            let rel = if prefix.is_empty() {
-                name.clone()
-            } else {
-                format!("{prefix}/{name}")
-            };
-            let path = dir.join(&name);
-            let meta = std::fs::metadata(&path).map_err(|e| Error::new(format!("{rel}: {e}")))?;
-            if self.rules.ignored(&rel, meta.is_dir()) {
-                continue;
-            }
-            let resolved = path
-                .canonicalize()
-                .map_err(|e| Error::new(format!("{rel}: {e}")))?;
-            if !resolved.starts_with(&self.root) {
-                return Err(Error::new(format!(
-                    "{rel}: the link points outside the chart directory"
-                )));
-            }
-            if meta.is_dir() {
-                if rel.matches('/').count() > 4 * MAX_NESTING {
-                    return Err(Error::new(format!(
-                        "{rel}: the chart's directories nest too deep"
-                    )));
-                }
-                self.dir(&resolved, &rel)?;
-                continue;
-            }
-            if !meta.is_file() {
-                return Err(Error::new(format!(
-                    "cannot load irregular file {rel} as it has file mode type bits set"
-                )));
-            }
-            let mut data = Vec::new();
-            std::fs::File::open(&resolved)
-                .and_then(|f| f.take(MAX_FILE_SIZE + 1).read_to_end(&mut data))
-                .map_err(|e| Error::new(format!("{rel}: {e}")))?;
-            if data.len() as u64 > MAX_FILE_SIZE {
-                return Err(Error::new(format!(
-                    "chart file {rel:?} is larger than the maximum file size {MAX_FILE_SIZE}"
-                )));
-            }
-            self.total += data.len() as u64;
-            if self.total > MAX_CHART_SIZE {
-                return Err(Error::new(format!(
-                    "the chart is larger than the maximum size {MAX_CHART_SIZE}"
-                )));
-            }
-            let modified = meta.modified().ok().map(go_round_seconds);
-            self.files.push(ChartFile {
-                name: rel,
-                data,
-                modified,
-            });
-        }
-        Ok(())
-    }
+    let walk = super::load::Walk::run(chart_dir)?;
+    Ok(walk
+        .files
+        .into_iter()
+        .zip(walk.modified)
+        .map(|(file, modified)| ChartFile {
+            name: file.name,
+            data: file.data,
+            modified: modified.map(go_round_seconds),
+        })
+        .collect())
 }
 
 /// A file time as Go's `tar.Writer` stores it: rounded to the nearest second.
