@@ -301,19 +301,41 @@ pub async fn build_local(
             .map_err(|e| BuildError::new(BuildErrorReason::ChartReference, e))?;
     }
     let metadata = load_metadata(&work).map_err(reference)?;
-    let mut version = metadata.version.clone();
-    if let Some(meta) = &options.version_metadata {
-        version = with_metadata(&version, meta)
-            .map_err(|e| BuildError::new(BuildErrorReason::ChartMetadataPatch, e))?;
-    }
-    let values_files = merge_values(source_root, &work, options)
-        .map_err(|e| BuildError::new(BuildErrorReason::ValuesFilesMerge, e))?;
+    let (version, values_files) = version_and_values(source_root, &work, metadata.version, options)?;
     let resolved = dependencies::build(source_root, &chart, &work, dependencies)
         .await
         .map_err(|e| BuildError::new(BuildErrorReason::DependencyBuild, e))?;
-    set_version(&work, &version)
+    package_built(work, &version, values_files, resolved).await
+}
+
+/// The version `version` with the build metadata of `options` set, and the values files of
+/// `options` (relative to `source_root`) merged into the chart at `chart_dir`.
+fn version_and_values(
+    source_root: &Path,
+    chart_dir: &Path,
+    version: String,
+    options: &BuildOptions,
+) -> Result<(String, Vec<String>), BuildError> {
+    let version = match &options.version_metadata {
+        Some(meta) => with_metadata(&version, meta)
+            .map_err(|e| BuildError::new(BuildErrorReason::ChartMetadataPatch, e))?,
+        None => version,
+    };
+    let values_files = merge_values(source_root, chart_dir, options)
+        .map_err(|e| BuildError::new(BuildErrorReason::ValuesFilesMerge, e))?;
+    Ok((version, values_files))
+}
+
+/// Sets `version` in the chart at `chart_dir` and packages it.
+async fn package_built(
+    chart_dir: PathBuf,
+    version: &str,
+    values_files: Vec<String>,
+    dependencies: Vec<dependencies::Resolved>,
+) -> Result<Built, BuildError> {
+    set_version(&chart_dir, version)
         .map_err(|e| BuildError::new(BuildErrorReason::ChartMetadataPatch, e))?;
-    let package = package_dir(work)
+    let package = package_dir(chart_dir)
         .await
         .map_err(|e| BuildError::new(BuildErrorReason::ChartPackage, e))?;
     Ok(Built {
@@ -322,7 +344,7 @@ pub async fn build_local(
         bytes: package.bytes,
         packaged: true,
         values_files,
-        dependencies: resolved,
+        dependencies,
     })
 }
 
@@ -343,26 +365,9 @@ async fn rebuild_archive(
         single_directory(&unpacked).map_err(|e| BuildError::new(BuildErrorReason::ChartPull, e))?;
     let metadata = load_metadata(&chart_dir)
         .map_err(|e| BuildError::new(BuildErrorReason::ChartReference, e))?;
-    let mut version = metadata.version;
-    if let Some(meta) = &options.version_metadata {
-        version = with_metadata(&version, meta)
-            .map_err(|e| BuildError::new(BuildErrorReason::ChartMetadataPatch, e))?;
-    }
-    let values_files = merge_values(source_root, &chart_dir, options)
-        .map_err(|e| BuildError::new(BuildErrorReason::ValuesFilesMerge, e))?;
-    set_version(&chart_dir, &version)
-        .map_err(|e| BuildError::new(BuildErrorReason::ChartMetadataPatch, e))?;
-    let package = package_dir(chart_dir)
-        .await
-        .map_err(|e| BuildError::new(BuildErrorReason::ChartPackage, e))?;
-    Ok(Built {
-        name: package.name,
-        version: package.version,
-        bytes: package.bytes,
-        packaged: true,
-        values_files,
-        dependencies: Vec::new(),
-    })
+    let (version, values_files) =
+        version_and_values(source_root, &chart_dir, metadata.version, options)?;
+    package_built(chart_dir, &version, values_files, Vec::new()).await
 }
 
 fn temp_dir() -> Result<tempfile::TempDir> {
