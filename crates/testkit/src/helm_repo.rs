@@ -34,24 +34,7 @@ impl HelmRepoServer {
                 base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
             )
         });
-        let served = root.to_owned();
-        let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
-            let served = served.clone();
-            let expected = expected.clone();
-            async move { serve(&served, expected.as_deref(), &uri, &headers) }
-        });
-        let stop = CancellationToken::new();
-        let cancelled = stop.clone();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { cancelled.cancelled().await })
-                .await;
-        });
-        Self {
-            root: root.to_owned(),
-            address,
-            stop,
-        }
+        Self::spawn(listener, address, root, expected)
     }
 
     /// Serves `root` over HTTPS with `server` (see [`crate::TestCa::server`]); with
@@ -96,10 +79,26 @@ impl HelmRepoServer {
             tcp,
             acceptor: tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config)),
         };
+        Self::spawn(listener, address, root, None)
+    }
+
+    /// Serves the files of `root` on `listener` (at `address`) until dropped; with
+    /// `expected` (an `Authorization` value), only requests carrying it.
+    fn spawn<L>(
+        listener: L,
+        address: std::net::SocketAddr,
+        root: &Path,
+        expected: Option<String>,
+    ) -> Self
+    where
+        L: axum::serve::Listener,
+        L::Addr: std::fmt::Debug,
+    {
         let served = root.to_owned();
         let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
             let served = served.clone();
-            async move { serve(&served, None, &uri, &headers) }
+            let expected = expected.clone();
+            async move { serve(&served, expected.as_deref(), &uri, &headers) }
         });
         let stop = CancellationToken::new();
         let cancelled = stop.clone();
