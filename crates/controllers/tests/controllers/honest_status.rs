@@ -125,3 +125,37 @@ async fn many_failed_objects_are_summarised_in_a_readable_message() {
     assert!(message.chars().count() <= 1024, "{}", message.len());
     env.stop().await;
 }
+
+#[tokio::test]
+async fn many_unhealthy_objects_are_summarised_in_a_readable_message() {
+    let manifests: String = (1..=30)
+        .map(|i| {
+            crate::kustomize_support::deployment(
+                "nginx:1.25",
+                "  annotations:\n    sim.capstan.dev/rollout: hang\n",
+            )
+            .replace("name: web\n", &format!("name: web-{i}\n"))
+                + "---\n"
+        })
+        .collect();
+    let (env, _upstream, _controller, _) =
+        crate::kustomize_support::setup(&[("app/deployments.yaml", &manifests)]).await;
+    create_kustomization(
+        &env,
+        "app",
+        serde_json::json!({"path": "app", "wait": true, "timeout": "2s"}),
+    )
+    .await;
+    let object = crate::kustomize_support::wait_ready(
+        &env,
+        "app",
+        "Ready=False HealthCheckFailed",
+        |status, reason, _| status == "False" && reason == "HealthCheckFailed",
+    )
+    .await;
+    let (_, _, message) = ready(&object).unwrap();
+    assert!(message.contains("Deployment/apps/web-"), "{message}");
+    assert!(message.contains("(and 27 more)"), "{message}");
+    assert!(message.chars().count() <= 1024, "{}", message.len());
+    env.stop().await;
+}
