@@ -267,18 +267,7 @@ async fn a_chart_from_git_with_a_file_dependency_values_files_and_the_revision_s
     let env = Env::start().await;
     let ns = env.namespace("helmchart-git").await;
     let git = GitServer::start().await;
-    copy_dir(
-        &corpus("podinfo/src/charts/podinfo"),
-        &git.work().join("charts/podinfo"),
-    );
-    let app = git.work().join("charts/app");
-    std::fs::create_dir_all(app.join("templates")).unwrap();
-    std::fs::write(app.join("Chart.yaml"), APP_CHART).unwrap();
-    std::fs::write(
-        app.join("values.yaml"),
-        "greeting: hello\npodinfo:\n  replicaCount: 1\n",
-    )
-    .unwrap();
+    let app = write_app_chart(&git, "greeting: hello\npodinfo:\n  replicaCount: 1\n");
     std::fs::write(
         app.join("templates/configmap.yaml"),
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  greeting: {{ .Values.greeting }}\n",
@@ -391,6 +380,21 @@ async fn a_chart_from_git_with_a_file_dependency_values_files_and_the_revision_s
     let (_, reason, message) = condition(&refused, "Ready").unwrap();
     assert_eq!(reason, "InvalidChartReference");
     assert!(message.contains("is outside the source"), "{message}");
+}
+
+/// Writes into `git`'s work tree (uncommitted) podinfo's chart at `charts/podinfo` and the chart
+/// `charts/app` ([`APP_CHART`], depending on it by `file://`) with `values` and an empty
+/// `templates/`; returns the app chart's directory.
+fn write_app_chart(git: &GitServer, values: &str) -> std::path::PathBuf {
+    copy_dir(
+        &corpus("podinfo/src/charts/podinfo"),
+        &git.work().join("charts/podinfo"),
+    );
+    let app = git.work().join("charts/app");
+    std::fs::create_dir_all(app.join("templates")).unwrap();
+    std::fs::write(app.join("Chart.yaml"), APP_CHART).unwrap();
+    std::fs::write(app.join("values.yaml"), values).unwrap();
+    app
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
@@ -627,14 +631,7 @@ async fn flux_events_and_the_stable_latest_url() {
     let env = Env::start().await;
     let ns = env.namespace("helmchart-events").await;
     let git = GitServer::start().await;
-    copy_dir(
-        &corpus("podinfo/src/charts/podinfo"),
-        &git.work().join("charts/podinfo"),
-    );
-    let app = git.work().join("charts/app");
-    std::fs::create_dir_all(app.join("templates")).unwrap();
-    std::fs::write(app.join("Chart.yaml"), APP_CHART).unwrap();
-    std::fs::write(app.join("values.yaml"), "greeting: hello\n").unwrap();
+    write_app_chart(&git, "greeting: hello\n");
     git.commit(
         &[(
             "charts/app/templates/configmap.yaml",

@@ -254,7 +254,7 @@ async fn a_failing_template_is_reported_naming_template_and_line_with_no_release
 async fn a_hanging_upgrade_is_rolled_back_within_the_timeout() {
     let env = ReleaseEnv::start().await;
     env.serve_podinfo().await;
-    env.release(
+    env.install(
         "web",
         "podinfo",
         serde_json::json!({
@@ -263,13 +263,8 @@ async fn a_hanging_upgrade_is_rolled_back_within_the_timeout() {
         }),
     )
     .await;
-    env.wait_ready("web", "installed").await;
     // The post-renderer makes the simulated rollout hang.
-    env.patch(
-        "web",
-        serde_json::json!({"spec": {"postRenderers": hang_rollout()}}),
-    )
-    .await;
+    env.hang("web").await;
     let remediated = env
         .wait("web", "rolled back", |o| {
             condition_is(o, "Remediated", "True")
@@ -622,8 +617,7 @@ async fn tests_whose_filters_select_no_hook_count_as_run() {
 #[tokio::test]
 async fn a_new_target_namespace_uninstalls_the_old_release_and_creates_the_namespace() {
     let env = with_app_chart().await;
-    env.release("app", "app", serde_json::json!({})).await;
-    env.wait_ready("app", "installed").await;
+    env.install("app", "app", serde_json::json!({})).await;
     let config_map = |namespace: &str| {
         let api: Api<ConfigMap> = Api::namespaced(env.client.clone(), namespace);
         async move { api.get_opt("app-config").await.unwrap() }
@@ -657,7 +651,7 @@ async fn a_new_target_namespace_uninstalls_the_old_release_and_creates_the_names
 async fn a_hanging_upgrade_is_uninstalled_with_the_uninstall_strategy() {
     let env = ReleaseEnv::start().await;
     env.serve_podinfo().await;
-    env.release(
+    env.install(
         "web",
         "podinfo",
         serde_json::json!({
@@ -666,12 +660,7 @@ async fn a_hanging_upgrade_is_uninstalled_with_the_uninstall_strategy() {
         }),
     )
     .await;
-    env.wait_ready("web", "installed").await;
-    env.patch(
-        "web",
-        serde_json::json!({"spec": {"postRenderers": hang_rollout()}}),
-    )
-    .await;
+    env.hang("web").await;
     let remediated = env
         .wait("web", "uninstalled", |o| {
             reason_is(o, "Remediated", "UninstallSucceeded")
@@ -803,8 +792,7 @@ async fn lookup_and_capabilities_come_from_the_cluster_and_force_upgrades() {
         .create(&PostParams::default(), &seed)
         .await
         .unwrap();
-    env.release("probe", "probe", serde_json::json!({})).await;
-    env.wait_ready("probe", "installed").await;
+    env.install("probe", "probe", serde_json::json!({})).await;
     let data = config_maps.get("probe").await.unwrap().data.unwrap();
     assert_eq!(data["seed"], "from-the-cluster");
     assert_eq!(data["helmReleases"], "true");
@@ -1002,7 +990,7 @@ async fn the_flux_example_apps_reconcile_to_ready() {
 #[allow(clippy::too_many_lines)]
 async fn drift_is_only_reported_in_warn_mode_and_ignore_rules_hold() {
     let env = with_app_chart().await;
-    env.release(
+    env.install(
         "app",
         "app",
         serde_json::json!({
@@ -1014,7 +1002,6 @@ async fn drift_is_only_reported_in_warn_mode_and_ignore_rules_hold() {
         }),
     )
     .await;
-    env.wait_ready("app", "installed").await;
     let config_maps: Api<ConfigMap> = env.api();
     let change = |labels: serde_json::Value, replicas: &str| {
         let config_maps = config_maps.clone();
@@ -1244,13 +1231,12 @@ async fn deleting_a_release_that_never_released_leaves_helms_release_of_that_nam
 async fn cleanup_on_fail_deletes_what_a_failed_upgrade_created() {
     let env = ReleaseEnv::start().await;
     env.serve_podinfo().await;
-    env.release(
+    env.install(
         "web",
         "podinfo",
         serde_json::json!({"timeout": "3s", "upgrade": {"cleanupOnFail": true}}),
     )
     .await;
-    env.wait_ready("web", "installed").await;
     // The upgrade adds a ServiceAccount and Redis (its ConfigMap marked `keep`), and its
     // rollout hangs.
     env.patch(
@@ -1320,13 +1306,12 @@ async fn a_deletion_that_cannot_build_the_target_keeps_the_finalizer_and_retries
         .create(&PostParams::default(), &secret)
         .await
         .unwrap();
-    env.release(
+    env.install(
         "web",
         "podinfo",
         serde_json::json!({"kubeConfig": {"secretRef": {"name": "target"}}}),
     )
     .await;
-    env.wait_ready("web", "installed").await;
     // The Secret loses its kubeconfig (it is not gone): the deletion fails and is retried.
     secrets
         .patch(

@@ -14,6 +14,7 @@ use capstan_helm::release::{Release, Status};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use crate::support::condition;
 use crate::support::{Env, Registry, eventually, wait_for};
 
 pub(crate) const NAMESPACE: &str = "apps";
@@ -150,6 +151,26 @@ impl ReleaseEnv {
     /// [`chart_ref_spec`]'s spec.
     pub(crate) async fn release(&self, name: &str, source: &str, extra: serde_json::Value) {
         self.create(name, chart_ref_spec(source, extra)).await;
+    }
+
+    /// [`ReleaseEnv::release`], then waits until it is Ready (installed).
+    pub(crate) async fn install(
+        &self,
+        name: &str,
+        source: &str,
+        extra: serde_json::Value,
+    ) -> HelmRelease {
+        self.release(name, source, extra).await;
+        self.wait_ready(name, "installed").await
+    }
+
+    /// Patches the HelmRelease `name` with the post-renderer of [`hang_rollout`].
+    pub(crate) async fn hang(&self, name: &str) {
+        self.patch(
+            name,
+            serde_json::json!({"spec": {"postRenderers": hang_rollout()}}),
+        )
+        .await;
     }
 
     /// Merge-patches the HelmRelease `name`.
@@ -314,17 +335,6 @@ pub(crate) fn hang_patch() -> serde_json::Value {
         "target": {"kind": "Deployment"},
         "patch": "- op: add\n  path: /metadata/annotations\n  value: {\"sim.capstan.dev/rollout\": \"hang\"}\n",
     })
-}
-
-/// The status of condition `type_`, `(status, reason, message)`.
-pub(crate) fn condition(object: &HelmRelease, type_: &str) -> Option<(String, String, String)> {
-    object
-        .status
-        .as_ref()?
-        .conditions
-        .iter()
-        .find(|c| c.type_ == type_)
-        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
 }
 
 /// Whether condition `type_` has status `status`.
