@@ -301,7 +301,8 @@ pub async fn build_local(
             .map_err(|e| BuildError::new(BuildErrorReason::ChartReference, e))?;
     }
     let metadata = load_metadata(&work).map_err(reference)?;
-    let (version, values_files) = version_and_values(source_root, &work, metadata.version, options)?;
+    let (version, values_files) =
+        version_and_values(source_root, &work, metadata.version, options)?;
     let resolved = dependencies::build(source_root, &chart, &work, dependencies)
         .await
         .map_err(|e| BuildError::new(BuildErrorReason::DependencyBuild, e))?;
