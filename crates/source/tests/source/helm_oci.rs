@@ -1,8 +1,8 @@
 //! Chart packaging and Helm OCI charts, judged by Helm's own SDK (Helm v4.2.3 through PyPI
-//! `helm-python-sdk`, driven by `crates/testkit/helm_sdk.py`): what Capstan packages and pushes, Helm loads,
-//! renders and pulls; what Helm packages and pushes, Capstan loads and pulls. Against a real
-//! `docker-registry` and against Capstan's own registry (`oci::registry`), which `skopeo` also
-//! copies through.
+//! `helm-python-sdk`, driven by `crates/testkit/helm_sdk.py`): what Capstan packages and
+//! pushes, Helm loads, renders and pulls; what Helm packages and pushes, Capstan loads and
+//! pulls. Against a real `docker-registry` and against Capstan's own registry
+//! (`oci::registry`), which `skopeo` also copies through.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
