@@ -98,13 +98,14 @@ async fn a_kustomization_reports_its_failing_git_repository_promptly() {
 
 #[tokio::test]
 async fn many_failed_objects_are_summarised_in_a_readable_message() {
-    let manifests: String = (1..=40)
+    let manifests = (1..=40)
         .map(|i| {
             format!(
-                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad-{i}\n  namespace: {NAMESPACE}\n  labels: {{tier: -not-a-label-value-}}\ndata: {{a: b}}\n---\n"
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad-{i}\n  namespace: {NAMESPACE}\n  labels: {{tier: -not-a-label-value-}}\ndata: {{a: b}}\n"
             )
         })
-        .collect();
+        .collect::<Vec<_>>()
+        .join("---\n");
     let (env, _upstream, _controller, _) =
         crate::kustomize_support::setup(&[("many/config.yaml", &manifests)]).await;
     create_kustomization(&env, "many", serde_json::json!({"path": "many"})).await;
