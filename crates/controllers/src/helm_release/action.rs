@@ -61,7 +61,7 @@ mod uninstall;
 use self::drift::{drift, drift_mode, drifted};
 use self::remediation::{allow_retry, remediate};
 use self::test::{test, test_from};
-pub(super) use self::uninstall::uninstall_with;
+pub(super) use self::uninstall::{DeletionWait, UninstallProgress, uninstall_with};
 
 type Cx = StepContext<HelmReleaseReconciler>;
 
@@ -225,7 +225,7 @@ async fn handle_target_change(
     if let Some(last) = old.last().await?
         && last.status() != Status::Uninstalled
     {
-        uninstall_with(&cx.object, &old, last, false)
+        uninstall_with(&cx.object, &old, last, DeletionWait::InPlace)
             .await
             .map_err(|e| {
                 ReconcileError::transient(

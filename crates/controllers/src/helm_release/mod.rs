@@ -330,17 +330,29 @@ impl Reconciler for HelmReleaseReconciler {
             if let Some(last) =
                 last.filter(|r| r.status() != capstan_helm::release::Status::Uninstalled)
             {
-                action::uninstall_with(object, &target, last, false)
-                    .await
-                    .map_err(|e| {
-                        ReconcileError::transient(
-                            capstan_api::helm::v2::reason::UNINSTALL_FAILED,
-                            format!(
-                                "Helm uninstall failed for release {}/{}: {e}",
-                                target.namespace, target.name
-                            ),
-                        )
-                    })?;
+                let progress =
+                    action::uninstall_with(object, &target, last, action::DeletionWait::Requeue)
+                        .await
+                        .map_err(|e| {
+                            ReconcileError::transient(
+                                capstan_api::helm::v2::reason::UNINSTALL_FAILED,
+                                format!(
+                                    "Helm uninstall failed for release {}/{}: {e}",
+                                    target.namespace, target.name
+                                ),
+                            )
+                        })?;
+                // The objects are still being deleted: looked at again later, the worker freed.
+                if let action::UninstallProgress::Waiting(delay) = progress {
+                    return Err(ReconcileError::waiting(
+                        delay,
+                        capstan_api::helm::v2::reason::UNINSTALL_FAILED,
+                        format!(
+                            "waiting for the objects of release {}/{} to be deleted",
+                            target.namespace, target.name
+                        ),
+                    ));
+                }
             }
         }
         self.delete_chart(&status).await

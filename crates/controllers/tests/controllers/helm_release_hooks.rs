@@ -399,3 +399,74 @@ async fn a_running_test_hook_holds_no_worker() {
     let records = records(&env, "checked").await;
     assert_eq!(phase(&records[0], "checked-held"), HookPhase::Succeeded);
 }
+
+#[tokio::test]
+async fn a_deletion_waiting_for_its_objects_holds_no_worker() {
+    let env = Env::start().await;
+    env.namespace(NAMESPACE).await;
+    let registry = Registry::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    // The ConfigMap of the `held` release keeps a finalizer until the test removes it.
+    let chart = dir.path().join("finalized");
+    capstan_testkit::write_files(
+        &chart,
+        &[
+            (
+                "Chart.yaml",
+                "apiVersion: v2\nname: finalized\nversion: 0.1.0\n",
+            ),
+            (
+                "templates/config.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n  {{- if eq .Release.Name \"held\" }}\n  finalizers: [example.com/hold]\n  {{- end }}\ndata:\n  a: b\n",
+            ),
+        ],
+    );
+    serve_chart(&env, &registry, "finalized", &chart).await;
+    let _controller = Controller::start(&env, 1);
+    let spec = || {
+        serde_json::json!({
+            "interval": "10m",
+            "chartRef": {"kind": "OCIRepository", "name": "finalized"},
+        })
+    };
+    create_release(&env, "held", spec()).await;
+    wait_for(&releases(&env), "held", "installed", ready).await;
+    releases(&env)
+        .delete("held", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(env.client.clone(), NAMESPACE);
+    eventually(Duration::from_secs(60), "the uninstall waiting", || {
+        let (env, config_maps) = (&env, &config_maps);
+        async move {
+            let finalizing = config_maps
+                .get_opt("held")
+                .await
+                .unwrap()
+                .is_some_and(|c| c.metadata.deletion_timestamp.is_some());
+            let records = records(env, "held").await;
+            (finalizing && records.len() == 1 && records[0].status() == Status::Uninstalling)
+                .then_some(())
+        }
+    })
+    .await;
+    // One worker, and the deletion waits: another release still installs meanwhile.
+    create_release(&env, "other", spec()).await;
+    wait_for(&releases(&env), "other", "the other release Ready", ready).await;
+    assert!(releases(&env).get_opt("held").await.unwrap().is_some());
+    config_maps
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(60), "the HelmRelease gone", || {
+        let api = releases(&env);
+        async move { api.get_opt("held").await.unwrap().is_none().then_some(()) }
+    })
+    .await;
+    assert!(records(&env, "held").await.is_empty());
+}

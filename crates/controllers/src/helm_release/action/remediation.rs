@@ -193,7 +193,7 @@ pub(super) async fn uninstall_remediation(
     target: &Target,
     last: Release,
 ) -> Result<Progress, ReconcileError> {
-    let message = match Box::pin(uninstall(cx, target, last.clone(), true)).await {
+    let message = match Box::pin(uninstall(cx, target, last.clone())).await {
         Ok(()) => {
             let message = format!(
                 "Helm uninstall remediation for release {} with chart {} succeeded",

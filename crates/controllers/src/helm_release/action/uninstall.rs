@@ -11,43 +11,78 @@ use capstan_helm::release::{Release, Status};
 
 use super::{Cx, Target, action_timeout, apply_options, deletable_objects, hooks};
 
+/// How an uninstall waits for its objects to be gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::helm_release) enum DeletionWait {
+    /// Polls in place, within the uninstall's timeout (an uninstall inside a release action).
+    InPlace,
+    /// Looks once and says how long to wait before the next pass (the deletion cleanup, which
+    /// then requeues rather than hold a worker); the pass after continues the same uninstall.
+    Requeue,
+}
+
+/// What an uninstall pass left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::helm_release) enum UninstallProgress {
+    /// Uninstalled.
+    Done,
+    /// Deleted objects are still there: look again after this long.
+    Waiting(Duration),
+}
+
 /// Uninstalls `release` as Helm does: `pre-delete` hooks, the manifest's objects deleted
 /// (`uninstall.deletionPropagation`) and, unless `uninstall.disableWait`, waited for until
 /// gone, `post-delete` hooks, then the record `uninstalled` (kept with `keepHistory`, else
 /// every record deleted). As Helm, a deletion wait or `post-delete` hook that fails still
 /// uninstalls, and the errors are returned.
-pub(super) async fn uninstall(
-    cx: &Cx,
-    target: &Target,
-    release: Release,
-    remediation: bool,
-) -> Result<(), String> {
-    uninstall_with(&cx.object, target, release, remediation).await
+pub(super) async fn uninstall(cx: &Cx, target: &Target, release: Release) -> Result<(), String> {
+    uninstall_with(&cx.object, target, release, DeletionWait::InPlace)
+        .await
+        .map(|_| ())
 }
 
-/// [`uninstall`] without a step context (the deletion cleanup).
+/// [`uninstall`] without a step context, waiting for the deletion as `wait` says. A record
+/// already `uninstalling` whose `pre-delete` hooks all succeeded since its deletion began
+/// continues that uninstall (its timeout counted from then): its objects are deleted again
+/// (those gone are skipped) and awaited; any other runs the uninstall from the start, as Helm.
 pub(in crate::helm_release) async fn uninstall_with(
     object: &HelmRelease,
     target: &Target,
     mut release: Release,
-    _remediation: bool,
-) -> Result<(), String> {
+    wait: DeletionWait,
+) -> Result<UninstallProgress, String> {
     let spec = object.spec.uninstall.clone().unwrap_or_default();
     let timeout = action_timeout(object, spec.timeout.as_ref());
-    let deadline = Instant::now() + timeout;
     let hooks_enabled = spec.disable_hooks != Some(true);
+    let now = jiff::Timestamp::now();
+    let began = release
+        .info
+        .deleted
+        .filter(|_| release.status() == Status::Uninstalling);
+    let pre_delete_done = began.is_some_and(|began| {
+        hooks::ordered(&release.hooks, HookEvent::PreDelete)
+            .into_iter()
+            .all(|i| {
+                let run = &release.hooks[i].last_run;
+                run.phase == capstan_helm::release::HookPhase::Succeeded
+                    && run.started_at.is_some_and(|t| t >= began)
+            })
+    });
+    let began = began.unwrap_or(now);
+    let elapsed = Duration::try_from(now.duration_since(began)).unwrap_or(Duration::ZERO);
+    let deadline = Instant::now() + timeout.saturating_sub(elapsed);
     release.set_status(
         Status::Uninstalling,
         "Deletion in progress (or silently failed)",
     );
-    release.info.deleted = Some(jiff::Timestamp::now());
-    if hooks_enabled {
+    release.info.deleted = Some(began);
+    if hooks_enabled && !pre_delete_done {
         hooks::run(
             &target.manager,
             &mut release.hooks,
             HookEvent::PreDelete,
             &target.namespace,
-            timeout,
+            deadline.saturating_duration_since(Instant::now()),
         )
         .await
         .map_err(|e| e.to_string())?;
@@ -57,37 +92,11 @@ pub(in crate::helm_release) async fn uninstall_with(
         .update(&release)
         .await
         .map_err(|e| capstan_source::redact::error_chain(&e))?;
-    let objects = deletable_objects(&release.manifest)?;
-    let references = target
-        .manager
-        .references(&objects, &apply_options(target, false))
-        .await;
-    let options = DeleteOptions {
-        propagation: propagation(spec.deletion_propagation()),
-        ..DeleteOptions::default()
-    };
-    let deleted = target
-        .manager
-        .delete_all(&references, &options)
-        .await
-        .map_err(|e| {
-            format!(
-                "failed to delete release: {}: {}",
-                release.name,
-                capstan_source::redact::error_chain(&e)
-            )
-        })?;
     let mut errors = Vec::new();
-    if spec.disable_wait != Some(true) {
-        let deleted: Vec<ObjectRef> = deleted
-            .entries
-            .into_iter()
-            .filter(|e| e.action == capstan_apply::Action::Deleted)
-            .map(|e| e.object)
-            .collect();
-        if let Err(error) = wait_deleted(&target.manager, &deleted, deadline).await {
-            errors.push(error);
-        }
+    if let Some(delay) =
+        delete_objects(target, &release, &spec, wait, deadline, &mut errors).await?
+    {
+        return Ok(UninstallProgress::Waiting(delay));
     }
     if hooks_enabled
         && let Err(error) = hooks::run(
@@ -116,7 +125,7 @@ pub(in crate::helm_release) async fn uninstall_with(
             .map_err(|e| capstan_source::redact::error_chain(&e))?;
     }
     if errors.is_empty() {
-        Ok(())
+        Ok(UninstallProgress::Done)
     } else {
         Err(format!(
             "uninstallation completed with {} error(s): {}",
@@ -124,6 +133,62 @@ pub(in crate::helm_release) async fn uninstall_with(
             errors.join("; ")
         ))
     }
+}
+
+/// Deletes the objects of `release` and, unless `uninstall.disableWait`, waits for them as
+/// `wait` says: `Some(delay)` to look again after that long; a wait that timed out is added to
+/// `errors` (the uninstall goes on, as Helm's).
+async fn delete_objects(
+    target: &Target,
+    release: &Release,
+    spec: &capstan_api::helm::v2::Uninstall,
+    wait: DeletionWait,
+    deadline: Instant,
+    errors: &mut Vec<String>,
+) -> Result<Option<Duration>, String> {
+    let objects = deletable_objects(&release.manifest)?;
+    let references = target
+        .manager
+        .references(&objects, &apply_options(target, false))
+        .await;
+    let options = DeleteOptions {
+        propagation: propagation(spec.deletion_propagation()),
+        ..DeleteOptions::default()
+    };
+    let deleted = target
+        .manager
+        .delete_all(&references, &options)
+        .await
+        .map_err(|e| {
+            format!(
+                "failed to delete release: {}: {}",
+                release.name,
+                capstan_source::redact::error_chain(&e)
+            )
+        })?;
+    if spec.disable_wait != Some(true) {
+        let deleted: Vec<ObjectRef> = deleted
+            .entries
+            .into_iter()
+            .filter(|e| e.action == capstan_apply::Action::Deleted)
+            .map(|e| e.object)
+            .collect();
+        let waited = match wait {
+            DeletionWait::InPlace => wait_deleted(&target.manager, &deleted, deadline).await,
+            DeletionWait::Requeue => match remaining(&target.manager, &deleted).await {
+                gone if gone.is_empty() => Ok(()),
+                _ if Instant::now() < deadline => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    return Ok(Some(REQUEUE.min(left)));
+                }
+                left => Err(timed_out(&left)),
+            },
+        };
+        if let Err(error) = waited {
+            errors.push(error);
+        }
+    }
+    Ok(None)
 }
 
 /// The deletion propagation of `uninstall.deletionPropagation`.
@@ -141,30 +206,42 @@ pub(super) fn propagation(
     }
 }
 
+/// The delay between two looks of a deletion cleanup waiting for objects to be gone.
+const REQUEUE: Duration = Duration::from_secs(2);
+
+/// The objects of `deleted` still there.
+async fn remaining(manager: &ResourceManager, deleted: &[ObjectRef]) -> Vec<String> {
+    manager
+        .check_health(deleted)
+        .await
+        .into_iter()
+        .filter(|h| h.status != capstan_apply::Status::NotFound)
+        .map(|h| h.object.to_string())
+        .collect()
+}
+
+fn timed_out(remaining: &[String]) -> String {
+    format!(
+        "timed out waiting for the deletion of: {}",
+        remaining.join(", ")
+    )
+}
+
 /// Waits until every object of `deleted` is gone (finalizers done, dependents deleted in the
 /// foreground), until `deadline`.
-pub(super) async fn wait_deleted(
+async fn wait_deleted(
     manager: &ResourceManager,
     deleted: &[ObjectRef],
     deadline: Instant,
 ) -> Result<(), String> {
     let mut poll = Duration::from_millis(100);
     loop {
-        let remaining: Vec<String> = manager
-            .check_health(deleted)
-            .await
-            .into_iter()
-            .filter(|h| h.status != capstan_apply::Status::NotFound)
-            .map(|h| h.object.to_string())
-            .collect();
+        let remaining = remaining(manager, deleted).await;
         if remaining.is_empty() {
             return Ok(());
         }
         if Instant::now() >= deadline {
-            return Err(format!(
-                "timed out waiting for the deletion of: {}",
-                remaining.join(", ")
-            ));
+            return Err(timed_out(&remaining));
         }
         tokio::time::sleep(poll.min(deadline.saturating_duration_since(Instant::now()))).await;
         poll = (poll * 2).min(Duration::from_secs(2));
