@@ -21,14 +21,15 @@
 //!
 //! # Expected flow
 //! `ApiServer::start` binds the listener, registers the built-in kinds and the default namespaces
-//! (`default`, `kube-system`, `kube-public`, `kube-node-lease`) and the default RBAC ClusterRoles
-//! and ClusterRoleBindings, starts the background controllers
+//! (`default`, `kube-system`, `kube-public`, `kube-node-lease`, each with its `kube-root-ca.crt`)
+//! and the default RBAC ClusterRoles and ClusterRoleBindings, starts the background controllers
 //! and serves until `shutdown`.
 //!
 //! # Guarantees
 //! - Every write gets the next global `resourceVersion`; a write that changes nothing keeps it.
 //! - Watches see every change after their `resourceVersion`, in order, or get `410 Gone`.
 //! - Errors are Kubernetes `Status` objects with the matching HTTP code.
+//! - `core/v1` and `events.k8s.io/v1` Events are one store seen two ways (`events`).
 
 // `ApiError` is a whole Kubernetes `Status` (message, details, causes): errors end a request and
 // travel up a few frames only, so boxing them everywhere would buy nothing.
