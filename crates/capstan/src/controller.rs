@@ -107,6 +107,10 @@ pub struct ServeArgs {
     /// Reconciles of one kind running at once (Flux's `--concurrent`; 0: no limit).
     #[arg(long, default_value_t = 4)]
     pub concurrent: u16,
+    /// Refuse remote bases (Git URLs under `resources:` of a kustomization) in Kustomization
+    /// builds; the build fails naming the kustomization file and the entry (Flux's flag).
+    #[arg(long)]
+    pub no_remote_bases: bool,
 }
 
 /// The running controllers.
@@ -156,6 +160,7 @@ pub async fn start(
     })?;
     let config = RuntimeConfig {
         concurrency: args.concurrent,
+        no_remote_bases: args.no_remote_bases,
         ..RuntimeConfig::default()
     };
     let controllers = capstan_controllers::controllers(client, &storage, config);

@@ -83,6 +83,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             storage_addr: args.storage_addr,
             storage_adv_addr: None,
             concurrent: args.concurrent,
+            no_remote_bases: false,
         };
         Some((
             crate::controller::start(client.clone(), &serve, None).await?,

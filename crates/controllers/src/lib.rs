@@ -58,6 +58,7 @@ pub fn controllers(
     storage: &capstan_source::storage::Storage,
     config: runtime::RuntimeConfig,
 ) -> runtime::Controllers {
+    let remote_bases = !config.no_remote_bases;
     runtime::Controllers::new(client.clone(), config)
         .register(GitRepositoryReconciler::new(storage.clone()))
         .register(OCIRepositoryReconciler::new(storage.clone()))
@@ -67,6 +68,8 @@ pub fn controllers(
         ))
         .register(helm_chart::HelmChartReconciler::new(storage.clone()))
         .register(helm_release::HelmReleaseReconciler::new(client.clone()))
-        .register(kustomization::KustomizationReconciler::new(client))
+        .register(
+            kustomization::KustomizationReconciler::new(client).with_remote_bases(remote_bases),
+        )
         .route(storage.router())
 }

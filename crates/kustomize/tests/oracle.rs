@@ -74,3 +74,58 @@ fn engine_output_is_kubectl_kustomize_output() {
         failures.join("\n")
     );
 }
+
+/// Every kustomization directory of the public Flux repositories in `../shared/corpus`
+/// (not only the build paths of the golden index: bases, components and overlays alike).
+#[test]
+fn every_flux_corpus_directory_builds_as_kubectl_builds_it() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    let mut dirs = Vec::new();
+    let mut pending: Vec<PathBuf> = ["flux-example", "flux-extra", "podinfo", "helm-pipeline"]
+        .iter()
+        .map(|group| corpus.join(group))
+        .collect();
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if ["kustomization.yaml", "kustomization.yml", "Kustomization"]
+                .iter()
+                .any(|name| path.file_name().is_some_and(|n| n == *name))
+            {
+                dirs.push(dir.clone());
+            }
+        }
+    }
+    dirs.sort();
+    assert!(dirs.len() > 30, "{} directories", dirs.len());
+    let mut failures = Vec::new();
+    for dir in &dirs {
+        let name = dir
+            .strip_prefix(&corpus)
+            .unwrap_or(dir)
+            .display()
+            .to_string();
+        let theirs = kubectl_kustomize(dir);
+        let ours = build(dir, &BuildOptions::default()).map(|objects| to_yaml(&objects));
+        match (ours, theirs) {
+            (Ok(ours), Ok(theirs)) if ours == theirs => {}
+            (Err(_), Err(_)) => {}
+            (Ok(ours), Ok(theirs)) => {
+                failures.push(format!("{name}: {}", first_differing_line(&ours, &theirs)));
+            }
+            (Ok(_), Err(theirs)) => failures.push(format!("{name}: kubectl fails: {theirs}")),
+            (Err(ours), Ok(_)) => failures.push(format!("{name}: engine fails: {ours}")),
+        }
+    }
+    println!("{} corpus directories compared", dirs.len());
+    assert!(
+        failures.is_empty(),
+        "differences from kubectl:\n{}",
+        failures.join("\n")
+    );
+}

@@ -84,13 +84,15 @@ use kube::{Api, Client, Resource, ResourceExt};
 pub mod cache;
 pub mod drift;
 pub mod history;
+mod remote;
 pub mod render;
 pub mod target;
 pub mod triggers;
 pub mod variables;
 
 pub use render::{
-    ManifestError, PostBuildError, RenderError, SubstituteError, render, render_local, substitute,
+    ManifestError, PostBuildError, RenderError, SubstituteError, render, render_local, render_with,
+    substitute,
 };
 
 use crate::error::ReconcileError;
@@ -132,6 +134,8 @@ pub struct KustomizationReconciler {
     limits: Limits,
     /// The last build of each Kustomization (`namespace/name`), keyed by [`build_key`].
     builds: cache::BuildCache,
+    /// Whether remote bases are fetched (Flux's default) or refused (`--no-remote-bases`).
+    remote_bases: bool,
     steps: [Step<Self>; 6],
 }
 
@@ -142,6 +146,7 @@ impl KustomizationReconciler {
             manager: ResourceManager::new(client, FIELD_MANAGER),
             limits: Limits::default(),
             builds: cache::BuildCache::default(),
+            remote_bases: true,
             steps: [
                 Step {
                     name: "check_source",
@@ -175,6 +180,15 @@ impl KustomizationReconciler {
     #[must_use]
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Fetches remote bases (`resources:` entries naming a Git repository, as kustomize and
+    /// Flux allow by default) when `enabled`; refuses them otherwise (`--no-remote-bases`),
+    /// the build failing with a message naming the kustomization file and the entry.
+    #[must_use]
+    pub fn with_remote_bases(mut self, enabled: bool) -> Self {
+        self.remote_bases = enabled;
         self
     }
 
@@ -684,18 +698,39 @@ fn build_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
         let root = dir.path().join("source");
         let object = cx.object.clone();
         let variables = cx.state.variables.take();
-        let built = tokio::task::spawn_blocking(move || render(&root, &object, variables.as_ref()))
-            .await
+        let loader = if cx.reconciler.remote_bases {
+            let loader = remote::GitRemoteLoader::new(
+                tokio::runtime::Handle::current(),
+                cx.reconciler.limits,
+            )
             .map_err(|e| {
-                ReconcileError::transient(reason::BUILD_FAILED, "build task failed").with_source(e)
+                ReconcileError::transient(reason::BUILD_FAILED, "creating a temporary directory")
+                    .with_source(e)
             })?;
+            Some(std::sync::Arc::new(loader))
+        } else {
+            None
+        };
+        let engine_loader = loader
+            .clone()
+            .map(|l| l as std::sync::Arc<dyn capstan_kustomize::RemoteLoader>);
+        let built = tokio::task::spawn_blocking(move || {
+            render_with(&root, &object, variables.as_ref(), engine_loader)
+        })
+        .await
+        .map_err(|e| {
+            ReconcileError::transient(reason::BUILD_FAILED, "build task failed").with_source(e)
+        })?;
         match built {
             Ok(objects) => {
-                cx.reconciler.store_build(
-                    format!("{}/{}", cx.namespace(), cx.name()),
-                    std::mem::take(&mut cx.state.build_key),
-                    objects.clone(),
-                );
+                // A build with remote bases depends on more than the source revision.
+                if !loader.as_ref().is_some_and(|l| l.used()) {
+                    cx.reconciler.store_build(
+                        format!("{}/{}", cx.namespace(), cx.name()),
+                        std::mem::take(&mut cx.state.build_key),
+                        objects.clone(),
+                    );
+                }
                 cx.state.objects = objects;
                 cx.state.built = true;
                 cx.state.dir = None;

@@ -181,7 +181,18 @@ pub fn render(
     object: &Kustomization,
     variables: Option<&BTreeMap<String, String>>,
 ) -> Result<Vec<DynamicObject>, RenderError> {
-    let objects = build_objects(root, object)?;
+    render_with(root, object, variables, None)
+}
+
+/// [`render`], with remote bases (`resources:` entries naming a Git repository) fetched by
+/// `remote`; `None` refuses them, naming the kustomization file and the entry.
+pub fn render_with(
+    root: &Path,
+    object: &Kustomization,
+    variables: Option<&BTreeMap<String, String>>,
+    remote: Option<std::sync::Arc<dyn capstan_kustomize::RemoteLoader>>,
+) -> Result<Vec<DynamicObject>, RenderError> {
+    let objects = build_in(&DiskFs, root, object, remote)?;
     finish_objects(objects, object, variables)
 }
 
@@ -196,7 +207,7 @@ pub fn render_local(
         path: source.to_path_buf(),
         source: source_error,
     })?;
-    let objects = build_in(&WithoutGit { root: &root }, &root, object)?;
+    let objects = build_in(&WithoutGit { root: &root }, &root, object, None)?;
     finish_objects(objects, object, variables)
 }
 
@@ -437,11 +448,12 @@ pub(super) fn overlay_kustomization(object: &Kustomization, resource: &str) -> O
 /// Builds `spec.path` of the extracted artifact at `root`, which is only read: the generated
 /// kustomization (when the path has none) and the overlay carrying the overrides are files in
 /// memory over it. Nothing outside `root` is read.
+#[cfg(test)]
 pub(super) fn build_objects(
     root: &Path,
     object: &Kustomization,
 ) -> Result<Vec<Value>, RenderError> {
-    build_in(&DiskFs, root, object)
+    build_in(&DiskFs, root, object, None)
 }
 
 /// [`build_objects`] on `disk`. The engine sees `root` mounted at `/build/source` and the
@@ -451,6 +463,7 @@ fn build_in(
     disk: &dyn FileSystem,
     root: &Path,
     object: &Kustomization,
+    remote: Option<std::sync::Arc<dyn capstan_kustomize::RemoteLoader>>,
 ) -> Result<Vec<Value>, RenderError> {
     let source = Boundary::new(disk, root);
     let root = source.root();
@@ -495,6 +508,7 @@ fn build_in(
     };
     let options = capstan_kustomize::BuildOptions {
         boundary: Some(build_root.to_path_buf()),
+        remote,
         ..capstan_kustomize::BuildOptions::default()
     };
     capstan_kustomize::build_with(&fs, &build_dir, &options).map_err(|error| {

@@ -552,6 +552,8 @@ pub struct RuntimeConfig {
     pub rate_limit: RateLimit,
     /// Where every published Event goes besides the API server (none by default).
     pub event_sink: Option<Arc<dyn EventSink>>,
+    /// Refuse remote bases in Kustomization builds (`--no-remote-bases`; off by default).
+    pub no_remote_bases: bool,
 }
 
 impl Default for RuntimeConfig {
@@ -564,6 +566,7 @@ impl Default for RuntimeConfig {
             jitter: 0.05,
             rate_limit: RateLimit::default(),
             event_sink: None,
+            no_remote_bases: false,
         }
     }
 }

@@ -20,6 +20,7 @@ mod honest_status;
 mod kustomization;
 mod kustomization_acceptance;
 mod kustomization_features;
+mod kustomization_remote;
 mod kustomize_support;
 mod leader;
 mod oci_repository;

@@ -1,0 +1,124 @@
+//! Remote bases for the build step: the engine's [`RemoteLoader`], fetching with the
+//! project's Git client (a shallow fetch of the ref, no credentials), each fetch bounded by
+//! the entry's timeout (kustomize's `?timeout=`, 27 s by default) and the artifact limits,
+//! checkouts cached for the build and deleted with it.
+//!
+//! kustomize's `?ref=` names a branch, a tag or a commit: a full commit id is fetched as a
+//! commit, another name as a tag, then as a branch. Without a ref, the branch `main`, then
+//! `master` (the remote's default branch is not looked up). `file://` bases are refused:
+//! they would read the controller's own disk.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use capstan_kustomize::{RemoteLoader, RemoteTarget};
+use capstan_source::artifact::Limits;
+use capstan_source::git::{self, FetchOptions, GitAuth, GitReference};
+
+/// Fetches the remote bases of one build; dropped (with its checkouts) after the build.
+pub(super) struct GitRemoteLoader {
+    runtime: tokio::runtime::Handle,
+    limits: Limits,
+    scratch: tempfile::TempDir,
+    /// Checkouts by repository and ref.
+    cache: Mutex<HashMap<(String, Option<String>), PathBuf>>,
+    fetches: AtomicUsize,
+}
+
+impl GitRemoteLoader {
+    /// A loader running its fetches on `runtime`, within `limits`.
+    pub(super) fn new(runtime: tokio::runtime::Handle, limits: Limits) -> std::io::Result<Self> {
+        Ok(Self {
+            runtime,
+            limits,
+            scratch: capstan_source::temp::dir("remote-bases")?,
+            cache: Mutex::new(HashMap::new()),
+            fetches: AtomicUsize::new(0),
+        })
+    }
+
+    /// Whether any remote base was fetched (such a build depends on more than the source
+    /// revision, so it is not cached).
+    pub(super) fn used(&self) -> bool {
+        self.fetches.load(Ordering::Relaxed) > 0
+    }
+
+    fn candidates(reference: Option<&str>) -> Vec<GitReference> {
+        match reference {
+            Some(commit) if commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                vec![GitReference::commit(commit)]
+            }
+            Some(name) => vec![GitReference::tag(name), GitReference::branch(name)],
+            None => vec![GitReference::branch("main"), GitReference::branch("master")],
+        }
+    }
+
+    fn fetch(&self, target: &RemoteTarget) -> Result<PathBuf, String> {
+        let mut last = String::new();
+        for reference in Self::candidates(target.reference.as_deref()) {
+            let n = self.fetches.fetch_add(1, Ordering::Relaxed);
+            let dest = self.scratch.path().join(n.to_string());
+            let options = FetchOptions {
+                timeout: Some(target.timeout),
+                limits: self.limits,
+                ..FetchOptions::default()
+            };
+            let fetched = self.runtime.block_on(async {
+                tokio::time::timeout(
+                    target.timeout,
+                    git::fetch(
+                        &target.repo_url,
+                        &reference,
+                        &GitAuth::None,
+                        &dest,
+                        &options,
+                    ),
+                )
+                .await
+            });
+            match fetched {
+                Ok(Ok(_)) => return Ok(dest),
+                Ok(Err(capstan_source::Error::GitReferenceNotFound { .. })) => {
+                    last = match target.reference.as_deref() {
+                        Some(name) => format!("no branch, tag or commit {name:?}"),
+                        None => "no branch main or master (give ?ref=)".to_owned(),
+                    };
+                }
+                Ok(Err(error)) => {
+                    return Err(capstan_source::redact::urls(
+                        &capstan_source::redact::error_chain(&error),
+                    ));
+                }
+                Err(_) => {
+                    return Err(format!(
+                        "fetching took longer than {}s (the entry's ?timeout=)",
+                        target.timeout.as_secs()
+                    ));
+                }
+            }
+        }
+        Err(last)
+    }
+}
+
+impl RemoteLoader for GitRemoteLoader {
+    fn load(&self, target: &RemoteTarget) -> Result<PathBuf, String> {
+        if target.repo_url.starts_with("file://") {
+            return Err(
+                "file:// remote bases are refused: they would read the controller's disk"
+                    .to_owned(),
+            );
+        }
+        let key = (target.repo_url.clone(), target.reference.clone());
+        if let Some(path) = self.cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+            return Ok(path);
+        }
+        let path = self.fetch(target)?;
+        if let Ok(mut cache) = self.cache.lock() {
+            cache.insert(key, path.clone());
+        }
+        Ok(path)
+    }
+}
