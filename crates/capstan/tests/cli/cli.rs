@@ -7,7 +7,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 use capstan_testkit::{Run, corpus, eventually, kubectl_binary};
 
-use crate::helm_cli::skopeo_manifest;
+use crate::helm_cli::{assert_helm_media_types, skopeo_manifest};
 
 /// GET over plain HTTP/1.0, returning (status line, body).
 async fn http_get(url: &str) -> (String, String) {
@@ -288,14 +288,7 @@ async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
     // independent client, reads the registry), released at the version and image it names.
     capstan_testkit::require("skopeo");
     let manifest = skopeo_manifest(&format!("docker://{registry}/charts/hello:0.1.0"));
-    assert_eq!(
-        manifest["config"]["mediaType"],
-        "application/vnd.cncf.helm.config.v1+json"
-    );
-    assert_eq!(
-        manifest["layers"][0]["mediaType"],
-        "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
-    );
+    assert_helm_media_types(&manifest);
     let image = || {
         let kubeconfig = kubeconfig.clone();
         async move {

@@ -39,6 +39,19 @@ fn write_hello_chart(dir: &Path) {
     );
 }
 
+/// Asserts that `manifest` is a Helm chart's: Helm's config and chart layer media types.
+#[track_caller]
+pub(crate) fn assert_helm_media_types(manifest: &serde_json::Value) {
+    assert_eq!(
+        manifest["config"]["mediaType"],
+        "application/vnd.cncf.helm.config.v1+json"
+    );
+    assert_eq!(
+        manifest["layers"][0]["mediaType"],
+        "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
+    );
+}
+
 /// The raw manifest at `reference`, as skopeo reads it from a plain-HTTP registry.
 pub(crate) fn skopeo_manifest(reference: &str) -> serde_json::Value {
     let raw = std::process::Command::new("skopeo")
@@ -117,14 +130,7 @@ async fn helm_package_and_push_publish_a_chart_helm_clients_read() {
         "docker://{}/charts/hello:1.2.0_ci.7",
         registry.address
     ));
-    assert_eq!(
-        manifest["config"]["mediaType"],
-        "application/vnd.cncf.helm.config.v1+json"
-    );
-    assert_eq!(
-        manifest["layers"][0]["mediaType"],
-        "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
-    );
+    assert_helm_media_types(&manifest);
     assert_eq!(
         manifest["annotations"]["org.opencontainers.image.version"],
         "1.2.0+ci.7"
