@@ -6,7 +6,8 @@
 //! kustomize's `?ref=` names a branch, a tag or a commit: a full commit id is fetched as a
 //! commit, another name as a tag, then as a branch. Without a ref, the branch `main`, then
 //! `master` (the remote's default branch is not looked up). `file://` bases are refused:
-//! they would read the controller's own disk.
+//! they would read the controller's own disk. One build makes at most 32 fetches (bases may
+//! name bases).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -16,6 +17,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use capstan_kustomize::{RemoteLoader, RemoteTarget};
 use capstan_source::artifact::Limits;
 use capstan_source::git::{self, FetchOptions, GitAuth, GitReference};
+
+/// The most fetches one build may make (remote bases may name remote bases).
+const MAX_FETCHES: usize = 32;
 
 /// Fetches the remote bases of one build; dropped (with its checkouts) after the build.
 pub(super) struct GitRemoteLoader {
@@ -59,6 +63,11 @@ impl GitRemoteLoader {
         let mut last = String::new();
         for reference in Self::candidates(target.reference.as_deref()) {
             let n = self.fetches.fetch_add(1, Ordering::Relaxed);
+            if n >= MAX_FETCHES {
+                return Err(format!(
+                    "more than {MAX_FETCHES} remote fetches in one build; refusing more"
+                ));
+            }
             let dest = self.scratch.path().join(n.to_string());
             let options = FetchOptions {
                 timeout: Some(target.timeout),
