@@ -488,6 +488,21 @@ struct GoDependency<'a> {
     alias: &'a str,
 }
 
+impl<'a> GoDependency<'a> {
+    fn of(dep: &'a super::Dependency) -> Self {
+        GoDependency {
+            name: &dep.name,
+            version: &dep.version,
+            repository: &dep.repository,
+            condition: &dep.condition,
+            tags: &dep.tags,
+            enabled: dep.enabled,
+            import_values: &dep.import_values,
+            alias: &dep.alias,
+        }
+    }
+}
+
 /// Helm's `chart.Maintainer`.
 #[derive(Serialize)]
 struct GoMaintainer {
@@ -593,20 +608,7 @@ fn go_metadata(metadata: &Metadata) -> GoMetadata<'_> {
         deprecated: matches!(extra("deprecated"), Some(serde_json::Value::Bool(true))),
         annotations,
         kube_version: &metadata.kube_version,
-        dependencies: metadata
-            .dependencies
-            .iter()
-            .map(|dep| GoDependency {
-                name: &dep.name,
-                version: &dep.version,
-                repository: &dep.repository,
-                condition: &dep.condition,
-                tags: &dep.tags,
-                enabled: dep.enabled,
-                import_values: &dep.import_values,
-                alias: &dep.alias,
-            })
-            .collect(),
+        dependencies: metadata.dependencies.iter().map(GoDependency::of).collect(),
         chart_type: &metadata.chart_type,
     }
 }
@@ -661,19 +663,7 @@ fn lock_yaml(data: &[u8]) -> Result<(Vec<u8>, Option<i64>), Error> {
         Some(time.as_second() + i64::from(time.subsec_nanosecond() >= 500_000_000))
     };
     let dependencies = super::metadata::parse_requirements(data)?;
-    let dependencies: Vec<GoDependency<'_>> = dependencies
-        .iter()
-        .map(|dep| GoDependency {
-            name: &dep.name,
-            version: &dep.version,
-            repository: &dep.repository,
-            condition: &dep.condition,
-            tags: &dep.tags,
-            enabled: dep.enabled,
-            import_values: &dep.import_values,
-            alias: &dep.alias,
-        })
-        .collect();
+    let dependencies: Vec<GoDependency<'_>> = dependencies.iter().map(GoDependency::of).collect();
     let json = serde_json::json!({
         "generated": if generated.is_empty() { "0001-01-01T00:00:00Z".to_owned() } else { generated },
         "digest": json_string(lock.get("digest")),
