@@ -17,6 +17,35 @@ async fn create_chart(env: &Env, namespace: &str, name: &str, spec: serde_json::
     env.create::<HelmChart>(namespace, name, spec).await;
 }
 
+/// The GitRepository `repo` of `git`'s `main`, every minute, in `namespace`.
+async fn create_git_source(env: &Env, namespace: &str, git: &GitServer) {
+    env.create_git_repository(
+        namespace,
+        "repo",
+        serde_json::json!({"url": git.url(), "interval": "1m", "ref": {"branch": "main"}}),
+    )
+    .await;
+}
+
+/// The HelmChart `name` of the chart at `chart` in the GitRepository `repo`, every minute,
+/// with the spec fields of `extra`.
+async fn create_git_chart(
+    env: &Env,
+    namespace: &str,
+    name: &str,
+    chart: &str,
+    extra: serde_json::Value,
+) {
+    let mut spec = serde_json::json!({
+        "chart": chart, "interval": "1m",
+        "sourceRef": {"kind": "GitRepository", "name": "repo"},
+    });
+    if let serde_json::Value::Object(extra) = extra {
+        spec.as_object_mut().unwrap().extend(extra);
+    }
+    create_chart(env, namespace, name, spec).await;
+}
+
 /// Commits the chart `name` (`<name>/Chart.yaml` = `chart_yaml`, empty values) to a new Git
 /// server, and creates the GitRepository `repo` and the HelmChart `name` of it; returns the
 /// HelmChart once Ready.
@@ -29,22 +58,8 @@ async fn chart_from_git(env: &Env, namespace: &str, name: &str, chart_yaml: &str
         ],
         name,
     );
-    env.create_git_repository(
-        namespace,
-        "repo",
-        serde_json::json!({"url": git.url(), "interval": "1m", "ref": {"branch": "main"}}),
-    )
-    .await;
-    create_chart(
-        env,
-        namespace,
-        name,
-        serde_json::json!({
-            "chart": name, "interval": "1m",
-            "sourceRef": {"kind": "GitRepository", "name": "repo"},
-        }),
-    )
-    .await;
+    create_git_source(env, namespace, &git).await;
+    create_git_chart(env, namespace, name, name, serde_json::json!({})).await;
     wait_ready(
         &Api::<HelmChart>::namespaced(env.client.clone(), namespace),
         name,
@@ -280,35 +295,19 @@ async fn a_chart_from_git_with_a_file_dependency_values_files_and_the_revision_s
         )],
         "charts",
     );
-    env.create_git_repository(
-        &ns,
-        "repo",
-        serde_json::json!({
-            "url": git.url(), "interval": "1m", "ref": {"branch": "main"},
-        }),
-    )
-    .await;
-    create_chart(
+    create_git_source(&env, &ns, &git).await;
+    create_git_chart(
         &env,
         &ns,
         "app",
+        "charts/app",
         serde_json::json!({
-            "chart": "charts/app", "interval": "1m", "reconcileStrategy": "Revision",
-            "sourceRef": {"kind": "GitRepository", "name": "repo"},
+            "reconcileStrategy": "Revision",
             "valuesFiles": ["charts/app/values.yaml", "envs/prod.yaml"],
         }),
     )
     .await;
-    create_chart(
-        &env,
-        &ns,
-        "escape",
-        serde_json::json!({
-            "chart": "../../etc", "interval": "1m",
-            "sourceRef": {"kind": "GitRepository", "name": "repo"},
-        }),
-    )
-    .await;
+    create_git_chart(&env, &ns, "escape", "../../etc", serde_json::json!({})).await;
 
     let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
     let ready = wait_ready(&api, "app").await;
@@ -639,22 +638,8 @@ async fn flux_events_and_the_stable_latest_url() {
         )],
         "charts",
     );
-    env.create_git_repository(
-        &ns,
-        "repo",
-        serde_json::json!({"url": git.url(), "interval": "1m", "ref": {"branch": "main"}}),
-    )
-    .await;
-    create_chart(
-        &env,
-        &ns,
-        "app",
-        serde_json::json!({
-            "chart": "charts/app", "interval": "1m",
-            "sourceRef": {"kind": "GitRepository", "name": "repo"},
-        }),
-    )
-    .await;
+    create_git_source(&env, &ns, &git).await;
+    create_git_chart(&env, &ns, "app", "charts/app", serde_json::json!({})).await;
     let api: Api<HelmChart> = Api::namespaced(env.client.clone(), &ns);
     let ready = wait_ready(&api, "app").await;
     let status = ready.status.clone().unwrap();
