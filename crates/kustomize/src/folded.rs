@@ -207,6 +207,16 @@ mod tests {
     }
 
     #[test]
+    fn non_ascii_text_and_sequences_and_comments_are_handled() {
+        let text = "é: ünïcode\nlist:\n- >- # note > here\n  ä\n    ö\n- plain\nz: >\n  ü\n";
+        let documents = parse_resource_documents(text).unwrap();
+        assert_eq!(documents[0]["list"][0], "ä\n\n  ö");
+        assert_eq!(documents[0]["list"][1], "plain");
+        assert_eq!(documents[0]["z"], "ü\n");
+        assert_eq!(documents[0]["é"], "ünïcode");
+    }
+
+    #[test]
     fn values_go_yaml_quotes_are_unchanged() {
         assert_eq!(round_trip("trailing "), None);
         assert_eq!(round_trip("tab\tx\n  y"), None);

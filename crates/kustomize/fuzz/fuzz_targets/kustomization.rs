@@ -18,6 +18,10 @@ fuzz_target!(|data: &[u8]| {
     fs.insert("app/patch.yaml", patch);
     if let Ok(text) = std::str::from_utf8(kustomization) {
         let _ = capstan_kustomize::parse_kustomization(text, Path::new("/app/kustomization.yaml"));
+        // Remote target parsing (every line, as a `resources:` entry).
+        for line in text.lines() {
+            let _ = capstan_kustomize::parse_remote_target(line.trim_start_matches("- "));
+        }
     }
     // Must never panic, whatever the input.
     let _ = build_with(&fs, Path::new("/app"), &BuildOptions::default());
