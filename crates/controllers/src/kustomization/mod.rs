@@ -61,7 +61,7 @@
 //! failed, e.g. forbidden to the impersonated ServiceAccount; what was applied is kept in the
 //! inventory), `PruneFailed`, `HealthCheckFailed` (naming each unhealthy object);
 //! `InvalidKubeConfig` (stalled) for a kubeconfig that is unusable or uses exec/auth-provider
-//! plugins or files. Fields not implemented (`decryption`, `kubeConfig.configMapRef`,
+//! plugins or files. Fields not implemented (`kubeConfig.configMapRef`,
 //! `healthCheckExprs`) are refused with `Stalled=True`, reason `FeatureGateDisabled`.
 
 use std::collections::BTreeMap;
@@ -82,6 +82,7 @@ use kube::runtime::reflector;
 use kube::{Api, Client, Resource, ResourceExt};
 
 pub mod cache;
+mod decrypt;
 pub mod drift;
 pub mod history;
 mod remote;
@@ -484,9 +485,6 @@ fn owner_of(object: &Kustomization) -> Owner {
 fn unsupported_fields(object: &Kustomization) -> Vec<&'static str> {
     let spec = &object.spec;
     let mut fields = Vec::new();
-    if spec.decryption.is_some() {
-        fields.push("spec.decryption");
-    }
     if spec
         .kube_config
         .as_ref()
@@ -714,8 +712,11 @@ fn build_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
         let engine_loader = loader
             .clone()
             .map(|l| l as std::sync::Arc<dyn capstan_kustomize::RemoteLoader>);
-        let built = tokio::task::spawn_blocking(move || {
-            render_with(&root, &object, variables.as_ref(), engine_loader)
+        let keys = decrypt::keys(&cx.client, &cx.object).await?;
+        let built = tokio::task::spawn_blocking(move || match keys {
+            Some(keys) => decrypt::render(&root, &object, variables.as_ref(), engine_loader, &keys),
+            None => render_with(&root, &object, variables.as_ref(), engine_loader)
+                .map_err(decrypt::DecryptError::from),
         })
         .await
         .map_err(|e| {

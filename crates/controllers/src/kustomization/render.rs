@@ -459,7 +459,7 @@ pub(super) fn build_objects(
 /// [`build_objects`] on `disk`. The engine sees `root` mounted at `/build/source` and the
 /// overlay at `/build/overlay` (beside the source: inside it, building the root would be a
 /// cycle), confined to `/build`.
-fn build_in(
+pub(super) fn build_in(
     disk: &dyn FileSystem,
     root: &Path,
     object: &Kustomization,

@@ -19,11 +19,14 @@ mod helm_support;
 mod honest_status;
 mod kustomization;
 mod kustomization_acceptance;
+mod kustomization_decrypt;
 mod kustomization_features;
 mod kustomization_remote;
 mod kustomize_support;
 mod leader;
 mod oci_repository;
+#[path = "../common/sops.rs"]
+mod sops;
 mod support;
 mod test_kind;
 mod triggers;

@@ -1,0 +1,184 @@
+//! SOPS decryption (`spec.decryption.provider: sops`) end to end: files encrypted by the real
+//! `sops` for real age keys, pushed to a Git server, decrypted by the Kustomization controller
+//! and applied to the embedded control plane.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::Api;
+
+use crate::kustomize_support::{NAMESPACE, create_kustomization, setup, wait_ready};
+use crate::sops::AgeKey;
+
+const MARKER: &str = "decrypt-marker-91c2";
+
+fn secret_manifest() -> String {
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: {NAMESPACE}\ntype: Opaque\nstringData:\n  password: {MARKER}\n  user: admin\n"
+    )
+}
+
+fn kustomization_yaml() -> String {
+    format!(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: {NAMESPACE}\nresources:\n- secret.enc.yaml\n- config.yaml\nsecretGenerator:\n- name: app-env\n  envs:\n  - app.enc.env\n  options:\n    disableNameSuffixHash: true\n- name: app-files\n  files:\n  - settings.json=settings.enc.json\n  - plain.txt\n  options:\n    disableNameSuffixHash: true\n"
+    )
+}
+
+fn config_yaml() -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n  namespace: {NAMESPACE}\ndata:\n  env: dev\n"
+    )
+}
+
+/// The repository's files: an encrypted Secret, an encrypted dotenv and JSON file in
+/// generators, and plain files beside them.
+fn files(key: &AgeKey) -> Vec<(String, String)> {
+    vec![
+        ("apps/kustomization.yaml".into(), kustomization_yaml()),
+        (
+            "apps/secret.enc.yaml".into(),
+            key.encrypt_secret(&secret_manifest()),
+        ),
+        ("apps/config.yaml".into(), config_yaml()),
+        (
+            "apps/app.enc.env".into(),
+            key.encrypt("app.env", &format!("API_TOKEN={MARKER}\nMODE=prod\n"), &[]),
+        ),
+        (
+            "apps/settings.enc.json".into(),
+            key.encrypt(
+                "settings.json",
+                &format!("{{\"token\": \"{MARKER}\"}}"),
+                &[],
+            ),
+        ),
+        ("apps/plain.txt".into(), "not encrypted\n".into()),
+    ]
+}
+
+fn decoded(secret: &Secret, key: &str) -> String {
+    let data = secret.data.as_ref().expect("data");
+    String::from_utf8(data[key].0.clone()).unwrap()
+}
+
+#[tokio::test]
+async fn decrypt_age_secret_and_dotenv_generator_apply() {
+    let key = AgeKey::generate();
+    let files = files(&key);
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let (env, _git, _controller, _) = setup(&borrowed).await;
+    env.create_secret(
+        NAMESPACE,
+        "sops-keys",
+        &BTreeMap::from([("identity.agekey", key.identity.as_str())]),
+    )
+    .await;
+    create_kustomization(
+        &env,
+        "apps",
+        serde_json::json!({
+            "path": "./apps",
+            "decryption": {"provider": "sops", "secretRef": {"name": "sops-keys"}},
+        }),
+    )
+    .await;
+    let object = wait_ready(&env, "apps", "Ready=True", |s, _, _| s == "True").await;
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let db = secrets.get("db").await.unwrap();
+    assert_eq!(decoded(&db, "password"), MARKER);
+    assert_eq!(decoded(&db, "user"), "admin");
+    let app_env = secrets.get("app-env").await.unwrap();
+    assert_eq!(decoded(&app_env, "API_TOKEN"), MARKER);
+    assert_eq!(decoded(&app_env, "MODE"), "prod");
+    let app_files = secrets.get("app-files").await.unwrap();
+    let settings: serde_json::Value =
+        serde_json::from_str(&decoded(&app_files, "settings.json")).unwrap();
+    assert_eq!(settings["token"], MARKER);
+    assert_eq!(decoded(&app_files, "plain.txt"), "not encrypted\n");
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    assert_eq!(
+        config_maps.get("plain").await.unwrap().data.unwrap()["env"],
+        "dev"
+    );
+    let status = serde_json::to_string(&object.status).unwrap();
+    assert!(!status.contains(MARKER), "{status}");
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn decrypt_with_a_wrong_key_fails_naming_the_file() {
+    let owner = AgeKey::generate();
+    let other = AgeKey::generate();
+    let files = files(&owner);
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let (env, _git, _controller, _) = setup(&borrowed).await;
+    env.create_secret(
+        NAMESPACE,
+        "sops-keys",
+        &BTreeMap::from([("other.agekey", other.identity.as_str())]),
+    )
+    .await;
+    create_kustomization(
+        &env,
+        "apps",
+        serde_json::json!({
+            "path": "./apps",
+            "decryption": {"provider": "sops", "secretRef": {"name": "sops-keys"}},
+        }),
+    )
+    .await;
+    let object = wait_ready(&env, "apps", "Ready=False", |s, _, _| s == "False").await;
+    let (_, reason, message) = crate::kustomize_support::ready(&object).unwrap();
+    assert_eq!(reason, "BuildFailed", "{message}");
+    assert!(
+        message.contains("failed to decrypt 'apps/secret.enc.yaml' (YAML file) with sops"),
+        "{message}"
+    );
+    assert!(message.contains(&owner.recipient), "{message}");
+    assert!(!message.contains(MARKER), "{message}");
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(secrets.get_opt("db").await.unwrap().is_none());
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn decrypt_set_on_a_tree_without_encrypted_files_applies_it() {
+    let (env, _git, _controller, _) = setup(&[("apps/config.yaml", &config_yaml())]).await;
+    create_kustomization(
+        &env,
+        "apps",
+        serde_json::json!({"path": "./apps", "decryption": {"provider": "sops"}}),
+    )
+    .await;
+    wait_ready(&env, "apps", "Ready=True", |s, _, _| s == "True").await;
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(config_maps.get_opt("plain").await.unwrap().is_some());
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn decrypt_without_the_key_secret_fails_naming_it() {
+    let (env, _git, _controller, _) = setup(&[("apps/config.yaml", &config_yaml())]).await;
+    create_kustomization(
+        &env,
+        "apps",
+        serde_json::json!({
+            "path": "./apps",
+            "decryption": {"provider": "sops", "secretRef": {"name": "missing-keys"}},
+        }),
+    )
+    .await;
+    let object = wait_ready(&env, "apps", "Ready=False", |s, _, _| s == "False").await;
+    let (_, _, message) = crate::kustomize_support::ready(&object).unwrap();
+    assert!(
+        message.contains(&format!("decryption Secret '{NAMESPACE}/missing-keys'")),
+        "{message}"
+    );
+    env.stop().await;
+}
