@@ -401,12 +401,13 @@ async fn a_running_test_hook_holds_no_worker() {
 }
 
 #[tokio::test]
-async fn a_deletion_waiting_for_its_objects_holds_no_worker() {
+async fn a_deletion_waiting_for_its_hooks_and_objects_holds_no_worker() {
     let env = Env::start().await;
     env.namespace(NAMESPACE).await;
     let registry = Registry::start().await;
     let dir = tempfile::tempdir().unwrap();
-    // The ConfigMap of the `held` release keeps a finalizer until the test removes it.
+    // The `held` release has a pre-delete hook held running, and its ConfigMap keeps a
+    // finalizer, until the test lets them go.
     let chart = dir.path().join("finalized");
     capstan_testkit::write_files(
         &chart,
@@ -418,6 +419,13 @@ async fn a_deletion_waiting_for_its_objects_holds_no_worker() {
             (
                 "templates/config.yaml",
                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n  {{- if eq .Release.Name \"held\" }}\n  finalizers: [example.com/hold]\n  {{- end }}\ndata:\n  a: b\n",
+            ),
+            (
+                "templates/hooks.yaml",
+                &format!(
+                    "{{{{- if eq .Release.Name \"held\" }}}}\n{}{{{{- end }}}}\n",
+                    hook_job("{{ .Release.Name }}-held", "pre-delete", 0, "hang")
+                ),
             ),
         ],
     );
@@ -435,6 +443,25 @@ async fn a_deletion_waiting_for_its_objects_holds_no_worker() {
         .delete("held", &kube::api::DeleteParams::default())
         .await
         .unwrap();
+    eventually(
+        Duration::from_secs(60),
+        "the pre-delete hook running",
+        || {
+            let env = &env;
+            async move {
+                let records = records(env, "held").await;
+                (records.len() == 1
+                    && records[0].status() == Status::Uninstalling
+                    && phase(&records[0], "held-held") == HookPhase::Running)
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+    // One worker, and the deletion's hook runs: another release still installs meanwhile.
+    create_release(&env, "first", spec()).await;
+    wait_for(&releases(&env), "first", "another release Ready", ready).await;
+    release_hook(&env, "held").await;
     let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
         Api::namespaced(env.client.clone(), NAMESPACE);
     eventually(Duration::from_secs(60), "the uninstall waiting", || {
@@ -452,8 +479,8 @@ async fn a_deletion_waiting_for_its_objects_holds_no_worker() {
     })
     .await;
     // One worker, and the deletion waits: another release still installs meanwhile.
-    create_release(&env, "other", spec()).await;
-    wait_for(&releases(&env), "other", "the other release Ready", ready).await;
+    create_release(&env, "second", spec()).await;
+    wait_for(&releases(&env), "second", "another release Ready", ready).await;
     assert!(releases(&env).get_opt("held").await.unwrap().is_some());
     config_maps
         .patch(

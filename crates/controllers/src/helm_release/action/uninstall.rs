@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use capstan_api::HelmRelease;
 use capstan_apply::{DeleteOptions, ObjectRef, ResourceManager};
 use capstan_helm::output::HookEvent;
-use capstan_helm::release::{Release, Status};
+use capstan_helm::release::{HookPhase, Release, Status};
 
 use super::{Cx, Target, action_timeout, apply_options, deletable_objects, hooks};
 
@@ -64,8 +64,7 @@ pub(in crate::helm_release) async fn uninstall_with(
             .into_iter()
             .all(|i| {
                 let run = &release.hooks[i].last_run;
-                run.phase == capstan_helm::release::HookPhase::Succeeded
-                    && run.started_at.is_some_and(|t| t >= began)
+                run.phase == HookPhase::Succeeded && run.started_at.is_some_and(|t| t >= began)
             })
     });
     let began = began.unwrap_or(now);
@@ -77,38 +76,56 @@ pub(in crate::helm_release) async fn uninstall_with(
     );
     release.info.deleted = Some(began);
     if hooks_enabled && !pre_delete_done {
-        hooks::run(
-            &target.manager,
-            &mut release.hooks,
+        let ran = run_hooks(
+            target,
+            &mut release,
             HookEvent::PreDelete,
-            &target.namespace,
-            deadline.saturating_duration_since(Instant::now()),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
+            wait,
+            began,
+            deadline,
+        );
+        match ran.await {
+            Ok(None) => {}
+            Ok(Some(delay)) => {
+                store(target, &release).await?;
+                return Ok(UninstallProgress::Waiting(delay));
+            }
+            Err(error) => {
+                // Failed: the next attempt runs the uninstall from the start, with a new
+                // timeout, as a retried Helm uninstall does.
+                if wait == DeletionWait::Requeue {
+                    release.info.deleted = None;
+                    store(target, &release).await?;
+                }
+                return Err(error);
+            }
+        }
     }
-    target
-        .storage
-        .update(&release)
-        .await
-        .map_err(|e| capstan_source::redact::error_chain(&e))?;
+    store(target, &release).await?;
     let mut errors = Vec::new();
     if let Some(delay) =
         delete_objects(target, &release, &spec, wait, deadline, &mut errors).await?
     {
         return Ok(UninstallProgress::Waiting(delay));
     }
-    if hooks_enabled
-        && let Err(error) = hooks::run(
-            &target.manager,
-            &mut release.hooks,
+    if hooks_enabled {
+        match run_hooks(
+            target,
+            &mut release,
             HookEvent::PostDelete,
-            &target.namespace,
-            deadline.saturating_duration_since(Instant::now()),
+            wait,
+            began,
+            deadline,
         )
         .await
-    {
-        errors.push(error.to_string());
+        {
+            Ok(None) => {}
+            Ok(Some(delay)) => {
+                store(target, &release).await?;
+                return Ok(UninstallProgress::Waiting(delay));
+            }
+            Err(error) => errors.push(error),
+        }
     }
     release.set_status(Status::Uninstalled, "Uninstallation complete");
     if spec.keep_history == Some(true) {
@@ -132,6 +149,66 @@ pub(in crate::helm_release) async fn uninstall_with(
             errors.len(),
             errors.join("; ")
         ))
+    }
+}
+
+async fn store(target: &Target, release: &Release) -> Result<(), String> {
+    target
+        .storage
+        .update(release)
+        .await
+        .map_err(|e| capstan_source::redact::error_chain(&e))
+}
+
+/// Runs the `event` hooks of an uninstall as `wait` says: in place, or (for a deletion) one
+/// pass of [`hooks::step`] from where the uninstall that `began` left them (the first hook not
+/// succeeded since; looked at again when it is `Running`), `Some(delay)` while one runs.
+async fn run_hooks(
+    target: &Target,
+    release: &mut Release,
+    event: HookEvent,
+    wait: DeletionWait,
+    began: jiff::Timestamp,
+    deadline: Instant,
+) -> Result<Option<Duration>, String> {
+    if wait == DeletionWait::InPlace {
+        let timeout = deadline.saturating_duration_since(Instant::now());
+        return hooks::run(
+            &target.manager,
+            &mut release.hooks,
+            event,
+            &target.namespace,
+            timeout,
+        )
+        .await
+        .map(|()| None)
+        .map_err(|e| e.to_string());
+    }
+    let order = hooks::ordered(&release.hooks, event);
+    let mut from = order.len();
+    let mut resuming = false;
+    for (position, &index) in order.iter().enumerate() {
+        let run = &release.hooks[index].last_run;
+        let ours = run.started_at.is_some_and(|t| t >= began);
+        if !(ours && run.phase == HookPhase::Succeeded) {
+            (from, resuming) = (position, ours && run.phase == HookPhase::Running);
+            break;
+        }
+    }
+    let run = hooks::Run {
+        manager: &target.manager,
+        event,
+        order: &order,
+        namespace: &target.namespace,
+        deadline,
+    };
+    match hooks::step(&run, &mut release.hooks, from, resuming).await {
+        Ok(hooks::HookProgress::Done) => Ok(None),
+        Ok(hooks::HookProgress::Running(_)) => {
+            let left = deadline.saturating_duration_since(Instant::now());
+            Ok(Some(REQUEUE.min(left)))
+        }
+        Err(error) => Err(error.to_string()),
     }
 }
 
