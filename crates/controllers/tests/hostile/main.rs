@@ -14,6 +14,10 @@ mod support;
 #[path = "../controllers/kustomize_support.rs"]
 mod kustomize_support;
 
+#[allow(dead_code)]
+#[path = "../common/sops.rs"]
+mod sops;
+
 mod archives;
 mod build;
 mod fetches;

@@ -4,7 +4,8 @@
 //! `postBuild.substituteFrom` (one that breaks the YAML, one that is not base64 in a Secret the
 //! Kustomization applies), `kubeConfig.secretRef` kubeconfigs (token, password, exec and
 //! auth-provider plugins, a password in the server URL, a kubeconfig that does not parse, servers
-//! that refuse), Git credentials (a basic-auth Secret for a server that refuses, `user:password@`
+//! that refuse), SOPS-encrypted Secrets (for a key the Kustomization does not hold; for one it
+//! holds, whose decrypted value fails to apply) and the age key of the decryption Secret, Git credentials (a basic-auth Secret for a server that refuses, `user:password@`
 //! in the URL), registry credentials (a dockerconfigjson Secret with a wrong password), bucket
 //! keys, Helm repository credentials and HelmRelease values from Secrets (values that break
 //! the YAML, values that fail the chart's schema, a kubeconfig for a cluster that refuses) —
@@ -310,7 +311,20 @@ async fn no_secret_reaches_conditions_events_or_logs() {
     let bad_base64 = format!(
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: applied\n  namespace: {NAMESPACE}\ndata:\n  token: ${{TOKEN}}\n"
     );
+    // (h) SOPS: a Secret encrypted for a key the Kustomization does not hold, and one it holds
+    // whose decrypted value (not base64) fails to apply.
+    let held = crate::sops::AgeKey::generate();
+    let foreign = crate::sops::AgeKey::generate();
+    let sops_secret = |name: &str, value: &str| {
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: {NAMESPACE}\ndata:\n  token: {value}\n"
+        )
+    };
+    let sops_wrong = foreign.encrypt_secret(&sops_secret("sops-wrong", &marker("h1")));
+    let sops_apply = held.encrypt_secret(&sops_secret("sops-apply", &marker("h2")));
     let (env, git, _controller, _) = setup(&[
+        ("sops-wrong/secret.enc.yaml", &sops_wrong),
+        ("sops-apply/secret.enc.yaml", &sops_apply),
         ("ok/cm.yaml", &ok),
         ("subst-yaml/cm.yaml", &breaks_yaml),
         ("subst-b64/secret.yaml", &bad_base64),
@@ -591,6 +605,31 @@ async fn no_secret_reaches_conditions_events_or_logs() {
         failing.push((helm_release_resource(), name));
     }
 
+    let held_identity = held
+        .identity
+        .lines()
+        .find(|l| l.starts_with("AGE-SECRET-KEY-"))
+        .unwrap()
+        .to_owned();
+    markers.extend([marker("h1"), marker("h2"), held_identity]);
+    create_secret(
+        &env,
+        NAMESPACE,
+        "sops-keys",
+        json!({"stringData": {"held.agekey": held.identity}}),
+    )
+    .await;
+    for name in ["sops-wrong", "sops-apply"] {
+        create_kustomization(
+            &env,
+            name,
+            json!({"path": format!("./{name}"),
+                   "decryption": {"provider": "sops", "secretRef": {"name": "sops-keys"}}}),
+        )
+        .await;
+        failing.push((kustomization_resource(), name));
+    }
+
     wait_all_failed(&env, &failing).await;
 
     // The Secret the Kustomization applies with a value that is not base64 is refused with the
@@ -617,6 +656,26 @@ async fn no_secret_reaches_conditions_events_or_logs() {
             .is_none(),
         "nothing applied"
     );
+
+    // SOPS: the foreign key fails naming the file; the held key decrypts, and the decrypted
+    // value (not base64) is refused by the control plane, naming the offset only.
+    for (name, expected) in [
+        (
+            "sops-wrong",
+            "failed to decrypt 'sops-wrong/secret.enc.yaml'",
+        ),
+        ("sops-apply", "illegal base64 data at input byte"),
+    ] {
+        let object = applied.get(name).await.unwrap();
+        let message = object.data["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["type"] == "Ready")
+            .unwrap()["message"]
+            .to_string();
+        assert!(message.contains(expected), "{name}: {message}");
+    }
 
     // Each release failed where its input broke, naming what it read, not what it holds.
     let releases: Api<DynamicObject> =
