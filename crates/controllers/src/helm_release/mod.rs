@@ -22,8 +22,10 @@
 //!   the apply engine and waiting for health without holding a worker.
 //!
 //! On deletion (and when the release target changes) the release is uninstalled
-//! (`uninstall.keepHistory`, hooks unless `uninstall.disableHooks`) and the templated
-//! HelmChart deleted; a suspended HelmRelease is left alone.
+//! (`uninstall.keepHistory`, `deletionPropagation`, `disableWait`, hooks unless
+//! `uninstall.disableHooks`; a deletion's hooks and wait for its objects requeue rather than
+//! hold a worker) and the templated HelmChart deleted; as Flux, a deletion whose kubeConfig
+//! Secret or ServiceAccount is gone skips the uninstall; a suspended HelmRelease is left alone.
 //!
 //! Reconciles are also triggered by a new artifact of the chart source (HelmChart,
 //! OCIRepository), a `dependsOn` HelmRelease becoming Ready, and a change of a `valuesFrom`
