@@ -192,7 +192,18 @@ pub fn render_with(
     variables: Option<&BTreeMap<String, String>>,
     remote: Option<std::sync::Arc<dyn capstan_kustomize::RemoteLoader>>,
 ) -> Result<Vec<DynamicObject>, RenderError> {
-    let objects = build_in(&DiskFs, root, object, remote)?;
+    let refused = remote.is_none();
+    let objects = build_in(&DiskFs, root, object, remote).map_err(|error| match error {
+        RenderError::Build { message, error }
+            if refused && matches!(*error, capstan_kustomize::Error::Remote { .. }) =>
+        {
+            RenderError::Build {
+                message: format!("{message} (the controller runs with --no-remote-bases)"),
+                error,
+            }
+        }
+        other => other,
+    })?;
     finish_objects(objects, object, variables)
 }
 

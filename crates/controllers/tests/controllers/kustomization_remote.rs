@@ -108,6 +108,7 @@ async fn remote_bases_are_fetched_at_their_ref_and_refused_under_no_remote_bases
     assert!(message.contains("app/kustomization.yaml"), "{message}");
     assert!(message.contains(&entry), "{message}");
     assert!(message.contains("remote bases are disabled"), "{message}");
+    assert!(message.contains("--no-remote-bases"), "{message}");
     let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
     assert!(
         config_maps
