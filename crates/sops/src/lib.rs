@@ -10,9 +10,9 @@
 //! This crate:
 //! - reads the five formats as sops writes them ([`Format`]), dotenv and INI with their
 //!   flattened `sops_*` metadata;
-//! - unwraps the data key with the age identities of a [`Keys`] (`AGE-SECRET-KEY-1...` lines,
-//!   as in a `*.agekey` file). OpenPGP keys (`*.asc`) are recognised and refused with
-//!   [`Error::Unsupported`]: they are not implemented yet;
+//! - unwraps the data key with the age identities (`AGE-SECRET-KEY-1...` lines, as in a
+//!   `*.agekey` file) or the OpenPGP private keys (armored, as `gpg --export-secret-keys
+//!   --armor` writes them, without a passphrase) of a [`Keys`];
 //! - decrypts every value with the additional data sops uses (the key path joined with `:`),
 //!   restoring its type (`str`, `int`, `float`, `bool`);
 //! - verifies the MAC ([`decrypt`] always; [`decrypt_document`] when asked, since a
@@ -131,11 +131,11 @@ pub enum Error {
     MacMismatch,
 }
 
-/// Decryption keys: age X25519 identities (and, not yet, OpenPGP private keys).
+/// Decryption keys: age X25519 identities and OpenPGP private keys.
 #[derive(Default)]
 pub struct Keys {
     age: Vec<age::x25519::Identity>,
-    pgp_files: usize,
+    pgp: Vec<pgp::composed::SignedSecretKey>,
 }
 
 impl std::fmt::Debug for Keys {
@@ -143,7 +143,7 @@ impl std::fmt::Debug for Keys {
         // Never the key material.
         f.debug_struct("Keys")
             .field("age_identities", &self.age.len())
-            .field("pgp_keys", &self.pgp_files)
+            .field("pgp_keys", &self.pgp.len())
             .finish()
     }
 }
@@ -178,17 +178,27 @@ impl Keys {
         Ok(added)
     }
 
-    /// Records an armored OpenPGP private key (`*.asc`). Files encrypted only for PGP fail with
-    /// [`Error::Unsupported`]: OpenPGP decryption is not implemented yet.
-    pub fn add_pgp_key(&mut self, armored: &[u8]) -> Result<(), Error> {
-        if !String::from_utf8_lossy(armored).contains("-----BEGIN PGP") {
-            return Err(Error::InvalidKey {
-                kind: "OpenPGP",
-                reason: "not an armored OpenPGP key (-----BEGIN PGP ...)".to_string(),
-            });
+    /// Adds the OpenPGP private keys of an armored key file (`*.asc`, as `gpg
+    /// --export-secret-keys --armor` writes it; keys must not be protected by a passphrase).
+    /// Public keys in the file are skipped. Returns how many secret keys were added.
+    pub fn add_pgp_key(&mut self, armored: &[u8]) -> Result<usize, Error> {
+        use pgp::composed::{Deserializable as _, SignedSecretKey};
+        let invalid = |reason: &str| Error::InvalidKey {
+            kind: "OpenPGP",
+            reason: reason.to_string(),
+        };
+        let (keys, _) = SignedSecretKey::from_armor_many(armored)
+            .map_err(|_| invalid("not an armored OpenPGP private key block"))?;
+        let mut added = 0;
+        for key in keys {
+            let key = key.map_err(|_| invalid("a key in the block does not parse"))?;
+            self.pgp.push(key);
+            added += 1;
         }
-        self.pgp_files += 1;
-        Ok(())
+        if added == 0 {
+            return Err(invalid("no private key in the block"));
+        }
+        Ok(added)
     }
 
     /// The keys of a decryption Secret's data, as Flux reads them: entries named `*.agekey`
@@ -220,7 +230,7 @@ impl Keys {
 
     /// Whether no key was added.
     pub fn is_empty(&self) -> bool {
-        self.age.is_empty() && self.pgp_files == 0
+        self.age.is_empty() && self.pgp.is_empty()
     }
 
     fn describe(&self) -> String {
@@ -228,8 +238,8 @@ impl Keys {
         if !self.age.is_empty() {
             parts.push(format!("{} age identities", self.age.len()));
         }
-        if self.pgp_files > 0 {
-            parts.push(format!("{} OpenPGP keys", self.pgp_files));
+        if !self.pgp.is_empty() {
+            parts.push(format!("{} OpenPGP keys", self.pgp.len()));
         }
         if parts.is_empty() {
             "none".to_string()
@@ -264,17 +274,31 @@ impl Keys {
                 }
             }
         }
-        if self.age.is_empty() && self.pgp_files > 0 && !metadata.pgp.is_empty() {
-            return Err(Error::Unsupported(format!(
-                "OpenPGP decryption (the file is encrypted for PGP key {}; use an age key)",
-                metadata.pgp.join(", ")
-            )));
+        for (_, enc) in &metadata.pgp {
+            for secret in &self.pgp {
+                if let Some(key) = pgp_data_key(enc, secret) {
+                    return Ok(key);
+                }
+            }
         }
         Err(Error::NoMatchingKey {
             recipients: metadata.recipients(),
             available: self.describe(),
         })
     }
+}
+
+/// The data key of an armored PGP message, if `secret` decrypts it.
+fn pgp_data_key(enc: &str, secret: &pgp::composed::SignedSecretKey) -> Option<[u8; 32]> {
+    let (message, _) = pgp::composed::Message::from_string(enc).ok()?;
+    let mut message = message
+        .decrypt(&pgp::types::Password::empty(), secret)
+        .ok()?;
+    if message.is_compressed() {
+        message = message.decompress().ok()?;
+    }
+    let key = message.as_data_vec().ok()?;
+    <[u8; 32]>::try_from(key.as_slice()).ok()
 }
 
 /// Whether a Secret entry name has this extension (exactly, as Go's `filepath.Ext`).

