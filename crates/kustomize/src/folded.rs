@@ -32,7 +32,7 @@ pub(crate) fn parse_resource_documents(text: &str) -> Result<Vec<Value>, YamlErr
 /// (so later line numbers stay right). `None` when nothing changes or the text does not
 /// parse (the regular parse then reports the error).
 fn rewrite_folded(text: &str) -> Option<String> {
-    if !text.contains('>') {
+    if !text.contains('>') || !header_pattern().is_match(text) {
         return None;
     }
     let mut edits = Vec::new();
@@ -106,12 +106,18 @@ fn rewrite_folded(text: &str) -> Option<String> {
 /// Where the `>` indicator of a block scalar whose content starts at the end of `before`
 /// is: on the last line before the content that is not blank, followed only by hints and
 /// a comment.
-fn header_start(before: &str) -> Option<usize> {
+/// A line ending with a folded block scalar header (`>`, `>-`, `>2+`, then maybe a comment);
+/// multi-line mode, so it also tells whether a text holds one at all.
+fn header_pattern() -> &'static regex::Regex {
     static HEADER: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let header = HEADER.get_or_init(|| {
-        regex::Regex::new(r"(?:^|[ \t:?-])(>[0-9+-]{0,2}[ \t]*(?:#.*)?)$")
+    HEADER.get_or_init(|| {
+        regex::Regex::new(r"(?m)(?:^|[ \t:?-])(>[0-9+-]{0,2}[ \t]*(?:#.*)?)$")
             .unwrap_or_else(|_| unreachable!("the header pattern is valid"))
-    });
+    })
+}
+
+fn header_start(before: &str) -> Option<usize> {
+    let header = header_pattern();
     let mut end = before.len();
     loop {
         let line_start = before[..end].rfind('\n').map_or(0, |i| i + 1);
