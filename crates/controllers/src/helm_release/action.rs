@@ -1127,6 +1127,13 @@ async fn resume_in_flight(
     {
         return Box::pin(resume(cx, target, last, wait)).await;
     }
+    if last.status() == Status::Uninstalling
+        && cx
+            .wait_in_flight(&remediation::uninstall_key(&last))
+            .is_some()
+    {
+        return Box::pin(remediation::uninstall_remediation(cx, target, last)).await;
+    }
     let Some((event, position, wait)) = hook_wait(cx, &last) else {
         return Ok(Progress::Continue);
     };

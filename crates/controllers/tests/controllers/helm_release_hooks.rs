@@ -497,3 +497,86 @@ async fn a_deletion_waiting_for_its_hooks_and_objects_holds_no_worker() {
     .await;
     assert!(records(&env, "held").await.is_empty());
 }
+
+#[tokio::test]
+async fn an_uninstall_remediation_waiting_for_its_hook_holds_no_worker() {
+    let env = Env::start().await;
+    env.namespace(NAMESPACE).await;
+    let registry = Registry::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    // With `hooks: true` the install fails (its pre-install hook fails) and its uninstall runs a
+    // pre-delete hook held running until the test lets it go.
+    let chart = dir.path().join("remedied");
+    let hooks = [
+        hook_job("{{ .Release.Name }}-broken", "pre-install", 0, "fail"),
+        hook_job("{{ .Release.Name }}-held", "pre-delete", 0, "hang"),
+    ]
+    .concat();
+    capstan_testkit::write_files(
+        &chart,
+        &[
+            (
+                "Chart.yaml",
+                "apiVersion: v2\nname: remedied\nversion: 0.1.0\n",
+            ),
+            ("values.yaml", "hooks: false\n"),
+            (
+                "templates/config.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  a: b\n",
+            ),
+            (
+                "templates/hooks.yaml",
+                &format!("{{{{- if .Values.hooks }}}}\n{hooks}{{{{- end }}}}\n"),
+            ),
+        ],
+    );
+    serve_chart(&env, &registry, "remedied", &chart).await;
+    let _controller = Controller::start(&env, 1);
+    let spec = |extra: serde_json::Value| {
+        let mut spec = serde_json::json!({
+            "interval": "10m",
+            "chartRef": {"kind": "OCIRepository", "name": "remedied"},
+        });
+        if let serde_json::Value::Object(extra) = extra {
+            spec.as_object_mut().unwrap().extend(extra);
+        }
+        spec
+    };
+    create_release(
+        &env,
+        "failing",
+        spec(serde_json::json!({
+            "values": {"hooks": true},
+            "install": {"remediation": {"retries": 1}},
+        })),
+    )
+    .await;
+    eventually(
+        Duration::from_secs(60),
+        "the remediation's pre-delete hook running",
+        || {
+            let env = &env;
+            async move {
+                let records = records(env, "failing").await;
+                (records.len() == 1
+                    && records[0].status() == Status::Uninstalling
+                    && phase(&records[0], "failing-held") == HookPhase::Running)
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+    // One worker, and the remediation's hook runs: another release installs meanwhile.
+    create_release(&env, "other", spec(serde_json::json!({}))).await;
+    wait_for(&releases(&env), "other", "the other release Ready", ready).await;
+    release_hook(&env, "failing").await;
+    let remedied = wait_for(&releases(&env), "failing", "remediated", |o| {
+        o.status.as_ref().is_some_and(|s| {
+            s.conditions
+                .iter()
+                .any(|c| c.type_ == "Remediated" && c.reason == "UninstallSucceeded")
+        })
+    })
+    .await;
+    assert!(!ready(&remedied));
+}

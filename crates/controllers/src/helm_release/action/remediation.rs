@@ -10,12 +10,14 @@ use capstan_helm::chart::Chart;
 use capstan_helm::release::{Release, Status};
 use kube::runtime::events::EventType;
 
-use super::uninstall::uninstall;
+use super::uninstall::{DeletionWait, UninstallProgress, uninstall_with};
 use super::{
-    Cx, Progress, RETRIES_EXCEEDED, Target, event, meta_reason, rollback, set, status, upgrade,
+    Cx, Progress, RETRIES_EXCEEDED, Target, action_timeout, event, meta_reason, rollback, set,
+    status, upgrade,
 };
 use crate::error::ReconcileError;
 use crate::helm_release::values::Values;
+use crate::runtime::StepOutcome;
 
 /// Whether `action` may run again: its retries are not exhausted, or `forceAt` asks for it
 /// (the token is then handled); else the HelmRelease stalls ([`exceeded`]).
@@ -193,8 +195,16 @@ pub(super) async fn uninstall_remediation(
     target: &Target,
     last: Release,
 ) -> Result<Progress, ReconcileError> {
-    let message = match Box::pin(uninstall(cx, target, last.clone())).await {
-        Ok(()) => {
+    let uninstalled = uninstall_with(&cx.object, target, last.clone(), DeletionWait::Requeue);
+    let message = match Box::pin(uninstalled).await {
+        Ok(UninstallProgress::Waiting(delay)) => {
+            // A hook runs or an object is still there: the next pass resumes this uninstall
+            // (see `uninstall_key`), the worker freed meanwhile.
+            let timeout = uninstall_timeout(&cx.object);
+            cx.look(&uninstall_key(&last), timeout, Vec::new);
+            return Ok(Progress::Pending(StepOutcome::pending(delay)));
+        }
+        Ok(UninstallProgress::Done) => {
             let message = format!(
                 "Helm uninstall remediation for release {} with chart {} succeeded",
                 status::full_name(&last),
@@ -229,6 +239,17 @@ pub(super) async fn uninstall_remediation(
     };
     tracing::info!(%message, "remediated");
     Ok(Progress::Continue)
+}
+
+/// The key of the wait of an uninstall remediation of `release` in flight.
+pub(super) fn uninstall_key(release: &Release) -> String {
+    format!("{}.v{}|uninstall", release.name, release.version)
+}
+
+/// The uninstall's timeout (its own, else `spec.timeout`).
+fn uninstall_timeout(object: &HelmRelease) -> std::time::Duration {
+    let spec = object.spec.uninstall.clone().unwrap_or_default();
+    action_timeout(object, spec.timeout.as_ref())
 }
 
 /// Whether `Remediated` already speaks of a remediation after `last` failed.

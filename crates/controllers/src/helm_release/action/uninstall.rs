@@ -11,7 +11,7 @@ use capstan_apply::{DeleteOptions, ObjectRef, ResourceManager};
 use capstan_helm::output::HookEvent;
 use capstan_helm::release::{HookPhase, Release, Status};
 
-use super::{Cx, Target, action_timeout, apply_options, deletable_objects, hooks};
+use super::{Target, action_timeout, apply_options, deletable_objects, hooks};
 
 /// How an uninstall waits for its objects to be gone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,16 +37,10 @@ pub(in crate::helm_release) enum UninstallProgress {
 /// gone, `post-delete` hooks, then the record `uninstalled` (kept with `keepHistory`, else
 /// every record deleted). As Helm, a deletion wait or `post-delete` hook that fails still
 /// uninstalls, and the errors are returned.
-pub(super) async fn uninstall(cx: &Cx, target: &Target, release: Release) -> Result<(), String> {
-    uninstall_with(&cx.object, target, release, DeletionWait::InPlace)
-        .await
-        .map(|_| ())
-}
-
-/// [`uninstall`] without a step context, waiting for the deletion as `wait` says. A record
-/// already `uninstalling` whose `pre-delete` hooks all succeeded since its deletion began
-/// continues that uninstall (its timeout counted from then): its objects are deleted again
-/// (those gone are skipped) and awaited; any other runs the uninstall from the start, as Helm.
+///
+/// Waits for hooks and the deletion as `wait` says. A record already `uninstalling` continues
+/// that uninstall (its timeout counted from its `deleted` time): hooks from the first not
+/// succeeded since, objects deleted again (those gone are skipped) and awaited.
 pub(in crate::helm_release) async fn uninstall_with(
     object: &HelmRelease,
     target: &Target,
