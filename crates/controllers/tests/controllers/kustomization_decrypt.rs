@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::Api;
 
 use crate::kustomize_support::{NAMESPACE, create_kustomization, setup, wait_ready};
-use crate::sops::AgeKey;
+use crate::sops::{AgeKey, PgpKey};
 
 const MARKER: &str = "decrypt-marker-91c2";
 
@@ -105,6 +105,38 @@ async fn decrypt_age_secret_and_dotenv_generator_apply() {
     );
     let status = serde_json::to_string(&object.status).unwrap();
     assert!(!status.contains(MARKER), "{status}");
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn decrypt_pgp_secret_applies() {
+    let key = PgpKey::generate();
+    let (env, _git, _controller, _) = setup(&[(
+        "apps/secret.enc.yaml",
+        &key.encrypt_secret(&secret_manifest()),
+    )])
+    .await;
+    env.create_secret(
+        NAMESPACE,
+        "sops-gpg",
+        &BTreeMap::from([("private.asc", key.armored.as_str())]),
+    )
+    .await;
+    create_kustomization(
+        &env,
+        "apps",
+        serde_json::json!({
+            "path": "./apps",
+            "decryption": {"provider": "sops", "secretRef": {"name": "sops-gpg"}},
+        }),
+    )
+    .await;
+    wait_ready(&env, "apps", "Ready=True", |s, _, _| s == "True").await;
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), NAMESPACE);
+    assert_eq!(
+        decoded(&secrets.get("db").await.unwrap(), "password"),
+        MARKER
+    );
     env.stop().await;
 }
 
