@@ -12,8 +12,7 @@
 //! copy is still being deleted). The caller records the release (the hook's `last_run` phase
 //! `Running`), frees the worker and calls [`step`] again later from that position with
 //! `resuming`, so a hook Job that runs for minutes holds no worker. [`run`] is the same loop
-//! polling in place, for the hooks of an uninstall inside a release action (an uninstall
-//! remediation, a release target change).
+//! polling in place, for the hooks of the uninstall of a release target change.
 //!
 //! # Guarantees
 //! - Positions index [`ordered`] (the hooks of the event, or the caller's selection of them),
@@ -201,7 +200,7 @@ pub async fn step(
 }
 
 /// Runs the hooks of `event` to the end, polling in place (bounded by `timeout`): for the
-/// hooks of an uninstall inside a release action.
+/// uninstall of a release target change.
 ///
 /// # Errors
 /// As [`step`].

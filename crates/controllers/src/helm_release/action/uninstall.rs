@@ -1,8 +1,9 @@
 //! Helm's uninstall: `pre-delete` hooks, the objects deleted with `uninstall.deletionPropagation`
 //! and (unless `uninstall.disableWait`) waited for until gone, `post-delete` hooks, the records
-//! `uninstalled` or purged (`uninstall.keepHistory`). A HelmRelease deletion runs it one pass per
-//! reconcile ([`DeletionWait::Requeue`]): a running hook or an object still there ends the pass
-//! and the next continues from the record (`uninstalling`, its `deleted` time and hook runs).
+//! `uninstalled` or purged (`uninstall.keepHistory`). A HelmRelease deletion and an uninstall
+//! remediation run it one pass at a time ([`DeletionWait::Requeue`]): a running hook or an
+//! object still there ends the pass and the next continues from the record (`uninstalling`, its
+//! `deleted` time and hook runs).
 
 use std::time::{Duration, Instant};
 
