@@ -443,6 +443,11 @@ impl Builder<'_> {
         generate::run_generators(self, target, &mut acc)?;
         acc.invalidate();
         for entry in &k.components {
+            if is_remote(entry) && self.options.remote.is_some() {
+                acc = self.accumulate_remote_component(target, entry, acc)?;
+                acc.invalidate();
+                continue;
+            }
             let dir = self.resolve_dir(target, entry, "components")?;
             let component = self.load_target(&dir, Some("components"))?;
             if component.kustomization.kind != "Component" {
@@ -674,6 +679,51 @@ impl Builder<'_> {
         field: &str,
         acc: &mut Accumulator,
     ) -> Result<(), Error> {
+        let sub_acc = self.in_remote(target, entry, field, |sub, base| {
+            if base.kustomization.kind == "Component" {
+                return Err(Error::invalid(
+                    &target.file,
+                    field,
+                    format!("expected kind != 'Component' for path '{entry}'"),
+                ));
+            }
+            sub.accumulate_target(&base, Accumulator::empty())
+        })?;
+        acc.merge(sub_acc, &format!("{field} '{entry}'"))
+            .map_err(|message| Error::transform(&target.file, field, message))
+    }
+
+    /// A remote `components:` entry, applied to `acc` as a local component is.
+    fn accumulate_remote_component(
+        &mut self,
+        target: &Target,
+        entry: &str,
+        acc: Accumulator,
+    ) -> Result<Accumulator, Error> {
+        self.in_remote(target, entry, "components", |sub, component| {
+            if component.kustomization.kind != "Component" {
+                return Err(Error::invalid(
+                    &component.file,
+                    "kind",
+                    format!(
+                        "expected kind 'Component' for path '{entry}' but got '{}'",
+                        component.kustomization.kind
+                    ),
+                ));
+            }
+            sub.accumulate_target(&component, acc)
+        })
+    }
+
+    /// Fetches the remote `entry` with the loader and runs `run` on the kustomization of the
+    /// directory it names, with a builder confined to the checkout.
+    fn in_remote<T>(
+        &mut self,
+        target: &Target,
+        entry: &str,
+        field: &str,
+        run: impl FnOnce(&mut Builder<'_>, Target) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let fetch_error = |message: String| Error::RemoteFetch {
             path: target.file.clone(),
             field: field.to_owned(),
@@ -710,20 +760,11 @@ impl Builder<'_> {
             stack: self.stack.clone(),
         };
         let result = sub.enter(&dir).and_then(|()| {
-            let base = sub.load_target(&dir, Some(field))?;
-            if base.kustomization.kind == "Component" {
-                return Err(Error::invalid(
-                    &target.file,
-                    field,
-                    format!("expected kind != 'Component' for path '{entry}'"),
-                ));
-            }
-            sub.accumulate_target(&base, Accumulator::empty())
+            let loaded = sub.load_target(&dir, Some(field))?;
+            run(&mut sub, loaded)
         });
         self.schemas = std::mem::take(&mut sub.schemas);
-        let sub_acc = result?;
-        acc.merge(sub_acc, &format!("{field} '{entry}'"))
-            .map_err(|message| Error::transform(&target.file, field, message))
+        result
     }
 }
 

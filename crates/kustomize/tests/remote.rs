@@ -45,7 +45,10 @@ fn setup(entry: &str) -> (tempfile::TempDir, Arc<Checkout>) {
                 "escape/kustomization.yaml",
                 "resources:\n- ../../secret.yaml\n",
             ),
-            ("component/kustomization.yaml", "kind: Component\n"),
+            (
+                "component/kustomization.yaml",
+                "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncommonLabels:\n  from: component\n",
+            ),
         ],
     );
     write(
@@ -127,4 +130,30 @@ fn fetch_failures_missing_directories_and_components_name_the_entry() {
         assert!(message.contains(entry), "{message}");
         assert!(message.contains(expected), "{message}");
     }
+}
+
+#[test]
+fn a_remote_component_applies_to_the_objects_of_the_kustomization() {
+    let (dir, loader) = setup("https://example.com/org/repo//base?ref=v1");
+    write(
+        &dir.path().join("app"),
+        &[(
+            "kustomization.yaml",
+            "resources:\n- https://example.com/org/repo//base?ref=v1\ncomponents:\n- https://example.com/org/repo//component?ref=v1\n",
+        )],
+    );
+    let objects = build(&dir.path().join("app"), &options(&loader)).unwrap();
+    assert_eq!(objects[0]["metadata"]["labels"]["from"], "component");
+    // A base that is not a Component is refused under `components:`.
+    write(
+        &dir.path().join("app"),
+        &[(
+            "kustomization.yaml",
+            "components:\n- https://example.com/org/repo//base?ref=v1\n",
+        )],
+    );
+    let message = build(&dir.path().join("app"), &options(&loader))
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("expected kind 'Component'"), "{message}");
 }
