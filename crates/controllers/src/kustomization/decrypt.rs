@@ -11,7 +11,8 @@
 //!   `envs`/`files`, patches, and encrypted Secret manifests, which sops wrote whole;
 //! - after the build, a Secret that still carries a `sops` block (from a base read another way)
 //!   is decrypted; its MAC is not checked there, since the build changed what it covers
-//!   (namespace, labels), as kustomize-controller does by default.
+//!   (namespace, labels), as kustomize-controller does by default. A Secret whose `data` values
+//!   are whole sops-encrypted files (base64) has those values decrypted.
 //!
 //! Errors name the file (relative to the source) or the object, and the key recipients; a
 //! decrypted value never reaches an error, a log line or an event.
@@ -24,6 +25,7 @@ use std::sync::Arc;
 use capstan_api::Kustomization;
 use capstan_kustomize::{DiskFs, FileSystem};
 use capstan_sops::{Format, Keys};
+use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::DynamicObject;
 use kube::{Api, Client, ResourceExt};
@@ -116,33 +118,63 @@ pub(super) fn render(
 }
 
 /// Decrypts a built `v1` Secret with a top-level `sops` block (MAC not checked: the build
-/// changed what it covers); other objects are left alone.
+/// changed what it covers), or, as Flux does, the `data` values of a Secret that are whole
+/// sops-encrypted files (YAML, JSON, dotenv, INI; written back in their own format, MAC
+/// checked); other objects are left alone.
 fn decrypt_object(value: &mut serde_json::Value, keys: &Keys) -> Result<(), DecryptError> {
     let is_secret = value.get("apiVersion").and_then(|v| v.as_str()) == Some("v1")
         && value.get("kind").and_then(|v| v.as_str()) == Some("Secret");
-    if !is_secret || !value.get("sops").is_some_and(serde_json::Value::is_object) {
+    if !is_secret {
         return Ok(());
     }
-    let decrypted = capstan_sops::decrypt_document(value, keys, false).map_err(|source| {
-        let metadata = value.get("metadata");
-        let field = |name: &str| {
-            metadata
-                .and_then(|m| m.get(name))
-                .and_then(|v| v.as_str())
-                .unwrap_or_default()
-                .to_string()
+    let object = describe_secret(value);
+    if value.get("sops").is_some_and(serde_json::Value::is_object) {
+        *value = capstan_sops::decrypt_document(value, keys, false)
+            .map_err(|source| DecryptError::Object { object, source })?;
+        return Ok(());
+    }
+    let Some(data) = value
+        .get_mut("data")
+        .and_then(serde_json::Value::as_object_mut)
+    else {
+        return Ok(());
+    };
+    for (key, encoded) in data.iter_mut() {
+        let Ok(ByteString(bytes)) = serde_json::from_value::<ByteString>(encoded.clone()) else {
+            continue;
         };
-        let namespace = field("namespace");
-        let name = field("name");
-        let object = if namespace.is_empty() {
-            format!("Secret/{name}")
-        } else {
-            format!("Secret/{namespace}/{name}")
+        let format = [Format::Json, Format::Yaml, Format::Dotenv, Format::Ini]
+            .into_iter()
+            .find(|format| capstan_sops::is_encrypted(&bytes, *format));
+        let Some(format) = format else {
+            continue;
         };
-        DecryptError::Object { object, source }
-    })?;
-    *value = decrypted;
+        let plain =
+            capstan_sops::decrypt(&bytes, format, keys).map_err(|source| DecryptError::Object {
+                object: format!("{object} data '{key}'"),
+                source,
+            })?;
+        *encoded = serde_json::to_value(ByteString(plain)).unwrap_or_default();
+    }
     Ok(())
+}
+
+/// `Secret/[<namespace>/]<name>` of a built Secret.
+fn describe_secret(value: &serde_json::Value) -> String {
+    let field = |name: &str| {
+        value
+            .get("metadata")
+            .and_then(|m| m.get(name))
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (namespace, name) = (field("namespace"), field("name"));
+    if namespace.is_empty() {
+        format!("Secret/{name}")
+    } else {
+        format!("Secret/{namespace}/{name}")
+    }
 }
 
 /// A file system handing sops-encrypted files to the engine decrypted (MAC verified); other

@@ -20,7 +20,7 @@ fn secret_manifest() -> String {
 
 fn kustomization_yaml() -> String {
     format!(
-        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: {NAMESPACE}\nresources:\n- secret.enc.yaml\n- config.yaml\nsecretGenerator:\n- name: app-env\n  envs:\n  - app.enc.env\n  options:\n    disableNameSuffixHash: true\n- name: app-files\n  files:\n  - settings.json=settings.enc.json\n  - plain.txt\n  options:\n    disableNameSuffixHash: true\n"
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: {NAMESPACE}\nresources:\n- secret.enc.yaml\n- config.yaml\n- wrapped.yaml\nsecretGenerator:\n- name: app-env\n  envs:\n  - app.enc.env\n  options:\n    disableNameSuffixHash: true\n- name: app-files\n  files:\n  - settings.json=settings.enc.json\n  - plain.txt\n  options:\n    disableNameSuffixHash: true\n"
     )
 }
 
@@ -53,7 +53,18 @@ fn files(key: &AgeKey) -> Vec<(String, String)> {
             ),
         ),
         ("apps/plain.txt".into(), "not encrypted\n".into()),
+        ("apps/wrapped.yaml".into(), wrapped_secret(key)),
     ]
+}
+
+/// A plain Secret whose `data` value is a whole sops-encrypted dotenv file (base64).
+fn wrapped_secret(key: &AgeKey) -> String {
+    let encrypted = key.encrypt("inner.env", &format!("INNER={MARKER}\n"), &[]);
+    let value = serde_json::to_value(k8s_openapi::ByteString(encrypted.into_bytes())).unwrap();
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: wrapped\n  namespace: {NAMESPACE}\ndata:\n  inner.env: {}\n",
+        value.as_str().unwrap()
+    )
 }
 
 fn decoded(secret: &Secret, key: &str) -> String {
@@ -98,6 +109,8 @@ async fn decrypt_age_secret_and_dotenv_generator_apply() {
         serde_json::from_str(&decoded(&app_files, "settings.json")).unwrap();
     assert_eq!(settings["token"], MARKER);
     assert_eq!(decoded(&app_files, "plain.txt"), "not encrypted\n");
+    let wrapped = secrets.get("wrapped").await.unwrap();
+    assert_eq!(decoded(&wrapped, "inner.env"), format!("INNER={MARKER}\n"));
     let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
     assert_eq!(
         config_maps.get("plain").await.unwrap().data.unwrap()["env"],
