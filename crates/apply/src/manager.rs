@@ -702,8 +702,7 @@ impl ResourceManager {
             propagation_policy: Some(options.propagation.clone()),
             ..DeleteParams::default()
         };
-        match api.delete(&reference.name, &params).await
-        {
+        match api.delete(&reference.name, &params).await {
             Ok(_) => {}
             Err(e) if is_not_found(&e) => return Ok(None),
             Err(e) => return Err(fail(api_message(&e))),

@@ -38,6 +38,7 @@ fn failure(note: &str) -> Event {
 }
 
 #[tokio::test]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn recorder_events_show_in_kubectl_get_events_and_describe() {
     let c = TestCluster::start().await;
     let reference = configmap_reference(&c, "team", "app").await;
