@@ -1086,6 +1086,25 @@ pub(crate) fn parse(text: &str) -> Result<serde_json::Value, Error> {
 /// their names, as Go's JSON decoder finds struct fields) are converted; every other value of
 /// the top map and of `metadata` is `null`.
 pub(crate) fn parse_head(text: &str) -> Result<serde_json::Value, Error> {
+    if let Some(head) = fast::head(text) {
+        let head = to_json_head(head, HeadLevel::Top);
+        // Debug builds (the tests, the fuzz targets) check the fast path against the full one.
+        #[cfg(debug_assertions)]
+        {
+            let full = full_head(text);
+            assert!(
+                matches!((&head, &full), (Ok(a), Ok(b)) if a == b)
+                    || matches!((&head, &full), (Err(a), Err(b)) if a.message == b.message),
+                "the fast head reader disagrees with the full one on {text:?}"
+            );
+        }
+        return head;
+    }
+    full_head(text)
+}
+
+/// [`parse_head`] through the full reader.
+fn full_head(text: &str) -> Result<serde_json::Value, Error> {
     match decode_document(text)? {
         Some(go) => to_json_head(go, HeadLevel::Top),
         None => Ok(serde_json::Value::Null),
@@ -1148,6 +1167,8 @@ fn decode_document(text: &str) -> Result<Option<Go>, Error> {
     }
     Ok(Some(go))
 }
+
+mod fast;
 
 #[cfg(test)]
 mod tests;
