@@ -323,6 +323,8 @@ pub async fn run(args: &HelmArgs) -> anyhow::Result<ExitCode> {
         HelmCommand::Template(template) => {
             let cwd = std::env::current_dir()?;
             let result = template.template().execute(&cwd, &mut Env::new());
+            // The process ends after this render: its caches need not be freed.
+            capstan_helm::leak_thread_caches();
             let mut stdout = std::io::stdout().lock();
             match result {
                 Ok(rendered) => {

@@ -41,7 +41,9 @@ fn main() -> std::process::ExitCode {
         println!("median of {rounds}: {:.3} ms", times[rounds / 2] * 1e3);
         return std::process::ExitCode::SUCCESS;
     }
-    match template.execute(cwd, &mut Env::new()) {
+    let result = template.execute(cwd, &mut Env::new());
+    capstan_helm::leak_thread_caches();
+    match result {
         Ok(rendered) => {
             print!("{}", rendered.stdout);
             std::process::ExitCode::SUCCESS

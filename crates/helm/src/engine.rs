@@ -82,6 +82,23 @@ pub fn render(
     render_values(&chart, values, options, capabilities, env)
 }
 
+/// [`render`] of a chart the caller gives up, returning the chart as prepared (dependencies
+/// processed: disabled subcharts out, aliases in) with the rendered files.
+pub fn render_owned(
+    chart: Chart,
+    values: &serde_json::Map<String, serde_json::Value>,
+    options: &Options,
+    env: &mut Env,
+) -> Result<(BTreeMap<String, String>, Chart), Error> {
+    let capabilities = Capabilities::new(options.kube_version.as_deref(), &options.api_versions)
+        .map_err(Error::new)?;
+    let (chart, values) =
+        crate::chart::prepare_owned(chart, values).map_err(|e| Error::new(e.message))?;
+    let values = Value::from_json(&serde_json::Value::Object(values));
+    let files = render_values(&chart, values, options, capabilities, env)?;
+    Ok((files, chart))
+}
+
 /// Renders an already prepared chart (dependencies processed, `values` coalesced and
 /// validated): Helm's `engine.Render` proper.
 pub fn render_values(

@@ -26,6 +26,16 @@ pub mod template;
 pub mod value;
 pub mod yaml;
 
+/// Leaks the calling thread's caches (parsed templates, values files, `Chart.yaml` files,
+/// subchart archives, compiled schemas) instead of freeing them when the thread ends: for a
+/// process about to exit, such as `capstan helm template`, where freeing a large chart's
+/// thousands of parse-tree nodes one by one is wasted time. Later renders on the thread
+/// start with empty caches.
+pub fn leak_thread_caches() {
+    template::leak_cache();
+    chart::leak_caches();
+}
+
 pub use value::Value;
 
 /// Answers Helm's `lookup apiVersion kind namespace name`: the object (or, with an empty name,

@@ -791,13 +791,24 @@ impl Template {
         values: &serde_json::Map<String, serde_json::Value>,
         env: &mut Env,
     ) -> Result<Rendered, Error> {
+        self.run_chart(release_name, std::borrow::Cow::Borrowed(chart), values, env)
+    }
+
+    /// [`Template::run`] of a borrowed chart (copied for rendering) or an owned one.
+    fn run_chart(
+        &self,
+        release_name: &str,
+        chart: std::borrow::Cow<'_, Chart>,
+        values: &serde_json::Map<String, serde_json::Value>,
+        env: &mut Env,
+    ) -> Result<Rendered, Error> {
         if !matches!(chart.metadata.chart_type.as_str(), "" | "application") {
             return Err(Error::new(format!(
                 "{} charts are not installable",
                 chart.metadata.chart_type
             )));
         }
-        check_dependencies(chart)?;
+        check_dependencies(&chart)?;
         if release_name.is_empty() {
             return Err(Error::new(
                 "release name check failed: release name \"\": no name provided",
@@ -826,25 +837,24 @@ impl Template {
             kube_version: self.kube_version.clone(),
             api_versions,
         };
-        check_kube_version(chart, options.kube_version.as_deref())
+        check_kube_version(&chart, options.kube_version.as_deref())
             .map_err(|e| self.with_hint(e))?;
-        let files = engine::render(chart, values, &options, env).map_err(|e| {
-            let message = e.message;
-            // Errors before the render (dependencies, schema) have no release to show;
-            // everything after gets Helm's hint.
-            if message.starts_with("chart dependencies processing failed")
-                || message.starts_with("values don't meet the specifications")
-            {
-                Error::new(message)
-            } else {
-                self.with_hint(message)
-            }
-        })?;
-        let (files, notes) = without_notes(&chart.metadata.name, files);
+        let (files, processed) = engine::render_owned(chart.into_owned(), values, &options, env)
+            .map_err(|e| {
+                let message = e.message;
+                // Errors before the render (dependencies, schema) have no release to show;
+                // everything after gets Helm's hint.
+                if message.starts_with("chart dependencies processing failed")
+                    || message.starts_with("values don't meet the specifications")
+                {
+                    Error::new(message)
+                } else {
+                    self.with_hint(message)
+                }
+            })?;
+        let (files, notes) = without_notes(&processed.metadata.name, files);
         let crds = if self.print.include_crds {
             // Helm lists the CRDs of the processed chart: disabled subcharts out, aliases in.
-            let (processed, _) =
-                crate::chart::prepare(chart, values).map_err(|e| Error::new(e.message))?;
             crd_objects(&processed)
         } else {
             Vec::new()
@@ -887,7 +897,7 @@ impl Template {
         }
         let values = self.values(cwd, &|source, values| apply_set(cwd, source, values))?;
         let chart = load_chart(&chart_path)?;
-        self.run(&name, &chart, &values, env)
+        self.run_chart(&name, std::borrow::Cow::Owned(chart), &values, env)
     }
 
     /// Reads `helm template`'s command line (without the `template` word): Helm's flag

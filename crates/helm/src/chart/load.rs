@@ -74,6 +74,21 @@ impl<T: Clone> Cache<T> {
 /// A loaded subchart archive: the chart, and what its archives decompressed in all.
 type LoadedArchive = (Chart, u64);
 
+/// Leaks the thread's values, `Chart.yaml` and archive caches (see
+/// [`crate::leak_thread_caches`]).
+pub(super) fn leak_caches() {
+    fn leak<T: Default>(cache: &'static std::thread::LocalKey<RefCell<T>>) {
+        let _ = cache.try_with(|cache| {
+            if let Ok(mut cache) = cache.try_borrow_mut() {
+                std::mem::forget(std::mem::take(&mut *cache));
+            }
+        });
+    }
+    leak(&VALUES);
+    leak(&METADATA);
+    leak(&ARCHIVES);
+}
+
 thread_local! {
     /// Parsed `values.yaml` files by their bytes.
     static VALUES: RefCell<Cache<super::values::Values>> = RefCell::default();

@@ -23,6 +23,12 @@
 //! ```
 
 mod dependencies;
+
+/// Leaks the thread's chart caches (see [`crate::leak_thread_caches`]).
+pub(crate) fn leak_caches() {
+    load::leak_caches();
+    schema::leak_cache();
+}
 mod ignore;
 mod load;
 mod metadata;
@@ -59,7 +65,11 @@ impl Error {
 /// checked against each chart's `values.schema.json`. Returns the processed chart and the
 /// values `.Values` holds at the top.
 pub fn prepare(chart: &Chart, user_values: &Values) -> Result<(Chart, Values), Error> {
-    let mut chart = chart.clone();
+    prepare_owned(chart.clone(), user_values)
+}
+
+/// [`prepare`] of a chart the caller gives up (no copy of its files is made).
+pub fn prepare_owned(mut chart: Chart, user_values: &Values) -> Result<(Chart, Values), Error> {
     dependencies::process(&mut chart, user_values).map_err(Error::new)?;
     let values = coalesce_values(&chart, user_values).map_err(Error::new)?;
     if let Some(message) = schema::validate_chart(&chart, &values, 0) {

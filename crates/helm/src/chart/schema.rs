@@ -41,6 +41,15 @@ const SCHEMA_CACHE_SIZE: usize = 32;
 /// The largest schema text kept compiled (bigger ones are compiled at each use).
 const SCHEMA_CACHE_MAX_TEXT: usize = 1 << 20;
 
+/// Leaks the thread's compiled schemas (see [`crate::leak_thread_caches`]).
+pub(super) fn leak_cache() {
+    let _ = SCHEMAS.try_with(|cache| {
+        if let Ok(mut cache) = cache.try_borrow_mut() {
+            std::mem::forget(std::mem::take(&mut *cache));
+        }
+    });
+}
+
 thread_local! {
     /// Compiled validators by schema text: compiling a schema (and checking it against its
     /// metaschema) costs more than validating, and a process renders the same charts again

@@ -243,6 +243,16 @@ thread_local! {
     static PARSES: std::cell::RefCell<ParseCache> = std::cell::RefCell::default();
 }
 
+/// Leaks the thread's parse cache (see [`crate::leak_thread_caches`]).
+pub(crate) fn leak_cache() {
+    // A thread already tearing its locals down has nothing left to leak.
+    let _ = PARSES.try_with(|cache| {
+        if let Ok(mut cache) = cache.try_borrow_mut() {
+            std::mem::forget(std::mem::take(&mut *cache));
+        }
+    });
+}
+
 /// The trees of `text` parsed as `name` against `funcs`, from the thread's cache when it was
 /// parsed before against the same (live) function map.
 fn parsed(funcs: &Rc<FuncMap>, name: &str, text: &str) -> Result<Rc<[Rc<parse::Tree>]>, String> {
