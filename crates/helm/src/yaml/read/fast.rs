@@ -311,7 +311,6 @@ impl<'a> Scanner<'a> {
             let (text, quoted, rest) = key(content)??;
             let key = key_value(text, quoted, decode)?;
             let wanted = match want {
-                Want::Check => Want::Check,
                 Want::Top if quoted.is_some() || matches!(key, Go::Str(_)) => {
                     if text.eq_ignore_ascii_case("apiVersion") || text.eq_ignore_ascii_case("kind")
                     {
@@ -388,14 +387,11 @@ impl<'a> Scanner<'a> {
             } else {
                 key(item)?
             };
-            match entry {
-                Some(_) => {
-                    self.mapping(column, item, Want::Check)?;
-                }
-                None => {
-                    self.value(indent, item, Want::Check, false)?;
-                    self.at += 1;
-                }
+            if entry.is_some() {
+                self.mapping(column, item, Want::Check)?;
+            } else {
+                self.value(indent, item, Want::Check, false)?;
+                self.at += 1;
             }
             match self.after_node(indent)? {
                 Next::Same => {}
