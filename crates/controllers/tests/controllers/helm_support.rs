@@ -26,9 +26,16 @@ pub(crate) struct HelmController {
 }
 
 impl HelmController {
+    /// The controller with the default number of workers.
     pub(crate) fn start(env: &Env) -> Self {
+        Self::with_workers(env, RuntimeConfig::default().concurrency)
+    }
+
+    /// The controller with `workers` workers.
+    pub(crate) fn with_workers(env: &Env, workers: u16) -> Self {
         let shutdown = CancellationToken::new();
         let config = RuntimeConfig {
+            concurrency: workers,
             backoff_base: Duration::from_millis(200),
             backoff_max: Duration::from_secs(2),
             ..RuntimeConfig::default()
@@ -51,6 +58,7 @@ impl Drop for HelmController {
 pub(crate) struct ReleaseEnv {
     pub(crate) env: Env,
     pub(crate) registry: Registry,
+    workers: u16,
     controller: Option<HelmController>,
 }
 
@@ -64,13 +72,19 @@ impl std::ops::Deref for ReleaseEnv {
 
 impl ReleaseEnv {
     pub(crate) async fn start() -> Self {
+        Self::with_workers(RuntimeConfig::default().concurrency).await
+    }
+
+    /// [`ReleaseEnv::start`] with a controller of `workers` workers.
+    pub(crate) async fn with_workers(workers: u16) -> Self {
         let env = Env::start().await;
         env.namespace(NAMESPACE).await;
         let registry = Registry::start().await;
-        let controller = Some(HelmController::start(&env));
+        let controller = Some(HelmController::with_workers(&env, workers));
         Self {
             env,
             registry,
+            workers,
             controller,
         }
     }
@@ -83,7 +97,7 @@ impl ReleaseEnv {
     /// Starts a new HelmRelease controller (stopping the running one).
     pub(crate) fn restart_controller(&mut self) {
         self.controller = None;
-        self.controller = Some(HelmController::start(&self.env));
+        self.controller = Some(HelmController::with_workers(&self.env, self.workers));
     }
 
     /// The objects of kind `K` in [`NAMESPACE`].
@@ -242,13 +256,19 @@ impl ReleaseEnv {
 
     /// The statuses of the release's records, oldest first, as Helm's storage holds them.
     pub(crate) async fn records(&self, name: &str) -> Vec<(i64, Status)> {
+        self.stored(name)
+            .await
+            .iter()
+            .map(|r| (r.version, r.status()))
+            .collect()
+    }
+
+    /// The records of the release `name`, oldest first, as Helm's storage holds them.
+    pub(crate) async fn stored(&self, name: &str) -> Vec<Release> {
         HelmStorage::new(self.client.clone(), NAMESPACE)
             .history(name)
             .await
             .unwrap()
-            .iter()
-            .map(|r| (r.version, r.status()))
-            .collect()
     }
 
     /// Revision `version` of the release `name` as Helm's storage holds it.
