@@ -7,8 +7,11 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::Api;
 
-use crate::kustomize_support::{NAMESPACE, create_kustomization, setup, wait_ready};
+use crate::kustomize_support::{
+    KustomizeController, NAMESPACE, create_kustomization, setup, wait_ready,
+};
 use crate::sops::{AgeKey, PgpKey};
+use crate::support::{Env, GitServer};
 
 const MARKER: &str = "decrypt-marker-91c2";
 
@@ -67,6 +70,40 @@ fn wrapped_secret(key: &AgeKey) -> String {
     )
 }
 
+/// The environment of [`setup`] with the repository of `files`, and the Kustomization `apps`
+/// of `./apps` decrypting with sops, with the keys of the Secret `secret_ref` when given (the
+/// Secret created first holding `keys`, unless those are none).
+async fn decrypting<P: AsRef<str>, C: AsRef<str>>(
+    files: &[(P, C)],
+    secret_ref: Option<&str>,
+    keys: &[(&str, &str)],
+) -> (Env, GitServer, KustomizeController) {
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_ref(), c.as_ref()))
+        .collect();
+    let (env, git, controller, _) = setup(&borrowed).await;
+    let mut decryption = serde_json::json!({"provider": "sops"});
+    if let Some(name) = secret_ref {
+        if !keys.is_empty() {
+            env.create_secret(
+                NAMESPACE,
+                name,
+                &keys.iter().copied().collect::<BTreeMap<_, _>>(),
+            )
+            .await;
+        }
+        decryption["secretRef"] = serde_json::json!({"name": name});
+    }
+    create_kustomization(
+        &env,
+        "apps",
+        serde_json::json!({"path": "./apps", "decryption": decryption}),
+    )
+    .await;
+    (env, git, controller)
+}
+
 fn decoded(secret: &Secret, key: &str) -> String {
     let data = secret.data.as_ref().expect("data");
     String::from_utf8(data[key].0.clone()).unwrap()
@@ -75,25 +112,10 @@ fn decoded(secret: &Secret, key: &str) -> String {
 #[tokio::test]
 async fn decrypt_age_secret_and_dotenv_generator_apply() {
     let key = AgeKey::generate();
-    let files = files(&key);
-    let borrowed: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
-    let (env, _git, _controller, _) = setup(&borrowed).await;
-    env.create_secret(
-        NAMESPACE,
-        "sops-keys",
-        &BTreeMap::from([("identity.agekey", key.identity.as_str())]),
-    )
-    .await;
-    create_kustomization(
-        &env,
-        "apps",
-        serde_json::json!({
-            "path": "./apps",
-            "decryption": {"provider": "sops", "secretRef": {"name": "sops-keys"}},
-        }),
+    let (env, _git, _controller) = decrypting(
+        &files(&key),
+        Some("sops-keys"),
+        &[("identity.agekey", key.identity.as_str())],
     )
     .await;
     let object = wait_ready(&env, "apps", "Ready=True", |s, _, _| s == "True").await;
@@ -124,24 +146,13 @@ async fn decrypt_age_secret_and_dotenv_generator_apply() {
 #[tokio::test]
 async fn decrypt_pgp_secret_applies() {
     let key = PgpKey::generate();
-    let (env, _git, _controller, _) = setup(&[(
-        "apps/secret.enc.yaml",
-        &key.encrypt_secret(&secret_manifest()),
-    )])
-    .await;
-    env.create_secret(
-        NAMESPACE,
-        "sops-gpg",
-        &BTreeMap::from([("private.asc", key.armored.as_str())]),
-    )
-    .await;
-    create_kustomization(
-        &env,
-        "apps",
-        serde_json::json!({
-            "path": "./apps",
-            "decryption": {"provider": "sops", "secretRef": {"name": "sops-gpg"}},
-        }),
+    let (env, _git, _controller) = decrypting(
+        &[(
+            "apps/secret.enc.yaml",
+            key.encrypt_secret(&secret_manifest()),
+        )],
+        Some("sops-gpg"),
+        &[("private.asc", key.armored.as_str())],
     )
     .await;
     wait_ready(&env, "apps", "Ready=True", |s, _, _| s == "True").await;
@@ -157,25 +168,10 @@ async fn decrypt_pgp_secret_applies() {
 async fn decrypt_with_a_wrong_key_fails_naming_the_file() {
     let owner = AgeKey::generate();
     let other = AgeKey::generate();
-    let files = files(&owner);
-    let borrowed: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
-    let (env, _git, _controller, _) = setup(&borrowed).await;
-    env.create_secret(
-        NAMESPACE,
-        "sops-keys",
-        &BTreeMap::from([("other.agekey", other.identity.as_str())]),
-    )
-    .await;
-    create_kustomization(
-        &env,
-        "apps",
-        serde_json::json!({
-            "path": "./apps",
-            "decryption": {"provider": "sops", "secretRef": {"name": "sops-keys"}},
-        }),
+    let (env, _git, _controller) = decrypting(
+        &files(&owner),
+        Some("sops-keys"),
+        &[("other.agekey", other.identity.as_str())],
     )
     .await;
     let object = wait_ready(&env, "apps", "Ready=False", |s, _, _| s == "False").await;
@@ -194,13 +190,8 @@ async fn decrypt_with_a_wrong_key_fails_naming_the_file() {
 
 #[tokio::test]
 async fn decrypt_set_on_a_tree_without_encrypted_files_applies_it() {
-    let (env, _git, _controller, _) = setup(&[("apps/config.yaml", &config_yaml())]).await;
-    create_kustomization(
-        &env,
-        "apps",
-        serde_json::json!({"path": "./apps", "decryption": {"provider": "sops"}}),
-    )
-    .await;
+    let (env, _git, _controller) =
+        decrypting(&[("apps/config.yaml", config_yaml())], None, &[]).await;
     wait_ready(&env, "apps", "Ready=True", |s, _, _| s == "True").await;
     let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
     assert!(config_maps.get_opt("plain").await.unwrap().is_some());
@@ -209,14 +200,10 @@ async fn decrypt_set_on_a_tree_without_encrypted_files_applies_it() {
 
 #[tokio::test]
 async fn decrypt_without_the_key_secret_fails_naming_it() {
-    let (env, _git, _controller, _) = setup(&[("apps/config.yaml", &config_yaml())]).await;
-    create_kustomization(
-        &env,
-        "apps",
-        serde_json::json!({
-            "path": "./apps",
-            "decryption": {"provider": "sops", "secretRef": {"name": "missing-keys"}},
-        }),
+    let (env, _git, _controller) = decrypting(
+        &[("apps/config.yaml", config_yaml())],
+        Some("missing-keys"),
+        &[],
     )
     .await;
     let object = wait_ready(&env, "apps", "Ready=False", |s, _, _| s == "False").await;
