@@ -211,6 +211,17 @@ fn ready_false(object: &DynamicObject) -> bool {
         })
 }
 
+/// The message of the Ready condition of `object` (as JSON text).
+fn ready_message(object: &DynamicObject) -> String {
+    object.data["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap()["message"]
+        .to_string()
+}
+
 /// Waits until every `(resource, name)` has failed (Ready=False): its failure path ran.
 async fn wait_all_failed(env: &Env, objects: &[(ApiResource, &str)]) {
     for (resource, name) in objects {
@@ -636,14 +647,7 @@ async fn no_secret_reaches_conditions_events_or_logs() {
     // control plane's decoding error, which names the offset only.
     let applied: Api<DynamicObject> =
         Api::namespaced_with(env.client.clone(), NAMESPACE, &kustomization_resource());
-    let object = applied.get("subst-b64").await.unwrap();
-    let message = object.data["status"]["conditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["type"] == "Ready")
-        .unwrap()["message"]
-        .to_string();
+    let message = ready_message(&applied.get("subst-b64").await.unwrap());
     assert!(
         message.contains("illegal base64 data at input byte 2"),
         "{message}"
@@ -666,14 +670,7 @@ async fn no_secret_reaches_conditions_events_or_logs() {
         ),
         ("sops-apply", "illegal base64 data at input byte"),
     ] {
-        let object = applied.get(name).await.unwrap();
-        let message = object.data["status"]["conditions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["type"] == "Ready")
-            .unwrap()["message"]
-            .to_string();
+        let message = ready_message(&applied.get(name).await.unwrap());
         assert!(message.contains(expected), "{name}: {message}");
     }
 
@@ -685,14 +682,7 @@ async fn no_secret_reaches_conditions_events_or_logs() {
         ("values-schema", "replicas"),
         ("release-kubeconfig", "Unauthorized"),
     ] {
-        let object = releases.get(name).await.unwrap();
-        let message = object.data["status"]["conditions"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["type"] == "Ready")
-            .unwrap()["message"]
-            .to_string();
+        let message = ready_message(&releases.get(name).await.unwrap());
         assert!(message.contains(expected), "{name}: {message}");
     }
 
