@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::kustomize_support::{
     KustomizeController, NAMESPACE, create_kustomization, kustomizations, request_reconcile,
-    wait_ready, wait_source_revision,
+    serve_source, wait_ready,
 };
 use capstan_testkit::git;
 
@@ -72,8 +72,8 @@ async fn remote_bases_are_fetched_at_their_ref_and_refused_under_no_remote_bases
 
     // The source: a kustomization with the remote base and a local file.
     let entry = format!("{}//base?ref=v1", remote.url());
-    let upstream = GitServer::start().await;
-    let commit = upstream.commit(
+    let _upstream = serve_source(
+        &env,
         &[
             (
                 "app/kustomization.yaml",
@@ -81,15 +81,8 @@ async fn remote_bases_are_fetched_at_their_ref_and_refused_under_no_remote_bases
             ),
             ("app/local.yaml", &config_map("local-settings", "here")),
         ],
-        "first",
-    );
-    env.create_git_repository(
-        NAMESPACE,
-        "repo",
-        serde_json::json!({"url": upstream.url(), "interval": "10m", "ref": {"branch": "main"}}),
     )
     .await;
-    wait_source_revision(&env, &format!("main@sha1:{commit}")).await;
 
     // Refused: the message names the kustomization file and the entry.
     let refusing = NoRemoteBases::start(&env);
@@ -151,21 +144,14 @@ async fn a_remote_base_at_a_missing_ref_fails_naming_the_entry() {
     let remote = GitServer::start().await;
     remote.commit(&[("base/kustomization.yaml", "resources: []\n")], "first");
     let entry = format!("{}//base?ref=no-such-tag", remote.url());
-    let upstream = GitServer::start().await;
-    let commit = upstream.commit(
+    let _upstream = serve_source(
+        &env,
         &[(
             "app/kustomization.yaml",
             &format!("resources:\n- {entry}\n"),
         )],
-        "first",
-    );
-    env.create_git_repository(
-        NAMESPACE,
-        "repo",
-        serde_json::json!({"url": upstream.url(), "interval": "10m", "ref": {"branch": "main"}}),
     )
     .await;
-    wait_source_revision(&env, &format!("main@sha1:{commit}")).await;
     let _controller = KustomizeController::start(&env);
     create_kustomization(
         &env,

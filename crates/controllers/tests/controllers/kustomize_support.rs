@@ -88,6 +88,14 @@ pub(crate) fn deployment(image: &str, annotations: &str) -> String {
 pub(crate) async fn setup(files: &[(&str, &str)]) -> (Env, GitServer, KustomizeController, String) {
     let env = Env::start().await;
     env.namespace(NAMESPACE).await;
+    let (upstream, commit) = serve_source(&env, files).await;
+    let controller = KustomizeController::start(&env);
+    (env, upstream, controller, commit)
+}
+
+/// A Git server with `files` (one commit on `main`) and the GitRepository `repo` of it, waited
+/// for until its artifact is that commit; returns the server and the commit.
+pub(crate) async fn serve_source(env: &Env, files: &[(&str, &str)]) -> (GitServer, String) {
     let upstream = GitServer::start().await;
     let commit = upstream.commit(files, "first");
     env.create_git_repository(
@@ -96,9 +104,8 @@ pub(crate) async fn setup(files: &[(&str, &str)]) -> (Env, GitServer, KustomizeC
         serde_json::json!({"url": upstream.url(), "interval": "10m", "ref": {"branch": "main"}}),
     )
     .await;
-    wait_source_revision(&env, &format!("main@sha1:{commit}")).await;
-    let controller = KustomizeController::start(&env);
-    (env, upstream, controller, commit)
+    wait_source_revision(env, &format!("main@sha1:{commit}")).await;
+    (upstream, commit)
 }
 
 pub(crate) async fn wait_source_revision(env: &Env, revision: &str) {
