@@ -47,24 +47,20 @@ pub(super) fn failure_count(cx: &Cx, action: ReleaseAction) -> i64 {
 /// `(retries, remediateLastFailure)` of `action`'s remediation (Flux's defaults: 0 retries;
 /// an install's last failure is not remediated, an upgrade's is when retries are set).
 pub(super) fn remediation_of(object: &HelmRelease, action: ReleaseAction) -> (i64, bool) {
-    let (retries, last) = match action {
-        ReleaseAction::Install => object
-            .spec
+    let spec = &object.spec;
+    let remediation = match action {
+        ReleaseAction::Install => spec
             .install
             .as_ref()
             .and_then(|i| i.remediation.as_ref())
-            .map_or((0, None), |r| {
-                (r.retries.unwrap_or(0), r.remediate_last_failure)
-            }),
-        ReleaseAction::Upgrade => object
-            .spec
+            .map(|r| (r.retries, r.remediate_last_failure)),
+        ReleaseAction::Upgrade => spec
             .upgrade
             .as_ref()
             .and_then(|u| u.remediation.as_ref())
-            .map_or((0, None), |r| {
-                (r.retries.unwrap_or(0), r.remediate_last_failure)
-            }),
+            .map(|r| (r.retries, r.remediate_last_failure)),
     };
+    let (retries, last) = remediation.map_or((0, None), |(r, last)| (r.unwrap_or(0), last));
     let default = action == ReleaseAction::Upgrade && retries > 0;
     (retries, last.unwrap_or(default))
 }
@@ -204,41 +200,45 @@ pub(super) async fn uninstall_remediation(
             cx.look(&uninstall_key(&last), timeout, Vec::new);
             return Ok(Progress::Pending(StepOutcome::pending(delay)));
         }
-        Ok(UninstallProgress::Done) => {
-            let message = format!(
-                "Helm uninstall remediation for release {} with chart {} succeeded",
-                status::full_name(&last),
-                status::versioned_chart(&last)
-            );
-            set(
-                cx,
-                condition::REMEDIATED,
-                true,
-                reason::UNINSTALL_SUCCEEDED,
-                &message,
-            );
-            event(cx, EventType::Normal, reason::UNINSTALL_SUCCEEDED, &message).await;
-            message
-        }
+        Ok(UninstallProgress::Done) => uninstall_remediated(cx, &last, None).await,
         Err(error) => {
-            let message = format!(
-                "Helm uninstall remediation for release {} with chart {} failed: {error}",
-                status::full_name(&last),
-                status::versioned_chart(&last)
-            );
-            set(
-                cx,
-                condition::REMEDIATED,
-                false,
-                reason::UNINSTALL_FAILED,
-                &message,
-            );
-            event(cx, EventType::Warning, reason::UNINSTALL_FAILED, &message).await;
+            let message = uninstall_remediated(cx, &last, Some(error)).await;
             return Err(ReconcileError::transient(reason::UNINSTALL_FAILED, message));
         }
     };
     tracing::info!(%message, "remediated");
     Ok(Progress::Continue)
+}
+
+/// Records how the uninstall remediation of `last` ended, succeeded or with `failure`: the
+/// `Remediated` condition and an event, in Flux's words; returns the message.
+async fn uninstall_remediated(cx: &mut Cx, last: &Release, failure: Option<String>) -> String {
+    let (outcome, reason, type_) = match &failure {
+        None => (
+            "succeeded".to_owned(),
+            reason::UNINSTALL_SUCCEEDED,
+            EventType::Normal,
+        ),
+        Some(error) => (
+            format!("failed: {error}"),
+            reason::UNINSTALL_FAILED,
+            EventType::Warning,
+        ),
+    };
+    let message = format!(
+        "Helm uninstall remediation for release {} with chart {} {outcome}",
+        status::full_name(last),
+        status::versioned_chart(last)
+    );
+    set(
+        cx,
+        condition::REMEDIATED,
+        failure.is_none(),
+        reason,
+        &message,
+    );
+    event(cx, type_, reason, &message).await;
+    message
 }
 
 /// The key of the wait of an uninstall remediation of `release` in flight.
