@@ -7,13 +7,11 @@
 use std::time::Duration;
 
 use capstan_api::HelmRelease;
-use capstan_controllers::helm_release::HelmReleaseReconciler;
-use capstan_controllers::runtime::{Controllers, RuntimeConfig};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
-use tokio_util::sync::CancellationToken;
 
+use crate::helm_support::HelmController;
 use crate::kustomize_support::{
     NAMESPACE, create_kustomization, kustomizations, ready, setup, wait_ready,
 };
@@ -66,16 +64,7 @@ async fn a_kustomization_orders_a_release_after_its_dependency_and_waits_for_it(
         .map(|(p, t)| (p.as_str(), t.as_str()))
         .collect();
     let (env, _git, _kustomize, _) = setup(&borrowed).await;
-    let shutdown = CancellationToken::new();
-    let config = RuntimeConfig {
-        backoff_base: Duration::from_millis(200),
-        backoff_max: Duration::from_secs(2),
-        ..RuntimeConfig::default()
-    };
-    let helm = Controllers::new(env.client.clone(), config)
-        .register(HelmReleaseReconciler::new(env.client.clone()));
-    tokio::spawn(helm.run(shutdown.clone()));
-    let _stop = shutdown.drop_guard();
+    let _helm = HelmController::start(&env);
 
     // `infra` starts suspended: it never became Ready, so nothing after it may run.
     create_kustomization(
