@@ -65,15 +65,18 @@ pub(super) fn remediation_of(object: &HelmRelease, action: ReleaseAction) -> (i6
     (retries, last.unwrap_or(default))
 }
 
-pub(super) fn retries_exhausted(cx: &Cx, action: ReleaseAction) -> bool {
-    // `RetryOnFailure`: the action is retried after its interval, never exhausted.
-    if cx
-        .object
+/// Whether `action` fails under the `RetryOnFailure` strategy (retried after its interval).
+fn retry_on_failure(object: &HelmRelease, action: ReleaseAction) -> bool {
+    object
         .retry_interval(action == ReleaseAction::Upgrade)
         .ok()
         .flatten()
         .is_some()
-    {
+}
+
+pub(super) fn retries_exhausted(cx: &Cx, action: ReleaseAction) -> bool {
+    // `RetryOnFailure`: the action is retried after its interval, never exhausted.
+    if retry_on_failure(&cx.object, action) {
         return false;
     }
     let (retries, _) = remediation_of(&cx.object, action);
@@ -119,13 +122,7 @@ pub(super) async fn remediate(
     let Some(action) = cx.status.last_attempted_release_action else {
         return Box::pin(upgrade(cx, target, chart, values)).await;
     };
-    if cx
-        .object
-        .retry_interval(action == ReleaseAction::Upgrade)
-        .ok()
-        .flatten()
-        .is_some()
-    {
+    if retry_on_failure(&cx.object, action) {
         return Box::pin(upgrade(cx, target, chart, values)).await;
     }
     if failure_count(cx, action) <= 0 {
