@@ -682,8 +682,16 @@ async fn no_secret_reaches_conditions_events_or_logs() {
         ("values-schema", "replicas"),
         ("release-kubeconfig", "Unauthorized"),
     ] {
-        let message = ready_message(&releases.get(name).await.unwrap());
-        assert!(message.contains(expected), "{name}: {message}");
+        // A failed release is retried (Ready=Unknown meanwhile): wait for its failure to show.
+        let what = format!("HelmRelease {name} failed naming {expected}");
+        eventually(Duration::from_secs(30), &what, || {
+            let api = releases.clone();
+            async move {
+                let object = api.get_opt(name).await.ok()??;
+                (ready_false(&object) && ready_message(&object).contains(expected)).then_some(())
+            }
+        })
+        .await;
     }
 
     let shown = everything_shown(&env).await;
