@@ -111,6 +111,14 @@ pub struct ServeArgs {
     /// builds; the build fails naming the kustomization file and the entry (Flux's flag).
     #[arg(long)]
     pub no_remote_bases: bool,
+    /// Refuse a Kustomization's or HelmRelease's source reference into another namespace
+    /// (`Ready=False`, reason `AccessDenied`; Flux's flag).
+    #[arg(long)]
+    pub no_cross_namespace_refs: bool,
+    /// The ServiceAccount (of the object's namespace) Kustomizations and HelmReleases
+    /// impersonate when their `spec.serviceAccountName` is empty (Flux's flag).
+    #[arg(long, value_name = "NAME")]
+    pub default_service_account: Option<String>,
 }
 
 /// The running controllers.
@@ -161,6 +169,8 @@ pub async fn start(
     let config = RuntimeConfig {
         concurrency: args.concurrent,
         no_remote_bases: args.no_remote_bases,
+        no_cross_namespace_refs: args.no_cross_namespace_refs,
+        default_service_account: args.default_service_account.clone(),
         ..RuntimeConfig::default()
     };
     let controllers = capstan_controllers::controllers(client, &storage, config);

@@ -84,6 +84,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             storage_adv_addr: None,
             concurrent: args.concurrent,
             no_remote_bases: false,
+            no_cross_namespace_refs: false,
+            default_service_account: None,
         };
         Some((
             crate::controller::start(client.clone(), &serve, None).await?,

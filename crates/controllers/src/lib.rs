@@ -45,6 +45,7 @@ pub mod leader;
 pub mod oci_repository;
 pub mod runtime;
 mod sources;
+pub mod tenancy;
 
 pub use bucket::BucketReconciler;
 pub use error::{Error, ErrorClass, ReconcileError};
@@ -59,6 +60,7 @@ pub fn controllers(
     config: runtime::RuntimeConfig,
 ) -> runtime::Controllers {
     let remote_bases = !config.no_remote_bases;
+    let tenancy = config.tenancy();
     runtime::Controllers::new(client.clone(), config)
         .register(GitRepositoryReconciler::new(storage.clone()))
         .register(OCIRepositoryReconciler::new(storage.clone()))
@@ -67,9 +69,13 @@ pub fn controllers(
             storage.clone(),
         ))
         .register(helm_chart::HelmChartReconciler::new(storage.clone()))
-        .register(helm_release::HelmReleaseReconciler::new(client.clone()))
         .register(
-            kustomization::KustomizationReconciler::new(client).with_remote_bases(remote_bases),
+            helm_release::HelmReleaseReconciler::new(client.clone()).with_tenancy(tenancy.clone()),
+        )
+        .register(
+            kustomization::KustomizationReconciler::new(client)
+                .with_remote_bases(remote_bases)
+                .with_tenancy(tenancy),
         )
         .route(storage.router())
 }

@@ -127,6 +127,7 @@ pub struct HelmReleaseReconciler {
     limits: Limits,
     charts: Mutex<VecDeque<(String, Arc<Chart>)>>,
     capabilities: Mutex<Option<(Instant, ClusterInfo)>>,
+    tenancy: crate::tenancy::Tenancy,
     steps: [Step<Self>; 3],
 }
 
@@ -138,6 +139,7 @@ impl HelmReleaseReconciler {
             limits: Limits::default(),
             charts: Mutex::default(),
             capabilities: Mutex::default(),
+            tenancy: crate::tenancy::Tenancy::default(),
             steps: [
                 Step {
                     name: "check_source",
@@ -153,6 +155,16 @@ impl HelmReleaseReconciler {
                 },
             ],
         }
+    }
+
+    /// Applies the multi-tenancy lockdown: a chart source (`spec.chart.spec.sourceRef`,
+    /// `spec.chartRef`) in another namespace refused (`--no-cross-namespace-refs`), the default
+    /// ServiceAccount impersonated when `spec.serviceAccountName` is empty
+    /// (`--default-service-account`).
+    #[must_use]
+    pub fn with_tenancy(mut self, tenancy: crate::tenancy::Tenancy) -> Self {
+        self.tenancy = tenancy;
+        self
     }
 
     /// Sets the limits chart artifacts are extracted within.
@@ -229,7 +241,12 @@ impl HelmReleaseReconciler {
         probe.metadata.namespace = object.namespace();
         probe.spec.kube_config = object.spec.kube_config.clone();
         probe.spec.service_account_name = object.spec.service_account_name.clone();
-        let remote = crate::kustomization::target::manager_for(&self.client, &probe).await?;
+        let remote = crate::kustomization::target::manager_for(
+            &self.client,
+            &probe,
+            self.tenancy.default_service_account.as_deref(),
+        )
+        .await?;
         let client = remote
             .as_ref()
             .map_or_else(|| self.client.clone(), |m| m.client().clone());
@@ -397,12 +414,15 @@ impl HelmReleaseReconciler {
                 )
             }));
         }
-        let Some(account) = object.spec.service_account_name.as_deref() else {
+        let Some(account) = self
+            .tenancy
+            .service_account(object.spec.service_account_name.as_deref())
+        else {
             return Ok(None);
         };
         let accounts: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
             kube::Api::namespaced(self.client.clone(), &namespace);
-        let found = accounts.get_opt(account).await.map_err(|e| {
+        let found = accounts.get_opt(&account).await.map_err(|e| {
             failed(
                 format!(
                     "failed to confirm ServiceAccount '{account}' can be used to uninstall release"
@@ -491,6 +511,19 @@ fn check_source_step(cx: &mut StepContext<HelmReleaseReconciler>) -> StepFuture<
                 meta_reason::ARTIFACT_FAILED,
                 "either spec.chart or spec.chartRef must be set",
             ));
+        }
+        if let Some(source) = chart::source_of(&cx.object) {
+            let own = cx.object.namespace().unwrap_or_default();
+            if cx.reconciler.tenancy.refuses(&own, &source.namespace) {
+                // Flux's message; stalled until the spec (or the controller's flags) change.
+                return Err(ReconcileError::stalled(
+                    crate::tenancy::ACCESS_DENIED,
+                    format!(
+                        "cross-namespace references are not allowed: cannot access {} {}/{}",
+                        source.kind, source.namespace, source.name
+                    ),
+                ));
+            }
         }
         let wanted = chart::template_chart_key(&cx.object);
         if let Some(recorded) = cx.status.helm_chart.clone()

@@ -137,6 +137,7 @@ pub struct KustomizationReconciler {
     builds: cache::BuildCache,
     /// Whether remote bases are fetched (Flux's default) or refused (`--no-remote-bases`).
     remote_bases: bool,
+    tenancy: crate::tenancy::Tenancy,
     steps: [Step<Self>; 6],
 }
 
@@ -148,6 +149,7 @@ impl KustomizationReconciler {
             limits: Limits::default(),
             builds: cache::BuildCache::default(),
             remote_bases: true,
+            tenancy: crate::tenancy::Tenancy::default(),
             steps: [
                 Step {
                     name: "check_source",
@@ -190,6 +192,15 @@ impl KustomizationReconciler {
     #[must_use]
     pub fn with_remote_bases(mut self, enabled: bool) -> Self {
         self.remote_bases = enabled;
+        self
+    }
+
+    /// Applies the multi-tenancy lockdown: a `sourceRef` into another namespace refused
+    /// (`--no-cross-namespace-refs`), the default ServiceAccount impersonated when
+    /// `spec.serviceAccountName` is empty (`--default-service-account`).
+    #[must_use]
+    pub fn with_tenancy(mut self, tenancy: crate::tenancy::Tenancy) -> Self {
+        self.tenancy = tenancy;
         self
     }
 
@@ -336,7 +347,13 @@ impl Reconciler for KustomizationReconciler {
             owner: Some(owner_of(object)),
             ..DeleteOptions::default()
         };
-        let manager = match target::manager_for(self.manager.client(), object).await {
+        let manager = match target::manager_for(
+            self.manager.client(),
+            object,
+            self.tenancy.default_service_account.as_deref(),
+        )
+        .await
+        {
             Ok(manager) => manager.unwrap_or_else(|| self.manager.clone()),
             Err(error) => {
                 // As Flux: without a client for the target cluster the objects cannot be
@@ -533,9 +550,21 @@ fn health_timeout(object: &Kustomization) -> Result<Duration, ReconcileError> {
 async fn source_artifact(
     client: &Client,
     object: &Kustomization,
+    tenancy: &crate::tenancy::Tenancy,
 ) -> Result<Artifact, ReconcileError> {
     let source = &object.spec.source_ref;
     let namespace = object.source_namespace().unwrap_or_default().to_owned();
+    if tenancy.refuses(&object.namespace().unwrap_or_default(), &namespace) {
+        // Flux's message; stalled until the spec (or the controller's flags) change.
+        return Err(ReconcileError::stalled(
+            crate::tenancy::ACCESS_DENIED,
+            format!(
+                "can't access '{}/{namespace}/{}', cross-namespace references have been blocked",
+                source.kind.as_str(),
+                source.name
+            ),
+        ));
+    }
     let api_version = source
         .api_version
         .as_deref()
@@ -597,7 +626,7 @@ fn check_source_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
         }
         check_retry_interval(&cx.object)?;
         cx.state.started = Some(std::time::Instant::now());
-        let artifact = source_artifact(&cx.client, &cx.object).await?;
+        let artifact = source_artifact(&cx.client, &cx.object, &cx.reconciler.tenancy).await?;
         runtime::depends::check::<Kustomization, _>(
             &cx.client,
             cx.object.as_ref(),
@@ -605,7 +634,12 @@ fn check_source_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
             DEPENDENCY_RETRY,
         )
         .await?;
-        cx.state.manager = target::manager_for(&cx.client, &cx.object).await?;
+        cx.state.manager = target::manager_for(
+            &cx.client,
+            &cx.object,
+            cx.reconciler.tenancy.default_service_account.as_deref(),
+        )
+        .await?;
         cx.status.last_attempted_revision = Some(artifact.revision.clone());
         cx.state
             .revisions

@@ -19,7 +19,8 @@ pub const INVALID_KUBECONFIG: &str = "InvalidKubeConfig";
 
 /// The apply engine for `object`: `None` when it applies with the controller's own client
 /// and identity; otherwise one reaching the remote cluster of `spec.kubeConfig` and/or
-/// impersonating `spec.serviceAccountName` (in the Kustomization's namespace).
+/// impersonating `spec.serviceAccountName` (in the Kustomization's namespace), or
+/// `default_service_account` when that is empty (`--default-service-account`).
 ///
 /// # Errors
 /// A missing Secret or key (retried), a kubeconfig that does not parse or uses an exec
@@ -27,9 +28,16 @@ pub const INVALID_KUBECONFIG: &str = "InvalidKubeConfig";
 pub async fn manager_for(
     client: &Client,
     object: &Kustomization,
+    default_service_account: Option<&str>,
 ) -> Result<Option<ResourceManager>, ReconcileError> {
     let namespace = object.namespace().unwrap_or_default();
-    let service_account = object.spec.service_account_name.as_deref();
+    let service_account = object
+        .spec
+        .service_account_name
+        .as_deref()
+        .filter(|name| !name.is_empty())
+        .or(default_service_account)
+        .filter(|name| !name.is_empty());
     let secret_ref = object
         .spec
         .kube_config

@@ -554,6 +554,23 @@ pub struct RuntimeConfig {
     pub event_sink: Option<Arc<dyn EventSink>>,
     /// Refuse remote bases in Kustomization builds (`--no-remote-bases`; off by default).
     pub no_remote_bases: bool,
+    /// Refuse source references into another namespace in Kustomizations and HelmReleases
+    /// (`--no-cross-namespace-refs`; off by default).
+    pub no_cross_namespace_refs: bool,
+    /// The ServiceAccount Kustomizations and HelmReleases impersonate when their
+    /// `spec.serviceAccountName` is empty (`--default-service-account`; none by default).
+    pub default_service_account: Option<String>,
+}
+
+impl RuntimeConfig {
+    /// The lockdown settings of the Kustomization and HelmRelease reconcilers.
+    #[must_use]
+    pub fn tenancy(&self) -> crate::tenancy::Tenancy {
+        crate::tenancy::Tenancy {
+            no_cross_namespace_refs: self.no_cross_namespace_refs,
+            default_service_account: self.default_service_account.clone(),
+        }
+    }
 }
 
 impl Default for RuntimeConfig {
@@ -567,6 +584,8 @@ impl Default for RuntimeConfig {
             rate_limit: RateLimit::default(),
             event_sink: None,
             no_remote_bases: false,
+            no_cross_namespace_refs: false,
+            default_service_account: None,
         }
     }
 }
