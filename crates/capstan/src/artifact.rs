@@ -41,7 +41,9 @@ pub struct RegistryArgs {
 }
 
 impl RegistryArgs {
-    fn options(&self) -> anyhow::Result<RegistryOptions> {
+    /// The options for `url`: plain HTTP when `--insecure` is given or the registry is on the
+    /// loopback interface (`localhost`, `127.x.x.x`, `[::1]`), as the flux CLI does.
+    fn options(&self, url: &str) -> anyhow::Result<RegistryOptions> {
         let credentials = self
             .creds
             .as_deref()
@@ -54,7 +56,7 @@ impl RegistryArgs {
         };
         Ok(RegistryOptions {
             credentials,
-            insecure: self.insecure,
+            insecure: self.insecure || is_loopback_registry(url),
             ca_certificates,
             ..RegistryOptions::default()
         })
@@ -127,6 +129,24 @@ pub async fn run_pull(command: PullCommand) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// Whether the registry of `oci://HOST[:PORT]/...` is on the loopback interface.
+fn is_loopback_registry(url: &str) -> bool {
+    let rest = url.strip_prefix("oci://").unwrap_or(url);
+    let authority = rest.split('/').next().unwrap_or_default();
+    let authority = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let host = if let Some(v6) = authority.strip_prefix('[') {
+        v6.split(']').next().unwrap_or_default()
+    } else {
+        authority.split(':').next().unwrap_or_default()
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Refuses an artifact address without the `oci://` scheme, before any network call: without
 /// it a typo such as `localhost:5000/app` or `ghcr.io/app` could resolve to Docker Hub.
 fn require_oci_scheme(url: &str) -> anyhow::Result<()> {
@@ -171,7 +191,7 @@ pub async fn push(args: PushArtifactArgs) -> anyhow::Result<ExitCode> {
         annotations,
         ignore,
     };
-    let registry = args.registry.options()?;
+    let registry = args.registry.options(&args.url)?;
     let key = match &args.sign_key {
         Some(path) => {
             let pem = fs_err::read(path)?;
@@ -194,14 +214,14 @@ pub async fn push(args: PushArtifactArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("signing {}", pushed.reference))?;
         eprintln!("signed {}", signed.signature);
     }
-    println!("{}", pushed.digest);
+    outln!("{}", pushed.digest);
     Ok(ExitCode::SUCCESS)
 }
 
 /// Pulls `URL` and extracts it into `--output`; prints the artifact revision on stdout.
 pub async fn pull(args: PullArtifactArgs) -> anyhow::Result<ExitCode> {
     require_oci_scheme(&args.url)?;
-    let registry = args.registry.options()?;
+    let registry = args.registry.options(&args.url)?;
     let options = PullOptions {
         layer_selector: LayerSelector {
             media_type: args.layer_media_type,
@@ -241,7 +261,7 @@ pub async fn pull(args: PullArtifactArgs) -> anyhow::Result<ExitCode> {
             eprintln!("{key}: {value}");
         }
     }
-    println!("{}", pulled.revision);
+    outln!("{}", pulled.revision);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,5 +1,6 @@
 //! Command-line interface.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -73,6 +74,44 @@ pub enum Command {
     Trace(crate::cmd::tree::TraceArgs),
     /// Show the Events of Flux objects.
     Events(crate::cmd::events::EventsArgs),
+    /// Print the client version and, without `--client`, the controllers' version.
+    Version(crate::version::VersionArgs),
+}
+
+/// Moves the cluster flags given before the verb (`capstan --kubeconfig KC -n NS get ks`, as
+/// `flux` accepts) to just after it, where each verb declares them. They cannot be declared on
+/// [`Cli`] itself: `dev` and `controller` have their own `--kubeconfig`.
+pub fn globals_after_verb(args: Vec<OsString>) -> Vec<OsString> {
+    const MOVED: [&str; 4] = ["--kubeconfig", "--context", "--namespace", "-n"];
+    const KEPT: [&str; 2] = ["--log-level", "--log-format"];
+    let mut kept = Vec::new();
+    let mut moved = Vec::new();
+    let mut rest = args.into_iter();
+    kept.extend(rest.next());
+    while let Some(arg) = rest.next() {
+        let text = arg.to_string_lossy().into_owned();
+        let name = text.split_once('=').map_or(text.as_str(), |(name, _)| name);
+        let attached = text.contains('=') || (text.starts_with("-n") && text.len() > 2);
+        let target = if MOVED.contains(&name) || (text.starts_with("-n") && !text.starts_with("--"))
+        {
+            &mut moved
+        } else if KEPT.contains(&name) {
+            &mut kept
+        } else {
+            // The verb (or `--help`, `--version`): the moved flags go right after it.
+            kept.push(arg);
+            kept.append(&mut moved);
+            kept.extend(rest);
+            return kept;
+        };
+        target.push(arg);
+        if !attached {
+            target.extend(rest.next());
+        }
+    }
+    // No verb: let clap report it, with the flags where they were given.
+    kept.append(&mut moved);
+    kept
 }
 
 /// Sets up `tracing` to stderr.
@@ -119,6 +158,7 @@ async fn run_flux_verb(command: Command) -> anyhow::Result<ExitCode> {
         Command::Tree(args) => crate::cmd::tree::tree(args).await,
         Command::Trace(args) => crate::cmd::tree::trace(args).await,
         Command::Events(args) => crate::cmd::events::run(args).await,
+        Command::Version(args) => crate::version::run(args).await,
         other => anyhow::bail!("not a Flux verb: {other:?}"),
     }
 }

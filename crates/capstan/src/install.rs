@@ -1,6 +1,5 @@
 //! `capstan install`.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -20,9 +19,6 @@ pub fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let yaml = capstan_api::crds_yaml().context("rendering the CustomResourceDefinitions")?;
-    std::io::stdout()
-        .lock()
-        .write_all(yaml.as_bytes())
-        .context("writing to stdout")?;
+    out!("{yaml}");
     Ok(ExitCode::SUCCESS)
 }

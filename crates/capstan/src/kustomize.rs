@@ -71,7 +71,7 @@ pub fn run(args: &KustomizeArgs) -> anyhow::Result<ExitCode> {
                             text
                         }
                     };
-                    print!("{text}");
+                    out!("{text}");
                     Ok(ExitCode::SUCCESS)
                 }
                 Err(error) => {

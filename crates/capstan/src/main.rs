@@ -1,5 +1,16 @@
 //! `capstan`: pull-based continuous delivery for Kubernetes, drop-in for Flux v2.
 
+/// `print!` to stdout through [`write_stdout`]: a closed pipe ends the process quietly.
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::write_stdout(format_args!($($arg)*)) };
+}
+
+/// `println!` to stdout through [`write_stdout`]: a closed pipe ends the process quietly.
+macro_rules! outln {
+    () => { $crate::write_stdout(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
 mod artifact;
 mod cli;
 mod cmd;
@@ -9,13 +20,29 @@ mod fleet;
 mod helm;
 mod install;
 mod kustomize;
+mod version;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
+/// Writes to stdout. When the reader has gone (`capstan get ks -o yaml | head -1`), the process
+/// ends quietly with status 0, as a filter in a pipeline should; `print!` would panic (101).
+pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        Err(e) => {
+            eprintln!("error: writing to stdout: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::parse_from(cli::globals_after_verb(std::env::args_os().collect()));
     cli::init_logging(&cli.global);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

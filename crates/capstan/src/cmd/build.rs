@@ -168,7 +168,7 @@ pub async fn build(args: BuildArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(serde_json::to_value)
         .collect::<Result<_, _>>()?;
-    print!("{}", super::yaml_documents(&values));
+    out!("{}", super::yaml_documents(&values));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -211,7 +211,7 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
         );
         for stale in old.diff(&new) {
             changed = true;
-            println!("► {stale} deleted");
+            outln!("► {stale} deleted");
         }
     }
     Ok(if changed {
@@ -230,13 +230,13 @@ fn print_comparisons(comparisons: &[Comparison]) -> bool {
         match &drift.kind {
             DriftKind::Created => {
                 changed = true;
-                println!("► {} created", drift.object);
+                outln!("► {} created", drift.object);
             }
             DriftKind::Changed(_) => {
                 changed = true;
-                println!("► {} drifted", drift.object);
+                outln!("► {} drifted", drift.object);
                 if let Some((before, after)) = comparison.shown() {
-                    print!(
+                    out!(
                         "{}",
                         unified_diff(
                             &capstan_kustomize::to_yaml_document(&before),

@@ -470,7 +470,7 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<ExitCode> {
         ),
     };
     if args.export {
-        print!("{}", super::yaml_documents(&[object]));
+        out!("{}", super::yaml_documents(&[object]));
         return Ok(ExitCode::SUCCESS);
     }
     say::generate(&format!("generating {}", kind.display));

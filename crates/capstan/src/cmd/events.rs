@@ -223,7 +223,7 @@ pub async fn run(args: EventsArgs) -> anyhow::Result<ExitCode> {
         tokio::time::sleep(Duration::from_secs(1)).await;
         for (row, version) in list(&client, namespace).await? {
             if printed.insert((row.key.clone(), version)) && wanted(&args, &row) {
-                println!("{}", cells(&row, args.all_namespaces).join("\t"));
+                outln!("{}", cells(&row, args.all_namespaces).join("\t"));
             }
         }
     }

@@ -198,7 +198,7 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
     }
     for (index, (kind, objects)) in found.iter().enumerate() {
         if index > 0 {
-            println!();
+            outln!();
         }
         let rows: Vec<Vec<String>> = objects
             .iter()
@@ -255,6 +255,6 @@ pub async fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
         vec![kind.get(&client, namespace, &name).await?]
     };
     let exported: Vec<Value> = objects.iter().map(|o| exported(kind, o)).collect();
-    print!("{}", super::yaml_documents(&exported));
+    out!("{}", super::yaml_documents(&exported));
     Ok(ExitCode::SUCCESS)
 }

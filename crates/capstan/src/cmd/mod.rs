@@ -425,13 +425,13 @@ pub fn yaml_documents(objects: &[Value]) -> String {
 /// Prints objects as YAML documents or JSON (one object, or a `List`).
 pub fn print_objects(objects: &[Value], output: Output) -> anyhow::Result<()> {
     match output {
-        Output::Yaml | Output::Table => print!("{}", yaml_documents(objects)),
+        Output::Yaml | Output::Table => out!("{}", yaml_documents(objects)),
         Output::Json => {
             let value = match objects {
                 [one] => one.clone(),
                 many => serde_json::json!({"apiVersion": "v1", "kind": "List", "items": many}),
             };
-            println!("{}", serde_json::to_string_pretty(&value)?);
+            outln!("{}", serde_json::to_string_pretty(&value)?);
         }
     }
     Ok(())
@@ -439,7 +439,7 @@ pub fn print_objects(objects: &[Value], output: Output) -> anyhow::Result<()> {
 
 /// Prints a table as Flux does: columns padded to their widest cell, separated by a tab.
 pub fn print_table(headers: &[&str], rows: &[Vec<String>]) {
-    print!("{}", format_table(headers, rows));
+    out!("{}", format_table(headers, rows));
 }
 
 /// Formats a table: columns padded to their widest cell, separated by a tab.

@@ -107,7 +107,7 @@ pub async fn tree(args: TreeArgs) -> anyhow::Result<ExitCode> {
         TreeTarget::Kustomization(target) => target,
         TreeTarget::Helmrelease(target) => {
             let client = args.cluster.client().await?;
-            print!(
+            out!(
                 "{}",
                 helm_release_tree(&client, &args.cluster.namespace, &target.name).await?
             );
@@ -120,7 +120,7 @@ pub async fn tree(args: TreeArgs) -> anyhow::Result<ExitCode> {
     let mut out = format!("Kustomization/{namespace}/{}\n", target.name);
     let mut visited = HashSet::from([(namespace.clone(), target.name.clone())]);
     render_tree(&client, object, String::new(), &mut visited, &mut out).await?;
-    print!("{out}");
+    out!("{out}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -530,7 +530,7 @@ pub async fn trace(args: TraceArgs) -> anyhow::Result<ExitCode> {
             args.api_version.as_deref(),
         )
         .await?;
-        print!("{text}");
+        out!("{text}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -5,5 +5,6 @@
 
 mod cli;
 mod commands;
+mod habits;
 mod helm_cli;
 mod helm_commands;
