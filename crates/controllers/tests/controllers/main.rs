@@ -27,5 +27,6 @@ mod leader;
 mod oci_repository;
 use capstan_testkit::sops;
 mod support;
+mod tenancy;
 mod test_kind;
 mod triggers;
