@@ -29,8 +29,8 @@ pub enum PullCommand {
 /// Connection flags shared by push and pull.
 #[derive(Debug, Args)]
 pub struct RegistryArgs {
-    /// Use plain HTTP instead of HTTPS (local registries).
-    #[arg(long)]
+    /// Use plain HTTP instead of HTTPS (implied for loopback registries: localhost, 127.x, ::1).
+    #[arg(long, alias = "insecure-registry")]
     pub insecure: bool,
     /// Registry credentials as `<username>:<password>`; anonymous when absent.
     #[arg(long, value_name = "USER:PASSWORD")]
