@@ -21,11 +21,7 @@ impl Tenancy {
     /// when set and not empty, else the default one, if any.
     #[must_use]
     pub fn service_account(&self, named: Option<&str>) -> Option<String> {
-        named
-            .filter(|name| !name.is_empty())
-            .or(self.default_service_account.as_deref())
-            .filter(|name| !name.is_empty())
-            .map(str::to_owned)
+        service_account(named, self.default_service_account.as_deref()).map(str::to_owned)
     }
 
     /// Whether a reference from `own` namespace to `target` namespace is refused.
@@ -33,6 +29,15 @@ impl Tenancy {
     pub fn refuses(&self, own: &str, target: &str) -> bool {
         self.no_cross_namespace_refs && own != target
     }
+}
+
+/// `named` when set and not empty, else `default` when set and not empty.
+#[must_use]
+pub fn service_account<'a>(named: Option<&'a str>, default: Option<&'a str>) -> Option<&'a str> {
+    named
+        .filter(|name| !name.is_empty())
+        .or(default)
+        .filter(|name| !name.is_empty())
 }
 
 #[cfg(test)]

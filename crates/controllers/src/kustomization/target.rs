@@ -31,13 +31,10 @@ pub async fn manager_for(
     default_service_account: Option<&str>,
 ) -> Result<Option<ResourceManager>, ReconcileError> {
     let namespace = object.namespace().unwrap_or_default();
-    let service_account = object
-        .spec
-        .service_account_name
-        .as_deref()
-        .filter(|name| !name.is_empty())
-        .or(default_service_account)
-        .filter(|name| !name.is_empty());
+    let service_account = crate::tenancy::service_account(
+        object.spec.service_account_name.as_deref(),
+        default_service_account,
+    );
     let secret_ref = object
         .spec
         .kube_config
@@ -48,15 +45,7 @@ pub async fn manager_for(
         let Some(user) = identity else {
             return Ok(None);
         };
-        let client = impersonating_client(client.clone(), &user, &[]).map_err(|e| {
-            ReconcileError::with_context(
-                ErrorClass::Stalled,
-                capstan_api::meta::reason::RECONCILIATION_FAILED,
-                "spec.serviceAccountName: invalid name",
-                e,
-            )
-        })?;
-        return Ok(Some(ResourceManager::new(client, FIELD_MANAGER)));
+        return impersonating_manager(client, &user).map(Some);
     };
 
     let field = "spec.kubeConfig.secretRef";
@@ -135,6 +124,19 @@ pub async fn manager_for(
         )
     })?;
     Ok(Some(ResourceManager::new(remote, FIELD_MANAGER)))
+}
+
+/// The apply engine of the controller's cluster impersonating `user`.
+fn impersonating_manager(client: &Client, user: &str) -> Result<ResourceManager, ReconcileError> {
+    let client = impersonating_client(client.clone(), user, &[]).map_err(|e| {
+        ReconcileError::with_context(
+            ErrorClass::Stalled,
+            capstan_api::meta::reason::RECONCILIATION_FAILED,
+            "spec.serviceAccountName: invalid name",
+            e,
+        )
+    })?;
+    Ok(ResourceManager::new(client, FIELD_MANAGER))
 }
 
 /// Refuses what would make the controller run programs or read its own files on behalf of
