@@ -76,6 +76,8 @@ pub enum Command {
     Events(crate::cmd::events::EventsArgs),
     /// Print the client version and, without `--client`, the controllers' version.
     Version(crate::version::VersionArgs),
+    /// Print a shell completion script (`source <(capstan completion bash)`).
+    Completion(crate::completion::CompletionArgs),
 }
 
 /// Moves the cluster flags given before the verb (`capstan --kubeconfig KC -n NS get ks`, as
@@ -134,6 +136,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dev(args) => crate::dev::run(args).await,
         Command::Controller(args) => crate::controller::run(args).await,
         Command::Install(args) => crate::install::run(&args),
+        Command::Completion(args) => Ok(crate::completion::run(&args)),
         Command::Kustomize(args) => crate::kustomize::run(&args),
         Command::Helm(args) => crate::helm::run(&args).await,
         Command::Push(command) => crate::artifact::run_push(command).await,

@@ -14,6 +14,7 @@ macro_rules! outln {
 mod artifact;
 mod cli;
 mod cmd;
+mod completion;
 mod controller;
 mod dev;
 mod fleet;

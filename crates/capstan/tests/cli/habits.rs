@@ -205,3 +205,41 @@ async fn cli_habits_loopback_registries_use_plain_http() {
         );
     }
 }
+
+/// `capstan completion bash` prints a script that bash completes verbs and flags with;
+/// `zsh` and `fish` print theirs.
+#[tokio::test]
+async fn cli_habits_completion_scripts() {
+    let completion = |shell: &'static str| async move {
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
+            .args(["completion", shell])
+            .output()
+            .await
+            .unwrap();
+        Run::from(out).ok().stdout
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("capstan.bash");
+    std::fs::write(&script, completion("bash").await).unwrap();
+    let completed = tokio::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source {}
+             COMP_WORDS=(capstan ge); COMP_CWORD=1; _capstan capstan ge capstan
+             echo \"${{COMPREPLY[@]}}\"
+             COMP_WORDS=(capstan get --kubec); COMP_CWORD=2; _capstan capstan --kubec get
+             echo \"${{COMPREPLY[@]}}\"",
+            script.display()
+        ))
+        .output()
+        .await
+        .unwrap();
+    let completed = Run::from(completed).ok();
+    assert_eq!(completed.stdout, "get\n--kubeconfig\n");
+
+    assert!(completion("zsh").await.starts_with("#compdef capstan"));
+    assert_contains(
+        &completion("fish").await,
+        "complete -c capstan -n \"__fish_capstan_needs_command\"",
+    );
+}
