@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value};
 
@@ -21,6 +22,9 @@ pub struct GetArgs {
     /// Output format.
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Output::Table)]
     pub output: Output,
+    /// After listing, keep printing a row each time an object of the kind changes (one kind).
+    #[arg(short = 'w', long, global = true)]
+    pub watch: bool,
     #[command(subcommand)]
     pub command: GetCommand,
 }
@@ -153,8 +157,23 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
         GetCommand::All(n) => (ALL.to_vec(), n.name.as_ref()),
     };
     let show_source = matches!(&args.command, GetCommand::Helmreleases(a) if a.show_source);
+    if args.watch && (kinds.len() > 1 || args.output != Output::Table) {
+        anyhow::bail!("--watch takes one kind and the table output (e.g. `get ks --watch`)");
+    }
     let client = args.cluster.client().await?;
     let namespace = (!args.all_namespaces).then_some(args.cluster.namespace.as_str());
+    if args.watch {
+        let row = |o: &Value| row(kinds[0], o, false, args.all_namespaces, show_source);
+        return watch(
+            &client,
+            kinds[0],
+            namespace,
+            name,
+            &headers(&args, show_source),
+            row,
+        )
+        .await;
+    }
     let get_all = kinds.len() > 1;
     let scope = match namespace {
         Some(ns) => format!("{ns:?}"),
@@ -189,13 +208,7 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let prefixed = get_all;
-    let mut headers = vec!["NAME", "REVISION", "SUSPENDED", "READY", "MESSAGE"];
-    if show_source {
-        headers.insert(1, "SOURCE");
-    }
-    if args.all_namespaces {
-        headers.insert(0, "NAMESPACE");
-    }
+    let headers = headers(&args, show_source);
     for (index, (kind, objects)) in found.iter().enumerate() {
         if index > 0 {
             outln!();
@@ -205,6 +218,56 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
             .map(|o| row(kind, o, prefixed, args.all_namespaces, show_source))
             .collect();
         super::print_table(&headers, &rows);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The status table's columns.
+fn headers(args: &GetArgs, show_source: bool) -> Vec<&'static str> {
+    let mut headers = vec!["NAME", "REVISION", "SUSPENDED", "READY", "MESSAGE"];
+    if show_source {
+        headers.insert(1, "SOURCE");
+    }
+    if args.all_namespaces {
+        headers.insert(0, "NAMESPACE");
+    }
+    headers
+}
+
+/// `get <kind> --watch`: the header once, then one row for each object as listed and each time
+/// one changes, until interrupted (Ctrl-C) or the stream ends.
+async fn watch(
+    client: &kube::Client,
+    kind: &Kind,
+    namespace: Option<&str>,
+    name: Option<&String>,
+    headers: &[&str],
+    row: impl Fn(&Value) -> Vec<String>,
+) -> anyhow::Result<ExitCode> {
+    use futures::StreamExt;
+    use kube::runtime::watcher;
+    let mut config = watcher::Config::default();
+    if let Some(name) = name {
+        config = config.fields(&format!("metadata.name={name}"));
+    }
+    let stream = watcher::watcher(kind.api(client, namespace), config);
+    let mut stream = std::pin::pin!(stream);
+    let mut header = true;
+    while let Some(event) = stream.next().await {
+        let object = match event.with_context(|| format!("watching {}", kind.type_name))? {
+            watcher::Event::Apply(object) | watcher::Event::InitApply(object) => object,
+            watcher::Event::Delete(_) | watcher::Event::Init | watcher::Event::InitDone => {
+                continue;
+            }
+        };
+        let value = serde_json::to_value(&object)?;
+        let table = super::format_table(headers, &[row(&value)]);
+        if header {
+            out!("{table}");
+            header = false;
+        } else {
+            out!("{}", table.split_once('\n').map_or("", |(_, rows)| rows));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -243,3 +243,54 @@ async fn cli_habits_completion_scripts() {
         "complete -c capstan -n \"__fish_capstan_needs_command\"",
     );
 }
+
+/// `capstan get ks --watch` prints the header and a row as a Kustomization appears, then a
+/// row each time it changes; `get all --watch` is refused (one kind at a time).
+#[tokio::test(flavor = "multi_thread")]
+async fn cli_habits_get_watch_prints_changes() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let env = Env::start().await;
+    let refused = env.capstan(&["get", "all", "--watch"]).await;
+    assert_eq!(refused.status, 1);
+    assert_contains(&refused.stderr, "--watch takes one kind");
+
+    let mut watch = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
+        .args(["get", "ks", "--watch", "--kubeconfig"])
+        .arg(&env.kubeconfig)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    let mut next_line = async || {
+        tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .expect("a line within 60 s")
+            .unwrap()
+            .expect("the watch goes on")
+    };
+    let file = env.dir.path().join("ks.yaml");
+    std::fs::write(&file, KUSTOMIZATION).unwrap();
+    env.kubectl(&["apply", "-f", &file.to_string_lossy()])
+        .await
+        .ok();
+    let header = next_line().await;
+    assert!(header.starts_with("NAME"), "{header}");
+    let first = next_line().await;
+    let cells: Vec<&str> = first.split_whitespace().collect();
+    assert_eq!((cells[0], cells[1]), ("apps", "True"), "{first}");
+
+    env.kubectl(&[
+        "label",
+        "kustomization",
+        "apps",
+        "-n",
+        "flux-system",
+        "changed=yes",
+    ])
+    .await
+    .ok();
+    let second = next_line().await;
+    assert!(second.starts_with("apps"), "{second}");
+}
