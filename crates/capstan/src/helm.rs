@@ -78,8 +78,8 @@ impl PushArgs {
     async fn run(&self) -> anyhow::Result<ExitCode> {
         match self.push().await {
             Ok(pushed) => {
-                println!("Pushed: {}", pushed.reference);
-                println!("Digest: {}", pushed.digest);
+                outln!("Pushed: {}", pushed.reference);
+                outln!("Digest: {}", pushed.digest);
                 Ok(ExitCode::SUCCESS)
             }
             Err(message) => {
@@ -203,7 +203,7 @@ impl PackageArgs {
                         .map_err(|e| format!("failed to save: {e}"))
                 });
             match written {
-                Ok(path) => println!(
+                Ok(path) => outln!(
                     "Successfully packaged chart and saved it to: {}",
                     path.display()
                 ),

@@ -119,7 +119,7 @@ pub async fn build(
             .map_err(|e| anyhow::anyhow!("hook {}: {e}", hook.path))?;
         documents.extend(parsed.into_iter().filter(Value::is_object));
     }
-    print!("{}", crate::cmd::yaml_documents(&documents));
+    out!("{}", crate::cmd::yaml_documents(&documents));
     Ok(())
 }
 
@@ -207,7 +207,7 @@ pub async fn diff(
         let old = super::super::tree::manifest_objects(&client, &last.manifest, namespace).await?;
         for stale in old.iter().filter(|o| !new.contains(o)) {
             changed = true;
-            println!("► {stale} deleted");
+            outln!("► {stale} deleted");
         }
     }
     Ok(changed)
