@@ -343,6 +343,9 @@ pub struct StepContext<R: Reconciler> {
     /// [`FluxResource::revision`] of the status.
     pub event_metadata: std::collections::BTreeMap<String, String>,
     events: Events,
+    /// `(reason, message)` of every Event this reconcile published: the `Ready` transition is
+    /// not announced again when a step already said the same (e.g. `InstallSucceeded`).
+    published: std::sync::Mutex<std::collections::BTreeSet<(String, String)>>,
     ready_message: Option<String>,
     ready_reason: Option<String>,
     /// The status as the API server holds it (after our last write).
@@ -376,6 +379,7 @@ impl<R: Reconciler> StepContext<R> {
             state: R::State::default(),
             ready_message: None,
             ready_reason: None,
+            published: std::sync::Mutex::default(),
             field_manager: FIELD_MANAGER.to_owned(),
             waits: Arc::default(),
         }
@@ -419,6 +423,10 @@ impl<R: Reconciler> StepContext<R> {
         message: &str,
         action: &str,
     ) -> impl Future<Output = ()> + Send + 'static {
+        self.published
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert((reason.to_owned(), message.to_owned()));
         let events = self.events.clone();
         let object = self.object.object_ref(&());
         let metadata = self.metadata();
@@ -1072,8 +1080,15 @@ async fn reconcile_steps<R: Reconciler>(
     let old_ready = conditions::find(R::Object::conditions(&original), condition::READY).cloned();
     write_status(&mut cx).await?;
     let new_ready = conditions::find(R::Object::conditions(&cx.status), condition::READY);
+    let announced = |ready: &Condition| {
+        cx.published
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .contains(&(ready.reason.clone(), ready.message.clone()))
+    };
     if let Some(new_ready) = new_ready
         && ready_changed(old_ready.as_ref(), new_ready)
+        && !announced(new_ready)
     {
         cx.publish_event(
             event_type,

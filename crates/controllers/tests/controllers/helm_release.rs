@@ -71,6 +71,17 @@ async fn installs_upgrades_on_values_and_values_from_and_uninstalls() {
     let installed = env.wait_ready("podinfo", "installed").await;
     let (_, reason, message) = condition(&installed, "Ready").unwrap();
     assert_eq!(reason, "InstallSucceeded");
+    // One Event says so, as helm-controller's (the Ready transition is not announced twice).
+    let events: Api<k8s_openapi::api::events::v1::Event> = env.api();
+    let said: Vec<_> = events
+        .list(&kube::api::ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("InstallSucceeded"))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:#?}");
     // An OCI chart's version carries its digest, as Flux's (`6.14.1+<12 hex>`).
     assert!(
         message.starts_with(
