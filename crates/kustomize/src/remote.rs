@@ -77,8 +77,12 @@ fn scp_user(s: &str) -> Option<usize> {
 }
 
 fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-    (s.len() >= prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix))
-        .then(|| &s[prefix.len()..])
+    // Compared as bytes: `prefix.len()` may fall inside a multi-byte character of `s`, and
+    // then the prefix (ASCII) does not match.
+    let head = s.as_bytes().get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix.as_bytes())
+        .then(|| s.get(prefix.len()..))
+        .flatten()
 }
 
 /// Parses a remote target as kustomize does (its `repospec` rules: the repository ends at
@@ -270,6 +274,18 @@ mod tests {
     fn parsed(entry: &str) -> (String, String, Option<String>) {
         let t = parse_remote_target(entry).unwrap();
         (t.repo_url, t.path, t.reference)
+    }
+
+    #[test]
+    fn a_multi_byte_character_where_a_scheme_would_end_is_no_panic() {
+        // Found by the `kustomization` fuzz target: byte 8 falls inside `ƍ`.
+        assert_eq!(
+            parse_remote_target("patchesƍetch.yaml"),
+            Err("failed to parse scheme".to_owned())
+        );
+        assert_eq!(strip_prefix_ignore_case("patchesƍ", "https://"), None);
+        assert_eq!(strip_prefix_ignore_case("GIT::x", "git::"), Some("x"));
+        assert_eq!(strip_prefix_ignore_case("ƍ", "git::"), None);
     }
 
     #[test]
