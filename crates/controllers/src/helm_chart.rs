@@ -1029,10 +1029,10 @@ fn store_step(cx: &mut StepContext<HelmChartReconciler>) -> StepFuture<'_> {
     })
 }
 
-/// Flux's Events of a new build: `ResolvedDependencies` when it added dependencies, and the
-/// new artifact announced with the build's reason and summary. When `Ready` moves, the runtime's
-/// `Ready` Event is that announcement; a new artifact under the same `Ready` (the same version
-/// built again for a new generation) is announced here.
+/// Flux's Events of a new build: `ResolvedDependencies` when it added dependencies, and every
+/// new artifact (a new digest) announced with the build's reason and summary, also when `Ready`
+/// stays the same (the same version built again for a new generation). When `Ready` moves to
+/// that reason and summary, the runtime does not announce it a second time.
 async fn announce(
     cx: &StepContext<HelmChartReconciler>,
     built: &Built,
@@ -1057,22 +1057,10 @@ async fn announce(
         .as_ref()
         .and_then(|s| s.artifact.as_ref())
         .map(|a| a.digest.as_str());
-    if old_digest.is_some_and(|old| old != artifact.digest)
-        && ready_unchanged(&cx.object, reason, summary)
-    {
+    if old_digest != Some(artifact.digest.as_str()) {
         cx.publish_event(EventType::Normal, reason, summary, "Reconcile")
             .await;
     }
-}
-
-/// Whether the object's `Ready` (as read) is already `True` with `reason` and `message`, so the
-/// runtime publishes no `Ready` Event for this reconcile.
-fn ready_unchanged(object: &HelmChart, reason: &str, message: &str) -> bool {
-    object.status.as_ref().is_some_and(|status| {
-        status.conditions.iter().any(|c| {
-            c.type_ == "Ready" && c.status == "True" && c.reason == reason && c.message == message
-        })
-    })
 }
 
 /// The stable name of the current chart in the artifact directory (`status.url`), as Flux's.
