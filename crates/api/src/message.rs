@@ -7,7 +7,8 @@
 //! middle ([`bound`]), so the start (what failed) and the end of an error chain (the root
 //! cause) both stay.
 
-/// The longest condition message written, in characters (the Kubernetes Event note limit).
+/// The longest condition message written, in characters (the size of a Kubernetes Event note,
+/// which is counted in bytes: Events cut it again).
 pub const MAX_MESSAGE: usize = 1024;
 
 /// How many entries of a list [`summarize`] shows.

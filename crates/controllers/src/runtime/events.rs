@@ -7,7 +7,7 @@
 //!   through [`StepContext::publish_event`](super::StepContext::publish_event), a failed
 //!   cleanup) goes through the same [`Events`]: to the API server as a Kubernetes Event, and to
 //!   the sink of [`RuntimeConfig::event_sink`](super::RuntimeConfig::event_sink) if any.
-//! - Messages are cut at 1,024 characters and credentials in URLs are redacted; the metadata
+//! - Messages are cut at 1,024 bytes and credentials in URLs are redacted; the metadata
 //!   holds only [`REVISION_KEY`], [`ORIGIN_REVISION_KEY`] and [`TOKEN_KEY`], never a secret.
 //! - A failure to record an Event is logged, never fails the reconcile; a sink must not block.
 //! - Events are written as `events.k8s.io/v1` Events. A repeat (same type, reason, action and
@@ -36,7 +36,9 @@ pub const ORIGIN_REVISION_KEY: &str = "originRevision";
 /// repeats (e.g. the digest of the applied objects).
 pub const TOKEN_KEY: &str = "token";
 
-/// The longest message published, in characters.
+/// The longest message published, in bytes: the API server refuses an `events.k8s.io/v1`
+/// Event whose `note` is longer (a bounded condition message, 1,024 characters with `…` in it,
+/// is longer).
 pub const MAX_MESSAGE: usize = 1024;
 
 /// How long after its last occurrence an Event is continued as a series (kube-rs' and
@@ -87,7 +89,6 @@ struct SeriesKey {
 #[derive(Clone, Debug)]
 struct Recorded {
     name: String,
-    namespace: String,
     count: i32,
     last: jiff::Timestamp,
 }
@@ -152,7 +153,7 @@ impl Recorder {
                 .await
             {
                 Ok(_) => {
-                    self.remember(key, previous.name, previous.namespace, count, now);
+                    self.remember(key, previous.name, count, now);
                     return Ok(());
                 }
                 // Deleted meanwhile: start again.
@@ -186,30 +187,15 @@ impl Recorder {
                 },
             )
             .await?;
-        self.remember(key, created.name_any(), namespace.to_owned(), 1, now);
+        self.remember(key, created.name_any(), 1, now);
         Ok(())
     }
 
-    fn remember(
-        &self,
-        key: SeriesKey,
-        name: String,
-        namespace: String,
-        count: i32,
-        last: jiff::Timestamp,
-    ) {
+    fn remember(&self, key: SeriesKey, name: String, count: i32, last: jiff::Timestamp) {
         self.recorded
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(
-                key,
-                Recorded {
-                    name,
-                    namespace,
-                    count,
-                    last,
-                },
-            );
+            .insert(key, Recorded { name, count, last });
     }
 }
 
@@ -279,10 +265,14 @@ fn published(
     action: &str,
     metadata: &BTreeMap<String, String>,
 ) -> PublishedEvent {
-    let message: String = capstan_source::redact::urls(message)
-        .chars()
-        .take(MAX_MESSAGE)
-        .collect();
+    let mut message = capstan_source::redact::urls(message);
+    if message.len() > MAX_MESSAGE {
+        let mut cut = MAX_MESSAGE;
+        while !message.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        message.truncate(cut);
+    }
     let metadata = metadata
         .iter()
         .filter(|(key, value)| {
@@ -341,7 +331,17 @@ mod tests {
             "empty values and foreign keys are dropped"
         );
         assert!(!event.message.contains("hunter2"), "{}", event.message);
-        assert_eq!(event.message.chars().count(), MAX_MESSAGE);
+        assert_eq!(event.message.len(), MAX_MESSAGE);
         assert_eq!(event.object, object);
+        let wide = published(
+            "kustomize-controller",
+            &object,
+            EventType::Warning,
+            "ArtifactFailed",
+            &"é".repeat(1000),
+            "Reconcile",
+            &metadata,
+        );
+        assert_eq!(wide.message.len(), MAX_MESSAGE, "bytes, not characters");
     }
 }
