@@ -64,7 +64,7 @@ impl Default for Limits {
     }
 }
 
-/// Tags returned per `tags/list` page when the client gives no `n`.
+/// Entries returned per `tags/list` or `_catalog` page when the client gives no `n`.
 const DEFAULT_PAGE: usize = 1000;
 /// Upload sessions open at once; more are refused (`429 TOOMANYREQUESTS`) until some finish.
 const MAX_OPEN_UPLOADS: usize = 256;
@@ -552,22 +552,9 @@ impl Inner {
                 )
             })?
             .map_err(|e| ApiError::io(&e))?;
-        names.sort();
-        if let Some(last) = query_value(uri, "last") {
-            names.retain(|name| *name > last);
-        }
-        let n = query_value(uri, "n")
-            .and_then(|n| n.parse::<usize>().ok())
-            .unwrap_or(DEFAULT_PAGE);
-        let more = names.len() > n;
-        names.truncate(n);
+        let next = page(&mut names, uri, "/v2/_catalog");
         let mut response = axum::Json(serde_json::json!({"repositories": names})).into_response();
-        if more && let Some(last) = names.last() {
-            let link = format!("</v2/_catalog?n={n}&last={last}>; rel=\"next\"");
-            if let Ok(value) = HeaderValue::from_str(&link) {
-                response.headers_mut().insert(header::LINK, value);
-            }
-        }
+        next_link(&mut response, next);
         Ok(response)
     }
 
@@ -611,23 +598,10 @@ impl Inner {
             }
             Err(e) => return Err(ApiError::io(&e)),
         }
-        tags.sort();
-        if let Some(last) = query_value(uri, "last") {
-            tags.retain(|tag| *tag > last);
-        }
-        let n = query_value(uri, "n")
-            .and_then(|n| n.parse::<usize>().ok())
-            .unwrap_or(DEFAULT_PAGE);
-        let more = tags.len() > n;
-        tags.truncate(n);
+        let next = page(&mut tags, uri, &format!("/v2/{name}/tags/list"));
         let mut response =
             axum::Json(serde_json::json!({"name": name, "tags": tags})).into_response();
-        if more && let Some(last) = tags.last() {
-            let link = format!("</v2/{name}/tags/list?n={n}&last={last}>; rel=\"next\"");
-            if let Ok(value) = HeaderValue::from_str(&link) {
-                response.headers_mut().insert(header::LINK, value);
-            }
-        }
+        next_link(&mut response, next);
         Ok(response)
     }
 
@@ -1115,6 +1089,29 @@ impl Inner {
     }
 }
 
+/// Sorts `items` and keeps the page the `n` and `last` query parameters of `uri` ask for
+/// (`tags/list` and `_catalog` paging); returns the `Link` of the next page at `path`, if any.
+fn page(items: &mut Vec<String>, uri: &axum::http::Uri, path: &str) -> Option<String> {
+    items.sort();
+    if let Some(last) = query_value(uri, "last") {
+        items.retain(|item| *item > last);
+    }
+    let n = query_value(uri, "n")
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(DEFAULT_PAGE);
+    let more = items.len() > n;
+    items.truncate(n);
+    let last = items.last().filter(|_| more)?;
+    Some(format!("<{path}?n={n}&last={last}>; rel=\"next\""))
+}
+
+/// Sets the `Link` header of the next page ([`page`]).
+fn next_link(response: &mut Response, link: Option<String>) {
+    if let Some(value) = link.and_then(|link| HeaderValue::from_str(&link).ok()) {
+        response.headers_mut().insert(header::LINK, value);
+    }
+}
+
 /// How a blob `GET` answers its `Range` header.
 #[derive(Debug, PartialEq, Eq)]
 enum RangeAnswer {
@@ -1254,6 +1251,26 @@ mod tests {
         );
         assert!(parse_digest("sha256:../../etc").is_err());
         assert!(parse_digest("sha512:00").is_err());
+    }
+
+    #[test]
+    fn pages_are_sorted_and_link_the_next_one() {
+        let paged = |query: &str| {
+            let mut items: Vec<String> = ["c", "a", "d", "b"].map(String::from).to_vec();
+            let uri: axum::http::Uri = format!("/v2/x/tags/list{query}").parse().unwrap();
+            let next = page(&mut items, &uri, "/v2/x/tags/list");
+            (items.join(","), next)
+        };
+        assert_eq!(paged(""), ("a,b,c,d".to_owned(), None));
+        assert_eq!(
+            paged("?n=2"),
+            (
+                "a,b".to_owned(),
+                Some("</v2/x/tags/list?n=2&last=b>; rel=\"next\"".to_owned())
+            )
+        );
+        assert_eq!(paged("?n=2&last=b"), ("c,d".to_owned(), None));
+        assert_eq!(paged("?last=d"), (String::new(), None));
     }
 
     #[test]
