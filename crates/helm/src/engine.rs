@@ -75,11 +75,7 @@ pub fn render(
     options: &Options,
     env: &mut Env,
 ) -> Result<BTreeMap<String, String>, Error> {
-    let capabilities = Capabilities::new(options.kube_version.as_deref(), &options.api_versions)
-        .map_err(Error::new)?;
-    let (chart, values) = prepare(chart, values)?;
-    let values = Value::from_json(&serde_json::Value::Object(values));
-    render_values(&chart, values, options, capabilities, env)
+    render_owned(chart.clone(), values, options, env).map(|(files, _)| files)
 }
 
 /// [`render`] of a chart the caller gives up, returning the chart as prepared (dependencies
@@ -374,14 +370,6 @@ pub fn chart_value(metadata: &Metadata, is_root: bool) -> Value {
         ("Type".to_string(), Value::str(&metadata.chart_type)),
         ("IsRoot".to_string(), Value::Bool(is_root)),
     ]))
-}
-
-/// Dependencies, coalescing and schema validation (the chart module's `prepare`).
-fn prepare(
-    chart: &Chart,
-    values: &serde_json::Map<String, serde_json::Value>,
-) -> Result<(Chart, serde_json::Map<String, serde_json::Value>), Error> {
-    crate::chart::prepare(chart, values).map_err(|e| Error::new(e.message))
 }
 
 #[cfg(test)]

@@ -36,6 +36,16 @@ pub fn leak_thread_caches() {
     chart::leak_caches();
 }
 
+/// Leaks what the thread-local `cache` holds (see [`leak_thread_caches`]); nothing when the
+/// thread is already tearing its locals down or the cache is in use.
+pub(crate) fn leak<T: Default>(cache: &'static std::thread::LocalKey<std::cell::RefCell<T>>) {
+    let _ = cache.try_with(|cache| {
+        if let Ok(mut cache) = cache.try_borrow_mut() {
+            std::mem::forget(std::mem::take(&mut *cache));
+        }
+    });
+}
+
 pub use value::Value;
 
 /// Answers Helm's `lookup apiVersion kind namespace name`: the object (or, with an empty name,

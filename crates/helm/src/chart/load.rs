@@ -77,16 +77,9 @@ type LoadedArchive = (Chart, u64);
 /// Leaks the thread's values, `Chart.yaml` and archive caches (see
 /// [`crate::leak_thread_caches`]).
 pub(super) fn leak_caches() {
-    fn leak<T: Default>(cache: &'static std::thread::LocalKey<RefCell<T>>) {
-        let _ = cache.try_with(|cache| {
-            if let Ok(mut cache) = cache.try_borrow_mut() {
-                std::mem::forget(std::mem::take(&mut *cache));
-            }
-        });
-    }
-    leak(&VALUES);
-    leak(&METADATA);
-    leak(&ARCHIVES);
+    crate::leak(&VALUES);
+    crate::leak(&METADATA);
+    crate::leak(&ARCHIVES);
 }
 
 thread_local! {

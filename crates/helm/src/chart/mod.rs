@@ -23,12 +23,6 @@
 //! ```
 
 mod dependencies;
-
-/// Leaks the thread's chart caches (see [`crate::leak_thread_caches`]).
-pub(crate) fn leak_caches() {
-    load::leak_caches();
-    schema::leak_cache();
-}
 mod ignore;
 mod load;
 mod metadata;
@@ -42,6 +36,12 @@ pub use load::{MAX_CHART_SIZE, MAX_FILE_SIZE, load, load_archive, load_dir_files
 pub use values::{
     GLOBAL_KEY, Values, coalesce_tables, coalesce_values, merge_maps, merge_values, read_values,
 };
+
+/// Leaks the thread's chart caches (see [`crate::leak_thread_caches`]).
+pub(crate) fn leak_caches() {
+    load::leak_caches();
+    schema::leak_cache();
+}
 
 /// A chart that failed to load or whose values failed their schema, in Helm's words.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -43,11 +43,7 @@ const SCHEMA_CACHE_MAX_TEXT: usize = 1 << 20;
 
 /// Leaks the thread's compiled schemas (see [`crate::leak_thread_caches`]).
 pub(super) fn leak_cache() {
-    let _ = SCHEMAS.try_with(|cache| {
-        if let Ok(mut cache) = cache.try_borrow_mut() {
-            std::mem::forget(std::mem::take(&mut *cache));
-        }
-    });
+    crate::leak(&SCHEMAS);
 }
 
 thread_local! {

@@ -245,12 +245,7 @@ thread_local! {
 
 /// Leaks the thread's parse cache (see [`crate::leak_thread_caches`]).
 pub(crate) fn leak_cache() {
-    // A thread already tearing its locals down has nothing left to leak.
-    let _ = PARSES.try_with(|cache| {
-        if let Ok(mut cache) = cache.try_borrow_mut() {
-            std::mem::forget(std::mem::take(&mut *cache));
-        }
-    });
+    crate::leak(&PARSES);
 }
 
 /// The trees of `text` parsed as `name` against `funcs`, from the thread's cache when it was

@@ -258,3 +258,34 @@ fn sdk_render_printed(oracle: &mut Oracle, case: &Case, template: &Template) -> 
         }
     })
 }
+
+/// `leak_thread_caches` gives the caches up, it does not break them: a render after it parses
+/// the chart again and gives the same files.
+#[test]
+fn renders_again_after_the_caches_are_leaked() {
+    use capstan_helm::chart::{File, load_dir_files};
+    use capstan_helm::engine::{Options, render};
+    let file = |name: &str, data: &str| File {
+        name: name.to_owned(),
+        data: data.as_bytes().to_vec(),
+    };
+    let chart = load_dir_files(vec![
+        file("Chart.yaml", "apiVersion: v2\nname: c\nversion: 0.1.0\n"),
+        file("values.yaml", "greeting: hello\n"),
+        file("values.schema.json", r#"{"type": "object"}"#),
+        file(
+            "templates/cm.yaml",
+            "kind: ConfigMap\ndata:\n  g: {{ .Values.greeting }}\n",
+        ),
+    ])
+    .unwrap();
+    let values = serde_json::Map::new();
+    let first = render(&chart, &values, &Options::default(), &mut Env::new()).unwrap();
+    assert!(
+        first["c/templates/cm.yaml"].contains("g: hello"),
+        "{first:?}"
+    );
+    capstan_helm::leak_thread_caches();
+    let again = render(&chart, &values, &Options::default(), &mut Env::new()).unwrap();
+    assert_eq!(again, first);
+}
