@@ -443,7 +443,7 @@ impl Builder<'_> {
         generate::run_generators(self, target, &mut acc)?;
         acc.invalidate();
         for entry in &k.components {
-            if is_remote(entry) && self.options.remote.is_some() {
+            if is_remote(entry) {
                 acc = self.accumulate_remote_component(target, entry, acc)?;
                 acc.invalidate();
                 continue;
@@ -618,7 +618,7 @@ impl Builder<'_> {
         field: &str,
         acc: &mut Accumulator,
     ) -> Result<(), Error> {
-        if is_remote(entry) && field == "resources" && self.options.remote.is_some() {
+        if is_remote(entry) {
             return self.accumulate_remote(target, entry, field, acc);
         }
         let path = self.confine(target, entry, field)?;
@@ -716,7 +716,8 @@ impl Builder<'_> {
     }
 
     /// Fetches the remote `entry` with the loader and runs `run` on the kustomization of the
-    /// directory it names, with a builder confined to the checkout.
+    /// directory it names, with a builder confined to the checkout; [`Error::Remote`] without
+    /// a loader.
     fn in_remote<T>(
         &mut self,
         target: &Target,

@@ -213,31 +213,12 @@ fn parse_timeout(value: &str) -> Option<Duration> {
     if let Ok(seconds) = value.parse::<u64>() {
         return (seconds > 0).then(|| Duration::from_secs(seconds));
     }
-    // The Go durations people write here: `90s`, `2m`, `1m30s`, `1h`.
-    let mut total = 0.0_f64;
-    let mut number = String::new();
-    let mut chars = value.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c.is_ascii_digit() || c == '.' {
-            number.push(c);
-            continue;
-        }
-        let mut unit = c.to_string();
-        if c == 'm' && chars.peek() == Some(&'s') {
-            unit.push('s');
-            chars.next();
-        }
-        let n: f64 = number.parse().ok()?;
-        number.clear();
-        total += n * match unit.as_str() {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 0.001,
-            _ => return None,
-        };
-    }
-    (number.is_empty() && total > 0.0).then(|| Duration::from_secs_f64(total))
+    // Else a Go duration (`90s`, `2m`, `1m30s`), as kustomize reads it.
+    let nanos = capstan_helm::funcs::date::parse_duration(value).ok()?;
+    u64::try_from(nanos)
+        .ok()
+        .filter(|&n| n > 0)
+        .map(Duration::from_nanos)
 }
 
 fn percent_decode(s: &str) -> String {
