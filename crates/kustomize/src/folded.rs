@@ -103,9 +103,6 @@ fn rewrite_folded(text: &str) -> Option<String> {
     Some(out)
 }
 
-/// Where the `>` indicator of a block scalar whose content starts at the end of `before`
-/// is: on the last line before the content that is not blank, followed only by hints and
-/// a comment.
 /// A line ending with a folded block scalar header (`>`, `>-`, `>2+`, then maybe a comment);
 /// multi-line mode, so it also tells whether a text holds one at all.
 fn header_pattern() -> &'static regex::Regex {
@@ -116,6 +113,9 @@ fn header_pattern() -> &'static regex::Regex {
     })
 }
 
+/// Where the `>` indicator of a block scalar whose content starts at the end of `before`
+/// is: on the last line before the content that is not blank, followed only by hints and
+/// a comment.
 fn header_start(before: &str) -> Option<usize> {
     let header = header_pattern();
     let mut end = before.len();
