@@ -2,8 +2,8 @@
 //!
 //! As kustomize-controller does:
 //! - the keys come from the Secret `spec.decryption.secretRef` in the Kustomization's
-//!   namespace: entries named `*.agekey` are age identities, `*.asc` OpenPGP keys (refused by
-//!   `capstan-sops` for now), other entries are ignored;
+//!   namespace: entries named `*.agekey` are age identities, `*.asc` OpenPGP private keys
+//!   (without a passphrase), other entries are ignored;
 //! - files are decrypted as the build reads them ([`DecryptingFs`]): a file that sops encrypted
 //!   (the format from its extension; an unknown extension is tried as binary, then as dotenv,
 //!   for `envs:` written with `--input-type dotenv`) is handed to the engine decrypted, with its
@@ -81,18 +81,16 @@ pub(super) async fn keys(
             ))
         })?
         .ok_or_else(|| failed(format!("the decryption Secret '{display}' was not found")))?;
-    let data: BTreeMap<String, Vec<u8>> = secret
-        .data
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(name, value)| (name, value.0))
-        .collect();
-    let keys = Keys::from_entries(data.iter().map(|(name, value)| (name.as_str(), &value[..])))
-        .map_err(|(entry, error)| {
-            failed(format!(
-                "failed to import '{entry}' from the decryption Secret '{display}': {error}"
-            ))
-        })?;
+    let data = secret.data.unwrap_or_default();
+    let keys = Keys::from_entries(
+        data.iter()
+            .map(|(name, value)| (name.as_str(), &value.0[..])),
+    )
+    .map_err(|(entry, error)| {
+        failed(format!(
+            "failed to import '{entry}' from the decryption Secret '{display}': {error}"
+        ))
+    })?;
     Ok(Some(Arc::new(keys)))
 }
 
