@@ -730,19 +730,12 @@ fn build_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
         let root = dir.path().join("source");
         let object = cx.object.clone();
         let variables = cx.state.variables.take();
-        let loader = if cx.reconciler.remote_bases {
-            let loader = remote::GitRemoteLoader::new(
+        let loader = cx.reconciler.remote_bases.then(|| {
+            std::sync::Arc::new(remote::GitRemoteLoader::new(
                 tokio::runtime::Handle::current(),
                 cx.reconciler.limits,
-            )
-            .map_err(|e| {
-                ReconcileError::transient(reason::BUILD_FAILED, "creating a temporary directory")
-                    .with_source(e)
-            })?;
-            Some(std::sync::Arc::new(loader))
-        } else {
-            None
-        };
+            ))
+        });
         let engine_loader = loader
             .clone()
             .map(|l| l as std::sync::Arc<dyn capstan_kustomize::RemoteLoader>);

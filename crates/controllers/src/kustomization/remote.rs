@@ -11,8 +11,8 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use capstan_kustomize::{RemoteLoader, RemoteTarget};
 use capstan_source::artifact::Limits;
@@ -25,7 +25,8 @@ const MAX_FETCHES: usize = 32;
 pub(super) struct GitRemoteLoader {
     runtime: tokio::runtime::Handle,
     limits: Limits,
-    scratch: tempfile::TempDir,
+    /// Where the checkouts go, made at the first fetch (most builds have no remote base).
+    scratch: OnceLock<tempfile::TempDir>,
     /// Checkouts by repository and ref.
     cache: Mutex<HashMap<(String, Option<String>), PathBuf>>,
     fetches: AtomicUsize,
@@ -33,14 +34,14 @@ pub(super) struct GitRemoteLoader {
 
 impl GitRemoteLoader {
     /// A loader running its fetches on `runtime`, within `limits`.
-    pub(super) fn new(runtime: tokio::runtime::Handle, limits: Limits) -> std::io::Result<Self> {
-        Ok(Self {
+    pub(super) fn new(runtime: tokio::runtime::Handle, limits: Limits) -> Self {
+        Self {
             runtime,
             limits,
-            scratch: capstan_source::temp::dir("remote-bases")?,
+            scratch: OnceLock::new(),
             cache: Mutex::new(HashMap::new()),
             fetches: AtomicUsize::new(0),
-        })
+        }
     }
 
     /// Whether any remote base was fetched (such a build depends on more than the source
@@ -60,6 +61,13 @@ impl GitRemoteLoader {
     }
 
     fn fetch(&self, target: &RemoteTarget) -> Result<PathBuf, String> {
+        let scratch = if let Some(dir) = self.scratch.get() {
+            dir
+        } else {
+            let dir = capstan_source::temp::dir("remote-bases")
+                .map_err(|e| format!("cannot create a directory for the checkout: {e}"))?;
+            self.scratch.get_or_init(|| dir)
+        };
         let mut last = String::new();
         for reference in Self::candidates(target.reference.as_deref()) {
             let n = self.fetches.fetch_add(1, Ordering::Relaxed);
@@ -68,7 +76,7 @@ impl GitRemoteLoader {
                     "more than {MAX_FETCHES} remote fetches in one build; refusing more"
                 ));
             }
-            let dest = self.scratch.path().join(n.to_string());
+            let dest = scratch.path().join(n.to_string());
             let options = FetchOptions {
                 timeout: Some(target.timeout),
                 limits: self.limits,
