@@ -280,3 +280,32 @@ fn with_hint(error: anyhow::Error) -> anyhow::Error {
         None => error,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback_registry;
+
+    #[test]
+    fn loopback_registries_are_recognised_by_host() {
+        for url in [
+            "oci://localhost:5000/app:v1",
+            "oci://LOCALHOST/app",
+            "oci://127.0.0.1:5000/app",
+            "oci://127.1.2.3/app",
+            "oci://[::1]:5000/app",
+            "oci://user@localhost:5000/app",
+        ] {
+            assert!(is_loopback_registry(url), "{url}");
+        }
+        for url in [
+            "oci://ghcr.io/org/app",
+            "oci://10.0.0.1:5000/app",
+            "oci://localhost.example.com/app",
+            "oci://127.0.0.1.nip.io/app",
+            "oci://[::2]:5000/app",
+            "oci://registry/localhost/app",
+        ] {
+            assert!(!is_loopback_registry(url), "{url}");
+        }
+    }
+}
