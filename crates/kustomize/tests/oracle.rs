@@ -49,6 +49,20 @@ fn first_differing_line(ours: &str, theirs: &str) -> String {
     )
 }
 
+/// How the engine's build of `dir` differs from `kubectl kustomize`'s, if it does (both
+/// refusing is agreement).
+fn difference(dir: &Path, name: &str) -> Option<String> {
+    let theirs = kubectl_kustomize(dir);
+    let ours = build(dir, &BuildOptions::default()).map(|objects| to_yaml(&objects));
+    match (ours, theirs) {
+        (Ok(ours), Ok(theirs)) if ours == theirs => None,
+        (Err(_), Err(_)) => None,
+        (Ok(ours), Ok(theirs)) => Some(format!("{name}: {}", first_differing_line(&ours, &theirs))),
+        (Ok(_), Err(theirs)) => Some(format!("{name}: kubectl fails: {theirs}")),
+        (Err(ours), Ok(_)) => Some(format!("{name}: engine fails: {ours}")),
+    }
+}
+
 #[test]
 fn engine_output_is_kubectl_kustomize_output() {
     let mut failures = Vec::new();
@@ -56,17 +70,7 @@ fn engine_output_is_kubectl_kustomize_output() {
     assert!(!cases.is_empty());
     for dir in &cases {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
-        let theirs = kubectl_kustomize(dir);
-        let ours = build(dir, &BuildOptions::default()).map(|objects| to_yaml(&objects));
-        match (ours, theirs) {
-            (Ok(ours), Ok(theirs)) if ours == theirs => println!("ok {name}"),
-            (Ok(ours), Ok(theirs)) => {
-                failures.push(format!("{name}: {}", first_differing_line(&ours, &theirs)));
-            }
-            (Err(_), Err(_)) => println!("ok {name} (both refuse)"),
-            (Ok(_), Err(theirs)) => failures.push(format!("{name}: kubectl fails: {theirs}")),
-            (Err(ours), Ok(_)) => failures.push(format!("{name}: engine fails: {ours}")),
-        }
+        failures.extend(difference(dir, &name));
     }
     assert!(
         failures.is_empty(),
@@ -110,17 +114,7 @@ fn every_flux_corpus_directory_builds_as_kubectl_builds_it() {
             .unwrap_or(dir)
             .display()
             .to_string();
-        let theirs = kubectl_kustomize(dir);
-        let ours = build(dir, &BuildOptions::default()).map(|objects| to_yaml(&objects));
-        match (ours, theirs) {
-            (Ok(ours), Ok(theirs)) if ours == theirs => {}
-            (Err(_), Err(_)) => {}
-            (Ok(ours), Ok(theirs)) => {
-                failures.push(format!("{name}: {}", first_differing_line(&ours, &theirs)));
-            }
-            (Ok(_), Err(theirs)) => failures.push(format!("{name}: kubectl fails: {theirs}")),
-            (Err(ours), Ok(_)) => failures.push(format!("{name}: engine fails: {ours}")),
-        }
+        failures.extend(difference(dir, &name));
     }
     println!("{} corpus directories compared", dirs.len());
     assert!(
