@@ -343,8 +343,9 @@ pub struct StepContext<R: Reconciler> {
     /// [`FluxResource::revision`] of the status.
     pub event_metadata: std::collections::BTreeMap<String, String>,
     events: Events,
-    /// `(reason, message)` of every Event this reconcile published: the `Ready` transition is
-    /// not announced again when a step already said the same (e.g. `InstallSucceeded`).
+    /// `(reason, message)` of every Event this reconcile published, the message bounded as the
+    /// `Ready` condition's is: the `Ready` transition is not announced again when a step already
+    /// said the same (e.g. `InstallSucceeded`, or a long `InstallFailed`).
     published: std::sync::Mutex<std::collections::BTreeSet<(String, String)>>,
     ready_message: Option<String>,
     ready_reason: Option<String>,
@@ -426,7 +427,7 @@ impl<R: Reconciler> StepContext<R> {
         self.published
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert((reason.to_owned(), message.to_owned()));
+            .insert((reason.to_owned(), capstan_api::message::bound(message)));
         let events = self.events.clone();
         let object = self.object.object_ref(&());
         let metadata = self.metadata();

@@ -261,6 +261,49 @@ async fn a_failing_template_is_reported_naming_template_and_line_with_no_release
     assert!(env.records("broken").await.is_empty(), "no release record");
 }
 
+/// A failure message longer than a condition holds is announced once too: the `Ready`
+/// transition (its message bounded) is not published again after the `InstallFailed` Event
+/// (`RetryOnFailure`: `Ready` says what `Released` says).
+#[tokio::test]
+async fn a_long_failure_is_announced_once() {
+    let env = ReleaseEnv::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("long");
+    capstan_testkit::write_files(
+        &chart,
+        &[
+            ("Chart.yaml", "apiVersion: v2\nname: long\nversion: 0.1.0\n"),
+            ("templates/config.yaml", "{{ fail (repeat 1500 \"x\") }}\n"),
+        ],
+    );
+    env.serve_chart("long", &chart).await;
+    env.release(
+        "long",
+        "long",
+        serde_json::json!({"install": {"strategy": {"name": "RetryOnFailure", "retryInterval": "1h"}}}),
+    )
+    .await;
+    let failed = env
+        .wait("long", "the install failed", |o| {
+            condition(o, "Ready").is_some_and(|c| c.0 == "False" && c.1 == "InstallFailed")
+        })
+        .await;
+    let (_, _, message) = condition(&failed, "Ready").unwrap();
+    assert!(message.contains("characters left out"), "{message}");
+    // The Ready transition is published after the status write the wait saw.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let events: Api<k8s_openapi::api::events::v1::Event> = env.api();
+    let said: Vec<_> = events
+        .list(&kube::api::ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("InstallFailed"))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:#?}");
+}
+
 #[tokio::test]
 async fn a_hanging_upgrade_is_rolled_back_within_the_timeout() {
     let env = ReleaseEnv::start().await;
