@@ -179,3 +179,38 @@ fn flux_style(result: anyhow::Result<ExitCode>, error_code: u8) -> ExitCode {
 pub fn default_kubeconfig() -> PathBuf {
     PathBuf::from(".capstan").join("kubeconfig")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::globals_after_verb;
+
+    fn moved(args: &str) -> String {
+        let args = args.split(' ').map(std::ffi::OsString::from).collect();
+        let moved: Vec<String> = globals_after_verb(args)
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        moved.join(" ")
+    }
+
+    #[test]
+    fn cluster_flags_before_the_verb_go_right_after_it() {
+        assert_eq!(
+            moved("capstan --kubeconfig kc -n apps get ks"),
+            "capstan get --kubeconfig kc -n apps ks"
+        );
+        assert_eq!(
+            moved("capstan --kubeconfig=kc -napps --context=c --namespace x get ks"),
+            "capstan get --kubeconfig=kc -napps --context=c --namespace x ks"
+        );
+        // The log flags stay before the verb (they are global), values included.
+        assert_eq!(
+            moved("capstan --log-level debug -n apps --log-format=json get ks -n other"),
+            "capstan --log-level debug --log-format=json get -n apps ks -n other"
+        );
+        // Nothing to move, or no verb at all: as given.
+        assert_eq!(moved("capstan get ks -n apps"), "capstan get ks -n apps");
+        assert_eq!(moved("capstan -n apps"), "capstan -n apps");
+        assert_eq!(moved("capstan --help"), "capstan --help");
+    }
+}
