@@ -648,8 +648,6 @@ fn wait_key(release: &Release) -> String {
     format!("{}.v{}", release.name, release.version)
 }
 
-/// Renders the chart for revision `revision` (on a blocking thread; `lookup` answered by the
-/// target cluster).
 /// `chart` and its subcharts without their `values.schema.json`.
 fn without_schemas(chart: &Chart) -> Chart {
     let mut chart = chart.clone();
@@ -661,6 +659,8 @@ fn without_schemas(chart: &Chart) -> Chart {
     chart
 }
 
+/// Renders the chart for revision `revision` (on a blocking thread; `lookup` answered by the
+/// target cluster).
 async fn render_release(
     cx: &Cx,
     target: &Target,
