@@ -248,7 +248,7 @@ impl Keys {
         }
     }
 
-    /// Unwraps the data key with the first matching age identity.
+    /// Unwraps the data key with the first matching age identity, then OpenPGP key.
     fn data_key(&self, metadata: &tree::Metadata) -> Result<[u8; 32], Error> {
         if metadata.key_groups > 1 {
             return Err(Error::Unsupported(

@@ -188,3 +188,53 @@ fn keys_from_secret_entries() {
     );
     assert!(!error.to_string().contains("not a key"));
 }
+
+const RULES: &str = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: rules\nstringData:\n  password: marker-plaintext-7f3a\n  user_plain: admin\n  note_unencrypted: kept\n  port: 5432\n";
+
+#[test]
+fn each_encryption_rule_picks_the_values_it_encrypted() {
+    let key = AgeKey::generate();
+    let keys = keys(&key.identity);
+    let expected: Value = serde_saphyr::from_str(RULES).unwrap();
+    // The flags, and a value the rule leaves in clear text.
+    let cases: [(&[&str], &str); 5] = [
+        (&[], "note_unencrypted: kept"),
+        (&["--unencrypted-suffix", "_plain"], "user_plain: admin"),
+        (&["--encrypted-suffix", "word"], "user_plain: admin"),
+        (
+            &[
+                "--unencrypted-regex",
+                "^(apiVersion|kind|metadata|user_plain)$",
+            ],
+            "user_plain: admin",
+        ),
+        (&["--encrypted-regex", "^password$"], "user_plain: admin"),
+    ];
+    for (flags, clear) in cases {
+        let encrypted = key.encrypt("s.yaml", RULES, flags);
+        assert!(!encrypted.contains("marker-plaintext"), "{flags:?}");
+        assert!(encrypted.contains(clear), "{flags:?}: {encrypted}");
+        let plain = decrypt(encrypted.as_bytes(), Format::Yaml, &keys)
+            .unwrap_or_else(|error| panic!("{flags:?}: {error}"));
+        let value: Value = serde_saphyr::from_str(std::str::from_utf8(&plain).unwrap()).unwrap();
+        assert_eq!(value, expected, "{flags:?}");
+    }
+}
+
+#[test]
+fn mac_only_encrypted_leaves_clear_values_out_of_the_mac() {
+    let key = AgeKey::generate();
+    let keys = keys(&key.identity);
+    let flags = ["--encrypted-regex", "^password$", "--mac-only-encrypted"];
+    let encrypted = key.encrypt("s.yaml", RULES, &flags);
+    // A clear value changed: outside the MAC, so it decrypts (without the flag it fails, above).
+    let renamed = encrypted.replace("name: rules", "name: other");
+    assert_ne!(renamed, encrypted);
+    let plain = decrypt(renamed.as_bytes(), Format::Yaml, &keys).unwrap();
+    let value: Value = serde_saphyr::from_str(std::str::from_utf8(&plain).unwrap()).unwrap();
+    assert_eq!(value["metadata"]["name"], json!("other"));
+    assert_eq!(
+        value["stringData"]["password"],
+        json!("marker-plaintext-7f3a")
+    );
+}
