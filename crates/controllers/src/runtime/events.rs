@@ -8,7 +8,8 @@
 //!   cleanup) goes through the same [`Events`]: to the API server as a Kubernetes Event, and to
 //!   the sink of [`RuntimeConfig::event_sink`](super::RuntimeConfig::event_sink) if any.
 //! - Messages are cut at 1,024 bytes and credentials in URLs are redacted; the metadata
-//!   holds only [`REVISION_KEY`], [`ORIGIN_REVISION_KEY`] and [`TOKEN_KEY`], never a secret.
+//!   holds only Flux's keys ([`FLUX_KEYS`]), bare or prefixed with an API group as
+//!   helm-controller writes them (`helm.toolkit.fluxcd.io/revision`), never a secret.
 //! - A failure to record an Event is logged, never fails the reconcile; a sink must not block.
 //! - Events are written as `events.k8s.io/v1` Events. A repeat (same type, reason, action and
 //!   object within [`SERIES_WINDOW`]) updates the first one's `series` (count, last observed
@@ -35,6 +36,26 @@ pub const ORIGIN_REVISION_KEY: &str = "originRevision";
 /// The metadata key of the token identifying what the Event is about, so that a sink can tell
 /// repeats (e.g. the digest of the applied objects).
 pub const TOKEN_KEY: &str = "token";
+
+/// The metadata keys an Event may carry (Flux's `eventv1` keys and helm-controller's
+/// `app-version` and `oci-digest`); anything else is dropped before publishing.
+pub const FLUX_KEYS: [&str; 5] = [
+    REVISION_KEY,
+    ORIGIN_REVISION_KEY,
+    TOKEN_KEY,
+    "app-version",
+    "oci-digest",
+];
+
+/// Whether `key` is one of [`FLUX_KEYS`], bare or as `<api group>/<key>`.
+fn flux_key(key: &str) -> bool {
+    let bare = match key.rsplit_once('/') {
+        Some((group, bare)) if group.contains('.') => bare,
+        Some(_) => return false,
+        None => key,
+    };
+    FLUX_KEYS.contains(&bare)
+}
 
 /// The longest message published, in bytes: the API server refuses an `events.k8s.io/v1`
 /// Event whose `note` is longer (a bounded condition message, 1,024 characters with `…` in it,
@@ -275,10 +296,7 @@ fn published(
     }
     let metadata = metadata
         .iter()
-        .filter(|(key, value)| {
-            [REVISION_KEY, ORIGIN_REVISION_KEY, TOKEN_KEY].contains(&key.as_str())
-                && !value.is_empty()
-        })
+        .filter(|(key, value)| flux_key(key) && !value.is_empty())
         .map(|(key, value)| (key.clone(), capstan_source::redact::urls(value)))
         .collect();
     PublishedEvent {
@@ -308,6 +326,9 @@ mod tests {
             (ORIGIN_REVISION_KEY, ""),
             (TOKEN_KEY, "sha256:objects"),
             ("password", "hunter2"),
+            ("helm.toolkit.fluxcd.io/app-version", "1.2.3"),
+            ("helm.toolkit.fluxcd.io/password", "hunter2"),
+            ("x/revision", "not a group"),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -327,8 +348,12 @@ mod tests {
         );
         assert_eq!(
             event.metadata.keys().collect::<Vec<_>>(),
-            [REVISION_KEY, TOKEN_KEY],
-            "empty values and foreign keys are dropped"
+            [
+                "helm.toolkit.fluxcd.io/app-version",
+                REVISION_KEY,
+                TOKEN_KEY
+            ],
+            "empty values and foreign keys are dropped; group-prefixed Flux keys stay"
         );
         assert!(!event.message.contains("hunter2"), "{}", event.message);
         assert_eq!(event.message.len(), MAX_MESSAGE);
