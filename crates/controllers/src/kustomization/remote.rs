@@ -139,3 +139,41 @@ impl RemoteLoader for GitRemoteLoader {
         Ok(path)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use capstan_kustomize::{RemoteLoader as _, parse_remote_target};
+    use capstan_source::git::GitReference;
+
+    use super::{GitRemoteLoader, Limits};
+
+    #[tokio::test]
+    async fn file_bases_are_refused_before_any_fetch() {
+        let loader = GitRemoteLoader::new(tokio::runtime::Handle::current(), Limits::default());
+        let target = parse_remote_target("file:///etc/repo//base").unwrap();
+        let error = loader.load(&target).unwrap_err();
+        assert!(
+            error.contains("file:// remote bases are refused"),
+            "{error}"
+        );
+        assert!(!loader.used());
+        assert!(loader.scratch.get().is_none(), "no directory made");
+    }
+
+    #[test]
+    fn a_ref_is_a_commit_a_tag_or_a_branch_and_none_is_main_then_master() {
+        let commit = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(
+            GitRemoteLoader::candidates(Some(commit)),
+            [GitReference::commit(commit)]
+        );
+        assert_eq!(
+            GitRemoteLoader::candidates(Some("v1")),
+            [GitReference::tag("v1"), GitReference::branch("v1")]
+        );
+        assert_eq!(
+            GitRemoteLoader::candidates(None),
+            [GitReference::branch("main"), GitReference::branch("master")]
+        );
+    }
+}
