@@ -30,7 +30,7 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::api::DynamicObject;
 use kube::{Api, Client, ResourceExt};
 
-use super::render::{RenderError, build_in, finish_objects};
+use super::render::{RenderError, build_with_remote, finish_objects};
 use crate::error::{ErrorClass, ReconcileError};
 
 /// Why a build with decryption failed.
@@ -108,7 +108,7 @@ pub(super) fn render(
         root,
         keys,
     };
-    let mut objects = build_in(&disk, root, object, remote)?;
+    let mut objects = build_with_remote(&disk, root, object, remote)?;
     for value in &mut objects {
         decrypt_object(value, keys)?;
     }

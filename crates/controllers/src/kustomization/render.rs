@@ -192,8 +192,20 @@ pub fn render_with(
     variables: Option<&BTreeMap<String, String>>,
     remote: Option<std::sync::Arc<dyn capstan_kustomize::RemoteLoader>>,
 ) -> Result<Vec<DynamicObject>, RenderError> {
+    let objects = build_with_remote(&DiskFs, root, object, remote)?;
+    finish_objects(objects, object, variables)
+}
+
+/// [`build_in`] as the controller runs it: a remote base refused for want of `remote` says
+/// the controller's flag refused it.
+pub(super) fn build_with_remote(
+    disk: &dyn FileSystem,
+    root: &Path,
+    object: &Kustomization,
+    remote: Option<std::sync::Arc<dyn capstan_kustomize::RemoteLoader>>,
+) -> Result<Vec<Value>, RenderError> {
     let refused = remote.is_none();
-    let objects = build_in(&DiskFs, root, object, remote).map_err(|error| match error {
+    build_in(disk, root, object, remote).map_err(|error| match error {
         RenderError::Build { message, error }
             if refused && matches!(*error, capstan_kustomize::Error::Remote { .. }) =>
         {
@@ -203,8 +215,7 @@ pub fn render_with(
             }
         }
         other => other,
-    })?;
-    finish_objects(objects, object, variables)
+    })
 }
 
 /// Renders `object` from a local source directory, read in place and never written to;
@@ -470,7 +481,7 @@ pub(super) fn build_objects(
 /// [`build_objects`] on `disk`. The engine sees `root` mounted at `/build/source` and the
 /// overlay at `/build/overlay` (beside the source: inside it, building the root would be a
 /// cycle), confined to `/build`.
-pub(super) fn build_in(
+fn build_in(
     disk: &dyn FileSystem,
     root: &Path,
     object: &Kustomization,
