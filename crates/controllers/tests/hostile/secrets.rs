@@ -5,8 +5,9 @@
 //! Kustomization applies), `kubeConfig.secretRef` kubeconfigs (token, password, exec and
 //! auth-provider plugins, a password in the server URL, a kubeconfig that does not parse, servers
 //! that refuse), SOPS-encrypted Secrets (for a key the Kustomization does not hold; for one it
-//! holds, whose decrypted value fails to apply) and the age key of the decryption Secret, Git credentials (a basic-auth Secret for a server that refuses, `user:password@`
-//! in the URL), registry credentials (a dockerconfigjson Secret with a wrong password), bucket
+//! holds, whose decrypted value fails to apply) and the age key of the decryption Secret, Git
+//! credentials (a basic-auth Secret for a server that refuses, `user:password@` in the URL),
+//! registry credentials (a dockerconfigjson Secret with a wrong password), bucket
 //! keys, Helm repository credentials and HelmRelease values from Secrets (values that break
 //! the YAML, values that fail the chart's schema, a kubeconfig for a cluster that refuses) —
 //! drives every one of them into its failure path, then greps every status of every Flux
