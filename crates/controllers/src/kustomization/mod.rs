@@ -740,6 +740,7 @@ fn build_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
             .clone()
             .map(|l| l as std::sync::Arc<dyn capstan_kustomize::RemoteLoader>);
         let keys = decrypt::keys(&cx.client, &cx.object).await?;
+        let decrypting = keys.is_some();
         let built = tokio::task::spawn_blocking(move || match keys {
             Some(keys) => decrypt::render(&root, &object, variables.as_ref(), engine_loader, &keys),
             None => render_with(&root, &object, variables.as_ref(), engine_loader)
@@ -751,8 +752,10 @@ fn build_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
         })?;
         match built {
             Ok(objects) => {
-                // A build with remote bases depends on more than the source revision.
-                if !loader.as_ref().is_some_and(|l| l.used()) {
+                // A build with remote bases or decryption depends on more than the source
+                // revision (the bases' refs, the keys Secret, read again each time as Flux
+                // does); and decrypted Secrets are not kept past the reconcile.
+                if !decrypting && !loader.as_ref().is_some_and(|l| l.used()) {
                     cx.reconciler.store_build(
                         format!("{}/{}", cx.namespace(), cx.name()),
                         std::mem::take(&mut cx.state.build_key),

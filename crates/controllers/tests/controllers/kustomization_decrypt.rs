@@ -8,7 +8,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::Api;
 
 use crate::kustomize_support::{
-    KustomizeController, NAMESPACE, create_kustomization, setup, wait_ready,
+    KustomizeController, NAMESPACE, create_kustomization, kustomizations, request_reconcile, setup,
+    wait_ready,
 };
 use crate::sops::{AgeKey, PgpKey};
 use crate::support::{Env, GitServer};
@@ -210,6 +211,38 @@ async fn decrypt_without_the_key_secret_fails_naming_it() {
     let (_, _, message) = crate::kustomize_support::ready(&object).unwrap();
     assert!(
         message.contains(&format!("decryption Secret '{NAMESPACE}/missing-keys'")),
+        "{message}"
+    );
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn decrypt_reads_the_keys_again_on_every_reconcile() {
+    // Decrypting builds are not cached: a deleted keys Secret shows at the next reconcile,
+    // as in Flux, though the artifact did not change.
+    let key = AgeKey::generate();
+    let (env, _git, _controller) = decrypting(
+        &[(
+            "apps/secret.enc.yaml",
+            key.encrypt_secret(&secret_manifest()),
+        )],
+        Some("sops-keys"),
+        &[("identity.agekey", key.identity.as_str())],
+    )
+    .await;
+    wait_ready(&env, "apps", "Ready=True", |s, _, _| s == "True").await;
+    let secrets: Api<Secret> = Api::namespaced(env.client.clone(), NAMESPACE);
+    secrets
+        .delete("sops-keys", &kube::api::DeleteParams::default())
+        .await
+        .unwrap();
+    request_reconcile(&kustomizations(&env), "apps", "keys-deleted").await;
+    let object = wait_ready(&env, "apps", "Ready=False", |s, _, _| s == "False").await;
+    let (_, _, message) = crate::kustomize_support::ready(&object).unwrap();
+    assert!(
+        message.contains(&format!(
+            "the decryption Secret '{NAMESPACE}/sops-keys' was not found"
+        )),
         "{message}"
     );
     env.stop().await;
