@@ -28,7 +28,6 @@ impl NoRemoteBases {
         let config = RuntimeConfig {
             backoff_base: Duration::from_millis(200),
             backoff_max: Duration::from_secs(2),
-            no_remote_bases: true,
             ..RuntimeConfig::default()
         };
         let client = env.client.clone();
