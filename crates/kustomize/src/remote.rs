@@ -51,16 +51,23 @@ impl std::fmt::Debug for dyn RemoteLoader {
 }
 
 /// Whether a `resources:` entry looks like a remote target rather than a local path (a
-/// scheme, a `git::` prefix, an SCP-style `user@host:`, a `github.com/` path or a `?ref=`).
+/// scheme, a `git::` prefix, `git@`, an SCP-style `user@host:`, a `github.com/` path or a
+/// `?ref=`). A file name holding `@` (`app@v2.yaml`) stays local.
 pub fn is_remote(entry: &str) -> bool {
     let lower = entry.to_ascii_lowercase();
     lower.contains("://")
         || lower.starts_with("git::")
+        || lower.starts_with("git@")
         || lower.starts_with("github.com/")
         || lower.starts_with("github.com:")
         || lower.starts_with("gitlab.com/")
         || lower.starts_with("bitbucket.org/")
-        || scp_user(entry).is_some()
+        || scp_user(entry).is_some_and(|end| {
+            entry[end..]
+                .split('/')
+                .next()
+                .is_some_and(|h| h.contains(':'))
+        })
         || entry.contains("?ref=")
         || entry.contains("?version=")
 }
@@ -331,7 +338,20 @@ mod tests {
 
     #[test]
     fn local_paths_are_not_remote_and_bad_targets_are_refused() {
-        for local in ["base", "../base", "./x/y.yaml", "deploy.yaml"] {
+        for remote in [
+            "git@example.com:org/repo",
+            "deploy@example.com:org/repo//base",
+        ] {
+            assert!(is_remote(remote), "{remote}");
+        }
+        for local in [
+            "base",
+            "../base",
+            "./x/y.yaml",
+            "deploy.yaml",
+            "app@v2.yaml",
+            "a@b/c",
+        ] {
             assert!(!is_remote(local), "{local}");
             assert!(parse_remote_target(local).is_err(), "{local}");
         }
