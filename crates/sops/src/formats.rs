@@ -166,7 +166,12 @@ enum Token {
     List(usize),
 }
 
-/// Sets the value of a flattened key (`age__list_0__map_enc`) in a nested value.
+/// The longest list a flattened key may index (recipients, key groups): a hostile index
+/// (`age__list_4000000000__map_enc`) must not make the list that long.
+const MAX_LIST: usize = 1024;
+
+/// Sets the value of a flattened key (`age__list_0__map_enc`) in a nested value; a key
+/// indexing past [`MAX_LIST`] is dropped.
 fn unflatten(root: &mut Value, flat: &str, value: Value) {
     const MAP: &str = "__map_";
     const LIST: &str = "__list_";
@@ -217,6 +222,9 @@ fn unflatten(root: &mut Value, flat: &str, value: Value) {
                 map.entry(name.clone()).or_insert_with(child_default)
             }
             Token::List(position) => {
+                if *position >= MAX_LIST {
+                    return;
+                }
                 if !node.is_array() {
                     *node = Value::Array(Vec::new());
                 }

@@ -238,3 +238,22 @@ fn mac_only_encrypted_leaves_clear_values_out_of_the_mac() {
         json!("marker-plaintext-7f3a")
     );
 }
+
+#[test]
+fn a_hostile_list_index_in_flattened_metadata_allocates_nothing() {
+    // Without a bound, the index would make a list of four billion entries.
+    for (text, format) in [
+        (
+            "sops_lastmodified=x\nsops_age__list_4000000000__map_enc=y\n",
+            Format::Dotenv,
+        ),
+        (
+            "[sops]\nlastmodified = x\nage__list_4000000000__map_enc = y\n",
+            Format::Ini,
+        ),
+    ] {
+        assert!(is_encrypted(text.as_bytes(), format), "{text}");
+        let error = decrypt(text.as_bytes(), format, &Keys::default()).unwrap_err();
+        assert!(error.to_string().contains("no recipient"), "{error}");
+    }
+}
