@@ -15,14 +15,21 @@ pub const MAX_MESSAGE: usize = 1024;
 pub const LISTED: usize = 3;
 
 /// `message` within `max` characters: unchanged when it fits, else its start and its end
-/// around `… (N characters left out) …`.
+/// around `… (N characters left out) …`; when `max` leaves no room for that marker, its first
+/// `max - 1` characters and `…`.
 pub fn bound_to(message: &str, max: usize) -> String {
     let length = message.chars().count();
     if length <= max {
         return message.to_owned();
     }
     let marker = |left_out: usize| format!(" … ({left_out} characters left out) … ");
-    let budget = max.saturating_sub(marker(length).chars().count());
+    let Some(budget) = max.checked_sub(marker(length).chars().count()) else {
+        let mut cut: String = message.chars().take(max.saturating_sub(1)).collect();
+        if max > 0 {
+            cut.push('…');
+        }
+        return cut;
+    };
     let head = budget * 2 / 3;
     let tail = budget - head;
     let start: String = message.chars().take(head).collect();
@@ -39,23 +46,33 @@ pub fn bound(message: &str) -> String {
 /// there are at most [`LISTED`]; else the first [`LISTED`] and `(and N more)`. The whole stays
 /// within [`MAX_MESSAGE`]: entries too long for their share are shortened ([`bound_to`]).
 pub fn summarize<T: AsRef<str>>(entries: &[T]) -> String {
+    summarize_after("", entries)
+}
+
+/// `prefix` followed by the [`summarize`]d `entries`, the whole within [`MAX_MESSAGE`]
+/// characters: the entries share what the prefix leaves (a prefix longer than half the room is
+/// itself shortened to half, so the list always shows).
+pub fn summarize_after<T: AsRef<str>>(prefix: &str, entries: &[T]) -> String {
+    let prefix = bound_to(prefix, MAX_MESSAGE / 2);
+    let room = MAX_MESSAGE - prefix.chars().count();
+    let shown = entries.len().min(LISTED);
+    if shown == 0 {
+        return prefix;
+    }
     let suffix = if entries.len() > LISTED {
         format!("; (and {} more)", entries.len() - LISTED)
     } else {
         String::new()
     };
-    let shown = entries.len().min(LISTED);
-    if shown == 0 {
-        return String::new();
-    }
     let separators = 2 * (shown - 1);
-    let share = MAX_MESSAGE.saturating_sub(suffix.chars().count() + separators) / shown;
-    let mut text = entries
-        .iter()
-        .take(LISTED)
-        .map(|e| bound_to(e.as_ref(), share))
-        .collect::<Vec<_>>()
-        .join("; ");
+    let share = room.saturating_sub(suffix.chars().count() + separators) / shown;
+    let mut text = prefix;
+    for (i, entry) in entries.iter().take(LISTED).enumerate() {
+        if i > 0 {
+            text.push_str("; ");
+        }
+        text.push_str(&bound_to(entry.as_ref(), share));
+    }
     text.push_str(&suffix);
     text
 }
@@ -100,6 +117,36 @@ mod tests {
         assert!(!text.contains("web-4 "), "{text}");
         assert!(text.ends_with("(and 197 more)"), "{text}");
         assert!(text.chars().count() <= MAX_MESSAGE);
+    }
+
+    #[test]
+    fn the_prefix_counts_in_the_budget() {
+        let prefix = "apply failed for 200 of 210 objects (10 applied): ";
+        let entries = vec!["e".repeat(2000); 200];
+        let text = summarize_after(prefix, &entries);
+        assert!(text.starts_with(prefix), "{text}");
+        assert!(text.ends_with("(and 197 more)"), "{text}");
+        assert!(
+            text.chars().count() <= MAX_MESSAGE,
+            "{}",
+            text.chars().count()
+        );
+        assert_eq!(text.matches("characters left out").count(), 3, "{text}");
+
+        let long_prefix = "p".repeat(3000);
+        let text = summarize_after(&long_prefix, &["x failed", "y failed"]);
+        assert!(text.chars().count() <= MAX_MESSAGE);
+        assert!(text.ends_with("x failed; y failed"), "{text}");
+        assert_eq!(summarize_after("nothing: ", &[] as &[&str]), "nothing: ");
+    }
+
+    #[test]
+    fn tiny_budgets_are_kept_too() {
+        for max in 0..40 {
+            let text = bound_to(&"z".repeat(500), max);
+            assert!(text.chars().count() <= max, "{max}: {text}");
+        }
+        assert_eq!(bound_to("abcdef", 4), "abc…");
     }
 
     #[test]

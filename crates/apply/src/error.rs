@@ -40,7 +40,7 @@ impl std::error::Error for ObjectError {}
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Some objects failed; the others were applied (or deleted) and are in the change set.
-    #[error("{} of {} objects failed: {}", .errors.len(), .errors.len() + .changeset.entries.len(), join(.errors))]
+    #[error("{}", join(&format!("{} of {} objects failed: ", .errors.len(), .errors.len() + .changeset.entries.len()), .errors))]
     Partial {
         /// What was done to the objects that did not fail.
         changeset: Box<ChangeSet>,
@@ -48,7 +48,7 @@ pub enum Error {
         errors: Vec<ObjectError>,
     },
     /// Some objects could not be compared with the cluster.
-    #[error("diff failed for {} objects: {}", .errors.len(), join(.errors))]
+    #[error("{}", join(&format!("diff failed for {} objects: ", .errors.len()), .errors))]
     Diff {
         /// The drift of the objects that could be compared.
         drifts: Vec<crate::manager::Drift>,
@@ -64,13 +64,13 @@ pub enum Error {
         pending: Vec<String>,
     },
     /// Health checks found a failed object.
-    #[error("health check failed: {}", join_health(.failed))]
+    #[error("{}", join_health("health check failed: ", .failed))]
     HealthFailed {
         /// The failed objects with their reasons.
         failed: Vec<HealthResult>,
     },
     /// Health checks did not all pass before the timeout.
-    #[error("timed out after {timeout:?} waiting for: {}", join_health(.pending))]
+    #[error("{}", join_health(&format!("timed out after {timeout:?} waiting for: "), .pending))]
     HealthTimeout {
         /// How long the engine waited.
         timeout: Duration,
@@ -94,14 +94,18 @@ pub enum Error {
     },
 }
 
-/// The errors, summarised when there are many (`capstan_api::message::summarize`).
-fn join(errors: &[ObjectError]) -> String {
-    capstan_api::message::summarize(&errors.iter().map(ToString::to_string).collect::<Vec<_>>())
+/// `prefix` and the errors, summarised when there are many, the whole bounded
+/// (`capstan_api::message::summarize_after`).
+fn join(prefix: &str, errors: &[ObjectError]) -> String {
+    let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    capstan_api::message::summarize_after(prefix, &errors)
 }
 
-/// The health results, summarised when there are many (`capstan_api::message::summarize`).
-fn join_health(results: &[HealthResult]) -> String {
-    capstan_api::message::summarize(&results.iter().map(ToString::to_string).collect::<Vec<_>>())
+/// `prefix` and the health results, summarised when there are many, the whole bounded
+/// (`capstan_api::message::summarize_after`).
+fn join_health(prefix: &str, results: &[HealthResult]) -> String {
+    let results: Vec<String> = results.iter().map(ToString::to_string).collect();
+    capstan_api::message::summarize_after(prefix, &results)
 }
 
 /// The API server's message for a client error, or the error's own text.

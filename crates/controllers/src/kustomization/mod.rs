@@ -852,12 +852,14 @@ fn apply_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
                 let failed: Vec<String> = errors.iter().map(ToString::to_string).collect();
                 Err(ReconcileError::transient(
                     reason::RECONCILIATION_FAILED,
-                    format!(
-                        "apply failed for {} of {} objects ({} applied): {}",
-                        errors.len(),
-                        objects.len(),
-                        changeset.entries.len(),
-                        capstan_api::message::summarize(&failed)
+                    capstan_api::message::summarize_after(
+                        &format!(
+                            "apply failed for {} of {} objects ({} applied): ",
+                            errors.len(),
+                            objects.len(),
+                            changeset.entries.len(),
+                        ),
+                        &failed,
                     ),
                 ))
             }
@@ -952,10 +954,7 @@ async fn report_drift(
             let failed: Vec<String> = errors.iter().map(ToString::to_string).collect();
             return Err(ReconcileError::transient(
                 reason::RECONCILIATION_FAILED,
-                format!(
-                    "drift detection failed: {}",
-                    capstan_api::message::summarize(&failed)
-                ),
+                capstan_api::message::summarize_after("drift detection failed: ", &failed),
             ));
         }
         Err(error) => {
