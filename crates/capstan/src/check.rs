@@ -1,0 +1,279 @@
+//! `capstan check [--pre]`: is the cluster fit for Capstan, and is Capstan healthy in it?
+//!
+//! As `flux check`: `--pre` checks the Kubernetes version only (Flux's minimum, 1.33); without
+//! it, also the controller Deployments of the installation (labelled
+//! `app.kubernetes.io/part-of: capstan` in the namespace, each Ready for its generation with all
+//! replicas updated and ready, waited for up to `--timeout`) and Capstan's
+//! CustomResourceDefinitions (present, established, serving the version Capstan reads). Every
+//! check is printed (`✔`/`✗`); any failure makes the command fail at the end.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::ListParams;
+use kube::{Api, Client, ResourceExt};
+
+use crate::cmd::{ClusterArgs, say};
+use crate::uninstall::PART_OF;
+
+/// The oldest Kubernetes Capstan supports, as Flux's `flux check` constraint (`>=1.33.0-0`).
+pub const MIN_KUBERNETES: (u64, u64) = (1, 33);
+
+/// How often the Deployments are looked at while waiting for them.
+const POLL: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Only run the pre-installation checks (the Kubernetes version).
+    #[arg(long)]
+    pub pre: bool,
+    /// How long to wait for the controllers to become ready (Go duration).
+    #[arg(long, default_value = "5m")]
+    pub timeout: String,
+}
+
+/// Runs `capstan check`.
+pub async fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    let timeout = crate::cmd::duration_flag("timeout", &args.timeout)?;
+    say::action("checking prerequisites");
+    let client = args.cluster.client().await?;
+    let mut ok = kubernetes(&client).await;
+    if args.pre {
+        if !ok {
+            anyhow::bail!("prerequisites checks failed");
+        }
+        say::success("prerequisites checks passed");
+        return Ok(ExitCode::SUCCESS);
+    }
+    say::action("checking controllers");
+    ok &= controllers(&client, &args.cluster.namespace, timeout).await;
+    say::action("checking crds");
+    ok &= crds(&client).await;
+    if !ok {
+        anyhow::bail!("check failed");
+    }
+    say::success("all checks passed");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The Kubernetes version against [`MIN_KUBERNETES`].
+async fn kubernetes(client: &Client) -> bool {
+    let info = match client.apiserver_version().await {
+        Ok(info) => info,
+        Err(e) => {
+            say::failure(&format!("Kubernetes API call failed: {e}"));
+            return false;
+        }
+    };
+    let Some((major, minor, version)) = parse_version(&info.git_version) else {
+        say::failure(&format!(
+            "Kubernetes version can't be determined from {:?}",
+            info.git_version
+        ));
+        return false;
+    };
+    let constraint = format!(">={}.{}.0-0", MIN_KUBERNETES.0, MIN_KUBERNETES.1);
+    if (major, minor) < MIN_KUBERNETES {
+        say::failure(&format!(
+            "Kubernetes version {version} does not match {constraint}"
+        ));
+        return false;
+    }
+    say::success(&format!("Kubernetes {version} {constraint}"));
+    true
+}
+
+/// `v1.33.2-gke.1+abc` → major 1, minor 33 and the version without the `v`.
+pub fn parse_version(git_version: &str) -> Option<(u64, u64, &str)> {
+    let version = git_version.strip_prefix('v').unwrap_or(git_version);
+    let core = version.split(['-', '+']).next()?;
+    let mut parts = core.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor, version))
+}
+
+/// Every controller Deployment of the installation in `namespace`, waited for until ready.
+async fn controllers(client: &Client, namespace: &str, timeout: Duration) -> bool {
+    let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let selector = format!("{}={}", PART_OF.0, PART_OF.1);
+    let start = Instant::now();
+    loop {
+        let list = match api.list(&ListParams::default().labels(&selector)).await {
+            Ok(list) => list.items,
+            Err(e) => {
+                say::failure(&format!("listing Deployments in {namespace}: {e}"));
+                return false;
+            }
+        };
+        if list.is_empty() {
+            say::failure(&format!(
+                "no controllers found in the '{namespace}' namespace with the label selector '{selector}'"
+            ));
+            return false;
+        }
+        let waiting: Vec<(String, String)> = list
+            .iter()
+            .filter_map(|d| deployment_unready(d).map(|why| (d.name_any(), why)))
+            .collect();
+        if waiting.is_empty() || start.elapsed() >= timeout {
+            for deployment in &list {
+                let name = deployment.name_any();
+                match waiting.iter().find(|(n, _)| *n == name) {
+                    Some((_, why)) => say::failure(&format!("{name}: deployment not ready: {why}")),
+                    None => say::success(&format!("{name}: deployment ready")),
+                }
+                for image in images(deployment) {
+                    say::action(&image);
+                }
+            }
+            return waiting.is_empty();
+        }
+        tokio::time::sleep(POLL.min(timeout.saturating_sub(start.elapsed()))).await;
+    }
+}
+
+/// Why a Deployment is not ready (kstatus' reading), or `None` when it is.
+pub fn deployment_unready(deployment: &Deployment) -> Option<String> {
+    let generation = deployment.metadata.generation.unwrap_or(0);
+    let wanted = deployment.spec.replicas.unwrap_or(1);
+    let Some(status) = &deployment.status else {
+        return Some("no status yet".to_owned());
+    };
+    if status.observed_generation.unwrap_or(0) < generation {
+        return Some("the new generation is not observed yet".to_owned());
+    }
+    let ready = status.ready_replicas.unwrap_or(0);
+    let updated = status.updated_replicas.unwrap_or(0);
+    let available = status.available_replicas.unwrap_or(0);
+    if updated < wanted {
+        return Some(format!("{updated}/{wanted} replicas updated"));
+    }
+    if ready < wanted || available < wanted {
+        return Some(format!("{ready}/{wanted} replicas ready"));
+    }
+    None
+}
+
+/// The container images of a Deployment.
+fn images(deployment: &Deployment) -> Vec<String> {
+    deployment
+        .spec
+        .template
+        .spec
+        .as_ref()
+        .map(|pod| {
+            pod.containers
+                .iter()
+                .filter_map(|c| c.image.clone())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Capstan's CustomResourceDefinitions: each present, established and serving the version
+/// Capstan reads; printed as Flux does, `<name>/<stored version>`.
+async fn crds(client: &Client) -> bool {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut ok = true;
+    for expected in capstan_api::crds() {
+        let name = expected.name_any();
+        let found = match api.get_opt(&name).await {
+            Ok(found) => found,
+            Err(e) => {
+                say::failure(&format!("reading CustomResourceDefinition {name}: {e}"));
+                ok = false;
+                continue;
+            }
+        };
+        let Some(crd) = found else {
+            say::failure(&format!(
+                "CustomResourceDefinition {name} not found (run capstan install)"
+            ));
+            ok = false;
+            continue;
+        };
+        match crd_problem(&expected, &crd) {
+            Some(problem) => {
+                say::failure(&format!("{name}: {problem}"));
+                ok = false;
+            }
+            None => {
+                let stored = crd
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.stored_versions.as_ref())
+                    .and_then(|v| v.last().cloned())
+                    .or_else(|| {
+                        crd.spec
+                            .versions
+                            .iter()
+                            .find(|v| v.storage)
+                            .map(|v| v.name.clone())
+                    })
+                    .unwrap_or_default();
+                say::success(&format!("{name}/{stored}"));
+            }
+        }
+    }
+    ok
+}
+
+/// What is wrong with an installed CRD compared with Capstan's own: a version Capstan serves
+/// that the cluster does not, or the CRD not established.
+fn crd_problem(
+    expected: &CustomResourceDefinition,
+    found: &CustomResourceDefinition,
+) -> Option<String> {
+    let served: Vec<&str> = found
+        .spec
+        .versions
+        .iter()
+        .filter(|v| v.served)
+        .map(|v| v.name.as_str())
+        .collect();
+    let missing: Vec<&str> = expected
+        .spec
+        .versions
+        .iter()
+        .filter(|v| v.served && !served.contains(&v.name.as_str()))
+        .map(|v| v.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Some(format!(
+            "version(s) {} not served (served: {}); run capstan install to upgrade the CRDs",
+            missing.join(", "),
+            served.join(", ")
+        ));
+    }
+    let established = found
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+        });
+    (!established).then(|| "not established".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_version;
+
+    #[test]
+    fn kubernetes_versions_are_read_as_flux_reads_them() {
+        assert_eq!(
+            parse_version("v1.33.0-capstan.0.1.0"),
+            Some((1, 33, "1.33.0-capstan.0.1.0"))
+        );
+        assert_eq!(parse_version("v1.30.4+k3s1"), Some((1, 30, "1.30.4+k3s1")));
+        assert_eq!(parse_version("1.35.1"), Some((1, 35, "1.35.1")));
+        assert_eq!(parse_version("garbage"), None);
+    }
+}
