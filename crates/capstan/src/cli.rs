@@ -59,11 +59,11 @@ pub enum Command {
     /// Show the status of sources and Kustomizations.
     Get(crate::cmd::get::GetArgs),
     /// Ask for an immediate reconcile and wait for it.
-    Reconcile(crate::cmd::lifecycle::ReconcileArgs),
-    /// Stop reconciling an object (or, with `--all`, every object of a kind).
-    Suspend(crate::cmd::lifecycle::SuspendArgs),
+    Reconcile(crate::cmd::lifecycle::LifecycleArgs),
+    /// Stop reconciling an object.
+    Suspend(crate::cmd::lifecycle::LifecycleArgs),
     /// Reconcile a suspended object again and wait until it is Ready.
-    Resume(crate::cmd::lifecycle::ResumeArgs),
+    Resume(crate::cmd::lifecycle::LifecycleArgs),
     /// Delete a source or a Kustomization.
     Delete(crate::cmd::lifecycle::DeleteArgs),
     /// Print sources and Kustomizations as YAML, without status.
@@ -78,12 +78,6 @@ pub enum Command {
     Trace(crate::cmd::tree::TraceArgs),
     /// Show the Events of Flux objects.
     Events(crate::cmd::events::EventsArgs),
-    /// Substitute environment variables in stdin as a Kustomization's post-build substitution.
-    Envsubst(crate::cmd::envsubst::EnvsubstArgs),
-    /// Count the Flux objects of each kind: running, failing, suspended, artifact storage.
-    Stats(crate::cmd::stats::StatsArgs),
-    /// Move Flux objects (in files with `--path`, else in the cluster) to the served API version.
-    Migrate(crate::cmd::migrate::MigrateArgs),
     /// Print the client version and, without `--client`, the controllers' version.
     Version(crate::version::VersionArgs),
     /// Print a shell completion script (`source <(capstan completion bash)`).
@@ -126,16 +120,18 @@ pub fn globals_after_verb(args: Vec<OsString>) -> Vec<OsString> {
     kept
 }
 
-/// Sets up `tracing` to stderr (`--log-format json`: Flux's JSON lines); under `dev`, also into
-/// the log of the controllers' Pod ([`crate::logging`]).
-pub fn init_logging(cli: &Cli) {
-    let args = &cli.global;
+/// Sets up `tracing` to stderr.
+pub fn init_logging(args: &GlobalArgs) {
     let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| args.log_level.clone());
-    crate::logging::init(
-        &filter,
-        matches!(args.log_format, LogFormat::Json),
-        matches!(cli.command, Command::Dev(_)),
-    );
+    let filter = tracing_subscriber::EnvFilter::try_new(&filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match args.log_format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
 }
 
 /// Runs the chosen command.
@@ -143,7 +139,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Dev(args) => crate::dev::run(args).await,
         Command::Controller(args) => crate::controller::run(args).await,
-        Command::Install(args) => crate::install::run(&args).await,
+        Command::Install(args) => crate::install::run(&args),
         Command::Completion(args) => Ok(crate::completion::run(&args)),
         Command::Kustomize(args) => crate::kustomize::run(&args),
         Command::Helm(args) => crate::helm::run(&args).await,
@@ -156,22 +152,19 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// The Flux-like verbs of [`crate::cmd`].
 async fn run_flux_verb(command: Command) -> anyhow::Result<ExitCode> {
-    use crate::cmd::lifecycle;
+    use crate::cmd::lifecycle::{self, Verb};
     match command {
         Command::Create(args) => crate::cmd::create::run(args).await,
         Command::Get(args) => crate::cmd::get::run(args).await,
-        Command::Reconcile(args) => lifecycle::reconcile(args).await,
-        Command::Suspend(args) => lifecycle::suspend(args).await,
-        Command::Resume(args) => lifecycle::resume(args).await,
+        Command::Reconcile(args) => lifecycle::run(Verb::Reconcile, args).await,
+        Command::Suspend(args) => lifecycle::run(Verb::Suspend, args).await,
+        Command::Resume(args) => lifecycle::run(Verb::Resume, args).await,
         Command::Delete(args) => lifecycle::delete(args).await,
         Command::Export(args) => crate::cmd::get::export(args).await,
         Command::Build(args) => crate::cmd::build::build(args).await,
         Command::Tree(args) => crate::cmd::tree::tree(args).await,
         Command::Trace(args) => crate::cmd::tree::trace(args).await,
         Command::Events(args) => crate::cmd::events::run(args).await,
-        Command::Envsubst(args) => crate::cmd::envsubst::run(&args),
-        Command::Stats(args) => crate::cmd::stats::run(args).await,
-        Command::Migrate(args) => crate::cmd::migrate::run(args).await,
         Command::Version(args) => crate::version::run(args).await,
         Command::Uninstall(args) => crate::uninstall::run(args).await,
         Command::Check(args) => crate::check::run(args).await,
