@@ -300,6 +300,7 @@ async fn route(state: &AppState, request: Request) -> ApiResult<Response> {
     let path = parts.uri.path().trim_end_matches('/').to_owned();
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let q = parse_query(&parts.uri);
+    check_request_timeout(&q, &segments)?;
     let body = read_body(body, state.max_body_bytes).await?;
     let cluster = &state.cluster;
     // Without impersonation headers the caller is the cluster administrator: no RBAC at all.
@@ -1174,6 +1175,95 @@ impl WatchOptions {
     }
 }
 
+/// Refuses an unparsable `?timeout=` with kube-apiserver's 400 (its request-deadline filter),
+/// except on long-running requests (watches, logs, exec, attach, port-forward, proxy), which
+/// that filter leaves alone. A valid timeout needs no deadline here: no request waits.
+fn check_request_timeout(q: &Query, segments: &[&str]) -> ApiResult<()> {
+    let Some(value) = q.get("timeout").filter(|v| !v.is_empty()) else {
+        return Ok(());
+    };
+    let long_running = authz::watch_requested(q)
+        || parse_resource_path(segments).is_some_and(|path| {
+            path.watch_prefix
+                || matches!(
+                    path.subresource.as_deref(),
+                    Some("log" | "exec" | "attach" | "portforward" | "proxy")
+                )
+        });
+    if long_running {
+        return Ok(());
+    }
+    go_duration_nanos(value).map(|_| ()).map_err(|error| {
+        ApiError::bad_request(format!(
+            "invalid timeout specified in the request URL - {error}"
+        ))
+    })
+}
+
+/// Go's `time.ParseDuration` (what kube-apiserver reads `?timeout=` with): the duration in
+/// nanoseconds, or Go's error text.
+fn go_duration_nanos(text: &str) -> Result<i128, String> {
+    let quoted = serde_json::to_string(text).unwrap_or_default();
+    let invalid = || format!("time: invalid duration {quoted}");
+    let (negative, mut rest) = match text.as_bytes().first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    if rest == "0" {
+        return Ok(0);
+    }
+    if rest.is_empty() {
+        return Err(invalid());
+    }
+    let mut total: i128 = 0;
+    while !rest.is_empty() {
+        let number_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number = &rest[..number_end];
+        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+        if (whole.is_empty() && fraction.is_empty()) || fraction.contains('.') {
+            return Err(invalid());
+        }
+        rest = &rest[number_end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let unit = &rest[..unit_end];
+        rest = &rest[unit_end..];
+        let scale: i128 = match unit {
+            "" => return Err(format!("time: missing unit in duration {quoted}")),
+            "ns" => 1,
+            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            other => {
+                let unit = serde_json::to_string(other).unwrap_or_default();
+                return Err(format!("time: unknown unit {unit} in duration {quoted}"));
+            }
+        };
+        let whole: i128 = if whole.is_empty() {
+            0
+        } else {
+            whole.parse().map_err(|_| invalid())?
+        };
+        let mut part = whole.checked_mul(scale).ok_or_else(invalid)?;
+        let mut divisor = 1i128;
+        for digit in fraction.bytes().take(30) {
+            divisor *= 10;
+            part += i128::from(digit - b'0') * scale / divisor;
+        }
+        total = total.checked_add(part).ok_or_else(invalid)?;
+        if total > i128::from(i64::MAX) + i128::from(negative) {
+            return Err(invalid());
+        }
+    }
+    Ok(if negative { -total } else { total })
+}
+
 type LineSender = mpsc::Sender<Result<Bytes, std::io::Error>>;
 
 /// Streams one watch into `tx`: its start (see [`start_watch`]), then live events and periodic
@@ -1304,6 +1394,38 @@ async fn send_bookmark(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn go_durations_parse_as_go_does() {
+        for (text, nanos) in [
+            ("0", 0),
+            ("30s", 30_000_000_000),
+            ("1m30s", 90_000_000_000),
+            ("1.5h", 5_400_000_000_000),
+            (".5s", 500_000_000),
+            ("-2ms", -2_000_000),
+            ("+3us", 3_000),
+            ("3\u{b5}s", 3_000),
+            ("1h2m3s4ms5us6ns", 3_723_004_005_006),
+        ] {
+            assert_eq!(go_duration_nanos(text), Ok(nanos), "{text}");
+        }
+        for (text, message) in [
+            ("abc", r#"time: invalid duration "abc""#),
+            ("", r#"time: invalid duration """#),
+            ("-", r#"time: invalid duration "-""#),
+            (".s", r#"time: invalid duration ".s""#),
+            ("10", r#"time: missing unit in duration "10""#),
+            ("10x", r#"time: unknown unit "x" in duration "10x""#),
+            ("1e3s", r#"time: unknown unit "e" in duration "1e3s""#),
+            (
+                "9999999999999h",
+                r#"time: invalid duration "9999999999999h""#,
+            ),
+        ] {
+            assert_eq!(go_duration_nanos(text).unwrap_err(), message, "{text}");
+        }
+    }
 
     #[test]
     fn resource_paths() {

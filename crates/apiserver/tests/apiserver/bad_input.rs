@@ -134,6 +134,49 @@ async fn bad_requests_get_status_errors_and_the_server_keeps_serving() {
     assert_eq!((code, reason.as_str()), (422, "Invalid"), "{message}");
     assert!(message.contains("metadata.name"), "{message}");
 
+    // kube-apiserver's request-deadline filter: an unparsable `?timeout=` is a 400 (a valid one,
+    // as `kubectl --request-timeout` sends, is served; watches are long-running and skip it).
+    let (code, reason, message) = expect_status(
+        &client,
+        "GET",
+        &format!("{cms}?timeout=soon"),
+        "application/json",
+        Vec::new(),
+    )
+    .await;
+    assert_eq!((code, reason.as_str()), (400, "BadRequest"), "{message}");
+    assert_eq!(
+        message,
+        r#"invalid timeout specified in the request URL - time: invalid duration "soon""#
+    );
+    let (code, _, message) = expect_status(
+        &client,
+        "GET",
+        "/version?timeout=10",
+        "application/json",
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(code, 400, "{message}");
+    assert!(
+        message.ends_with(r#"missing unit in duration "10""#),
+        "{message}"
+    );
+    for path in [
+        format!("{cms}?timeout=32s"),
+        format!("{cms}?timeout=0"),
+        format!("{cms}?watch=true&timeout=soon&timeoutSeconds=1"),
+    ] {
+        let request = http::Request::builder()
+            .uri(path.as_str())
+            .body(Vec::new())
+            .unwrap();
+        client
+            .request_text(request)
+            .await
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+    }
+
     // Still serving.
     let api: Api<ConfigMap> = Api::default_namespaced(client);
     let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "after"}})).unwrap();
