@@ -8,6 +8,7 @@ use std::fmt;
 
 use serde_json::Value;
 
+use crate::cel::HealthExprs;
 use crate::object::ObjectRef;
 
 /// The kstatus status of an object.
@@ -52,6 +53,15 @@ impl fmt::Display for HealthResult {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.object, self.message)
     }
+}
+
+/// Computes the status of a live object by `exprs` (`spec.healthCheckExprs`) when one of them
+/// matches its group and kind, else by the built-in rules ([`compute`]).
+pub fn compute_with(object: &Value, exprs: &HealthExprs) -> (Status, String) {
+    if exprs.is_empty() {
+        return compute(object);
+    }
+    exprs.evaluate(object).unwrap_or_else(|| compute(object))
 }
 
 /// Computes the status of a live object (its full JSON, as the API server returns it).

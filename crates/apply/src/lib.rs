@@ -60,6 +60,7 @@
 //! - [`Error::HealthFailed`] as soon as an object is Failed; [`Error::HealthTimeout`] listing
 //!   each object not Current with its reason (`Deployment/default/web: Available: 0/1`).
 
+mod cel;
 mod changeset;
 mod compare;
 mod error;
@@ -70,10 +71,13 @@ mod manager;
 mod mask;
 mod object;
 
+pub use cel::{HealthExprs, InvalidHealthExpr};
 pub use changeset::{Action, ChangeSet, ChangeSetEntry};
 pub use compare::{Comparison, changed_paths, normalize};
 pub use error::{Error, ObjectError};
-pub use health::{HealthResult, Status, compute as compute_health};
+pub use health::{
+    HealthResult, Status, compute as compute_health, compute_with as compute_health_with,
+};
 pub use impersonate::{
     IMPERSONATE_GROUP, IMPERSONATE_USER, impersonating_client, service_account_user,
 };

@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::changeset::{Action, ChangeSet, ChangeSetEntry};
 use crate::compare::{Comparison, changed_paths, normalize};
 use crate::error::{Error, ObjectError, api_message, is_immutable, is_not_found};
+use crate::cel::HealthExprs;
 use crate::health::{self, HealthResult, Status};
 use crate::object::{
     DISABLED, ENABLED, FORCE_ANNOTATION, OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL, ObjectRef,
@@ -109,6 +110,7 @@ pub struct ResourceManager {
     client: kube::Client,
     field_manager: String,
     discovery: Arc<Mutex<HashMap<GroupVersionKind, Resolved>>>,
+    health_exprs: HealthExprs,
 }
 
 impl std::fmt::Debug for ResourceManager {
@@ -133,6 +135,17 @@ impl ResourceManager {
             client,
             field_manager: field_manager.into(),
             discovery: Arc::default(),
+            health_exprs: HealthExprs::default(),
+        }
+    }
+
+    /// This manager judging health by `exprs` (`spec.healthCheckExprs`) for the kinds they
+    /// match, before the built-in rules; clones share the discovery cache.
+    #[must_use]
+    pub fn with_health_exprs(&self, exprs: HealthExprs) -> Self {
+        Self {
+            health_exprs: exprs,
+            ..self.clone()
         }
     }
 
@@ -736,7 +749,8 @@ impl ResourceManager {
         };
         match api.get_opt(&reference.name).await {
             Ok(Some(live)) => {
-                let (status, message) = health::compute(&to_value(&live));
+                let (status, message) =
+                    health::compute_with(&to_value(&live), &self.health_exprs);
                 result(reference, status, message)
             }
             Ok(None) => result(reference, Status::NotFound, "object not found".to_owned()),

@@ -1,0 +1,516 @@
+//! Custom health checks written in CEL: `spec.healthCheckExprs` of Kustomizations and
+//! HelmReleases, evaluated as Flux's `runtime/cel` status reader does.
+//!
+//! - Each entry matches objects by API group (the version in `apiVersion` is ignored) and, when
+//!   given, kind; an entry with a kind takes precedence over a group-only entry of the same group.
+//!   Two entries for the same group and kind are refused.
+//! - A matching entry replaces the built-in kstatus rules of the kind ([`crate::compute_health`]).
+//! - The object's top-level fields are the variables (`status`, `metadata`, `spec`, ...): there
+//!   is no `self`. A field the object lacks is an evaluation error, not `false`.
+//! - Evaluation: an object whose integer `status.observedGeneration` differs from its
+//!   `metadata.generation` is InProgress; otherwise `inProgress`, `failed`, then `current` are
+//!   evaluated in that order (absent ones skipped) and the first that is true decides; none true
+//!   is InProgress. An evaluation error (a missing field, a result that is not a bool) makes the
+//!   object Unknown with the error as message: the wait goes on until it times out, as in Flux.
+//! - Expressions are parsed once, when [`HealthExprs::new`] is called (at reconcile start): a
+//!   syntax error is an [`InvalidHealthExpr`] naming the entry, its apiVersion/kind and the
+//!   expression, never a per-object status.
+//!
+//! Functions: the CEL standard library with its macros (`has`, `all`, `exists`, `exists_one`,
+//! `map`, `filter`), the strings extension (`lowerAscii`, `split`, `trim`, `replace`, ...) and
+//! `base64.encode`/`base64.decode`.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use capstan_api::meta::CustomHealthCheck;
+use serde_json::Value;
+
+use crate::health::Status;
+use crate::object::split_api_version;
+
+/// A `spec.healthCheckExprs` list that could not be used: the reconcile stalls with this
+/// message (reason `InvalidCELExpression`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("healthCheckExprs[{index}] ({target}): {reason}")]
+pub struct InvalidHealthExpr {
+    /// The position of the entry in the list.
+    pub index: usize,
+    /// `apiVersion <a>, kind <k>` (or `apiVersion <a>` for a group-only entry).
+    pub target: String,
+    /// What is wrong: the expression and the parser's message, or the duplicate.
+    pub reason: String,
+}
+
+/// One parsed expression with its source.
+struct Expr {
+    /// `current`, `inProgress` or `failed`.
+    field: &'static str,
+    source: String,
+    program: ::cel::Program,
+}
+
+impl fmt::Debug for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {:?}", self.field, self.source)
+    }
+}
+
+/// The parsed expressions of one entry.
+#[derive(Debug)]
+struct Evaluator {
+    in_progress: Option<Expr>,
+    failed: Option<Expr>,
+    current: Expr,
+}
+
+/// Group and kind; an empty kind is a group-only entry.
+type GroupKind = (String, String);
+
+/// The parsed `spec.healthCheckExprs` of one object: which kinds they judge, and how.
+#[derive(Clone, Default)]
+pub struct HealthExprs {
+    inner: Option<Arc<Inner>>,
+}
+
+struct Inner {
+    env: Arc<::cel::Env>,
+    evaluators: HashMap<GroupKind, Evaluator>,
+}
+
+impl fmt::Debug for HealthExprs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut list = f.debug_map();
+        if let Some(inner) = &self.inner {
+            for (gk, evaluator) in &inner.evaluators {
+                list.entry(gk, evaluator);
+            }
+        }
+        list.finish()
+    }
+}
+
+/// The environment expressions are parsed and evaluated in: the standard library, the strings
+/// and encoders extensions.
+fn environment() -> ::cel::Env {
+    let mut env = ::cel::Env::stdlib();
+    // The extensions only add overloads to a fresh standard environment: they cannot conflict.
+    let _ = env.add_extension(::cel::extensions::strings);
+    let _ = env.add_extension(::cel::extensions::encoders);
+    env
+}
+
+impl HealthExprs {
+    /// Parses `checks`.
+    ///
+    /// # Errors
+    /// [`InvalidHealthExpr`] for the first entry with an empty `current`, an expression that
+    /// does not parse, or a group and kind already given by an earlier entry.
+    pub fn new(checks: &[CustomHealthCheck]) -> Result<Self, InvalidHealthExpr> {
+        if checks.is_empty() {
+            return Ok(Self::default());
+        }
+        let env = environment();
+        let mut evaluators = HashMap::with_capacity(checks.len());
+        for (index, check) in checks.iter().enumerate() {
+            let kind = check.kind.clone().unwrap_or_default();
+            let target = if kind.is_empty() {
+                format!("apiVersion {}", check.api_version)
+            } else {
+                format!("apiVersion {}, kind {kind}", check.api_version)
+            };
+            let invalid = |reason: String| InvalidHealthExpr {
+                index,
+                target: target.clone(),
+                reason,
+            };
+            let group = split_api_version(&check.api_version).0.to_owned();
+            let key = (group, kind);
+            if evaluators.contains_key(&key) {
+                return Err(invalid(format!(
+                    "duplicate custom health check for {}",
+                    if key.1.is_empty() {
+                        format!("group {:?}", key.0)
+                    } else {
+                        format!("{}.{}", key.1, key.0)
+                            .trim_end_matches('.')
+                            .to_owned()
+                    }
+                )));
+            }
+            if check.current.trim().is_empty() {
+                return Err(invalid("expression current not specified".to_owned()));
+            }
+            let parse = |field: &'static str, source: &str| -> Result<Expr, InvalidHealthExpr> {
+                env.compile(source)
+                    .map(|program| Expr {
+                        field,
+                        source: source.to_owned(),
+                        program,
+                    })
+                    .map_err(|e| {
+                        invalid(format!(
+                            "failed to parse the {field} expression '{source}': {}",
+                            one_line(&e.to_string())
+                        ))
+                    })
+            };
+            let optional = |field, source: &Option<String>| {
+                source
+                    .as_deref()
+                    .filter(|s| !s.is_empty())
+                    .map(|s| parse(field, s))
+                    .transpose()
+            };
+            let evaluator = Evaluator {
+                in_progress: optional("inProgress", &check.in_progress)?,
+                failed: optional("failed", &check.failed)?,
+                current: parse("current", &check.current)?,
+            };
+            evaluators.insert(key, evaluator);
+        }
+        Ok(Self {
+            inner: Some(Arc::new(Inner {
+                env: Arc::new(env),
+                evaluators,
+            })),
+        })
+    }
+
+    /// Whether there are no expressions.
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_none()
+    }
+
+    /// The entry judging `group`/`kind`: the one naming the kind, else the group-only one.
+    fn evaluator(&self, group: &str, kind: &str) -> Option<(&Inner, &Evaluator)> {
+        let inner = self.inner.as_deref()?;
+        let evaluator = inner
+            .evaluators
+            .get(&(group.to_owned(), kind.to_owned()))
+            .or_else(|| inner.evaluators.get(&(group.to_owned(), String::new())))?;
+        Some((inner, evaluator))
+    }
+
+    /// Whether an entry judges objects of `group` and `kind`.
+    pub fn supports(&self, group: &str, kind: &str) -> bool {
+        self.evaluator(group, kind).is_some()
+    }
+
+    /// The status of a live object (its full JSON) by the expressions, or `None` when no entry
+    /// matches its group and kind (the built-in rules apply).
+    pub fn evaluate(&self, object: &Value) -> Option<(Status, String)> {
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        let kind = object["kind"].as_str().unwrap_or_default();
+        let (inner, evaluator) = self.evaluator(split_api_version(api_version).0, kind)?;
+        Some(evaluate(inner, evaluator, object))
+    }
+}
+
+fn evaluate(inner: &Inner, evaluator: &Evaluator, object: &Value) -> (Status, String) {
+    let kind = object["kind"].as_str().unwrap_or_default();
+    if let (Some(observed), Some(generation)) = (
+        object["status"]["observedGeneration"].as_i64(),
+        object["metadata"]["generation"].as_i64(),
+    ) && observed != generation
+    {
+        return (
+            Status::InProgress,
+            format!(
+                "{kind} generation is {generation}, but latest observed generation is {observed}"
+            ),
+        );
+    }
+    let mut context = ::cel::Context::with_env(Arc::clone(&inner.env));
+    if let Value::Object(fields) = object {
+        for (name, value) in fields {
+            context.add_variable_from_value(name.as_str(), to_cel(value));
+        }
+    }
+    let steps = [
+        (evaluator.in_progress.as_ref(), Status::InProgress),
+        (evaluator.failed.as_ref(), Status::Failed),
+        (Some(&evaluator.current), Status::Current),
+    ];
+    for (expr, status) in steps {
+        let Some(expr) = expr else { continue };
+        match expr.program.execute(&context) {
+            Ok(::cel::Value::Bool(true)) => {
+                return (
+                    status,
+                    format!("{} expression is true: {}", expr.field, expr.source),
+                );
+            }
+            Ok(::cel::Value::Bool(false)) => {}
+            Ok(other) => {
+                return (
+                    Status::Unknown,
+                    format!(
+                        "the {} expression '{}' is not a bool: it evaluates to a {}",
+                        expr.field,
+                        expr.source,
+                        other.type_of()
+                    ),
+                );
+            }
+            Err(e) => {
+                return (
+                    Status::Unknown,
+                    format!(
+                        "failed to evaluate the {} expression '{}': {e}",
+                        expr.field, expr.source
+                    ),
+                );
+            }
+        }
+    }
+    (
+        Status::InProgress,
+        "no health check expression is true yet".to_owned(),
+    )
+}
+
+/// A JSON value as CEL sees an object read from the API server: integers are `int` (`uint`
+/// only beyond `int`'s range), other numbers `double`.
+fn to_cel(value: &Value) -> ::cel::Value {
+    match value {
+        Value::Null => ::cel::Value::Null,
+        Value::Bool(b) => ::cel::Value::Bool(*b),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                ::cel::Value::Int(i)
+            } else if let Some(u) = n.as_u64() {
+                ::cel::Value::UInt(u)
+            } else {
+                ::cel::Value::Float(n.as_f64().unwrap_or(f64::NAN))
+            }
+        }
+        Value::String(s) => ::cel::Value::String(Arc::new(s.clone())),
+        Value::Array(items) => ::cel::Value::List(Arc::new(items.iter().map(to_cel).collect())),
+        Value::Object(fields) => {
+            let map: HashMap<::cel::objects::Key, ::cel::Value> = fields
+                .iter()
+                .map(|(k, v)| (::cel::objects::Key::from(k.clone()), to_cel(v)))
+                .collect();
+            ::cel::Value::Map(::cel::objects::Map::from(map))
+        }
+    }
+}
+
+/// A multi-line parser message on one line (condition messages are one line).
+fn one_line(message: &str) -> String {
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn check(api_version: &str, kind: Option<&str>, current: &str) -> CustomHealthCheck {
+        CustomHealthCheck {
+            api_version: api_version.to_owned(),
+            kind: kind.map(str::to_owned),
+            current: current.to_owned(),
+            in_progress: None,
+            failed: None,
+        }
+    }
+
+    const READY: &str = "status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'True')";
+    const NOT_READY: &str =
+        "status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'False')";
+
+    fn widget(status: &serde_json::Value) -> serde_json::Value {
+        json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w", "generation": 1}, "spec": {"size": 3}, "status": status})
+    }
+
+    fn widget_exprs() -> HealthExprs {
+        HealthExprs::new(&[CustomHealthCheck {
+            failed: Some(NOT_READY.to_owned()),
+            in_progress: Some("has(status.phase) && status.phase == 'Pending'".to_owned()),
+            ..check("example.com/v1", Some("Widget"), READY)
+        }])
+        .unwrap()
+    }
+
+    fn status_of(exprs: &HealthExprs, object: &serde_json::Value) -> Status {
+        exprs.evaluate(object).expect("an entry matches").0
+    }
+
+    #[test]
+    fn order_is_in_progress_failed_current() {
+        let exprs = widget_exprs();
+        let ready = widget(&json!({"conditions": [{"type": "Ready", "status": "True"}]}));
+        assert_eq!(
+            exprs.evaluate(&ready),
+            Some((
+                Status::Current,
+                format!("current expression is true: {READY}")
+            ))
+        );
+        let failed = widget(&json!({"conditions": [{"type": "Ready", "status": "False"}]}));
+        assert_eq!(status_of(&exprs, &failed), Status::Failed);
+        // inProgress is evaluated first: it wins over failed.
+        let pending = widget(
+            &json!({"phase": "Pending", "conditions": [{"type": "Ready", "status": "False"}]}),
+        );
+        assert_eq!(status_of(&exprs, &pending), Status::InProgress);
+        // None true: InProgress.
+        let unknown = widget(&json!({"conditions": [{"type": "Ready", "status": "Unknown"}]}));
+        assert_eq!(
+            exprs.evaluate(&unknown),
+            Some((
+                Status::InProgress,
+                "no health check expression is true yet".to_owned()
+            ))
+        );
+        // `all` over no Ready condition is true: current (and failed, first) hold vacuously.
+        let empty = widget(&json!({"conditions": []}));
+        assert_eq!(status_of(&exprs, &empty), Status::Failed);
+    }
+
+    #[test]
+    fn a_stale_observed_generation_is_in_progress() {
+        let exprs = widget_exprs();
+        let stale = widget(&json!({"observedGeneration": 0,
+            "conditions": [{"type": "Ready", "status": "True"}]}));
+        assert_eq!(status_of(&exprs, &stale), Status::InProgress);
+        let observed = widget(&json!({"observedGeneration": 1,
+            "conditions": [{"type": "Ready", "status": "True"}]}));
+        assert_eq!(status_of(&exprs, &observed), Status::Current);
+        // A string observedGeneration is not compared (some CRDs type it so).
+        let string = widget(&json!({"observedGeneration": "0",
+            "conditions": [{"type": "Ready", "status": "True"}]}));
+        assert_eq!(status_of(&exprs, &string), Status::Current);
+    }
+
+    #[test]
+    fn missing_fields_are_unknown_not_errors() {
+        let exprs = widget_exprs();
+        // No status at all: `status` is not a variable.
+        let bare = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w"}});
+        let (status, message) = exprs.evaluate(&bare).unwrap();
+        assert_eq!(status, Status::Unknown);
+        assert!(message.contains("inProgress expression"), "{message}");
+        // A status without conditions: `status.conditions` is a missing key.
+        let (status, message) = exprs.evaluate(&widget(&json!({}))).unwrap();
+        assert_eq!(status, Status::Unknown);
+        assert!(message.contains("failed expression"), "{message}");
+        assert!(message.contains("conditions"), "{message}");
+    }
+
+    #[test]
+    fn a_result_that_is_not_a_bool_is_unknown() {
+        let exprs = HealthExprs::new(&[check("example.com/v1", None, "spec.size")]).unwrap();
+        let (status, message) = exprs.evaluate(&widget(&json!({}))).unwrap();
+        assert_eq!(status, Status::Unknown);
+        assert!(message.contains("not a bool"), "{message}");
+    }
+
+    #[test]
+    fn variables_are_the_top_level_fields() {
+        let exprs = HealthExprs::new(&[check(
+            "v1",
+            Some("ConfigMap"),
+            "data.ready == 'yes' && metadata.name.startsWith('c') && kind == 'ConfigMap'",
+        )])
+        .unwrap();
+        let cm = |ready: &str| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"},
+                "data": {"ready": ready}})
+        };
+        assert_eq!(status_of(&exprs, &cm("yes")), Status::Current);
+        assert_eq!(status_of(&exprs, &cm("no")), Status::InProgress);
+        let self_ = HealthExprs::new(&[check("v1", None, "self.data.ready == 'yes'")]).unwrap();
+        assert_eq!(status_of(&self_, &cm("yes")), Status::Unknown);
+    }
+
+    #[test]
+    fn numbers_strings_and_macros() {
+        let cases = [
+            ("spec.size == 3", true),
+            ("spec.size > 2.5", true),
+            ("spec.size >= 3 && spec.size < 4", true),
+            ("has(spec.size) && !has(spec.color)", true),
+            ("has(status.conditions) == false", true),
+            ("['a', 'b'].exists(x, x == 'b')", true),
+            ("[1, 2, 3].exists_one(x, x > 2)", true),
+            ("[1, 2, 3].map(x, x * 2) == [2, 4, 6]", true),
+            ("metadata.name.lowerAscii() == 'w'", true),
+            ("'a,b'.split(',').size() == 2", true),
+            ("metadata.name.matches('^w$')", true),
+            ("'Ready' in ['Ready', 'Stalled']", true),
+            ("metadata.?labels.orValue({}).size() == 0", true),
+            ("base64.encode(b'w') == 'dw=='", true),
+            ("size(metadata.name) == 2", false),
+        ];
+        for (source, want) in cases {
+            let exprs = HealthExprs::new(&[check("example.com/v1", None, source)]).unwrap();
+            let (status, message) = exprs.evaluate(&widget(&json!({}))).unwrap();
+            let want = if want {
+                Status::Current
+            } else {
+                Status::InProgress
+            };
+            assert_eq!(status, want, "{source}: {message}");
+        }
+    }
+
+    #[test]
+    fn matching_by_group_and_kind() {
+        let exprs = HealthExprs::new(&[
+            check("example.com/v1", None, "false"),
+            check("example.com/v2", Some("Widget"), "true"),
+        ])
+        .unwrap();
+        // The version is ignored; the kind entry wins over the group-only one.
+        assert_eq!(status_of(&exprs, &widget(&json!({}))), Status::Current);
+        let gadget = json!({"apiVersion": "example.com/v1beta1", "kind": "Gadget",
+            "metadata": {"name": "g"}});
+        assert_eq!(status_of(&exprs, &gadget), Status::InProgress);
+        let other =
+            json!({"apiVersion": "other.io/v1", "kind": "Widget", "metadata": {"name": "o"}});
+        assert_eq!(exprs.evaluate(&other), None);
+        assert!(exprs.supports("example.com", "Anything"));
+        assert!(!exprs.supports("", "ConfigMap"));
+        assert!(HealthExprs::new(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn invalid_lists_are_refused_with_the_entry_named() {
+        let error = HealthExprs::new(&[
+            check("example.com/v1", Some("Widget"), "true"),
+            CustomHealthCheck {
+                failed: Some("status.(".to_owned()),
+                ..check("example.com/v1", Some("Gadget"), "true")
+            },
+        ])
+        .unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.starts_with(
+                "healthCheckExprs[1] (apiVersion example.com/v1, kind Gadget): \
+                 failed to parse the failed expression 'status.(': "
+            ),
+            "{message}"
+        );
+        assert!(!message.contains('\n'), "{message}");
+        let duplicate = HealthExprs::new(&[
+            check("example.com/v1", Some("Widget"), "true"),
+            check("example.com/v2", Some("Widget"), "true"),
+        ])
+        .unwrap_err();
+        assert_eq!(duplicate.index, 1);
+        assert!(duplicate.reason.contains("duplicate"), "{duplicate}");
+        let empty = HealthExprs::new(&[check("example.com/v1", None, " ")]).unwrap_err();
+        assert_eq!(
+            empty.to_string(),
+            "healthCheckExprs[0] (apiVersion example.com/v1): expression current not specified"
+        );
+    }
+}
