@@ -8,7 +8,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Pull-based continuous delivery for Kubernetes, drop-in for Flux v2.
 #[derive(Debug, Parser)]
-#[command(name = "capstan", version, about, propagate_version = true)]
+#[command(
+    name = "capstan",
+    version = crate::version::VERSION_TEXT.as_str(),
+    about,
+    propagate_version = true
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
