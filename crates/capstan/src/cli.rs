@@ -83,6 +83,12 @@ pub enum Command {
     Trace(crate::cmd::tree::TraceArgs),
     /// Show the Events of Flux objects.
     Events(crate::cmd::events::EventsArgs),
+    /// Substitute environment variables in stdin as a Kustomization's post-build substitution.
+    Envsubst(crate::cmd::envsubst::EnvsubstArgs),
+    /// Count the Flux objects of each kind: running, failing, suspended, artifact storage.
+    Stats(crate::cmd::stats::StatsArgs),
+    /// Move Flux objects (in files with `--path`, else in the cluster) to the served API version.
+    Migrate(crate::cmd::migrate::MigrateArgs),
     /// Print the client version and, without `--client`, the controllers' version.
     Version(crate::version::VersionArgs),
     /// Print a shell completion script (`source <(capstan completion bash)`).
@@ -170,6 +176,9 @@ async fn run_flux_verb(command: Command) -> anyhow::Result<ExitCode> {
         Command::Tree(args) => crate::cmd::tree::tree(args).await,
         Command::Trace(args) => crate::cmd::tree::trace(args).await,
         Command::Events(args) => crate::cmd::events::run(args).await,
+        Command::Envsubst(args) => crate::cmd::envsubst::run(&args),
+        Command::Stats(args) => crate::cmd::stats::run(args).await,
+        Command::Migrate(args) => crate::cmd::migrate::run(args).await,
         Command::Version(args) => crate::version::run(args).await,
         Command::Uninstall(args) => crate::uninstall::run(args).await,
         Command::Check(args) => crate::check::run(args).await,

@@ -9,9 +9,12 @@
 
 pub mod build;
 pub mod create;
+pub mod envsubst;
 pub mod events;
 pub mod get;
 pub mod lifecycle;
+pub mod migrate;
+pub mod stats;
 pub mod tree;
 
 use std::path::PathBuf;

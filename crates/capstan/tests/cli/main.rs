@@ -8,3 +8,4 @@ mod commands;
 mod habits;
 mod helm_cli;
 mod helm_commands;
+mod verbs;

@@ -165,6 +165,9 @@ pub enum SubstituteError {
         /// The whole expression between the braces.
         body: String,
     },
+    /// A variable without a default that is not set ([`substitute_strict`]).
+    #[error("variable not set (strict mode): \"{0}\"")]
+    Unset(String),
 }
 
 /// Where the engine sees the build: the source mounted at `/build/source`, the overlay (in
@@ -585,7 +588,16 @@ pub fn substitute(
     text: &str,
     variables: &BTreeMap<String, String>,
 ) -> Result<String, SubstituteError> {
-    substitute_tracked(text, variables).map(|(out, _)| out)
+    substitute_tracked(text, variables, false).map(|(out, _)| out)
+}
+
+/// [`substitute`], failing on a variable that is neither set nor given a default (Flux's strict
+/// mode, as `flux envsubst --strict`).
+pub fn substitute_strict(
+    text: &str,
+    variables: &BTreeMap<String, String>,
+) -> Result<String, SubstituteError> {
+    substitute_tracked(text, variables, true).map(|(out, _)| out)
 }
 
 /// A variable's value placed in the output of [`substitute_tracked`]: its byte range and name.
@@ -595,6 +607,7 @@ type Placed = (Range<usize>, String);
 fn substitute_tracked(
     text: &str,
     variables: &BTreeMap<String, String>,
+    strict: bool,
 ) -> Result<(String, Vec<Placed>), SubstituteError> {
     let mut placed = Vec::new();
     let mut out = String::with_capacity(text.len());
@@ -638,6 +651,7 @@ fn substitute_tracked(
                 placed.push((start..out.len(), name.to_owned()));
             }
             (None, Some(default)) => out.push_str(default),
+            (None, None) if strict => return Err(SubstituteError::Unset(name.to_owned())),
             (None, None) => {}
         }
         rest = &body_start[end + 1..];
@@ -794,7 +808,7 @@ pub(super) fn finish_objects(
                 source,
             };
             let (replaced, placed) =
-                substitute_tracked(&text, variables).map_err(|e| failed(e.into()))?;
+                substitute_tracked(&text, variables, false).map_err(|e| failed(e.into()))?;
             substituted = !placed.is_empty();
             let mut documents =
                 capstan_kustomize::parse_documents_located(&replaced).map_err(|e| {

@@ -1,0 +1,159 @@
+//! `capstan stats`: one row per served kind with how many objects are running (not
+//! suspended), failing (`Ready=False`) and suspended, and the storage their artifacts take, as
+//! `flux stats` prints it.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use capstan_api::KindInfo;
+use clap::Args;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::{Api, Client};
+use serde_json::Value;
+
+use super::{ClusterArgs, condition_of, print_table, suspended};
+
+/// `capstan stats [-A]`.
+#[derive(Clone, Debug, Args)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Count objects across all namespaces.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+}
+
+/// The counts of one kind.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Counts {
+    total: usize,
+    failing: usize,
+    suspended: usize,
+    storage: u64,
+}
+
+impl Counts {
+    fn of(objects: &[Value]) -> Self {
+        let mut counts = Counts {
+            total: objects.len(),
+            ..Counts::default()
+        };
+        for object in objects {
+            counts.suspended += usize::from(suspended(object));
+            counts.failing += usize::from(
+                condition_of(object, capstan_api::meta::condition::READY)
+                    .is_some_and(|c| c["status"] == "False"),
+            );
+            counts.storage += object["status"]["artifact"]["size"].as_u64().unwrap_or(0);
+        }
+        counts
+    }
+
+    fn row(&self, kind: &str) -> Vec<String> {
+        vec![
+            kind.to_owned(),
+            (self.total - self.suspended).to_string(),
+            self.failing.to_string(),
+            self.suspended.to_string(),
+            format_size(self.storage),
+        ]
+    }
+}
+
+/// Prints the table.
+pub async fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
+    let client = args.cluster.client().await?;
+    let namespace = (!args.all_namespaces).then_some(args.cluster.namespace.as_str());
+    let mut rows = Vec::new();
+    for info in capstan_api::KINDS {
+        let objects = list(&client, info, namespace).await?;
+        rows.push(Counts::of(&objects).row(info.kind));
+    }
+    print_table(
+        &["RECONCILERS", "RUNNING", "FAILING", "SUSPENDED", "STORAGE"],
+        &rows,
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The objects of one kind; none when the kind is not installed (as Flux counts a missing CRD).
+async fn list(
+    client: &Client,
+    info: &KindInfo,
+    namespace: Option<&str>,
+) -> anyhow::Result<Vec<Value>> {
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(info.group, info.version, info.kind),
+        info.plural,
+    );
+    let api: Api<DynamicObject> = match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+        None => Api::all_with(client.clone(), &resource),
+    };
+    match api.list(&ListParams::default()).await {
+        Ok(list) => list
+            .items
+            .into_iter()
+            .map(serde_json::to_value)
+            .collect::<Result<_, _>>()
+            .map_err(Into::into),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Vec::new()),
+        Err(e) => Err(e).with_context(|| format!("listing {}", info.plural)),
+    }
+}
+
+/// A byte count as Flux prints it: `-` for none, `512 B`, `1.5 KiB`, `3.0 MiB`.
+fn format_size(bytes: u64) -> String {
+    const UNIT: u64 = 1024;
+    if bytes == 0 {
+        return "-".to_owned();
+    }
+    if bytes < UNIT {
+        return format!("{bytes} B");
+    }
+    let (mut div, mut exp) = (UNIT, 0);
+    let mut n = bytes / UNIT;
+    while n >= UNIT {
+        div *= UNIT;
+        exp += 1;
+        n /= UNIT;
+    }
+    #[allow(clippy::cast_precision_loss)] // one decimal of a size
+    let value = bytes as f64 / div as f64;
+    format!("{value:.1} {}iB", &"KMGTPE"[exp..=exp])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_print_as_flux_prints_them() {
+        assert_eq!(format_size(0), "-");
+        assert_eq!(format_size(512), "512 B");
+        assert_eq!(format_size(1536), "1.5 KiB");
+        assert_eq!(format_size(3 * 1024 * 1024), "3.0 MiB");
+        assert_eq!(format_size(u64::MAX), "16.0 EiB");
+    }
+
+    #[test]
+    fn counts_read_suspend_ready_and_artifact_size() {
+        let objects = [
+            serde_json::json!({"spec": {"suspend": true}, "status": {"artifact": {"size": 100}}}),
+            serde_json::json!({"status": {"conditions": [{"type": "Ready", "status": "False"}],
+                "artifact": {"size": 24}}}),
+            serde_json::json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+        ];
+        let counts = Counts::of(&objects);
+        assert_eq!(
+            counts,
+            Counts {
+                total: 3,
+                failing: 1,
+                suspended: 1,
+                storage: 124
+            }
+        );
+        assert_eq!(counts.row("Bucket"), ["Bucket", "2", "1", "1", "124 B"]);
+    }
+}
