@@ -32,6 +32,8 @@ pub struct AppState {
     /// Longest a watch stays open without `timeoutSeconds`.
     pub max_watch: Duration,
     pub openapi: Arc<Mutex<openapi::Cache>>,
+    /// Logs of the Pods that have one (`pods/log`).
+    pub pod_logs: crate::logs::PodLogs,
 }
 
 type Query = HashMap<String, String>;
@@ -539,13 +541,20 @@ fn resource_request(
     if let Some(sub) = path.subresource.as_deref() {
         let ok = (sub == "status" && rt.status)
             || (sub == "scale" && rt.scale)
-            || (sub == "finalize" && rt.group.is_empty() && rt.plural == "namespaces");
+            || (sub == "finalize" && rt.group.is_empty() && rt.plural == "namespaces")
+            || (sub == "log" && rt.group.is_empty() && rt.plural == "pods");
         if !ok {
             return Err(ApiError::new(
                 404,
                 "NotFound",
                 "the server could not find the requested resource",
             ));
+        }
+        if sub == "log" {
+            get_only(method)?;
+            let name = path.name.as_deref().unwrap_or("");
+            let pod = cluster.get(&rt, ns, name)?;
+            return crate::logs::response(&state.pod_logs, &pod, ns.unwrap_or(""), name, q);
         }
         if sub == "scale" {
             return scale_request(

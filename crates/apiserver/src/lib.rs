@@ -44,6 +44,7 @@ pub mod discovery;
 pub mod error;
 pub mod events;
 pub mod http;
+pub mod logs;
 pub mod openapi;
 pub mod protobuf;
 pub mod registry;
@@ -92,6 +93,7 @@ impl Default for Config {
 pub struct ApiServer {
     address: SocketAddr,
     cluster: Cluster,
+    pod_logs: logs::PodLogs,
     shutdown: tokio::sync::watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -110,7 +112,9 @@ impl ApiServer {
             bookmark_interval: config.bookmark_interval,
             max_watch: config.max_watch,
             openapi: Arc::new(Mutex::new(openapi::Cache::default())),
+            pod_logs: logs::PodLogs::default(),
         };
+        let pod_logs = state.pod_logs.clone();
         let app = axum::Router::new().fallback(http::handle).with_state(state);
         let (shutdown, mut rx) = tokio::sync::watch::channel(false);
         let mut tasks = controllers::spawn_all(&cluster);
@@ -126,6 +130,7 @@ impl ApiServer {
         Ok(Self {
             address,
             cluster,
+            pod_logs,
             shutdown,
             tasks,
         })
@@ -144,6 +149,12 @@ impl ApiServer {
     /// Direct access to the in-memory cluster (for embedding; clients should use HTTP).
     pub fn cluster(&self) -> &Cluster {
         &self.cluster
+    }
+
+    /// Serves `log` as the log of Pod `namespace/name` (`GET .../pods/NAME/log`); the Pod object
+    /// itself is written as any other.
+    pub fn register_pod_log(&self, namespace: &str, name: &str, log: Arc<logs::PodLog>) {
+        self.pod_logs.register(namespace, name, log);
     }
 
     /// A kubeconfig (YAML) pointing at this server, context `capstan-dev`.

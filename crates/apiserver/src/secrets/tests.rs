@@ -327,6 +327,7 @@ async fn request(cluster: &Cluster, method: &str, uri: &str, ct: &str, body: Str
         bookmark_interval: Duration::from_secs(5),
         max_watch: Duration::from_secs(60),
         openapi: Arc::new(Mutex::new(crate::openapi::Cache::default())),
+        pod_logs: crate::logs::PodLogs::default(),
     };
     let request = http::Request::builder()
         .method(method)
