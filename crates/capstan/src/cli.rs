@@ -150,7 +150,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Dev(args) => crate::dev::run(args).await,
         Command::Controller(args) => crate::controller::run(args).await,
-        Command::Install(args) => crate::install::run(&args),
+        Command::Install(args) => crate::install::run(&args).await,
         Command::Completion(args) => Ok(crate::completion::run(&args)),
         Command::Kustomize(args) => crate::kustomize::run(&args),
         Command::Helm(args) => crate::helm::run(&args).await,

@@ -63,6 +63,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             )
         })?;
     install_crds(&server).context("installing Capstan's CustomResourceDefinitions")?;
+    crate::install::create_tenancy(&server).context("creating the tenancy objects")?;
     if let Some(dir) = args
         .kubeconfig
         .parent()

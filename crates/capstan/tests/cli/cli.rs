@@ -402,7 +402,7 @@ async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
 }
 
 #[tokio::test]
-async fn install_export_prints_the_committed_crds() {
+async fn install_export_prints_the_committed_manifests() {
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
         .args(["install", "--export"])
         .output()
@@ -411,7 +411,7 @@ async fn install_export_prints_the_committed_crds() {
     assert!(out.status.success());
     let committed = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../api/crds/capstan-crds.yaml"
+        "/../../manifests/install.yaml"
     ))
     .unwrap();
     assert_eq!(String::from_utf8(out.stdout).unwrap(), committed);

@@ -1,0 +1,665 @@
+//! The install manifests, generated from the code: what `capstan install` applies and
+//! `capstan install --export` prints (checked in as `manifests/install.yaml`, with a drift test).
+//!
+//! The objects follow Flux's own install manifests (`gotk-components.yaml`) where Flux has an
+//! equivalent; Capstan is one binary, so one Deployment (`capstan-controller`) runs what Flux runs
+//! in four. Every object carries [`PART_OF`], [`INSTANCE`] (the namespace) and [`VERSION`]
+//! labels; the controller's Pods carry [`PART_OF`] and [`COMPONENT`]` = controller`, which
+//! `capstan uninstall`, `capstan check` and `capstan logs` select on.
+
+use serde_json::{Value, json};
+
+/// The label every generated object carries, value `capstan`.
+pub const PART_OF: &str = "app.kubernetes.io/part-of";
+/// The label naming the installation: the namespace Capstan is installed in.
+pub const INSTANCE: &str = "app.kubernetes.io/instance";
+/// The label holding the Capstan version ([`crate::version::CLIENT_VERSION`], `vX.Y.Z`).
+pub const VERSION: &str = "app.kubernetes.io/version";
+/// The label of the controller's Pods (and Deployment), value `controller`.
+pub const COMPONENT: &str = "app.kubernetes.io/component";
+/// The name of the Deployment, of its ServiceAccount and of its ClusterRole.
+pub const CONTROLLER: &str = "capstan-controller";
+/// The ServiceAccounts Flux's multi-tenant repositories name (`spec.serviceAccountName`) and
+/// bind; both are cluster administrators through the `cluster-reconciler` binding, as in Flux.
+pub const TENANCY_ACCOUNTS: [&str; 2] = ["kustomize-controller", "helm-controller"];
+/// Flux's ClusterRoleBinding of the appliers to `cluster-admin`.
+pub const CLUSTER_RECONCILER: &str = "cluster-reconciler";
+/// The port of the artifact, metrics and health server in the Pod.
+pub const HTTP_PORT: u16 = 9090;
+/// Flux's optional controllers, accepted by `--components-extra`.
+pub const FLUX_EXTRA_COMPONENTS: [&str; 3] = [
+    "image-reflector-controller",
+    "image-automation-controller",
+    "source-watcher",
+];
+
+/// What to generate (`capstan install`'s flags).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// The namespace Capstan is installed in (`flux-system`).
+    pub namespace: String,
+    /// Flux's optional controllers asked for; Capstan runs none of them (they are validated and
+    /// otherwise add nothing, see [`extra_components_note`]).
+    pub components_extra: Vec<String>,
+    /// The registry (and path) the image is pulled from: `<registry>/capstan:<version>`.
+    pub registry: String,
+    /// The image tag (the version of this binary by default).
+    pub version: String,
+    /// A Secret (in [`Options::namespace`]) the kubelet pulls the image with.
+    pub image_pull_secret: Option<String>,
+    /// Taint keys the controller tolerates (`operator: Exists`).
+    pub toleration_keys: Vec<String>,
+    /// Watch every namespace (Flux's default); `false` is refused by [`validate`] until the
+    /// controller can watch one namespace.
+    pub watch_all_namespaces: bool,
+    /// Reconciles of one kind at once (`--concurrent` of the controller).
+    pub concurrent: u16,
+    /// Ship Flux's NetworkPolicies.
+    pub network_policy: bool,
+    /// The cluster's DNS domain, for the advertised artifact address.
+    pub cluster_domain: String,
+}
+
+/// The default registry of Capstan's image.
+pub const DEFAULT_REGISTRY: &str = "ghcr.io/capstan";
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            namespace: "flux-system".to_owned(),
+            components_extra: Vec::new(),
+            registry: DEFAULT_REGISTRY.to_owned(),
+            version: crate::version::CLIENT_VERSION.to_owned(),
+            image_pull_secret: None,
+            toleration_keys: Vec::new(),
+            watch_all_namespaces: true,
+            concurrent: 4,
+            network_policy: true,
+            cluster_domain: "cluster.local".to_owned(),
+        }
+    }
+}
+
+/// Checks the options a user can get wrong, before anything is generated or applied.
+pub fn validate(options: &Options) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        is_dns_label(&options.namespace),
+        "--namespace {:?} is not a valid namespace name (a DNS label: lowercase letters, digits \
+         and '-', at most 63 characters)",
+        options.namespace
+    );
+    for component in &options.components_extra {
+        anyhow::ensure!(
+            FLUX_EXTRA_COMPONENTS.contains(&component.as_str()),
+            "--components-extra: unknown component {component:?} (Flux's are {})",
+            FLUX_EXTRA_COMPONENTS.join(", ")
+        );
+    }
+    anyhow::ensure!(
+        options.watch_all_namespaces,
+        "--watch-all-namespaces=false is not supported yet: the controller watches every \
+         namespace\nhint: restrict tenants with --no-cross-namespace-refs and \
+         --default-service-account instead (see docs/install.md)"
+    );
+    if let Some(secret) = &options.image_pull_secret {
+        anyhow::ensure!(
+            !secret.is_empty(),
+            "--image-pull-secret needs a Secret name"
+        );
+    }
+    Ok(())
+}
+
+/// What `--components-extra` means for Capstan, for the terminal: `None` when none was asked.
+#[must_use]
+pub fn extra_components_note(options: &Options) -> Option<String> {
+    (!options.components_extra.is_empty()).then(|| {
+        format!(
+            "--components-extra {}: Capstan runs all its controllers in one Deployment and has no \
+             image automation or source watcher, so nothing is added",
+            options.components_extra.join(",")
+        )
+    })
+}
+
+fn is_dns_label(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+}
+
+/// The labels of every object of this installation.
+#[must_use]
+pub fn labels(options: &Options) -> Value {
+    json!({
+        PART_OF: "capstan",
+        INSTANCE: options.namespace,
+        VERSION: options.version,
+    })
+}
+
+/// The labels of the controller's Pods (a superset of what `capstan logs` selects on).
+fn pod_labels() -> Value {
+    json!({
+        "app": CONTROLLER,
+        PART_OF: "capstan",
+        COMPONENT: "controller",
+    })
+}
+
+fn meta(options: &Options, name: &str, namespaced: bool) -> Value {
+    let mut meta = json!({"name": name, "labels": labels(options)});
+    if namespaced {
+        meta["namespace"] = json!(options.namespace);
+    }
+    meta
+}
+
+/// Every object to install, in apply order: the namespace, the CRDs, the ServiceAccounts, the
+/// RBAC, the Services, the Deployment and the NetworkPolicies.
+pub fn manifests(options: &Options) -> anyhow::Result<Vec<Value>> {
+    validate(options)?;
+    let mut objects = vec![namespace(options)];
+    for crd in capstan_api::crds() {
+        let mut crd = serde_json::to_value(&crd)?;
+        let merged = labels(options);
+        let own = crd["metadata"]["labels"].as_object().cloned();
+        crd["metadata"]["labels"] = merged;
+        if let Some(own) = own {
+            for (k, v) in own {
+                crd["metadata"]["labels"][k] = v;
+            }
+        }
+        objects.push(crd);
+    }
+    objects.extend(service_accounts(options));
+    objects.push(controller_role(options));
+    objects.push(controller_binding(options));
+    objects.push(cluster_reconciler(options));
+    objects.extend(services(options));
+    objects.push(deployment(options));
+    if options.network_policy {
+        objects.extend(network_policies(options));
+    }
+    Ok(objects)
+}
+
+/// The tenancy objects (issue 13) `capstan dev` creates: the namespace, the ServiceAccounts
+/// and the `cluster-reconciler` binding, the same objects [`manifests`] generates.
+#[must_use]
+pub fn tenancy_objects(options: &Options) -> Vec<Value> {
+    let mut objects = vec![namespace(options)];
+    objects.extend(service_accounts(options));
+    objects.push(cluster_reconciler(options));
+    objects
+}
+
+/// [`manifests`] as one multi-document YAML stream (each document starts with `---`), ready
+/// for `kubectl apply --server-side -f`.
+pub fn manifests_yaml(options: &Options) -> anyhow::Result<String> {
+    let mut out = String::new();
+    for object in manifests(options)? {
+        out.push_str("---\n");
+        out.push_str(&serde_saphyr::to_string(&object)?);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+fn namespace(options: &Options) -> Value {
+    let mut meta = meta(options, &options.namespace, false);
+    // As Flux: warn of Pods that break the restricted Pod Security Standard.
+    meta["labels"]["pod-security.kubernetes.io/warn"] = json!("restricted");
+    meta["labels"]["pod-security.kubernetes.io/warn-version"] = json!("latest");
+    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
+}
+
+fn service_accounts(options: &Options) -> Vec<Value> {
+    std::iter::once(CONTROLLER)
+        .chain(TENANCY_ACCOUNTS)
+        .map(|name| {
+            json!({
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": meta(options, name, true),
+            })
+        })
+        .collect()
+}
+
+fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> Value {
+    json!({"apiGroups": groups, "resources": resources, "verbs": verbs})
+}
+
+/// The rules of the controller's own identity: what the reconcilers, the triggers, the event
+/// recorder and the leader election call. Applying the objects of Kustomizations and
+/// HelmReleases is not here: that is `cluster-reconciler`'s (or the impersonated
+/// ServiceAccount's) business, as in Flux.
+#[must_use]
+pub fn controller_rules() -> Vec<Value> {
+    let mut rules = Vec::new();
+    let mut by_group: Vec<(String, Vec<String>)> = Vec::new();
+    for crd in capstan_api::crds() {
+        let group = crd.spec.group.clone();
+        let plural = crd.spec.names.plural.clone();
+        let resources = [
+            plural.clone(),
+            format!("{plural}/status"),
+            format!("{plural}/finalizers"),
+        ];
+        match by_group.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, list)) => list.extend(resources),
+            None => by_group.push((group, resources.to_vec())),
+        }
+    }
+    for (group, resources) in &by_group {
+        let resources: Vec<&str> = resources.iter().map(String::as_str).collect();
+        rules.push(rule(
+            &[group],
+            &resources,
+            &[
+                "get", "list", "watch", "create", "update", "patch", "delete",
+            ],
+        ));
+    }
+    // Flux's ExternalArtifact, watched when installed.
+    rules.push(rule(
+        &["source.toolkit.fluxcd.io"],
+        &["externalartifacts"],
+        &["get", "list", "watch"],
+    ));
+    // Source credentials, values and substitutions; the triggers watch both.
+    rules.push(rule(
+        &[""],
+        &["secrets", "configmaps"],
+        &["get", "list", "watch"],
+    ));
+    // Events of the reconciled objects (events.k8s.io, as the recorder writes them).
+    rules.push(rule(
+        &["events.k8s.io"],
+        &["events"],
+        &["create", "patch", "update"],
+    ));
+    rules.push(rule(&[""], &["events"], &["create", "patch"]));
+    // Leader election.
+    rules.push(rule(
+        &["coordination.k8s.io"],
+        &["leases"],
+        &["get", "list", "watch", "create", "update", "patch"],
+    ));
+    // spec.serviceAccountName: the account is read, then impersonated.
+    rules.push(rule(
+        &[""],
+        &["serviceaccounts"],
+        &["get", "list", "watch", "impersonate"],
+    ));
+    rules.push(rule(&[""], &["namespaces"], &["get", "list", "watch"]));
+    rules
+}
+
+fn controller_role(options: &Options) -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": meta(options, CONTROLLER, false),
+        "rules": controller_rules(),
+    })
+}
+
+fn subject(options: &Options, name: &str) -> Value {
+    json!({"kind": "ServiceAccount", "name": name, "namespace": options.namespace})
+}
+
+fn controller_binding(options: &Options) -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": meta(options, CONTROLLER, false),
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": CONTROLLER,
+        },
+        "subjects": [subject(options, CONTROLLER)],
+    })
+}
+
+/// Flux's `cluster-reconciler`: `cluster-admin` for the appliers. Capstan's controller applies
+/// as itself when an object names no ServiceAccount, as Flux's kustomize-controller and
+/// helm-controller do, so it is a subject beside Flux's two accounts.
+fn cluster_reconciler(options: &Options) -> Value {
+    let subjects: Vec<Value> = TENANCY_ACCOUNTS
+        .iter()
+        .chain(std::iter::once(&CONTROLLER))
+        .map(|name| subject(options, name))
+        .collect();
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": meta(options, CLUSTER_RECONCILER, false),
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "cluster-admin",
+        },
+        "subjects": subjects,
+    })
+}
+
+fn service(options: &Options, name: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta(options, name, true),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": {"app": CONTROLLER},
+            "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": "http"}],
+        },
+    })
+}
+
+/// `source-controller` (the host of Flux's artifact URLs), `notification-controller` and
+/// `webhook-receiver` (Flux's names), and `capstan-controller` for metrics on the Pod's port.
+fn services(options: &Options) -> Vec<Value> {
+    let mut metrics = service(options, CONTROLLER);
+    metrics["spec"]["ports"] = json!([{
+        "name": "http-metrics",
+        "port": HTTP_PORT,
+        "protocol": "TCP",
+        "targetPort": "http",
+    }]);
+    vec![
+        service(options, "source-controller"),
+        service(options, "notification-controller"),
+        service(options, "webhook-receiver"),
+        metrics,
+    ]
+}
+
+/// The restricted security context of the container (Pod Security Standard `restricted`).
+fn container_security_context() -> Value {
+    json!({
+        "allowPrivilegeEscalation": false,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": true,
+        "runAsNonRoot": true,
+        "runAsUser": 65534,
+        "runAsGroup": 65534,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    })
+}
+
+/// The controller's arguments.
+fn controller_args(options: &Options) -> Vec<String> {
+    vec![
+        "controller".to_owned(),
+        "--enable-leader-election=true".to_owned(),
+        format!("--concurrent={}", options.concurrent),
+        "--storage-path=/data".to_owned(),
+        format!("--storage-addr=0.0.0.0:{HTTP_PORT}"),
+        format!(
+            "--storage-adv-addr=source-controller.{}.svc.{}.",
+            options.namespace, options.cluster_domain
+        ),
+        "--log-format=json".to_owned(),
+    ]
+}
+
+fn deployment(options: &Options) -> Value {
+    let mut meta = meta(options, CONTROLLER, true);
+    meta["labels"][COMPONENT] = json!("controller");
+    let image = format!(
+        "{}/capstan:{}",
+        options.registry.trim_end_matches('/'),
+        options.version
+    );
+    let http_probe = |path: &str| json!({"httpGet": {"path": path, "port": "http"}});
+    let mut liveness = http_probe("/healthz");
+    liveness["initialDelaySeconds"] = json!(5);
+    let mut readiness = http_probe("/readyz");
+    readiness["periodSeconds"] = json!(5);
+    let mut pod = json!({
+        "serviceAccountName": CONTROLLER,
+        "terminationGracePeriodSeconds": 10,
+        "priorityClassName": "system-cluster-critical",
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "securityContext": {
+            "fsGroup": 1337,
+            "runAsNonRoot": true,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [{
+            "name": "manager",
+            "image": image,
+            "imagePullPolicy": "IfNotPresent",
+            "args": controller_args(options),
+            "env": [
+                {
+                    "name": "RUNTIME_NAMESPACE",
+                    "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+                },
+                {"name": "TMPDIR", "value": "/tmp"},
+                {"name": "HOME", "value": "/tmp"},
+            ],
+            "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
+            "livenessProbe": liveness,
+            "readinessProbe": readiness,
+            "resources": {
+                "limits": {"cpu": "1000m", "memory": "1Gi"},
+                "requests": {"cpu": "100m", "memory": "64Mi"},
+            },
+            "securityContext": container_security_context(),
+            "volumeMounts": [
+                {"name": "data", "mountPath": "/data"},
+                {"name": "tmp", "mountPath": "/tmp"},
+            ],
+        }],
+        "volumes": [
+            {"name": "data", "emptyDir": {}},
+            {"name": "tmp", "emptyDir": {}},
+        ],
+    });
+    if let Some(secret) = &options.image_pull_secret {
+        pod["imagePullSecrets"] = json!([{"name": secret}]);
+    }
+    if !options.toleration_keys.is_empty() {
+        pod["tolerations"] = options
+            .toleration_keys
+            .iter()
+            .map(|key| json!({"key": key, "operator": "Exists"}))
+            .collect();
+    }
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta,
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": CONTROLLER}},
+            "template": {
+                "metadata": {
+                    "labels": pod_labels(),
+                    "annotations": {
+                        "prometheus.io/scrape": "true",
+                        "prometheus.io/port": HTTP_PORT.to_string(),
+                    },
+                },
+                "spec": pod,
+            },
+        },
+    })
+}
+
+/// Flux's three NetworkPolicies: egress anywhere and ingress from the namespace's own Pods
+/// (`allow-egress`), metrics scraping from any namespace (`allow-scraping`) and webhooks from
+/// any namespace (`allow-webhooks`). Capstan serves artifacts, metrics and receivers on one
+/// port, so the last two open the same port.
+fn network_policies(options: &Options) -> Vec<Value> {
+    let policy = |name: &str, spec: Value| {
+        json!({
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": meta(options, name, true),
+            "spec": spec,
+        })
+    };
+    let from_anywhere = json!([{
+        "from": [{"namespaceSelector": {}}],
+        "ports": [{"port": HTTP_PORT, "protocol": "TCP"}],
+    }]);
+    vec![
+        policy(
+            "allow-egress",
+            json!({
+                "podSelector": {},
+                "policyTypes": ["Ingress", "Egress"],
+                "ingress": [{"from": [{"podSelector": {}}]}],
+                "egress": [{}],
+            }),
+        ),
+        policy(
+            "allow-scraping",
+            json!({
+                "podSelector": {},
+                "policyTypes": ["Ingress"],
+                "ingress": from_anywhere.clone(),
+            }),
+        ),
+        policy(
+            "allow-webhooks",
+            json!({
+                "podSelector": {"matchLabels": {"app": CONTROLLER}},
+                "policyTypes": ["Ingress"],
+                "ingress": from_anywhere,
+            }),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn committed_path() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../manifests/install.yaml")
+    }
+
+    #[test]
+    fn install_yaml_is_up_to_date() {
+        let generated = manifests_yaml(&Options::default()).unwrap();
+        let path = committed_path();
+        if std::env::var_os("UPDATE_MANIFESTS").is_some_and(|v| v == "1") {
+            fs_err::write(&path, &generated).unwrap();
+            return;
+        }
+        let committed = fs_err::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == generated,
+            "{} is out of date with the code\nhint: run: UPDATE_MANIFESTS=1 cargo test -p capstan \
+             --bin capstan -- install_yaml_is_up_to_date",
+            path.display()
+        );
+    }
+
+    #[test]
+    fn every_object_carries_the_contract_labels() {
+        let options = Options {
+            namespace: "capstan".to_owned(),
+            ..Options::default()
+        };
+        for object in manifests(&options).unwrap() {
+            let labels = &object["metadata"]["labels"];
+            assert_eq!(labels[PART_OF], "capstan", "{object}");
+            assert_eq!(labels[INSTANCE], "capstan", "{object}");
+            assert_eq!(labels[VERSION], crate::version::CLIENT_VERSION, "{object}");
+            if object["metadata"].get("namespace").is_some() {
+                assert_eq!(object["metadata"]["namespace"], "capstan");
+            }
+        }
+        let all = manifests(&options).unwrap();
+        let deployment = all.iter().find(|o| o["kind"] == "Deployment").unwrap();
+        assert_eq!(deployment["metadata"]["name"], CONTROLLER);
+        let pod = &deployment["spec"]["template"]["metadata"]["labels"];
+        assert_eq!(pod[PART_OF], "capstan");
+        assert_eq!(pod[COMPONENT], "controller");
+        let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
+        assert!(
+            args.contains("source-controller.capstan.svc.cluster.local."),
+            "{args}"
+        );
+    }
+
+    #[test]
+    fn options_reach_the_deployment_and_bad_ones_are_refused() {
+        let options = Options {
+            registry: "registry.internal/mirror/".to_owned(),
+            image_pull_secret: Some("pull".to_owned()),
+            toleration_keys: vec!["dedicated".to_owned()],
+            concurrent: 10,
+            network_policy: false,
+            ..Options::default()
+        };
+        let all = manifests(&options).unwrap();
+        assert!(all.iter().all(|o| o["kind"] != "NetworkPolicy"));
+        let pod =
+            &all.iter().find(|o| o["kind"] == "Deployment").unwrap()["spec"]["template"]["spec"];
+        assert_eq!(
+            pod["containers"][0]["image"],
+            format!(
+                "registry.internal/mirror/capstan:{}",
+                crate::version::CLIENT_VERSION
+            )
+        );
+        assert_eq!(pod["imagePullSecrets"], json!([{"name": "pull"}]));
+        assert_eq!(
+            pod["tolerations"],
+            json!([{"key": "dedicated", "operator": "Exists"}])
+        );
+        assert!(
+            pod["containers"][0]["args"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("--concurrent=10"))
+        );
+        let bad = |o: Options| manifests(&o).unwrap_err().to_string();
+        assert!(
+            bad(Options {
+                namespace: "Flux_System".to_owned(),
+                ..Options::default()
+            })
+            .contains("--namespace")
+        );
+        assert!(
+            bad(Options {
+                components_extra: vec!["image-thing".to_owned()],
+                ..Options::default()
+            })
+            .contains("image-reflector-controller")
+        );
+        assert!(
+            bad(Options {
+                watch_all_namespaces: false,
+                ..Options::default()
+            })
+            .contains("--watch-all-namespaces")
+        );
+    }
+
+    #[test]
+    fn tenancy_objects_are_the_generated_ones() {
+        let options = Options::default();
+        let all = manifests(&options).unwrap();
+        for object in tenancy_objects(&options) {
+            assert!(all.contains(&object), "{object}");
+        }
+    }
+}
