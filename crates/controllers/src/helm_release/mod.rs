@@ -252,7 +252,8 @@ impl HelmReleaseReconciler {
             .map_or_else(|| self.client.clone(), |m| m.client().clone());
         let storage_namespace = object.storage_namespace().unwrap_or_default().to_owned();
         Ok(action::Target {
-            manager: ResourceManager::new(client.clone(), FIELD_MANAGER),
+            manager: ResourceManager::new(client.clone(), FIELD_MANAGER)
+                .with_health_exprs(health_exprs(object)?),
             storage: HelmStorage::new(client, &storage_namespace),
             name: release_name(object),
             namespace: object.target_namespace().unwrap_or("default").to_owned(),
@@ -452,6 +453,12 @@ impl HelmReleaseReconciler {
     }
 }
 
+/// `spec.healthCheckExprs` parsed: they judge the health of the kinds they match in every wait
+/// (install, upgrade, rollback, hooks); an invalid list stalls (`InvalidCELExpression`).
+fn health_exprs(object: &HelmRelease) -> Result<capstan_apply::HealthExprs, ReconcileError> {
+    crate::kustomization::parse_health_exprs(&object.spec.health_check_exprs)
+}
+
 /// Fields not implemented: refused (stalled) rather than ignored.
 fn unsupported_fields(object: &HelmRelease) -> Vec<&'static str> {
     let spec = &object.spec;
@@ -462,9 +469,6 @@ fn unsupported_fields(object: &HelmRelease) -> Vec<&'static str> {
         .is_some_and(|k| k.config_map_ref.is_some())
     {
         fields.push("spec.kubeConfig.configMapRef");
-    }
-    if !spec.health_check_exprs.is_empty() {
-        fields.push("spec.healthCheckExprs");
     }
     if spec
         .chart_ref
@@ -506,6 +510,7 @@ fn check_source_step(cx: &mut StepContext<HelmReleaseReconciler>) -> StepFuture<
                 ),
             ));
         }
+        health_exprs(&cx.object)?;
         if cx.object.spec.chart.is_none() && cx.object.spec.chart_ref.is_none() {
             return Err(ReconcileError::stalled(
                 meta_reason::ARTIFACT_FAILED,

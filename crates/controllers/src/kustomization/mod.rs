@@ -33,7 +33,8 @@
 //! - [`prune`](prune_step): with `spec.prune`, deletes objects of the previous inventory that
 //!   left the build (only those still labelled with this owner).
 //! - [`check_health`](check_health_step): with `spec.wait` (every applied object) or
-//!   `spec.healthChecks`, waits until the objects are healthy, bounded by `spec.timeout` from
+//!   `spec.healthChecks`, waits until the objects are healthy (judged by `spec.healthCheckExprs`
+//!   for the kinds they match, else by kstatus), bounded by `spec.timeout` from
 //!   the end of the apply — without holding a worker: one look per pass, then the reconcile is
 //!   pending and looks again after a short delay, skipping the apply of what it already
 //!   applied ([`runtime::wait`]); a new generation or revision, a suspension or a deletion
@@ -61,8 +62,9 @@
 //! failed, e.g. forbidden to the impersonated ServiceAccount; what was applied is kept in the
 //! inventory), `PruneFailed`, `HealthCheckFailed` (naming each unhealthy object);
 //! `InvalidKubeConfig` (stalled) for a kubeconfig that is unusable or uses exec/auth-provider
-//! plugins or files. Fields not implemented (`kubeConfig.configMapRef`,
-//! `healthCheckExprs`) are refused with `Stalled=True`, reason `FeatureGateDisabled`.
+//! plugins or files; `InvalidCELExpression` (stalled, checked before the source) for a
+//! `healthCheckExprs` list that does not parse. Fields not implemented
+//! (`kubeConfig.configMapRef`) are refused with `Stalled=True`, reason `FeatureGateDisabled`.
 
 use std::collections::BTreeMap;
 use std::str::FromStr;
@@ -509,10 +511,27 @@ fn unsupported_fields(object: &Kustomization) -> Vec<&'static str> {
     {
         fields.push("spec.kubeConfig.configMapRef");
     }
-    if !spec.health_check_exprs.is_empty() {
-        fields.push("spec.healthCheckExprs");
-    }
     fields
+}
+
+/// `spec.healthCheckExprs` parsed; an invalid list stalls the reconcile (`InvalidCELExpression`),
+/// as Flux checks it at reconcile start, before the source.
+fn health_exprs(object: &Kustomization) -> Result<capstan_apply::HealthExprs, ReconcileError> {
+    parse_health_exprs(&object.spec.health_check_exprs)
+}
+
+/// Parses a `spec.healthCheckExprs` list (of a Kustomization or a HelmRelease): stalled with
+/// `InvalidCELExpression` and Flux's terminal-error message when it cannot be used.
+pub(crate) fn parse_health_exprs(
+    checks: &[capstan_api::meta::CustomHealthCheck],
+) -> Result<capstan_apply::HealthExprs, ReconcileError> {
+    capstan_apply::HealthExprs::new(checks).map_err(|e| {
+        ReconcileError::stalled(
+            reason::INVALID_CEL_EXPRESSION,
+            format!("Reconciliation failed terminally due to configuration error: {e}"),
+        )
+        .with_source(e)
+    })
 }
 
 /// Refuses (stalled) a `spec.retryInterval` that does not parse or is below
@@ -624,6 +643,7 @@ fn check_source_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
                 ),
             ));
         }
+        health_exprs(&cx.object)?;
         check_retry_interval(&cx.object)?;
         cx.state.started = Some(std::time::Instant::now());
         let artifact = source_artifact(&cx.client, &cx.object, &cx.reconciler.tenancy).await?;
@@ -1141,7 +1161,10 @@ fn check_health_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
         match wait {
             None => cx.remove_condition(condition::HEALTHY),
             Some(wait) => {
-                let manager = cx.state.manager(&cx.reconciler).clone();
+                let manager = cx
+                    .state
+                    .manager(&cx.reconciler)
+                    .with_health_exprs(health_exprs(&cx.object)?);
                 let results = manager.check_health(&wait.objects).await;
                 let now = std::time::Instant::now();
                 match health_verdict(results, &wait, now) {

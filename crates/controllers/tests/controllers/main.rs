@@ -7,6 +7,7 @@ mod bucket;
 mod events;
 mod fleet;
 mod git_repository;
+mod health_exprs;
 mod helm_chart;
 mod helm_release;
 mod helm_release_fidelity;
