@@ -64,11 +64,11 @@ pub enum Command {
     /// Show the status of sources and Kustomizations.
     Get(crate::cmd::get::GetArgs),
     /// Ask for an immediate reconcile and wait for it.
-    Reconcile(crate::cmd::lifecycle::LifecycleArgs),
-    /// Stop reconciling an object.
-    Suspend(crate::cmd::lifecycle::LifecycleArgs),
+    Reconcile(crate::cmd::lifecycle::ReconcileArgs),
+    /// Stop reconciling an object (or, with `--all`, every object of a kind).
+    Suspend(crate::cmd::lifecycle::SuspendArgs),
     /// Reconcile a suspended object again and wait until it is Ready.
-    Resume(crate::cmd::lifecycle::LifecycleArgs),
+    Resume(crate::cmd::lifecycle::ResumeArgs),
     /// Delete a source or a Kustomization.
     Delete(crate::cmd::lifecycle::DeleteArgs),
     /// Print sources and Kustomizations as YAML, without status.
@@ -163,13 +163,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// The Flux-like verbs of [`crate::cmd`].
 async fn run_flux_verb(command: Command) -> anyhow::Result<ExitCode> {
-    use crate::cmd::lifecycle::{self, Verb};
+    use crate::cmd::lifecycle;
     match command {
         Command::Create(args) => crate::cmd::create::run(args).await,
         Command::Get(args) => crate::cmd::get::run(args).await,
-        Command::Reconcile(args) => lifecycle::run(Verb::Reconcile, args).await,
-        Command::Suspend(args) => lifecycle::run(Verb::Suspend, args).await,
-        Command::Resume(args) => lifecycle::run(Verb::Resume, args).await,
+        Command::Reconcile(args) => lifecycle::reconcile(args).await,
+        Command::Suspend(args) => lifecycle::suspend(args).await,
+        Command::Resume(args) => lifecycle::resume(args).await,
         Command::Delete(args) => lifecycle::delete(args).await,
         Command::Export(args) => crate::cmd::get::export(args).await,
         Command::Build(args) => crate::cmd::build::build(args).await,

@@ -7,8 +7,8 @@ use clap::{Args, Subcommand};
 use serde_json::{Map, Value};
 
 use super::{
-    ALL, BUCKET, ClusterArgs, GIT, HELM_CHART, HELM_RELEASE, HELM_REPOSITORY, KUSTOMIZATION, Kind,
-    OCI, Output, SOURCES, Target, say,
+    ALERT, BUCKET, ClusterArgs, GIT, HELM_CHART, HELM_RELEASE, HELM_REPOSITORY, KUSTOMIZATION,
+    Kind, OCI, Output, PROVIDER, RECEIVER, Target, say,
 };
 
 /// `capstan get`.
@@ -25,6 +25,10 @@ pub struct GetArgs {
     /// After listing, keep printing a row each time an object of the kind changes (one kind).
     #[arg(short = 'w', long, global = true)]
     pub watch: bool,
+    /// Show only the objects whose condition has this status: `ready=false`, `ready!=true`
+    /// (condition type and status in any case).
+    #[arg(long, global = true, value_name = "TYPE=STATUS")]
+    pub status_selector: Option<String>,
     #[command(subcommand)]
     pub command: GetCommand,
 }
@@ -41,7 +45,17 @@ pub enum GetCommand {
     /// HelmReleases.
     #[command(alias = "hr", alias = "helmrelease")]
     Helmreleases(GetHelmReleases),
-    /// Every source, Kustomization and HelmRelease.
+    /// Receivers.
+    #[command(alias = "receiver", alias = "rcv")]
+    Receivers(GetName),
+    /// Alerts.
+    #[command(alias = "alert")]
+    Alerts(GetName),
+    /// Alert Providers.
+    #[command(alias = "alert-provider")]
+    AlertProviders(GetName),
+    /// Every kind Capstan serves: sources, HelmReleases, Kustomizations, Receivers, Providers,
+    /// Alerts.
     All(GetName),
 }
 
@@ -79,6 +93,24 @@ pub struct GetHelmReleases {
     pub show_source: bool,
 }
 
+/// `get sources all`, in Flux's order.
+pub const GET_SOURCES_ALL: [&Kind; 5] = [&OCI, &BUCKET, &GIT, &HELM_REPOSITORY, &HELM_CHART];
+
+/// `get all`, in Flux's order: the sources (as `get sources all`), then HelmReleases,
+/// Kustomizations, Receivers, Providers and Alerts. Every kind of [`super::ALL`] is here.
+pub const GET_ALL: [&Kind; 10] = [
+    &OCI,
+    &BUCKET,
+    &GIT,
+    &HELM_REPOSITORY,
+    &HELM_CHART,
+    &HELM_RELEASE,
+    &KUSTOMIZATION,
+    &RECEIVER,
+    &PROVIDER,
+    &ALERT,
+];
+
 /// The chart source of a HelmRelease as Flux's `--show-source` prints it: `chartRef`, else the
 /// template's `sourceRef`, as `<kind>/<namespace>/<name>` (the HelmRelease's namespace when the
 /// reference has none).
@@ -99,82 +131,201 @@ pub fn helm_release_source(object: &Value) -> String {
     )
 }
 
-/// One row of Flux's status table (a static object — an OCI HelmRepository — is always ready,
-/// as Flux prints it).
-fn row(
-    kind: &Kind,
-    object: &Value,
-    prefixed: bool,
-    all_namespaces: bool,
-    show_source: bool,
-) -> Vec<String> {
-    let (ready, message) = if kind.is_static(object) {
-        ("True".to_owned(), "Helm repository is Ready".to_owned())
+/// The Ready message Flux prints for an object no controller reports on: an OCI HelmRepository
+/// (static), and Providers and Alerts (they have no status). `None` for every other object.
+fn static_ready(kind: &Kind, object: &Value) -> Option<&'static str> {
+    if kind.is_static(object) {
+        Some("Helm repository is Ready")
+    } else if kind == &PROVIDER {
+        Some("Provider is Ready")
+    } else if kind == &ALERT {
+        Some("Alert is Ready")
     } else {
-        super::ready_status(object)
+        None
+    }
+}
+
+/// Whether Flux prints a REVISION column for the kind (not for the notification kinds).
+fn has_revision(kind: &Kind) -> bool {
+    ![&RECEIVER, &PROVIDER, &ALERT].contains(&kind)
+}
+
+/// Whether Flux prints a SUSPENDED column for the kind (not for Providers).
+fn has_suspended(kind: &Kind) -> bool {
+    kind != &PROVIDER
+}
+
+/// `--status-selector`: a condition type and status, matched or (with `!=`) not matched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StatusSelector {
+    /// The condition type (`ready`), compared in any case.
+    pub type_: String,
+    /// The status (`false`), compared in any case.
+    pub status: String,
+    /// `type!=status`: the objects that do not match.
+    pub negated: bool,
+}
+
+impl StatusSelector {
+    /// Parses `type=status` or `type!=status`, as Flux does.
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        let (separator, negated) = if text.contains("!=") {
+            ("!=", true)
+        } else {
+            ("=", false)
+        };
+        let Some((type_, status)) = text.split_once(separator) else {
+            anyhow::bail!(
+                "expected status selector in type=status or type!=status format, but found: {text}"
+            );
+        };
+        Ok(Self {
+            type_: type_.to_owned(),
+            status: status.to_owned(),
+            negated,
+        })
+    }
+
+    /// Whether the object is selected. As Flux: the last condition of the type decides (an
+    /// object without it does not match); Providers and Alerts, which have no status, match
+    /// `ready=true` only.
+    pub fn selects(&self, kind: &Kind, object: &Value) -> bool {
+        let matched = if kind == &PROVIDER || kind == &ALERT {
+            self.type_
+                .eq_ignore_ascii_case(capstan_api::meta::condition::READY)
+                && self.status.eq_ignore_ascii_case("True")
+        } else {
+            object["status"]["conditions"]
+                .as_array()
+                .and_then(|conditions| {
+                    conditions.iter().rev().find(|c| {
+                        c["type"]
+                            .as_str()
+                            .is_some_and(|t| t.eq_ignore_ascii_case(&self.type_))
+                    })
+                })
+                .is_some_and(|c| {
+                    c["status"]
+                        .as_str()
+                        .is_some_and(|s| s.eq_ignore_ascii_case(&self.status))
+                })
+        };
+        matched != self.negated
+    }
+}
+
+/// How rows are printed.
+#[derive(Clone, Copy, Debug)]
+struct RowStyle {
+    /// Names prefixed by the kind (`get all`, `get sources all`).
+    prefixed: bool,
+    /// A NAMESPACE column first (`-A`).
+    all_namespaces: bool,
+    /// A SOURCE column (`get helmreleases --show-source`).
+    show_source: bool,
+}
+
+/// One row of Flux's status table for the kind (see [`headers`]).
+fn row(kind: &Kind, object: &Value, style: RowStyle) -> Vec<String> {
+    let (ready, message) = match static_ready(kind, object) {
+        Some(message) => ("True".to_owned(), message.to_owned()),
+        None => super::ready_status(object),
     };
     let name = super::name_of(object);
     let mut row = Vec::with_capacity(6);
-    if all_namespaces {
+    if style.all_namespaces {
         row.push(super::namespace_of(object).to_owned());
     }
-    row.push(if prefixed {
+    row.push(if style.prefixed {
         format!("{}/{name}", kind.short)
     } else {
         name.to_owned()
     });
-    if show_source {
+    if style.show_source {
         row.push(helm_release_source(object));
     }
-    row.push(kind.revision(object).to_owned());
-    row.push(
-        if super::suspended(object) {
+    if has_revision(kind) {
+        row.push(kind.revision(object).to_owned());
+    }
+    if has_suspended(kind) {
+        let suspended = if super::suspended(object) {
             "True"
         } else {
             "False"
-        }
-        .to_owned(),
-    );
+        };
+        row.push(suspended.to_owned());
+    }
     row.push(ready);
     row.push(message);
     row
+}
+
+/// The status table's columns for the kind.
+fn headers(kind: &Kind, style: RowStyle) -> Vec<&'static str> {
+    let mut headers = vec!["NAME"];
+    if style.show_source {
+        headers.push("SOURCE");
+    }
+    if has_revision(kind) {
+        headers.push("REVISION");
+    }
+    if has_suspended(kind) {
+        headers.push("SUSPENDED");
+    }
+    headers.extend(["READY", "MESSAGE"]);
+    if style.all_namespaces {
+        headers.insert(0, "NAMESPACE");
+    }
+    headers
+}
+
+/// The kinds a `get` lists and the name asked for.
+fn kinds_of(command: &GetCommand) -> (Vec<&'static Kind>, Option<&String>) {
+    match command {
+        GetCommand::Sources(GetSources::Git(n)) => (vec![&GIT], n.name.as_ref()),
+        GetCommand::Sources(GetSources::Oci(n)) => (vec![&OCI], n.name.as_ref()),
+        GetCommand::Sources(GetSources::Bucket(n)) => (vec![&BUCKET], n.name.as_ref()),
+        GetCommand::Sources(GetSources::Helm(n)) => (vec![&HELM_REPOSITORY], n.name.as_ref()),
+        GetCommand::Sources(GetSources::Chart(n)) => (vec![&HELM_CHART], n.name.as_ref()),
+        GetCommand::Sources(GetSources::All(n)) => (GET_SOURCES_ALL.to_vec(), n.name.as_ref()),
+        GetCommand::Kustomizations(n) => (vec![&KUSTOMIZATION], n.name.as_ref()),
+        GetCommand::Helmreleases(a) => (vec![&HELM_RELEASE], a.name.name.as_ref()),
+        GetCommand::Receivers(n) => (vec![&RECEIVER], n.name.as_ref()),
+        GetCommand::Alerts(n) => (vec![&ALERT], n.name.as_ref()),
+        GetCommand::AlertProviders(n) => (vec![&PROVIDER], n.name.as_ref()),
+        GetCommand::All(n) => (GET_ALL.to_vec(), n.name.as_ref()),
+    }
 }
 
 /// Lists `kinds` and prints them; one table per kind (names prefixed by the kind) when several.
 /// As Flux, a kind with nothing to show prints `✗ <Kind> object '<name>' not found in "<ns>"
 /// namespace` when a name was given, `✗ no <Kind> objects found in "<ns>" namespace` otherwise,
 /// and nothing at all for `get all`/`get sources all` without a name; the exit code stays 0.
+/// `get all` and `get sources all` print each table followed by an empty line, as Flux does,
+/// and leave out a kind none of whose objects `--status-selector` selects; one kind whose
+/// objects are all filtered out prints its header alone.
 pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
-    let (kinds, name): (Vec<&Kind>, Option<&String>) = match &args.command {
-        GetCommand::Sources(GetSources::Git(n)) => (vec![&GIT], n.name.as_ref()),
-        GetCommand::Sources(GetSources::Oci(n)) => (vec![&OCI], n.name.as_ref()),
-        GetCommand::Sources(GetSources::Bucket(n)) => (vec![&BUCKET], n.name.as_ref()),
-        GetCommand::Sources(GetSources::Helm(n)) => (vec![&HELM_REPOSITORY], n.name.as_ref()),
-        GetCommand::Sources(GetSources::Chart(n)) => (vec![&HELM_CHART], n.name.as_ref()),
-        GetCommand::Sources(GetSources::All(n)) => (SOURCES.to_vec(), n.name.as_ref()),
-        GetCommand::Kustomizations(n) => (vec![&KUSTOMIZATION], n.name.as_ref()),
-        GetCommand::Helmreleases(a) => (vec![&HELM_RELEASE], a.name.name.as_ref()),
-        GetCommand::All(n) => (ALL.to_vec(), n.name.as_ref()),
-    };
+    let (kinds, name) = kinds_of(&args.command);
     let show_source = matches!(&args.command, GetCommand::Helmreleases(a) if a.show_source);
+    let selector = args
+        .status_selector
+        .as_deref()
+        .map(StatusSelector::parse)
+        .transpose()?;
     if args.watch && (kinds.len() > 1 || args.output != Output::Table) {
         anyhow::bail!("--watch takes one kind and the table output (e.g. `get ks --watch`)");
     }
     let client = args.cluster.client().await?;
     let namespace = (!args.all_namespaces).then_some(args.cluster.namespace.as_str());
-    if args.watch {
-        let row = |o: &Value| row(kinds[0], o, false, args.all_namespaces, show_source);
-        return watch(
-            &client,
-            kinds[0],
-            namespace,
-            name,
-            &headers(&args, show_source),
-            row,
-        )
-        .await;
-    }
     let get_all = kinds.len() > 1;
+    let style = RowStyle {
+        prefixed: get_all,
+        all_namespaces: args.all_namespaces,
+        show_source,
+    };
+    if args.watch {
+        return watch(&client, kinds[0], namespace, name, style, selector.as_ref()).await;
+    }
     let scope = match namespace {
         Some(ns) => format!("{ns:?}"),
         None => "any".to_owned(),
@@ -199,6 +350,14 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
             ));
         }
     }
+    if let Some(selector) = &selector {
+        for (kind, objects) in &mut found {
+            objects.retain(|o| selector.selects(kind, o));
+        }
+        if get_all {
+            found.retain(|(_, objects)| !objects.is_empty());
+        }
+    }
     if found.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
@@ -207,42 +366,26 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
         super::print_objects(&objects, args.output)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let prefixed = get_all;
-    let headers = headers(&args, show_source);
-    for (index, (kind, objects)) in found.iter().enumerate() {
-        if index > 0 {
+    for (kind, objects) in &found {
+        let rows: Vec<Vec<String>> = objects.iter().map(|o| row(kind, o, style)).collect();
+        super::print_table(&headers(kind, style), &rows);
+        if get_all {
             outln!();
         }
-        let rows: Vec<Vec<String>> = objects
-            .iter()
-            .map(|o| row(kind, o, prefixed, args.all_namespaces, show_source))
-            .collect();
-        super::print_table(&headers, &rows);
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// The status table's columns.
-fn headers(args: &GetArgs, show_source: bool) -> Vec<&'static str> {
-    let mut headers = vec!["NAME", "REVISION", "SUSPENDED", "READY", "MESSAGE"];
-    if show_source {
-        headers.insert(1, "SOURCE");
-    }
-    if args.all_namespaces {
-        headers.insert(0, "NAMESPACE");
-    }
-    headers
-}
-
 /// `get <kind> --watch`: the header once, then one row for each object as listed and each time
-/// one changes, until interrupted (Ctrl-C) or the stream ends.
+/// one changes (those `--status-selector` selects), until interrupted (Ctrl-C) or the stream
+/// ends.
 async fn watch(
     client: &kube::Client,
     kind: &Kind,
     namespace: Option<&str>,
     name: Option<&String>,
-    headers: &[&str],
-    row: impl Fn(&Value) -> Vec<String>,
+    style: RowStyle,
+    selector: Option<&StatusSelector>,
 ) -> anyhow::Result<ExitCode> {
     use futures::StreamExt;
     use kube::runtime::watcher;
@@ -252,6 +395,7 @@ async fn watch(
     }
     let stream = watcher::watcher(kind.api(client, namespace), config);
     let mut stream = std::pin::pin!(stream);
+    let headers = headers(kind, style);
     let mut header = true;
     while let Some(event) = stream.next().await {
         let object = match event.with_context(|| format!("watching {}", kind.type_name))? {
@@ -261,7 +405,12 @@ async fn watch(
             }
         };
         let value = serde_json::to_value(&object)?;
-        let table = super::format_table(headers, &[row(&value)]);
+        let rows: Vec<Vec<String>> = selector
+            .is_none_or(|s| s.selects(kind, &value))
+            .then(|| row(kind, &value, style))
+            .into_iter()
+            .collect();
+        let table = super::format_table(&headers, &rows);
         if header {
             out!("{table}");
             header = false;
@@ -320,4 +469,90 @@ pub async fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let exported: Vec<Value> = objects.iter().map(|o| exported(kind, o)).collect();
     out!("{}", super::yaml_documents(&exported));
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn get_all_covers_every_served_kind_in_flux_order() {
+        let mut listed: Vec<&str> = GET_ALL.iter().map(|k| k.type_name).collect();
+        listed.sort_unstable();
+        let mut served: Vec<&str> = capstan_api::KINDS.iter().map(|k| k.kind).collect();
+        served.sort_unstable();
+        assert_eq!(listed, served);
+        assert_eq!(GET_ALL[..GET_SOURCES_ALL.len()], GET_SOURCES_ALL);
+        assert!(GET_SOURCES_ALL.iter().all(|k| k.is_source));
+    }
+
+    #[test]
+    fn status_selectors_match_as_flux_does() {
+        let object = |conditions: Value| serde_json::json!({"status": {"conditions": conditions}});
+        let failed = object(serde_json::json!([
+            {"type": "Reconciling", "status": "True"},
+            {"type": "Ready", "status": "False"}
+        ]));
+        let none = object(Value::Null);
+        let selector = |text| StatusSelector::parse(text).unwrap();
+        assert!(selector("ready=false").selects(&KUSTOMIZATION, &failed));
+        assert!(selector("READY=False").selects(&KUSTOMIZATION, &failed));
+        assert!(!selector("ready=true").selects(&KUSTOMIZATION, &failed));
+        assert!(selector("reconciling=true").selects(&KUSTOMIZATION, &failed));
+        assert!(!selector("ready!=false").selects(&KUSTOMIZATION, &failed));
+        // Without the condition: no match, so `!=` selects it.
+        assert!(!selector("ready=false").selects(&RECEIVER, &none));
+        assert!(selector("ready!=true").selects(&RECEIVER, &none));
+        // Providers and Alerts have no status: Ready=True always.
+        assert!(selector("ready=true").selects(&PROVIDER, &none));
+        assert!(!selector("ready=false").selects(&ALERT, &none));
+        assert!(!selector("stalled=true").selects(&ALERT, &none));
+        // `a=b!=c` splits at `!=`, as Flux checks it first; no separator is refused.
+        assert_eq!(
+            selector("a=b!=c"),
+            StatusSelector {
+                type_: "a=b".into(),
+                status: "c".into(),
+                negated: true
+            }
+        );
+        let error = StatusSelector::parse("ready").unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "expected status selector in type=status or type!=status format, but found: ready"
+        );
+    }
+
+    #[test]
+    fn notification_kinds_have_flux_columns() {
+        let style = RowStyle {
+            prefixed: true,
+            all_namespaces: false,
+            show_source: false,
+        };
+        let provider =
+            serde_json::json!({"metadata": {"name": "slack"}, "spec": {"suspend": true}});
+        assert_eq!(headers(&PROVIDER, style), ["NAME", "READY", "MESSAGE"]);
+        assert_eq!(
+            row(&PROVIDER, &provider, style),
+            ["provider/slack", "True", "Provider is Ready"]
+        );
+        assert_eq!(
+            row(&ALERT, &provider, style),
+            ["alert/slack", "True", "True", "Alert is Ready"]
+        );
+        assert_eq!(
+            headers(&RECEIVER, style),
+            ["NAME", "SUSPENDED", "READY", "MESSAGE"]
+        );
+        assert_eq!(
+            row(&RECEIVER, &provider, style),
+            [
+                "receiver/slack",
+                "True",
+                "False",
+                "waiting to be reconciled"
+            ]
+        );
+    }
 }

@@ -2,6 +2,7 @@
 
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
@@ -13,9 +14,9 @@ use serde_json::Value;
 
 use super::{ClusterArgs, HELM_CHART, HELM_RELEASE, KUSTOMIZATION, Kind, OCI, Target, say};
 
-/// `capstan reconcile`, `suspend` and `resume`.
+/// `capstan reconcile`.
 #[derive(Debug, Args)]
-pub struct LifecycleArgs {
+pub struct ReconcileArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Reconcile the object's source first (`reconcile kustomization|helmrelease|source chart`;
@@ -36,6 +37,50 @@ pub struct LifecycleArgs {
     pub target: Target,
 }
 
+/// `capstan suspend`.
+#[derive(Debug, Args)]
+pub struct SuspendArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Suspend every object of the kind in the namespace (with `-A`, in every namespace).
+    #[arg(long, global = true)]
+    pub all: bool,
+    /// With `--all`: the objects of every namespace.
+    #[arg(short = 'A', long, global = true, requires = "all")]
+    pub all_namespaces: bool,
+    #[command(subcommand)]
+    pub target: Target,
+}
+
+/// `capstan resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Resume every object of the kind in the namespace (with `-A`, in every namespace).
+    #[arg(long, global = true)]
+    pub all: bool,
+    /// With `--all`: the objects of every namespace.
+    #[arg(short = 'A', long, global = true, requires = "all")]
+    pub all_namespaces: bool,
+    /// Wait for the objects to be reconciled and Ready. As Flux: the default for one object
+    /// named, not for `--all` (`--wait` asks for it, `--wait=false` turns it off).
+    #[arg(
+        long,
+        global = true,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_name = "BOOL"
+    )]
+    pub wait: Option<bool>,
+    /// How long to wait for each object to become Ready.
+    #[arg(long, global = true, default_value = "5m")]
+    pub timeout: String,
+    #[command(subcommand)]
+    pub target: Target,
+}
+
 /// `capstan delete`.
 #[derive(Debug, Args)]
 pub struct DeleteArgs {
@@ -46,17 +91,6 @@ pub struct DeleteArgs {
     pub silent: bool,
     #[command(subcommand)]
     pub target: Target,
-}
-
-/// The lifecycle verbs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verb {
-    /// Request a reconcile and wait for it.
-    Reconcile,
-    /// Set `spec.suspend`.
-    Suspend,
-    /// Clear `spec.suspend`, request a reconcile and wait for it.
-    Resume,
 }
 
 /// A source to reconcile before the object: its kind, namespace, name, and whether it is itself
@@ -73,7 +107,7 @@ fn reconcile_one<'a>(
     name: &'a str,
     with_source: bool,
     also: &'a [&'a str],
-    timeout: std::time::Duration,
+    timeout: Duration,
 ) -> futures::future::BoxFuture<'a, anyhow::Result<()>> {
     Box::pin(async move {
         let object = kind.get(client, namespace, name).await?;
@@ -180,73 +214,180 @@ pub fn source_of(
     Ok((kind, namespace.to_owned(), name.to_owned()))
 }
 
-/// Runs `reconcile`, `suspend` or `resume`.
-pub async fn run(verb: Verb, args: LifecycleArgs) -> anyhow::Result<ExitCode> {
+/// Runs `reconcile`: requests a reconcile of the object and waits until it is Ready.
+pub async fn reconcile(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
     let (kind, name) = args.target.resolve();
     let name = super::required_name(name, kind)?;
     let timeout = super::duration_flag("timeout", &args.timeout)?;
     let namespace = args.cluster.namespace.clone();
     let client = args.cluster.client().await?;
-    let api = kind.api(&client, Some(&namespace));
-    match verb {
-        Verb::Reconcile => {
-            let mut also = Vec::new();
-            if args.force {
-                also.push(annotation::FORCE_REQUESTED_AT);
+    let mut also = Vec::new();
+    if args.force {
+        also.push(annotation::FORCE_REQUESTED_AT);
+    }
+    if args.reset {
+        also.push(annotation::RESET_REQUESTED_AT);
+    }
+    if !also.is_empty() && kind != &HELM_RELEASE {
+        anyhow::bail!("--force and --reset apply to `reconcile helmrelease` only");
+    }
+    reconcile_one(
+        &client,
+        kind,
+        &namespace,
+        &name,
+        args.with_source,
+        &also,
+        timeout,
+    )
+    .await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The objects `suspend`/`resume` work on: the one named, or with `--all` every object of the
+/// kind in the namespace (every namespace with `-A`). A name and `--all` together are refused;
+/// `--all` finding nothing is an error, as in Flux.
+async fn targets(
+    client: &Client,
+    kind: &Kind,
+    name: Option<&String>,
+    cluster: &ClusterArgs,
+    all: bool,
+    all_namespaces: bool,
+) -> anyhow::Result<Vec<Value>> {
+    let namespace = cluster.namespace.as_str();
+    match (name, all) {
+        (Some(_), true) => anyhow::bail!("give a {} name or --all, not both", kind.short),
+        (Some(name), false) => Ok(vec![kind.get(client, namespace, name).await?]),
+        (None, false) => anyhow::bail!("{} name is required (or --all)", kind.type_name),
+        (None, true) => {
+            let scope = (!all_namespaces).then_some(namespace);
+            let objects = kind.list(client, scope).await?;
+            if objects.is_empty() {
+                let scope = scope.map_or_else(|| "any".to_owned(), |ns| format!("{ns:?}"));
+                anyhow::bail!("no {} objects found in {scope} namespace", kind.type_name);
             }
-            if args.reset {
-                also.push(annotation::RESET_REQUESTED_AT);
-            }
-            if !also.is_empty() && kind != &HELM_RELEASE {
-                anyhow::bail!("--force and --reset apply to `reconcile helmrelease` only");
-            }
-            reconcile_one(
-                &client,
-                kind,
-                &namespace,
-                &name,
-                args.with_source,
-                &also,
-                timeout,
-            )
-            .await?;
-        }
-        Verb::Suspend => {
-            kind.get(&client, &namespace, &name).await?;
-            say::action(&format!(
-                "suspending {} {name} in {namespace} namespace",
-                kind.short
-            ));
-            let patch = serde_json::json!({"spec": {"suspend": true}});
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .with_context(|| format!("suspending {} {namespace}/{name}", kind.type_name))?;
-            say::success(&format!("{} suspended", kind.short));
-        }
-        Verb::Resume => {
-            let object = kind.get(&client, &namespace, &name).await?;
-            say::action(&format!(
-                "resuming {} {name} in {namespace} namespace",
-                kind.short
-            ));
-            let patch = serde_json::json!({"spec": {"suspend": null}});
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-                .with_context(|| format!("resuming {} {namespace}/{name}", kind.type_name))?;
-            say::success(&format!("{} resumed", kind.short));
-            if kind.is_static(&object) {
-                // Nothing reconciles a static object (an OCI HelmRepository): nothing to wait for.
-                return Ok(ExitCode::SUCCESS);
-            }
-            let token = super::request_reconcile(&client, kind, &namespace, &name, &[]).await?;
-            say::waiting(&format!("waiting for {} reconciliation", kind.type_name));
-            let ready =
-                super::wait_ready(&client, kind, &namespace, &name, Some(&token), timeout).await?;
-            say::success(&format!("{} reconciliation completed", kind.type_name));
-            say::success(&kind.revision_message(&ready));
+            Ok(objects)
         }
     }
+}
+
+/// Sets or clears `spec.suspend` of one object, with Flux's lines.
+async fn set_suspended(
+    client: &Client,
+    kind: &Kind,
+    object: &Value,
+    suspend: bool,
+) -> anyhow::Result<()> {
+    let (namespace, name) = (super::namespace_of(object), super::name_of(object));
+    let (doing, done) = if suspend {
+        ("suspending", "suspended")
+    } else {
+        ("resuming", "resumed")
+    };
+    say::action(&format!(
+        "{doing} {} {name} in {namespace} namespace",
+        kind.short
+    ));
+    let patch = serde_json::json!({"spec": {"suspend": if suspend { Value::Bool(true) } else { Value::Null }}});
+    kind.api(client, Some(namespace))
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .with_context(|| format!("{doing} {} {namespace}/{name}", kind.type_name))?;
+    say::success(&format!("{} {done}", kind.short));
+    Ok(())
+}
+
+/// Runs `suspend`: sets `spec.suspend` on the object named, or on every object with `--all`.
+pub async fn suspend(args: SuspendArgs) -> anyhow::Result<ExitCode> {
+    let (kind, name) = args.target.resolve();
+    let client = args.cluster.client().await?;
+    let objects = targets(
+        &client,
+        kind,
+        name,
+        &args.cluster,
+        args.all,
+        args.all_namespaces,
+    )
+    .await?;
+    for object in &objects {
+        set_suspended(&client, kind, object, true).await?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `resume`: clears `spec.suspend` on the object named, or on every object with `--all`,
+/// then (for one object named, or with `--wait`) requests a reconcile of each and waits for them
+/// all together; prints, by name, `✔ <Kind> <name> reconciliation completed` and the revision,
+/// or `✗ <Kind> <name> reconciliation failed: …`, and fails when one did, as Flux does. A static
+/// object (an OCI HelmRepository) has nothing to wait for.
+pub async fn resume(args: ResumeArgs) -> anyhow::Result<ExitCode> {
+    let (kind, name) = args.target.resolve();
+    let timeout = super::duration_flag("timeout", &args.timeout)?;
+    let client = args.cluster.client().await?;
+    let objects = targets(
+        &client,
+        kind,
+        name,
+        &args.cluster,
+        args.all,
+        args.all_namespaces,
+    )
+    .await?;
+    for object in &objects {
+        set_suspended(&client, kind, object, false).await?;
+    }
+    if !args.wait.unwrap_or(name.is_some()) {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let waits = objects
+        .iter()
+        .filter(|object| !kind.is_static(object))
+        .map(|object| wait_resumed(&client, kind, object, timeout));
+    let mut results = futures::future::join_all(waits).await;
+    results.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut failed = 0;
+    for (name, result) in results {
+        match result {
+            Ok(ready) => {
+                say::success(&format!(
+                    "{} {name} reconciliation completed",
+                    kind.type_name
+                ));
+                say::success(&kind.revision_message(&ready));
+            }
+            Err(e) => {
+                failed += 1;
+                say::failure(&format!(
+                    "{} {name} reconciliation failed: {e:#}",
+                    kind.type_name
+                ));
+            }
+        }
+    }
+    if failed > 0 {
+        anyhow::bail!("reconciliation failed for {failed} {}(s)", kind.type_name);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Requests a reconcile of a resumed object and waits until it is Ready; returns its name with
+/// the outcome.
+async fn wait_resumed(
+    client: &Client,
+    kind: &Kind,
+    object: &Value,
+    timeout: Duration,
+) -> (String, anyhow::Result<Value>) {
+    let (namespace, name) = (super::namespace_of(object), super::name_of(object));
+    let result = async {
+        let token = super::request_reconcile(client, kind, namespace, name, &[]).await?;
+        say::waiting(&format!("waiting for {} reconciliation", kind.type_name));
+        super::wait_ready(client, kind, namespace, name, Some(&token), timeout).await
+    }
+    .await;
+    (name.to_owned(), result)
 }
 
 /// Asks `Are you sure …` and reads the answer from stdin (a terminal, or a pipe such as

@@ -24,8 +24,8 @@ use anyhow::{Context, bail};
 use capstan_api::kind::ConditionView;
 use capstan_api::meta::{annotation, condition};
 use capstan_api::{
-    Bucket, FluxKind, GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization,
-    OCIRepository,
+    Alert, Bucket, FluxKind, GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization,
+    OCIRepository, Provider, Receiver,
 };
 use clap::{Args, Subcommand, ValueEnum};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
@@ -106,9 +106,18 @@ pub const KUSTOMIZATION: Kind = Kind::of::<Kustomization>();
 /// HelmRelease.
 pub const HELM_RELEASE: Kind = Kind::of::<HelmRelease>();
 
-/// Every kind the verbs serve, in `get all` order (the CRD order of [`capstan_api::KINDS`]): the
-/// one list of the CLI's kinds; the sources are derived from it.
-pub const ALL: [&Kind; 7] = [
+/// Receiver (notification; reconciled by no Capstan controller yet).
+pub const RECEIVER: Kind = Kind::of::<Receiver>();
+
+/// Provider (notification; no status: Flux prints it Ready).
+pub const PROVIDER: Kind = Kind::of::<Provider>();
+
+/// Alert (notification; no status: Flux prints it Ready).
+pub const ALERT: Kind = Kind::of::<Alert>();
+
+/// Every kind Capstan serves, in the CRD order of [`capstan_api::KINDS`]: the one list of the
+/// CLI's kinds (`get all` prints them in Flux's order, [`get::GET_ALL`]).
+pub const ALL: [&Kind; 10] = [
     &GIT,
     &OCI,
     &BUCKET,
@@ -116,34 +125,10 @@ pub const ALL: [&Kind; 7] = [
     &HELM_CHART,
     &KUSTOMIZATION,
     &HELM_RELEASE,
+    &PROVIDER,
+    &ALERT,
+    &RECEIVER,
 ];
-
-/// The sources (role [`Role::Source`](capstan_api::Role::Source)) of [`ALL`], in
-/// `get sources all` order.
-pub const SOURCES: [&Kind; count_sources()] = {
-    let mut sources = [&GIT; count_sources()];
-    let (mut i, mut n) = (0, 0);
-    while i < ALL.len() {
-        if ALL[i].is_source {
-            sources[n] = ALL[i];
-            n += 1;
-        }
-        i += 1;
-    }
-    sources
-};
-
-/// How many kinds of [`ALL`] are sources.
-const fn count_sources() -> usize {
-    let (mut i, mut n) = (0, 0);
-    while i < ALL.len() {
-        if ALL[i].is_source {
-            n += 1;
-        }
-        i += 1;
-    }
-    n
-}
 
 impl Kind {
     /// The row of a kind, from the facts on its API type.
@@ -545,7 +530,11 @@ mod tests {
             .map(|k| crd_order.iter().position(|c| *c == k.type_name).unwrap())
             .collect();
         assert!(positions.is_sorted(), "{positions:?}");
-        let sources: Vec<&str> = SOURCES.iter().map(|k| k.type_name).collect();
+        let sources: Vec<&str> = ALL
+            .iter()
+            .filter(|k| k.is_source)
+            .map(|k| k.type_name)
+            .collect();
         assert_eq!(
             sources,
             [
@@ -556,6 +545,7 @@ mod tests {
                 "HelmChart"
             ]
         );
+        assert_eq!(ALL.len(), capstan_api::KINDS.len(), "every served kind");
         assert_eq!(Kind::by_name("bucket"), Some(&BUCKET));
     }
 

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use capstan_api::meta::{condition, label};
 use capstan_apply::{Inventory, ObjectRef};
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::core::GroupVersion;
@@ -30,7 +30,7 @@ pub struct TreeArgs {
 /// What to show as a tree.
 #[derive(Debug, Subcommand)]
 pub enum TreeTarget {
-    /// A Kustomization's inventory, nested Kustomizations expanded.
+    /// A Kustomization's inventory, nested Kustomizations and HelmReleases expanded.
     #[command(alias = "ks")]
     Kustomization(TreeName),
     /// The objects of a HelmRelease's latest release (its manifest in Helm's storage).
@@ -38,11 +38,140 @@ pub enum TreeTarget {
     Helmrelease(TreeName),
 }
 
-/// The object's name.
+/// The object's name and how to print its tree.
 #[derive(Debug, Args)]
 pub struct TreeName {
     /// Name of the Kustomization or HelmRelease.
     pub name: String,
+    /// Print the tree as JSON or YAML (Flux's shape: `resource` and nested `resources`)
+    /// instead of text.
+    #[arg(short = 'o', long, value_enum)]
+    pub output: Option<TreeOutput>,
+    /// Only Flux's objects (API groups of `toolkit.fluxcd.io`).
+    #[arg(long)]
+    pub compact: bool,
+}
+
+/// `tree -o`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TreeOutput {
+    /// JSON, indented by two spaces.
+    Json,
+    /// YAML.
+    Yaml,
+}
+
+/// One object of a tree and the objects below it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    /// The object.
+    pub object: ObjectRef,
+    /// What it holds: a Kustomization's inventory, a HelmRelease's release objects.
+    pub children: Vec<Node>,
+}
+
+impl Node {
+    fn leaf(object: ObjectRef) -> Self {
+        Self {
+            object,
+            children: Vec::new(),
+        }
+    }
+
+    /// The tree as Flux prints it: the root, then one line per object with `├── `/`└── `
+    /// branches.
+    pub fn text(&self) -> String {
+        let mut out = format!("{}\n", self.object);
+        Self::text_below(&self.children, "", &mut out);
+        out
+    }
+
+    fn text_below(children: &[Node], prefix: &str, out: &mut String) {
+        for (index, child) in children.iter().enumerate() {
+            let last = index + 1 == children.len();
+            let branch = if last { "└── " } else { "├── " };
+            let _ = writeln!(out, "{prefix}{branch}{}", child.object);
+            let nested = format!("{prefix}{}", if last { "    " } else { "│   " });
+            Self::text_below(&child.children, &nested, out);
+        }
+    }
+
+    /// The tree as `flux tree -o json|yaml` prints it: `{"resource": {"Namespace", "Name",
+    /// "GroupKind": {"Group", "Kind"}}, "resources": [...]}` (Go field names: the object
+    /// metadata type has no JSON tags; `resources` left out when empty).
+    pub fn to_json(&self) -> Value {
+        let mut node = serde_json::Map::new();
+        node.insert(
+            "resource".into(),
+            serde_json::json!({
+                "Namespace": self.object.namespace,
+                "Name": self.object.name,
+                "GroupKind": {"Group": self.object.group, "Kind": self.object.kind},
+            }),
+        );
+        if !self.children.is_empty() {
+            node.insert(
+                "resources".into(),
+                Value::Array(self.children.iter().map(Node::to_json).collect()),
+            );
+        }
+        Value::Object(node)
+    }
+
+    /// Prints the tree as text, JSON or YAML. JSON keeps Go's field order (`resource`,
+    /// `resources`; `Namespace`, `Name`, `GroupKind`), YAML sorts keys as `sigs.k8s.io/yaml`
+    /// does; both end with an empty line, as `flux` prints them.
+    pub fn render(&self, output: Option<TreeOutput>) -> anyhow::Result<String> {
+        Ok(match output {
+            None => self.text(),
+            Some(TreeOutput::Json) => {
+                format!("{}\n", serde_json::to_string_pretty(&GoOrder(self))?)
+            }
+            Some(TreeOutput::Yaml) => {
+                format!("{}\n", capstan_kustomize::to_yaml_document(&self.to_json()))
+            }
+        })
+    }
+}
+
+/// Serialises a [`Node`] with Go's field order (serde_json maps may sort their keys).
+struct GoOrder<'a>(&'a Node);
+
+impl serde::Serialize for GoOrder<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let node = self.0;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("resource", &GoObject(&node.object))?;
+        if !node.children.is_empty() {
+            let children: Vec<GoOrder<'_>> = node.children.iter().map(GoOrder).collect();
+            map.serialize_entry("resources", &children)?;
+        }
+        map.end()
+    }
+}
+
+/// An [`ObjectRef`] as cli-utils' `ObjMetadata` marshals.
+struct GoObject<'a>(&'a ObjectRef);
+
+impl serde::Serialize for GoObject<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let object = self.0;
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("Namespace", &object.namespace)?;
+        map.serialize_entry("Name", &object.name)?;
+        let mut group_kind = serde_json::Map::new();
+        group_kind.insert("Group".into(), object.group.clone().into());
+        group_kind.insert("Kind".into(), object.kind.clone().into());
+        map.serialize_entry("GroupKind", &group_kind)?;
+        map.end()
+    }
+}
+
+/// Whether `--compact` keeps the object: Flux's API groups only.
+fn is_flux_object(object: &ObjectRef) -> bool {
+    object.group.contains("toolkit.fluxcd.io")
 }
 
 /// The inventory of a Kustomization as references (empty when it has none yet).
@@ -59,32 +188,53 @@ fn is_kustomization(reference: &ObjectRef) -> bool {
     reference.kind == KUSTOMIZATION.type_name && reference.group == KUSTOMIZATION.group
 }
 
-/// Appends the tree lines below one Kustomization, expanding nested ones as Flux does: the
-/// Kustomization's own entry (a bootstrap Kustomization applies itself) is left out, children of a
-/// Kustomization that targets a remote cluster (`spec.kubeConfig`) are not looked up here, and a
-/// Kustomization already shown is not expanded again (`visited`), which stops cycles.
-fn render_tree<'a>(
+fn is_helm_release(reference: &ObjectRef) -> bool {
+    reference.kind == HELM_RELEASE.type_name && reference.group == HELM_RELEASE.group
+}
+
+/// The nodes below one Kustomization, as Flux builds them: the Kustomization's own entry (a
+/// bootstrap Kustomization applies itself) is left out; a HelmRelease holds the objects of its
+/// latest release (none when it releases to a remote cluster or has not released yet); a
+/// nested Kustomization holds its own inventory, except below a Kustomization that targets a
+/// remote cluster (`spec.kubeConfig`), and a Kustomization already shown is not expanded again
+/// (`visited`), which stops cycles. With `compact`, only Flux's objects.
+fn tree_below<'a>(
     client: &'a Client,
     object: Value,
-    prefix: String,
+    compact: bool,
     visited: &'a mut HashSet<(String, String)>,
-    out: &'a mut String,
-) -> futures::future::BoxFuture<'a, anyhow::Result<()>> {
+) -> futures::future::BoxFuture<'a, anyhow::Result<Vec<Node>>> {
     Box::pin(async move {
         let own = (
             super::namespace_of(&object).to_owned(),
             super::name_of(&object).to_owned(),
         );
         let remote = !object["spec"]["kubeConfig"].is_null();
-        let entries: Vec<ObjectRef> = inventory(&object)?
-            .into_iter()
-            .filter(|e| !(is_kustomization(e) && (e.namespace.clone(), e.name.clone()) == own))
-            .collect();
-        for (index, entry) in entries.iter().enumerate() {
-            let last = index + 1 == entries.len();
-            let branch = if last { "└── " } else { "├── " };
-            let _ = writeln!(out, "{prefix}{branch}{entry}");
-            if is_kustomization(entry)
+        let mut nodes = Vec::new();
+        for entry in inventory(&object)? {
+            if (compact && !is_flux_object(&entry))
+                || (is_kustomization(&entry)
+                    && (entry.namespace.clone(), entry.name.clone()) == own)
+            {
+                continue;
+            }
+            let mut node = Node::leaf(entry);
+            let entry = &node.object;
+            if is_helm_release(entry) {
+                let release = HELM_RELEASE
+                    .get(client, &entry.namespace, &entry.name)
+                    .await;
+                if let Ok(release) = release
+                    && release["spec"]["kubeConfig"].is_null()
+                {
+                    node.children = release_objects(client, &release)
+                        .await?
+                        .into_iter()
+                        .filter(|o| !compact || is_flux_object(o))
+                        .map(Node::leaf)
+                        .collect();
+                }
+            } else if is_kustomization(entry)
                 && !remote
                 && visited.insert((entry.namespace.clone(), entry.name.clone()))
             {
@@ -92,35 +242,42 @@ fn render_tree<'a>(
                     .get(client, &entry.namespace, &entry.name)
                     .await;
                 if let Ok(child) = child {
-                    let nested = format!("{prefix}{}", if last { "    " } else { "│   " });
-                    render_tree(client, child, nested, visited, out).await?;
+                    node.children = tree_below(client, child, compact, visited).await?;
                 }
             }
+            nodes.push(node);
         }
-        Ok(())
+        Ok(nodes)
     })
 }
 
-/// Prints the inventory tree of a Kustomization, or the objects of a HelmRelease's release.
+/// Prints the inventory tree of a Kustomization, or the objects of a HelmRelease's release, as
+/// text, JSON or YAML.
 pub async fn tree(args: TreeArgs) -> anyhow::Result<ExitCode> {
-    let target = match &args.target {
-        TreeTarget::Kustomization(target) => target,
-        TreeTarget::Helmrelease(target) => {
-            let client = args.cluster.client().await?;
-            out!(
-                "{}",
-                helm_release_tree(&client, &args.cluster.namespace, &target.name).await?
-            );
-            return Ok(ExitCode::SUCCESS);
-        }
-    };
     let client = args.cluster.client().await?;
     let namespace = &args.cluster.namespace;
-    let object = KUSTOMIZATION.get(&client, namespace, &target.name).await?;
-    let mut out = format!("Kustomization/{namespace}/{}\n", target.name);
-    let mut visited = HashSet::from([(namespace.clone(), target.name.clone())]);
-    render_tree(&client, object, String::new(), &mut visited, &mut out).await?;
-    out!("{out}");
+    let tree = match &args.target {
+        TreeTarget::Kustomization(target) => {
+            let object = KUSTOMIZATION.get(&client, namespace, &target.name).await?;
+            let mut visited = HashSet::from([(namespace.clone(), target.name.clone())]);
+            Node {
+                object: ObjectRef::new(
+                    &KUSTOMIZATION.api_version(),
+                    KUSTOMIZATION.type_name,
+                    namespace,
+                    &target.name,
+                ),
+                children: tree_below(&client, object, target.compact, &mut visited).await?,
+            }
+        }
+        TreeTarget::Helmrelease(target) => {
+            helm_release_tree(&client, namespace, &target.name, target.compact).await?
+        }
+    };
+    let output = match &args.target {
+        TreeTarget::Kustomization(t) | TreeTarget::Helmrelease(t) => t.output,
+    };
+    out!("{}", tree.render(output)?);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -185,9 +342,30 @@ pub(crate) async fn manifest_objects(
     Ok(objects)
 }
 
-/// The tree of a HelmRelease: the objects of its latest release, read from Helm's storage
-/// (the `sh.helm.release.v1.<name>.v<N>` Secrets), in manifest order.
-async fn helm_release_tree(client: &Client, namespace: &str, name: &str) -> anyhow::Result<String> {
+/// The objects of a HelmRelease's latest release, read from Helm's storage (the
+/// `sh.helm.release.v1.<name>.v<N>` Secrets), in manifest order; none before the first release.
+async fn release_objects(client: &Client, object: &Value) -> anyhow::Result<Vec<ObjectRef>> {
+    let (storage_namespace, release_name) = release_of(object);
+    let storage =
+        capstan_controllers::helm_storage::HelmStorage::new(client.clone(), &storage_namespace);
+    let release = storage
+        .last(&release_name)
+        .await
+        .with_context(|| format!("reading the release {storage_namespace}/{release_name}"))?;
+    match release {
+        Some(release) => manifest_objects(client, &release.manifest, &release.namespace).await,
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The tree of a HelmRelease: the objects of its latest release. One releasing to a remote
+/// cluster is refused: its storage is there.
+async fn helm_release_tree(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    compact: bool,
+) -> anyhow::Result<Node> {
     let object = HELM_RELEASE.get(client, namespace, name).await?;
     if !object["spec"]["kubeConfig"].is_null() {
         bail!(
@@ -195,27 +373,21 @@ async fn helm_release_tree(client: &Client, namespace: &str, name: &str) -> anyh
              release storage is there\nhint: run `capstan tree helmrelease` against that cluster"
         );
     }
-    let (storage_namespace, release_name) = release_of(&object);
-    let storage =
-        capstan_controllers::helm_storage::HelmStorage::new(client.clone(), &storage_namespace);
-    let release = storage
-        .last(&release_name)
-        .await
-        .with_context(|| format!("reading the release {storage_namespace}/{release_name}"))?;
-    let mut out = format!("HelmRelease/{namespace}/{name}\n");
-    let Some(release) = release else {
-        return Ok(out);
-    };
-    let objects = manifest_objects(client, &release.manifest, &release.namespace).await?;
-    for (index, object) in objects.iter().enumerate() {
-        let branch = if index + 1 == objects.len() {
-            "└── "
-        } else {
-            "├── "
-        };
-        let _ = writeln!(out, "{branch}{object}");
-    }
-    Ok(out)
+    let children = release_objects(client, &object)
+        .await?
+        .into_iter()
+        .filter(|o| !compact || is_flux_object(o))
+        .map(Node::leaf)
+        .collect();
+    Ok(Node {
+        object: ObjectRef::new(
+            &HELM_RELEASE.api_version(),
+            HELM_RELEASE.type_name,
+            namespace,
+            name,
+        ),
+        children,
+    })
 }
 
 /// `capstan trace`.
@@ -533,4 +705,79 @@ pub async fn trace(args: TraceArgs) -> anyhow::Result<ExitCode> {
         out!("{text}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree() -> Node {
+        let leaf = |api_version, kind, namespace, name| {
+            Node::leaf(ObjectRef::new(api_version, kind, namespace, name))
+        };
+        Node {
+            object: ObjectRef::new(
+                "kustomize.toolkit.fluxcd.io/v1",
+                "Kustomization",
+                "ns",
+                "root",
+            ),
+            children: vec![
+                leaf("v1", "Namespace", "", "apps"),
+                Node {
+                    object: ObjectRef::new(
+                        "kustomize.toolkit.fluxcd.io/v1",
+                        "Kustomization",
+                        "ns",
+                        "apps",
+                    ),
+                    children: vec![leaf("apps/v1", "Deployment", "apps", "web")],
+                },
+                leaf("v1", "ConfigMap", "apps", "last"),
+            ],
+        }
+    }
+
+    #[test]
+    fn trees_print_as_flux_prints_them() {
+        assert_eq!(
+            tree().render(None).unwrap(),
+            "Kustomization/ns/root
+├── Namespace/apps
+├── Kustomization/ns/apps
+│   └── Deployment/apps/web
+└── ConfigMap/apps/last
+"
+        );
+        let json = tree().render(Some(TreeOutput::Json)).unwrap();
+        assert!(
+            json.starts_with(
+                "{\n  \"resource\": {\n    \"Namespace\": \"ns\",\n    \"Name\": \"root\",\n    \
+                 \"GroupKind\": {\n      \"Group\": \"kustomize.toolkit.fluxcd.io\",\n      \
+                 \"Kind\": \"Kustomization\"\n    }\n  },\n  \"resources\": ["
+            ),
+            "{json}"
+        );
+        assert!(json.ends_with("}\n"), "{json}");
+        let parsed: Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(parsed, tree().to_json());
+        // A cluster-scoped object keeps an empty Namespace; a leaf has no `resources`.
+        assert_eq!(
+            parsed["resources"][0],
+            serde_json::json!({"resource": {
+                "Namespace": "", "Name": "apps", "GroupKind": {"Group": "", "Kind": "Namespace"}
+            }})
+        );
+        let yaml = tree().render(Some(TreeOutput::Yaml)).unwrap();
+        assert!(
+            yaml.starts_with(
+                "resource:\n  GroupKind:\n    Group: kustomize.toolkit.fluxcd.io\n    \
+                 Kind: Kustomization\n  Name: root\n  Namespace: ns\nresources:\n- resource:\n    \
+                 GroupKind:\n      Group: \"\"\n      Kind: Namespace\n    Name: apps\n    \
+                 Namespace: \"\"\n"
+            ),
+            "{yaml}"
+        );
+        assert!(yaml.ends_with("Namespace: apps\n\n"), "{yaml}");
+    }
 }
