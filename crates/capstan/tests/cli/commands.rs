@@ -106,9 +106,8 @@ impl Env {
             git_url: format!("http://{address}/fleet.git"),
             _dev: dev,
         };
-        env.kubectl(&["create", "namespace", "flux-system"])
-            .await
-            .ok();
+        // capstan dev creates flux-system (with the tenancy ServiceAccounts).
+        env.kubectl(&["get", "namespace", "flux-system"]).await.ok();
         env
     }
 

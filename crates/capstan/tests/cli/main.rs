@@ -6,6 +6,7 @@
 mod cli;
 mod commands;
 mod habits;
+mod install;
 mod helm_cli;
 mod helm_commands;
 mod verbs;

@@ -1,0 +1,403 @@
+//! `capstan install`: the generated manifests apply to the embedded control plane (`capstan dev
+//! --no-controllers`) with `kubectl apply --server-side` and with `capstan install`, and
+//! `capstan controller`, run out of cluster as the installed ServiceAccount, reconciles a
+//! GitRepository and a Kustomization with the installed RBAC, and is refused without one rule.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use capstan_testkit::{GitServer, Run, eventually, kubectl_binary};
+
+const ACCOUNT: &str = "system:serviceaccount:flux-system:capstan-controller";
+
+/// `capstan dev --no-controllers` (the control plane alone) in a temp dir.
+struct ControlPlane {
+    dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+    _dev: tokio::process::Child,
+}
+
+impl ControlPlane {
+    async fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        let mut dev = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
+            .args(["dev", "--no-controllers", "--listen", "127.0.0.1:0"])
+            .args(["--log-level", "warn", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .current_dir(dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(dev.stderr.take().unwrap()).lines();
+        let started = tokio::time::timeout(Duration::from_secs(60), async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if line.contains("press Ctrl-C to stop") {
+                    return;
+                }
+            }
+            panic!("capstan dev exited early");
+        })
+        .await;
+        assert!(started.is_ok(), "capstan dev did not start within 60 s");
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Self {
+            dir,
+            kubeconfig,
+            _dev: dev,
+        }
+    }
+
+    async fn kubectl_with(&self, kubeconfig: &Path, args: &[&str]) -> Run {
+        tokio::process::Command::new(kubectl_binary())
+            .env("KUBECONFIG", kubeconfig)
+            .env("HOME", self.dir.path())
+            .args(args)
+            .output()
+            .await
+            .unwrap()
+            .into()
+    }
+
+    async fn kubectl(&self, args: &[&str]) -> Run {
+        self.kubectl_with(&self.kubeconfig, args).await
+    }
+
+    async fn capstan(&self, args: &[&str]) -> Run {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .current_dir(self.dir.path())
+            .output()
+            .await
+            .unwrap()
+            .into()
+    }
+
+    /// A copy of the kubeconfig whose user impersonates `user` (kubeconfig's `as:`).
+    fn impersonating(&self, user: &str) -> PathBuf {
+        let text = std::fs::read_to_string(&self.kubeconfig).unwrap();
+        assert_eq!(text.matches("  user: {}\n").count(), 1, "{text}");
+        let copy = self.dir.path().join("impersonating-kubeconfig");
+        std::fs::write(
+            &copy,
+            text.replace("  user: {}\n", &format!("  user:\n    as: {user}\n")),
+        )
+        .unwrap();
+        copy
+    }
+
+    /// `capstan controller` with `kubeconfig`; its stderr is collected into the returned log.
+    fn controller(&self, kubeconfig: &Path) -> (tokio::process::Child, Arc<Mutex<String>>) {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
+            .args(["controller", "--storage-addr", "127.0.0.1:0"])
+            .arg("--storage-path")
+            .arg(self.dir.path().join("artifacts"))
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .env_remove("RUNTIME_NAMESPACE")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let sink = log.clone();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut log = sink.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        (child, log)
+    }
+}
+
+/// The export applies with kubectl's server-side apply over what `capstan dev` created (its
+/// tenancy objects), `capstan install` applies the same objects again (idempotent) and says why
+/// it does not wait on a control plane without nodes; the objects carry the contract labels.
+#[tokio::test(flavor = "multi_thread")]
+async fn install_manifests_apply_with_kubectl_and_with_capstan_install() {
+    let plane = ControlPlane::start().await;
+    // capstan dev created the tenancy objects from the same generator (issue 13).
+    for account in ["kustomize-controller", "helm-controller"] {
+        plane
+            .kubectl(&["-n", "flux-system", "get", "serviceaccount", account])
+            .await
+            .ok();
+    }
+    let reconciler = plane
+        .kubectl(&[
+            "get",
+            "clusterrolebinding",
+            "cluster-reconciler",
+            "-o",
+            "json",
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(reconciler["roleRef"]["name"], "cluster-admin");
+
+    let export = plane.capstan(&["install", "--export"]).await.ok();
+    let file = plane.dir.path().join("install.yaml");
+    std::fs::write(&file, &export.stdout).unwrap();
+    let applied = plane
+        .kubectl(&["apply", "--server-side", "-f", file.to_str().unwrap()])
+        .await
+        .ok();
+    assert!(
+        applied
+            .stdout
+            .contains("deployment.apps/capstan-controller serverside-applied"),
+        "{}",
+        applied.stdout
+    );
+    assert!(
+        applied
+            .stdout
+            .contains("networkpolicy.networking.k8s.io/allow-egress serverside-applied"),
+        "{}",
+        applied.stdout
+    );
+
+    let install = plane.capstan(&["install"]).await.ok();
+    assert!(install.stderr.contains("applied"), "{}", install.stderr);
+    assert!(install.stderr.contains("no nodes"), "{}", install.stderr);
+    plane.capstan(&["install", "--wait=false"]).await.ok();
+
+    let deployment = plane
+        .kubectl(&[
+            "-n",
+            "flux-system",
+            "get",
+            "deployment",
+            "capstan-controller",
+            "-o",
+            "json",
+            "--show-managed-fields",
+        ])
+        .await
+        .ok()
+        .json();
+    let labels = &deployment["spec"]["template"]["metadata"]["labels"];
+    assert_eq!(labels["app.kubernetes.io/part-of"], "capstan");
+    assert_eq!(labels["app.kubernetes.io/component"], "controller");
+    let managers: Vec<&str> = deployment["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["manager"].as_str())
+        .collect();
+    assert!(managers.contains(&"capstan"), "{managers:?}");
+    let services = plane
+        .kubectl(&[
+            "-n",
+            "flux-system",
+            "get",
+            "services",
+            "-l",
+            "app.kubernetes.io/part-of=capstan",
+            "-o",
+            "name",
+        ])
+        .await
+        .ok();
+    assert!(
+        services.stdout.contains("service/source-controller")
+            && services.stdout.contains("service/webhook-receiver"),
+        "{}",
+        services.stdout
+    );
+
+    let refused = plane
+        .capstan(&["install", "--watch-all-namespaces=false"])
+        .await
+        .fails();
+    assert!(
+        refused.stderr.contains("--watch-all-namespaces"),
+        "{}",
+        refused.stderr
+    );
+}
+
+/// The RBAC proof. With `cluster-reconciler` limited to Flux's two appliers (the multi-tenant
+/// lockdown: Capstan's own account is not a cluster administrator), `capstan controller` run
+/// as `flux-system:capstan-controller` elects itself, reconciles a GitRepository and a
+/// Kustomization applying as `kustomize-controller` to Ready without one Forbidden; with the
+/// leases rule removed from its ClusterRole, it is refused (the check can fail).
+#[tokio::test(flavor = "multi_thread")]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
+async fn the_installed_service_account_is_enough_and_one_rule_less_is_forbidden() {
+    let plane = ControlPlane::start().await;
+    plane.capstan(&["install"]).await.ok();
+    let subjects = plane
+        .kubectl(&[
+            "get",
+            "clusterrolebinding",
+            "cluster-reconciler",
+            "-o",
+            "jsonpath={.subjects[*].name}",
+        ])
+        .await
+        .ok();
+    assert_eq!(
+        subjects.stdout,
+        "kustomize-controller helm-controller capstan-controller"
+    );
+    plane
+        .kubectl(&[
+            "patch",
+            "clusterrolebinding",
+            "cluster-reconciler",
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/subjects/2"}]"#,
+        ])
+        .await
+        .ok();
+
+    let git = GitServer::start().await;
+    git.commit(
+        &[(
+            "app/proof.yaml",
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: proof\n---\n\
+             apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: proof\n  namespace: proof\n\
+             data:\n  applied-by: kustomize-controller\n",
+        )],
+        "proof",
+    );
+    let objects = plane.dir.path().join("sync.yaml");
+    std::fs::write(
+        &objects,
+        format!(
+            "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  \
+             name: proof\n  namespace: flux-system\nspec:\n  interval: 1m\n  url: {}\n  \
+             ref:\n    branch: main\n---\n\
+             apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  \
+             name: proof\n  namespace: flux-system\nspec:\n  interval: 1m\n  path: ./app\n  \
+             prune: true\n  serviceAccountName: kustomize-controller\n  sourceRef:\n    \
+             kind: GitRepository\n    name: proof\n",
+            git.url()
+        ),
+    )
+    .unwrap();
+    plane
+        .kubectl(&["apply", "-f", objects.to_str().unwrap()])
+        .await
+        .ok();
+
+    let as_controller = plane.impersonating(ACCOUNT);
+    // The impersonated account cannot do what it has no rule for.
+    let denied = plane
+        .kubectl_with(&as_controller, &["-n", "proof", "create", "configmap", "x"])
+        .await
+        .fails();
+    assert!(denied.stderr.contains("forbidden"), "{}", denied.stderr);
+
+    let (mut controller, log) = plane.controller(&as_controller);
+    let ready = |kind: &'static str| {
+        let plane = &plane;
+        async move {
+            let status = plane
+                .kubectl(&[
+                    "-n",
+                    "flux-system",
+                    "get",
+                    kind,
+                    "proof",
+                    "-o",
+                    r#"jsonpath={.status.conditions[?(@.type=="Ready")].status}"#,
+                ])
+                .await;
+            (status.stdout == "True").then_some(())
+        }
+    };
+    eventually(Duration::from_secs(90), "the GitRepository Ready", || {
+        ready("gitrepository")
+    })
+    .await;
+    eventually(Duration::from_secs(90), "the Kustomization Ready", || {
+        ready("kustomization")
+    })
+    .await;
+    let applied = plane
+        .kubectl(&[
+            "-n",
+            "proof",
+            "get",
+            "configmap",
+            "proof",
+            "-o",
+            "jsonpath={.data.applied-by}",
+        ])
+        .await
+        .ok();
+    assert_eq!(applied.stdout, "kustomize-controller");
+    let lease = plane
+        .kubectl(&[
+            "-n",
+            "flux-system",
+            "get",
+            "lease",
+            "capstan-leader-election",
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+        ])
+        .await
+        .ok();
+    assert!(!lease.stdout.is_empty());
+    let first = log.lock().unwrap().clone();
+    assert!(
+        !first.to_lowercase().contains("forbidden"),
+        "the installed RBAC is not enough:\n{first}"
+    );
+    controller.kill().await.unwrap();
+
+    // One rule less: the leases rule.
+    let rules = plane
+        .kubectl(&["get", "clusterrole", "capstan-controller", "-o", "json"])
+        .await
+        .ok()
+        .json();
+    let index = rules["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|r| r["resources"] == serde_json::json!(["leases"]))
+        .expect("a leases rule");
+    plane
+        .kubectl(&[
+            "patch",
+            "clusterrole",
+            "capstan-controller",
+            "--type=json",
+            "-p",
+            &format!(r#"[{{"op":"remove","path":"/rules/{index}"}}]"#),
+        ])
+        .await
+        .ok();
+    let (_controller, log) = plane.controller(&as_controller);
+    eventually(
+        Duration::from_secs(30),
+        "the controller to be refused the Lease",
+        || {
+            let log = log.clone();
+            async move {
+                let log = log.lock().unwrap();
+                (log.contains("cannot acquire the leader lease") && log.contains("forbidden"))
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+}
