@@ -9,4 +9,5 @@ mod habits;
 mod install;
 mod helm_cli;
 mod helm_commands;
+mod ops;
 mod verbs;

@@ -1,0 +1,442 @@
+//! Running Capstan in a cluster: `capstan check [--pre]` and `capstan uninstall` against
+//! `capstan dev` (control plane and controllers) with a reconciled Kustomization, and the OCI
+//! image of `scripts/build-image`, judged by skopeo, a chroot and a real registry.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::commands::{Env, assert_contains};
+use capstan_testkit::Run;
+
+/// A workload the Kustomization deploys: it must survive `capstan uninstall`.
+const WEB: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: web
+          image: ghcr.io/stefanprodan/podinfo:6.7.0
+";
+
+/// What `capstan install` puts in the cluster, as far as `check` and `uninstall` read it: the
+/// controller Deployment and cluster-scoped RBAC, labelled as the installer labels them.
+fn installed(rollout: &str) -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: capstan-controller
+  namespace: flux-system
+  labels:
+    app.kubernetes.io/part-of: capstan
+    app.kubernetes.io/instance: flux-system
+    app.kubernetes.io/component: controller
+  annotations:
+    sim.capstan.dev/rollout: {rollout}
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {{app.kubernetes.io/component: controller}}
+  template:
+    metadata:
+      labels: {{app.kubernetes.io/component: controller}}
+    spec:
+      serviceAccountName: capstan-controller
+      containers:
+        - name: manager
+          image: ghcr.io/capstan/capstan:v0.1.0
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: capstan-controller
+  namespace: flux-system
+  labels:
+    app.kubernetes.io/part-of: capstan
+    app.kubernetes.io/instance: flux-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: capstan-reconciler
+  labels:
+    app.kubernetes.io/part-of: capstan
+    app.kubernetes.io/instance: flux-system
+rules:
+  - apiGroups: ['*']
+    resources: ['*']
+    verbs: ['*']
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: not-capstans
+rules: []
+"
+    )
+}
+
+/// `kubectl apply` of a manifest written into the test's directory.
+async fn apply(env: &Env, name: &str, yaml: &str) {
+    let path = env.dir.path().join(name);
+    std::fs::write(&path, yaml).unwrap();
+    env.kubectl(&["apply", "-f", path.to_str().unwrap()])
+        .await
+        .ok();
+}
+
+/// Whether `kubectl get <args>` finds the object (any failure but NotFound fails the test).
+async fn exists(env: &Env, args: &[&str]) -> bool {
+    let mut get = vec!["get"];
+    get.extend_from_slice(args);
+    let run = env.kubectl(&get).await;
+    if run.status != 0 {
+        assert_contains(&run.stderr, "NotFound");
+    }
+    run.status == 0
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
+async fn check_then_uninstall_keeps_the_workloads_and_removes_every_capstan_object() {
+    let env = Env::start().await;
+
+    // --pre: the embedded control plane is Kubernetes 1.33, Flux's minimum.
+    let run = env.capstan(&["check", "--pre"]).await.ok();
+    assert_contains(&run.stderr, "✔ Kubernetes 1.33.0");
+    assert_contains(&run.stderr, ">=1.33.0-0");
+    assert_contains(&run.stderr, "✔ prerequisites checks passed");
+
+    // Without an installation there are no controllers to check.
+    let run = env.capstan(&["check", "--timeout", "1s"]).await.fails();
+    assert_contains(
+        &run.stderr,
+        "✗ no controllers found in the 'flux-system' namespace with the label selector 'app.kubernetes.io/part-of=capstan'",
+    );
+    assert_contains(&run.stderr, "✔ gitrepositories.source.toolkit.fluxcd.io/v1");
+    assert_contains(&run.stderr, "✗ check failed");
+
+    // A controller whose rollout never completes fails the check once the timeout is over.
+    apply(&env, "installed.yaml", &installed("hang")).await;
+    let run = env.capstan(&["check", "--timeout", "2s"]).await.fails();
+    assert_contains(&run.stderr, "✗ capstan-controller: deployment not ready");
+    env.kubectl(&[
+        "delete",
+        "deployment",
+        "capstan-controller",
+        "-n",
+        "flux-system",
+    ])
+    .await
+    .ok();
+    apply(&env, "installed.yaml", &installed("complete")).await;
+    let run = env.capstan(&["check"]).await.ok();
+    assert_contains(&run.stderr, "✔ capstan-controller: deployment ready");
+    assert_contains(&run.stderr, "► ghcr.io/capstan/capstan:v0.1.0");
+    assert_contains(
+        &run.stderr,
+        "✔ kustomizations.kustomize.toolkit.fluxcd.io/v1",
+    );
+    assert_contains(&run.stderr, "✔ helmreleases.helm.toolkit.fluxcd.io/v2");
+    assert_contains(&run.stderr, "✔ all checks passed");
+
+    // A fleet: a GitRepository and a pruning Kustomization that deployed `web`. Were its
+    // finalizer to run, the prune would delete `web`.
+    let sha = env.commit(&[("apps/web.yaml", WEB)]);
+    let run = env
+        .capstan(&[
+            "create",
+            "source",
+            "git",
+            "fleet",
+            "--url",
+            &env.git_url,
+            "--branch",
+            "main",
+        ])
+        .await
+        .ok();
+    assert_contains(&run.stderr, &format!("✔ fetched revision main@sha1:{sha}"));
+    let run = env
+        .capstan(&[
+            "create",
+            "kustomization",
+            "apps",
+            "--source",
+            "GitRepository/fleet",
+            "--path",
+            "./apps",
+            "--prune",
+        ])
+        .await
+        .ok();
+    assert_contains(&run.stderr, "✔ Kustomization apps is ready");
+    let ks = env.get_json("kustomization", "apps").await;
+    assert_eq!(
+        ks["metadata"]["finalizers"][0], "finalizers.fluxcd.io",
+        "{ks}"
+    );
+    let web_uid = env
+        .kubectl(&["get", "deployment", "web", "-n", "default", "-o", "json"])
+        .await
+        .ok()
+        .json()["metadata"]["uid"]
+        .clone();
+
+    // --dry-run says what would go and changes nothing.
+    let run = env.capstan(&["uninstall", "--dry-run"]).await.ok();
+    assert_contains(
+        &run.stderr,
+        "✔ Kustomization/flux-system/apps finalizers deleted (dry run)",
+    );
+    assert_contains(
+        &run.stderr,
+        "✔ GitRepository/flux-system/fleet deleted (dry run)",
+    );
+    assert_contains(
+        &run.stderr,
+        "✔ Deployment/flux-system/capstan-controller deleted (dry run)",
+    );
+    assert_contains(
+        &run.stderr,
+        "✔ CustomResourceDefinition/kustomizations.kustomize.toolkit.fluxcd.io deleted (dry run)",
+    );
+    assert_contains(&run.stderr, "✔ Namespace/flux-system deleted (dry run)");
+    let ks = env.get_json("kustomization", "apps").await;
+    assert_eq!(
+        ks["metadata"]["finalizers"][0], "finalizers.fluxcd.io",
+        "{ks}"
+    );
+    assert!(exists(&env, &["clusterrole", "capstan-reconciler"]).await);
+
+    // Without --silent it asks; with stdin closed it aborts, changing nothing.
+    let run = env.capstan(&["uninstall"]).await.fails();
+    assert_contains(&run.stderr, "aborting");
+    assert!(exists(&env, &["kustomization", "apps", "-n", "flux-system"]).await);
+
+    let run = env.capstan(&["uninstall", "--silent"]).await.ok();
+    assert_contains(
+        &run.stderr,
+        "► deleting components in flux-system namespace",
+    );
+    assert_contains(
+        &run.stderr,
+        "✔ Kustomization/flux-system/apps finalizers deleted",
+    );
+    assert_contains(&run.stderr, "✔ Kustomization/flux-system/apps deleted");
+    assert_contains(&run.stderr, "✔ ClusterRole/capstan-reconciler deleted");
+    assert_contains(&run.stderr, "✔ uninstall finished");
+
+    // The workload stays, untouched and not being deleted.
+    let web = env
+        .kubectl(&["get", "deployment", "web", "-n", "default", "-o", "json"])
+        .await
+        .ok()
+        .json();
+    assert_eq!(web["metadata"]["uid"], web_uid);
+    assert!(web["metadata"]["deletionTimestamp"].is_null(), "{web}");
+    // No Capstan CRD, installed object or namespace is left, nothing held by a finalizer.
+    let crds = env.kubectl(&["get", "crd", "-o", "name"]).await.ok().stdout;
+    assert!(!crds.contains("toolkit.fluxcd.io"), "{crds}");
+    assert!(!exists(&env, &["clusterrole", "capstan-reconciler"]).await);
+    assert!(exists(&env, &["clusterrole", "not-capstans"]).await);
+    capstan_testkit::eventually(
+        std::time::Duration::from_secs(30),
+        "the flux-system namespace to be gone",
+        || async { (!exists(&env, &["namespace", "flux-system"]).await).then_some(()) },
+    )
+    .await;
+
+    // And check now says why Capstan is not there.
+    let run = env.capstan(&["check", "--timeout", "1s"]).await.fails();
+    assert_contains(
+        &run.stderr,
+        "✗ CustomResourceDefinition gitrepositories.source.toolkit.fluxcd.io not found",
+    );
+    assert_contains(&run.stderr, "✗ check failed");
+
+    // A second uninstall finds nothing to do and still succeeds.
+    let run = env.capstan(&["uninstall", "--silent"]).await.ok();
+    assert_contains(&run.stderr, "✔ Namespace/flux-system not found");
+}
+
+/// The repository root.
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn run(command: &mut Command) -> Run {
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    out.into()
+}
+
+/// Reads a blob of an OCI layout by digest.
+fn blob(layout: &Path, digest: &str) -> Vec<u8> {
+    let hex = digest.strip_prefix("sha256:").expect("a sha256 digest");
+    std::fs::read(layout.join("blobs/sha256").join(hex)).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_image_runs_capstan_as_non_root_from_its_one_layer_and_pushes_with_skopeo() {
+    capstan_testkit::require("skopeo");
+    let registry = capstan_testkit::Registry::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let layout = dir.path().join("oci");
+    let binary = env!("CARGO_BIN_EXE_capstan");
+    let remote = format!("docker://{}/capstan:test", registry.address);
+    let built = run(Command::new(repo_root().join("scripts/build-image"))
+        .args([
+            "--binary",
+            binary,
+            "--source",
+            "https://example.test/capstan",
+        ])
+        .arg("--output")
+        .arg(&layout)
+        .args(["--push", &remote, "--insecure"]))
+    .ok();
+    let digest = built.stdout.trim().to_owned();
+    assert!(digest.starts_with("sha256:"), "{}", built.stdout);
+
+    // skopeo reads the layout: user, entrypoint, labels.
+    let config = run(Command::new("skopeo")
+        .args(["inspect", "--config"])
+        .arg(format!("oci:{}", layout.display())))
+    .ok()
+    .json();
+    assert_eq!(config["config"]["User"], "65532:65532", "{config}");
+    assert_eq!(
+        config["config"]["Entrypoint"],
+        serde_json::json!(["/capstan"])
+    );
+    let labels = &config["config"]["Labels"];
+    assert_eq!(
+        labels["org.opencontainers.image.source"],
+        "https://example.test/capstan"
+    );
+    assert_eq!(
+        labels["org.opencontainers.image.version"],
+        env!("CARGO_PKG_VERSION")
+    );
+    let revision = labels["org.opencontainers.image.revision"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        revision.len() == 40 && revision.chars().all(|c| c.is_ascii_hexdigit()),
+        "{labels}"
+    );
+    assert!(
+        labels["org.opencontainers.image.created"]
+            .as_str()
+            .is_some_and(|c| c.ends_with('Z')),
+        "{labels}"
+    );
+
+    // One layer, unpacked to a root filesystem: the binary, exactly the libraries ldd names,
+    // the passwd/group of user 65532, and no shell.
+    let index: Value = serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap())
+        .expect("index.json");
+    assert_eq!(index["manifests"][0]["digest"], digest.as_str());
+    let manifest: Value = serde_json::from_slice(&blob(&layout, &digest)).unwrap();
+    let layers = manifest["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), 1, "{manifest}");
+    let layer = layout.join("blobs/sha256").join(
+        layers[0]["digest"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("sha256:"),
+    );
+    let rootfs = dir.path().join("rootfs");
+    std::fs::create_dir(&rootfs).unwrap();
+    run(Command::new("tar")
+        .arg("-xzf")
+        .arg(&layer)
+        .arg("-C")
+        .arg(&rootfs))
+    .ok();
+    let ldd = run(Command::new("ldd").arg(binary)).ok().stdout;
+    let libraries: Vec<&str> = ldd
+        .lines()
+        .filter_map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            match words.as_slice() {
+                [_, "=>", path, ..] if path.starts_with('/') => Some(*path),
+                [path, ..] if path.starts_with('/') => Some(*path),
+                _ => None,
+            }
+        })
+        .collect();
+    let mut expected: Vec<String> = [
+        "capstan",
+        "etc/group",
+        "etc/nsswitch.conf",
+        "etc/passwd",
+        "etc/ssl/certs/ca-certificates.crt",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .chain(
+        libraries
+            .iter()
+            .map(|l| l.trim_start_matches('/').to_owned()),
+    )
+    .collect();
+    expected.sort();
+    let files = run(Command::new("find")
+        .arg(".")
+        .args(["-type", "f", "-printf", "%P\\n"])
+        .current_dir(&rootfs))
+    .ok()
+    .stdout;
+    let mut files: Vec<String> = files.lines().map(str::to_owned).collect();
+    files.sort();
+    assert_eq!(files, expected);
+    assert!(!rootfs.join("bin/sh").exists());
+    let passwd = std::fs::read_to_string(rootfs.join("etc/passwd")).unwrap();
+    assert_contains(&passwd, "nonroot:x:65532:65532:");
+
+    // The binary runs there as user 65532 (we are root in CI, so chroot works; otherwise an
+    // unprivileged user namespace maps us to root for the chroot).
+    let root = run(Command::new("id").arg("-u")).ok().stdout.trim() == "0";
+    let version = if root {
+        run(Command::new("chroot")
+            .arg("--userspec=65532:65532")
+            .arg(&rootfs)
+            .args(["/capstan", "--version"]))
+    } else {
+        run(Command::new("unshare")
+            .args(["--user", "--map-root-user", "chroot"])
+            .arg(&rootfs)
+            .args(["/capstan", "--version"]))
+    }
+    .ok();
+    assert_eq!(
+        version.stdout.trim(),
+        format!("capstan {}", env!("CARGO_PKG_VERSION"))
+    );
+
+    // Pushed to the registry as built: the same manifest, the same config.
+    let pushed = run(Command::new("skopeo").args(["inspect", "--tls-verify=false", &remote]))
+        .ok()
+        .json();
+    assert_eq!(pushed["Digest"], digest.as_str(), "{pushed}");
+    assert_eq!(pushed["Labels"], *labels);
+    let pushed_config =
+        run(Command::new("skopeo").args(["inspect", "--config", "--tls-verify=false", &remote]))
+            .ok()
+            .json();
+    assert_eq!(pushed_config["config"]["User"], "65532:65532");
+}
