@@ -85,11 +85,12 @@ pub struct CreateGit {
     /// Git branch.
     #[arg(long)]
     pub branch: Option<String>,
-    /// Git tag.
-    #[arg(long)]
+    /// Git tag (not with `--branch`, `--tag-semver` or `--commit`, which would override it or
+    /// be ignored).
+    #[arg(long, conflicts_with_all = ["branch", "tag_semver", "commit"])]
     pub tag: Option<String>,
-    /// Git tag semver range.
-    #[arg(long)]
+    /// Git tag semver range (not with `--branch` or `--commit`).
+    #[arg(long, conflicts_with_all = ["branch", "commit"])]
     pub tag_semver: Option<String>,
     /// Git commit SHA.
     #[arg(long)]
@@ -107,11 +108,11 @@ pub struct CreateOci {
     /// OCI repository address (`oci://`).
     #[arg(long)]
     pub url: String,
-    /// Artifact tag.
-    #[arg(long)]
+    /// Artifact tag (one of `--tag`, `--tag-semver`, `--digest`).
+    #[arg(long, conflicts_with_all = ["tag_semver", "digest"])]
     pub tag: Option<String>,
     /// Artifact tag semver range.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "digest")]
     pub tag_semver: Option<String>,
     /// Artifact digest.
     #[arg(long)]

@@ -14,7 +14,7 @@
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
-use std::io::BufRead;
+use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -134,6 +134,10 @@ fn confirm(question: &str) -> anyhow::Result<bool> {
         .lock()
         .read_line(&mut answer)
         .context("reading the answer from standard input")?;
+    if !std::io::stdin().is_terminal() {
+        // The answer was not echoed: end the question's line.
+        eprintln!();
+    }
     Ok(matches!(answer.trim(), "y" | "Y" | "yes" | "Yes"))
 }
 

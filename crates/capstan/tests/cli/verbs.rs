@@ -363,3 +363,107 @@ spec:
         .json();
     assert_eq!(crd["status"]["storedVersions"], serde_json::json!(["v1"]));
 }
+
+/// Flags a verb would ignore are refused, not dropped: Git and OCI references that another
+/// one overrides, chart flags beside `--chart-ref`, a chart version for a chart whose version
+/// is the source's revision. A dot in a HelmChart's `--source` stays in the name (the source
+/// is in the chart's namespace), where it used to be dropped as a namespace.
+#[test]
+fn verbs_flags_they_would_ignore_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let capstan = |args: &[&str]| {
+        let args = [args, &["--export"]].concat();
+        capstan_in(dir.path(), &args, &[], "")
+    };
+    let git = [
+        "create",
+        "source",
+        "git",
+        "fleet",
+        "--url",
+        "https://example.invalid/fleet.git",
+    ];
+    let oci = [
+        "create",
+        "source",
+        "oci",
+        "app",
+        "--url",
+        "oci://example.invalid/app",
+    ];
+    let digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    for args in [
+        [&git[..], &["--branch", "main", "--tag", "v1"]].concat(),
+        [&git[..], &["--tag", "v1", "--tag-semver", ">=1.0.0"]].concat(),
+        [
+            &git[..],
+            &["--commit", "0123abcd", "--tag-semver", ">=1.0.0"],
+        ]
+        .concat(),
+        [&oci[..], &["--tag", "v1", "--digest", digest]].concat(),
+        [&oci[..], &["--tag-semver", "1.x", "--digest", digest]].concat(),
+    ] {
+        let refused = capstan(&args);
+        assert_eq!(refused.status, 2, "{args:?}: {refused:?}");
+        assert_contains(&refused.stderr, "cannot be used with");
+    }
+    // A commit on a branch is one reference (the branch is fetched shallowly).
+    let pinned = capstan(&[&git[..], &["--branch", "main", "--commit", "0123abcd"]].concat()).ok();
+    assert_contains(&pinned.stdout, "branch: main\n    commit: 0123abcd");
+
+    let chart_ref = ["create", "hr", "app", "--chart-ref", "OCIRepository/app"];
+    for extra in [
+        ["--chart-version", "1.x"],
+        ["--source", "HelmRepository/charts"],
+        ["--chart-interval", "5m"],
+    ] {
+        let refused = capstan(&[&chart_ref[..], &extra[..]].concat());
+        assert_eq!(refused.status, 2, "{extra:?}: {refused:?}");
+        assert_contains(&refused.stderr, "--chart <CHART>");
+    }
+
+    for args in [
+        vec![
+            "create",
+            "source",
+            "chart",
+            "app",
+            "--source",
+            "GitRepository/fleet",
+            "--chart",
+            "./charts/app",
+            "--chart-version",
+            "1.x",
+        ],
+        vec![
+            "create",
+            "hr",
+            "app",
+            "--source",
+            "Bucket/charts",
+            "--chart",
+            "./charts/app",
+            "--chart-version",
+            "1.x",
+        ],
+    ] {
+        let refused = capstan(&args);
+        assert_eq!(refused.status, 1, "{args:?}: {refused:?}");
+        assert_contains(
+            &refused.stderr,
+            "--chart-version applies to charts from a HelmRepository only",
+        );
+    }
+    let dotted = capstan(&[
+        "create",
+        "source",
+        "chart",
+        "app",
+        "--source",
+        "HelmRepository/charts.example.com",
+        "--chart",
+        "app",
+    ])
+    .ok();
+    assert_contains(&dotted.stdout, "name: charts.example.com\n");
+}

@@ -66,7 +66,7 @@ pub struct CreateChart {
     /// Helm chart name or path.
     #[arg(long)]
     pub chart: String,
-    /// Helm chart version, a semver range (ignored for charts from GitRepository sources).
+    /// Helm chart version, a semver range (charts from a HelmRepository only).
     #[arg(long)]
     pub chart_version: Option<String>,
     /// Source holding the chart, `<kind>/<name>`; kind `HelmRepository`, `GitRepository` or
@@ -122,14 +122,14 @@ pub struct CreateHelmRelease {
     #[arg(long)]
     pub release_name: Option<String>,
     /// Source holding the chart, `<kind>/<name>[.<namespace>]`; kind `HelmRepository`,
-    /// `GitRepository` or `Bucket`.
-    #[arg(long)]
+    /// `GitRepository` or `Bucket` (with `--chart`).
+    #[arg(long, requires = "chart")]
     pub source: Option<String>,
     /// Helm chart name or path.
     #[arg(long)]
     pub chart: Option<String>,
-    /// Helm chart version, a semver range (ignored for charts from GitRepository sources).
-    #[arg(long)]
+    /// Helm chart version, a semver range (with `--chart` from a HelmRepository).
+    #[arg(long, requires = "chart")]
     pub chart_version: Option<String>,
     /// An existing chart source, `<kind>/<name>[.<namespace>]`; kind `OCIRepository` or
     /// `HelmChart` (instead of `--chart`).
@@ -153,8 +153,8 @@ pub struct CreateHelmRelease {
     /// What makes a new chart artifact: `ChartVersion` or `Revision`.
     #[arg(long, default_value = "ChartVersion")]
     pub reconcile_strategy: String,
-    /// How often the chart source is checked for new versions (Go duration).
-    #[arg(long)]
+    /// How often the chart source is checked for new versions (Go duration; with `--chart`).
+    #[arg(long, requires = "chart")]
     pub chart_interval: Option<String>,
     /// Local values files merged in order into `spec.values` (repeatable, or comma separated).
     #[arg(long, value_delimiter = ',')]
@@ -359,9 +359,25 @@ fn chart_source(text: &str) -> anyhow::Result<(&'static str, String, Option<Stri
     Ok((kind, name.to_owned(), namespace.map(str::to_owned)))
 }
 
+/// Refuses `--chart-version` for a chart from a GitRepository or Bucket, whose version is the
+/// one at the source's revision (source-controller ignores `spec.version` there).
+fn refuse_ignored_version(kind: &str, version: Option<&str>) -> anyhow::Result<()> {
+    if kind != "HelmRepository" && version.is_some_and(|v| !v.is_empty()) {
+        bail!(
+            "--chart-version applies to charts from a HelmRepository only: a chart from a \
+             {kind} is the one at the source's revision"
+        );
+    }
+    Ok(())
+}
+
 /// The HelmChart of `create source chart`.
 pub fn helm_chart(args: &CreateChart, meta: ObjectMeta, interval: String) -> anyhow::Result<Value> {
-    let (kind, name, _) = chart_source(&args.source)?;
+    let (kind, name, namespace) = chart_source(&args.source)?;
+    // A HelmChart's source is in its own namespace: as Flux reads `<kind>/<name>`, a dot
+    // belongs to the name.
+    let name = namespace.map_or_else(|| name.clone(), |ns| format!("{name}.{ns}"));
+    refuse_ignored_version(kind, args.chart_version.as_deref())?;
     let strategy = reconcile_strategy(&args.reconcile_strategy)?;
     let verify = match &args.verify_provider {
         Some(provider) => {
@@ -545,6 +561,7 @@ pub fn helm_release(
             .as_deref()
             .ok_or_else(|| anyhow::anyhow!("--source is required with --chart"))?;
         let (kind, name, namespace) = chart_source(source)?;
+        refuse_ignored_version(kind, args.chart_version.as_deref())?;
         let interval = args
             .chart_interval
             .as_ref()
