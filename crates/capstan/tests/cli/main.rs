@@ -5,6 +5,7 @@
 
 mod cli;
 mod commands;
+mod flux_habits;
 mod habits;
 mod install;
 mod helm_cli;

@@ -1,0 +1,522 @@
+//! More of the `flux` habits of issue 13, through the binary against `capstan dev`: `get all`
+//! over every served kind in Flux's sections, `--status-selector` on `get`, `suspend`/`resume`
+//! `--all` (one namespace or `-A`; `resume` waiting as Flux does) and `tree kustomization -o
+//! json|yaml` in Flux's shape.
+
+use std::time::Duration;
+
+use capstan_testkit::eventually;
+
+use crate::commands::{Env, assert_contains, table};
+
+/// One ConfigMap, applied by the Kustomizations of these tests.
+const DEMO: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: demo
+  namespace: default
+data:
+  key: value
+";
+
+/// A Kustomization `name` in `namespace` applying `path` of the GitRepository
+/// `flux-system/fleet`.
+fn kustomization(name: &str, namespace: &str, path: &str) -> String {
+    format!(
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  interval: 1h
+  path: {path}
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: fleet
+    namespace: flux-system
+"
+    )
+}
+
+/// The notification kinds Capstan serves (no controller reconciles them yet).
+const NOTIFICATION: &str = "apiVersion: notification.toolkit.fluxcd.io/v1beta3
+kind: Provider
+metadata:
+  name: slack
+  namespace: flux-system
+spec:
+  type: slack
+  channel: general
+---
+apiVersion: notification.toolkit.fluxcd.io/v1beta3
+kind: Alert
+metadata:
+  name: on-call
+  namespace: flux-system
+spec:
+  providerRef:
+    name: slack
+  eventSources:
+    - kind: Kustomization
+      name: '*'
+---
+apiVersion: notification.toolkit.fluxcd.io/v1
+kind: Receiver
+metadata:
+  name: github
+  namespace: flux-system
+spec:
+  type: github
+  resources:
+    - kind: GitRepository
+      name: fleet
+  secretRef:
+    name: webhook-token
+";
+
+impl Env {
+    /// Writes `yaml` to a file and `kubectl apply`s it.
+    async fn apply(&self, file: &str, yaml: &str) {
+        let path = self.dir.path().join(file);
+        std::fs::write(&path, yaml).unwrap();
+        self.kubectl(&["apply", "-f", &path.to_string_lossy()])
+            .await
+            .ok();
+    }
+
+    /// `capstan create source git fleet` on the test Git server (which must hold a commit),
+    /// Ready.
+    async fn create_source(&self) {
+        let run = self
+            .capstan(&[
+                "create",
+                "source",
+                "git",
+                "fleet",
+                "--url",
+                &self.git_url,
+                "--branch",
+                "main",
+            ])
+            .await
+            .ok();
+        assert_contains(&run.stderr, "✔ fetched revision main@sha1:");
+    }
+
+    /// Waits until the Kustomization `namespace/name` has a Ready condition of `status`.
+    async fn wait_ready_status(&self, namespace: &str, name: &str, status: &str) {
+        eventually(
+            Duration::from_secs(60),
+            &format!("Kustomization {namespace}/{name} Ready={status}"),
+            || async {
+                let run = self
+                    .kubectl(&["get", "ks", name, "-n", namespace, "-o", "json"])
+                    .await;
+                let object = (run.status == 0).then(|| run.json())?;
+                object["status"]["conditions"]
+                    .as_array()?
+                    .iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == status)
+                    .then_some(())
+            },
+        )
+        .await;
+    }
+}
+
+/// The tables of `get all`: Flux prints each followed by an empty line.
+fn sections(stdout: &str) -> Vec<Vec<Vec<String>>> {
+    assert!(stdout.ends_with("\n\n"), "{stdout:?}");
+    stdout
+        .trim_end()
+        .split("\n\n")
+        .map(table)
+        .collect::<Vec<_>>()
+}
+
+/// `get all` lists every kind Capstan serves — sources, HelmReleases, Kustomizations and the
+/// notification kinds (Receiver, Provider, Alert) — in Flux's order and columns, each table
+/// followed by an empty line; `get receivers|alerts|alert-providers` list one kind.
+/// `--status-selector` filters every `get` as Flux's does.
+#[tokio::test(flavor = "multi_thread")]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
+async fn flux_habits_get_all_and_status_selector() {
+    let env = Env::start().await;
+    env.commit(&[("apps/demo.yaml", DEMO)]);
+    env.create_source().await;
+    env.apply("notification.yaml", NOTIFICATION).await;
+    env.apply("ok.yaml", &kustomization("ok", "flux-system", "./apps"))
+        .await;
+    env.apply(
+        "broken.yaml",
+        &kustomization("broken", "flux-system", "./missing"),
+    )
+    .await;
+    env.wait_ready_status("flux-system", "ok", "True").await;
+    env.wait_ready_status("flux-system", "broken", "False")
+        .await;
+
+    let stdout = env.capstan(&["get", "all"]).await.ok().stdout;
+    let tables = sections(&stdout);
+    let kinds: Vec<&str> = tables
+        .iter()
+        .map(|s| s[1][0].split('/').next().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "gitrepository",
+            "kustomization",
+            "receiver",
+            "provider",
+            "alert"
+        ],
+        "{stdout}"
+    );
+    let kustomizations = &tables[1];
+    assert_eq!(
+        kustomizations[0],
+        ["NAME", "REVISION", "SUSPENDED", "READY", "MESSAGE"]
+    );
+    let names: Vec<&str> = kustomizations[1..].iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(names, ["kustomization/broken", "kustomization/ok"]);
+    assert_eq!(
+        tables[2],
+        [
+            vec!["NAME", "SUSPENDED", "READY", "MESSAGE"],
+            vec![
+                "receiver/github",
+                "False",
+                "False",
+                "waiting to be reconciled"
+            ],
+        ]
+    );
+    assert_eq!(
+        tables[3],
+        [
+            vec!["NAME", "READY", "MESSAGE"],
+            vec!["provider/slack", "True", "Provider is Ready"],
+        ]
+    );
+    assert_eq!(
+        tables[4],
+        [
+            vec!["NAME", "SUSPENDED", "READY", "MESSAGE"],
+            vec!["alert/on-call", "False", "True", "Alert is Ready"],
+        ]
+    );
+    // -A puts the namespace first in every section.
+    let stdout = env.capstan(&["get", "all", "-A"]).await.ok().stdout;
+    for section in sections(&stdout) {
+        assert_eq!(section[0][..2], ["NAMESPACE", "NAME"], "{stdout}");
+    }
+    // The notification kinds one at a time, as `flux get alert-providers` etc.
+    let rows = table(&env.capstan(&["get", "alert-providers"]).await.ok().stdout);
+    assert_eq!(
+        rows,
+        [
+            ["NAME", "READY", "MESSAGE"],
+            ["slack", "True", "Provider is Ready"]
+        ]
+    );
+    let rows = table(&env.capstan(&["get", "alerts"]).await.ok().stdout);
+    assert_eq!(rows[1][..3], ["on-call", "False", "True"]);
+    let rows = table(&env.capstan(&["get", "receivers", "-A"]).await.ok().stdout);
+    assert_eq!(rows[1][..2], ["flux-system", "github"]);
+
+    // --status-selector: the failing objects only; a kind with none is left out of `get all`
+    // (a Receiver without conditions does not match, a Provider is always Ready).
+    let stdout = env
+        .capstan(&["get", "all", "--status-selector", "ready=false"])
+        .await
+        .ok()
+        .stdout;
+    let selected = sections(&stdout);
+    assert_eq!(selected.len(), 1, "{stdout}");
+    assert_eq!(selected[0][1][0], "kustomization/broken", "{stdout}");
+    assert_eq!(selected[0][1][3], "False", "{stdout}");
+    // Negated, in any case: everything not Ready=False, including the Receiver.
+    let stdout = env
+        .capstan(&["get", "all", "--status-selector", "Ready!=False"])
+        .await
+        .ok()
+        .stdout;
+    let names: Vec<String> = sections(&stdout)
+        .into_iter()
+        .flat_map(|s| s.into_iter().skip(1).map(|r| r[0].clone()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "gitrepository/fleet",
+            "kustomization/ok",
+            "receiver/github",
+            "provider/slack",
+            "alert/on-call"
+        ],
+        "{stdout}"
+    );
+    // One kind: the rows selected; none selected prints the header alone.
+    let rows = table(
+        &env.capstan(&["get", "ks", "--status-selector", "ready=true"])
+            .await
+            .ok()
+            .stdout,
+    );
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(rows[1][0], "ok");
+    let rows = table(
+        &env.capstan(&["get", "sources", "git", "--status-selector", "ready=false"])
+            .await
+            .ok()
+            .stdout,
+    );
+    assert_eq!(
+        rows,
+        [["NAME", "REVISION", "SUSPENDED", "READY", "MESSAGE"]]
+    );
+    let json = env
+        .capstan(&[
+            "get",
+            "ks",
+            "-o",
+            "json",
+            "--status-selector",
+            "ready=false",
+        ])
+        .await
+        .ok()
+        .json();
+    assert_eq!(json["metadata"]["name"], "broken");
+    // A selector that is not `type=status` is refused with Flux's message.
+    let run = env
+        .capstan(&["get", "ks", "--status-selector", "ready"])
+        .await
+        .fails();
+    assert_eq!(run.status, 1);
+    assert_contains(
+        &run.stderr,
+        "✗ expected status selector in type=status or type!=status format, but found: ready",
+    );
+}
+
+/// `suspend ks --all` suspends every Kustomization of the namespace (`-A`: of every
+/// namespace); `resume ks --all` resumes them without waiting unless `--wait`, as Flux; `resume`
+/// of one object waits for it unless `--wait=false`.
+#[tokio::test(flavor = "multi_thread")]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
+async fn flux_habits_suspend_and_resume_all() {
+    let env = Env::start().await;
+    env.commit(&[("apps/demo.yaml", DEMO)]);
+    env.create_source().await;
+    env.kubectl(&["create", "namespace", "team"]).await.ok();
+    env.kubectl(&["create", "namespace", "empty"]).await.ok();
+    for (name, namespace) in [("a", "flux-system"), ("b", "flux-system"), ("c", "team")] {
+        env.apply(
+            &format!("{name}.yaml"),
+            &kustomization(name, namespace, "./apps"),
+        )
+        .await;
+    }
+    for (name, namespace) in [("a", "flux-system"), ("b", "flux-system"), ("c", "team")] {
+        env.wait_ready_status(namespace, name, "True").await;
+    }
+    let suspended = async || {
+        let stdout = env.capstan(&["get", "ks", "-A"]).await.ok().stdout;
+        table(&stdout)[1..]
+            .iter()
+            .map(|r| (r[1].clone(), r[3] == "True"))
+            .collect::<Vec<_>>()
+    };
+    let state = |a: bool, b: bool, c: bool| {
+        vec![
+            ("a".to_owned(), a),
+            ("b".to_owned(), b),
+            ("c".to_owned(), c),
+        ]
+    };
+
+    let run = env.capstan(&["suspend", "ks", "--all"]).await.ok();
+    assert_eq!(
+        run.stderr,
+        "► suspending kustomization a in flux-system namespace\n✔ kustomization suspended\n\
+         ► suspending kustomization b in flux-system namespace\n✔ kustomization suspended\n"
+    );
+    assert_eq!(suspended().await, state(true, true, false));
+    env.capstan(&["suspend", "ks", "--all", "-A"]).await.ok();
+    assert_eq!(suspended().await, state(true, true, true));
+
+    // resume --all: resumed, no wait (Flux's default for several objects).
+    let run = env.capstan(&["resume", "ks", "--all"]).await.ok();
+    assert_eq!(
+        run.stderr,
+        "► resuming kustomization a in flux-system namespace\n✔ kustomization resumed\n\
+         ► resuming kustomization b in flux-system namespace\n✔ kustomization resumed\n"
+    );
+    assert_eq!(suspended().await, state(false, false, true));
+
+    // resume --all -A --wait: each reconciled and Ready, reported by name.
+    env.capstan(&["suspend", "ks", "--all", "-A"]).await.ok();
+    let run = env
+        .capstan(&["resume", "ks", "--all", "-A", "--wait"])
+        .await
+        .ok();
+    for name in ["a", "b", "c"] {
+        assert_contains(
+            &run.stderr,
+            &format!(
+                "✔ Kustomization {name} reconciliation completed\n✔ applied revision main@sha1:"
+            ),
+        );
+    }
+    assert_eq!(
+        run.stderr
+            .matches("◎ waiting for Kustomization reconciliation")
+            .count(),
+        3
+    );
+    assert_eq!(suspended().await, state(false, false, false));
+
+    // One object: waits by default, not with --wait=false.
+    env.capstan(&["suspend", "ks", "a"]).await.ok();
+    let run = env.capstan(&["resume", "ks", "a"]).await.ok();
+    assert_contains(&run.stderr, "✔ Kustomization a reconciliation completed");
+    env.capstan(&["suspend", "ks", "a"]).await.ok();
+    let run = env
+        .capstan(&["resume", "ks", "a", "--wait=false"])
+        .await
+        .ok();
+    assert_eq!(
+        run.stderr,
+        "► resuming kustomization a in flux-system namespace\n✔ kustomization resumed\n"
+    );
+
+    // Refusals: nothing to do in a namespace, a name with --all, -A without --all.
+    let run = env
+        .capstan(&["suspend", "ks", "--all", "-n", "empty"])
+        .await
+        .fails();
+    assert_eq!(run.status, 1);
+    assert_contains(
+        &run.stderr,
+        "✗ no Kustomization objects found in \"empty\" namespace",
+    );
+    let run = env.capstan(&["suspend", "ks", "a", "--all"]).await.fails();
+    assert_contains(&run.stderr, "give a kustomization name or --all, not both");
+    let run = env.capstan(&["resume", "ks", "-A"]).await.fails();
+    assert_eq!(run.status, 2, "{}", run.stderr);
+    assert_eq!(suspended().await, state(false, false, false));
+}
+
+/// `tree kustomization NAME -o json|yaml` prints Flux's tree shape: `resource` (Go's field
+/// names of cli-utils' object metadata) and nested `resources`.
+#[tokio::test(flavor = "multi_thread")]
+async fn flux_habits_tree_as_json_and_yaml() {
+    let env = Env::start().await;
+    env.commit(&[
+        ("apps/demo.yaml", DEMO),
+        (
+            "clusters/apps.yaml",
+            &kustomization("apps", "flux-system", "./apps"),
+        ),
+    ]);
+    env.create_source().await;
+    env.apply(
+        "root.yaml",
+        &kustomization("root", "flux-system", "./clusters"),
+    )
+    .await;
+    env.wait_ready_status("flux-system", "root", "True").await;
+    env.wait_ready_status("flux-system", "apps", "True").await;
+
+    let run = env
+        .capstan(&["tree", "ks", "root", "-o", "json"])
+        .await
+        .ok();
+    assert_eq!(
+        run.stdout,
+        r#"{
+  "resource": {
+    "Namespace": "flux-system",
+    "Name": "root",
+    "GroupKind": {
+      "Group": "kustomize.toolkit.fluxcd.io",
+      "Kind": "Kustomization"
+    }
+  },
+  "resources": [
+    {
+      "resource": {
+        "Namespace": "flux-system",
+        "Name": "apps",
+        "GroupKind": {
+          "Group": "kustomize.toolkit.fluxcd.io",
+          "Kind": "Kustomization"
+        }
+      },
+      "resources": [
+        {
+          "resource": {
+            "Namespace": "default",
+            "Name": "demo",
+            "GroupKind": {
+              "Group": "",
+              "Kind": "ConfigMap"
+            }
+          }
+        }
+      ]
+    }
+  ]
+}
+"#
+    );
+    let run = env
+        .capstan(&["tree", "kustomization", "root", "--output", "yaml"])
+        .await
+        .ok();
+    assert_eq!(
+        run.stdout,
+        r#"resource:
+  GroupKind:
+    Group: kustomize.toolkit.fluxcd.io
+    Kind: Kustomization
+  Name: root
+  Namespace: flux-system
+resources:
+- resource:
+    GroupKind:
+      Group: kustomize.toolkit.fluxcd.io
+      Kind: Kustomization
+    Name: apps
+    Namespace: flux-system
+  resources:
+  - resource:
+      GroupKind:
+        Group: ""
+        Kind: ConfigMap
+      Name: demo
+      Namespace: default
+
+"#
+    );
+    // --compact: Flux's objects only; the text tree is as before.
+    let run = env.capstan(&["tree", "ks", "root", "--compact"]).await.ok();
+    assert_eq!(
+        run.stdout,
+        "Kustomization/flux-system/root\n└── Kustomization/flux-system/apps\n"
+    );
+    let run = env.capstan(&["tree", "ks", "root"]).await.ok();
+    assert_eq!(
+        run.stdout,
+        "Kustomization/flux-system/root\n└── Kustomization/flux-system/apps\n    └── ConfigMap/default/demo\n"
+    );
+    let run = env
+        .capstan(&["tree", "ks", "root", "-o", "table"])
+        .await
+        .fails();
+    assert_eq!(run.status, 2);
+}
