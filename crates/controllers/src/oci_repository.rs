@@ -43,7 +43,9 @@
 //! for an unusable secret, `OCIArtifactLayerOperationFailed` for a layer that does not fit the
 //! selector) and `Ready=False` with the same message, and are retried with backoff. An invalid
 //! URL (`URLInvalid`), digest, semver constraint or `semverFilter` needs a spec change
-//! (stalled).
+//! (stalled). A semver reference no tag satisfies fails with Flux's "failed to determine the
+//! artifact tag for '<url>'" and "no tag matches semver '<expression>'", naming what the tags
+//! offered (none, none past the filter, the newest versions).
 //!
 //! Messages carry the whole cause chain (URLs without credentials). Tags for `semver` are
 //! listed by [`capstan_source::oci::list_tags`], with the same registry client configuration
@@ -168,13 +170,22 @@ enum ResolveError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// Listing the tags failed.
-    #[error(transparent)]
-    ListTags(capstan_source::Error),
-    /// No tag satisfies `spec.ref.semver`.
-    #[error("no tag of {repository} matches semver '{constraint}'")]
+    #[error("failed to determine the artifact tag for '{url}'")]
+    ListTags {
+        url: String,
+        #[source]
+        source: Box<capstan_source::Error>,
+    },
+    /// No tag satisfies `spec.ref.semver` (Flux: "no match found for semver").
+    #[error(
+        "failed to determine the artifact tag for '{url}': no tag matches semver '{expression}' \
+         ({seen})"
+    )]
     NoMatchingTag {
-        repository: String,
-        constraint: String,
+        url: String,
+        expression: String,
+        /// What was there instead ([`tags_seen`]).
+        seen: String,
     },
     /// The manifest digest of the tag could not be read.
     #[error("failed to determine artifact digest")]
@@ -301,8 +312,53 @@ enum Resolution {
     Semver {
         constraint: Constraint,
         filter: Option<regex::Regex>,
+        /// `spec.ref.semver` as written, for messages.
+        expression: String,
     },
     Tag(String),
+}
+
+/// How many versions a "no tag matches" message names.
+const VERSIONS_NAMED: usize = 5;
+
+/// What the tags offered when none matched: none at all, none past `filter`, none a version,
+/// or the newest versions (at most [`VERSIONS_NAMED`]), so the message shows what to ask for.
+fn tags_seen(tags: &[String], filter: Option<&regex::Regex>) -> String {
+    if tags.is_empty() {
+        return "the repository has no tags".to_owned();
+    }
+    let (candidates, among): (Vec<&String>, String) = match filter {
+        Some(filter) => {
+            let kept: Vec<&String> = tags.iter().filter(|t| filter.is_match(t)).collect();
+            if kept.is_empty() {
+                return format!(
+                    "none of its {} tags matches semverFilter '{filter}'",
+                    tags.len()
+                );
+            }
+            (kept, format!(" matching semverFilter '{filter}'"))
+        }
+        None => (tags.iter().collect(), String::new()),
+    };
+    let mut versions: Vec<_> = candidates
+        .iter()
+        .filter_map(|tag| parse_version(tag).map(|version| (version, tag.as_str())))
+        .collect();
+    if versions.is_empty() {
+        return format!("none of the {} tags{among} is a version", candidates.len());
+    }
+    versions.sort();
+    let newest: Vec<&str> = versions
+        .iter()
+        .rev()
+        .take(VERSIONS_NAMED)
+        .map(|(_, tag)| *tag)
+        .collect();
+    format!(
+        "newest of {} versions{among}: {}",
+        versions.len(),
+        newest.join(", ")
+    )
 }
 
 /// Validates `spec.ref` (digest > semver > tag); errors need a spec change.
@@ -325,7 +381,11 @@ fn resolution_of(reference: OCIRepositoryRef) -> Result<Resolution, ResolveError
             .map(|f| regex::Regex::new(&f))
             .transpose()
             .map_err(|e| invalid("semverFilter", e.into()))?;
-        return Ok(Resolution::Semver { constraint, filter });
+        return Ok(Resolution::Semver {
+            constraint,
+            filter,
+            expression: semver,
+        });
     }
     Ok(Resolution::Tag(
         reference
@@ -344,14 +404,26 @@ async fn resolve_revision(
     let tag = match resolution {
         Resolution::Digest(digest) => return Ok((digest.to_string(), *digest)),
         Resolution::Tag(tag) => tag.clone(),
-        Resolution::Semver { constraint, filter } => {
-            let tags = oci::list_tags(&reference_url(repository, ""), registry)
-                .await
-                .map_err(ResolveError::ListTags)?;
+        Resolution::Semver {
+            constraint,
+            filter,
+            expression,
+        } => {
+            let url = reference_url(repository, "");
+            let tags = match oci::list_tags(&url, registry).await {
+                Ok(tags) => tags,
+                Err(source) => {
+                    return Err(ResolveError::ListTags {
+                        url,
+                        source: Box::new(source),
+                    });
+                }
+            };
             select_semver_tag(&tags, constraint, filter.as_ref())
                 .ok_or_else(|| ResolveError::NoMatchingTag {
-                    repository: repository.whole(),
-                    constraint: constraint.to_string(),
+                    seen: tags_seen(&tags, filter.as_ref()),
+                    url,
+                    expression: expression.clone(),
                 })?
                 .to_owned()
         }
@@ -883,6 +955,35 @@ mod tests {
         );
         let none = Constraint::parse(">=3").unwrap();
         assert_eq!(select_semver_tag(&all, &none, None), None);
+    }
+
+    #[test]
+    fn no_match_says_what_the_tags_offered() {
+        assert_eq!(tags_seen(&[], None), "the repository has no tags");
+        let all = tags(&["latest", "v1.0.0", "v10.2.0", "v2.0.0", "1.0.5", "main"]);
+        assert_eq!(
+            tags_seen(&all, None),
+            "newest of 4 versions: v10.2.0, v2.0.0, 1.0.5, v1.0.0"
+        );
+        let filter = regex::Regex::new("^v1").unwrap();
+        assert_eq!(
+            tags_seen(&all, Some(&filter)),
+            "newest of 2 versions matching semverFilter '^v1': v10.2.0, v1.0.0"
+        );
+        let filter = regex::Regex::new("-rc").unwrap();
+        assert_eq!(
+            tags_seen(&all, Some(&filter)),
+            "none of its 6 tags matches semverFilter '-rc'"
+        );
+        let many: Vec<String> = (0..9).map(|i| format!("1.{i}.0")).collect();
+        assert_eq!(
+            tags_seen(&many, None),
+            "newest of 9 versions: 1.8.0, 1.7.0, 1.6.0, 1.5.0, 1.4.0"
+        );
+        assert_eq!(
+            tags_seen(&tags(&["latest", "main"]), None),
+            "none of the 2 tags is a version"
+        );
     }
 
     #[test]

@@ -365,6 +365,74 @@ async fn missing_tags_fail_the_fetch_and_keyless_verify_is_refused() {
     env.stop().await;
 }
 
+/// A semver reference no tag satisfies says so, with Flux's "failed to determine the artifact
+/// tag" and what the tags offered, for a plain constraint, a `semverFilter` that keeps nothing
+/// and a repository that does not exist: never a login error about a `latest` tag nobody asked
+/// for.
+#[tokio::test]
+async fn semver_without_a_matching_tag_says_no_tag_matches() {
+    let env = Env::start().await;
+    let ns = env.namespace("oci-nomatch").await;
+    let registry = Registry::start().await;
+    let url = registry.url("fleet/nomatch");
+    for tag in ["v1.0.0", "v1.1.0", "v2.0.0"] {
+        push(&url, tag, &[("version.txt", tag)], tag).await;
+    }
+    let missing = registry.url("fleet/never-pushed");
+    for (name, spec_url, reference) in [
+        ("sixty-nine", &url, serde_json::json!({"semver": "69.x"})),
+        (
+            "filtered",
+            &url,
+            serde_json::json!({"semver": ">=1.0.0", "semverFilter": ".*-rc"}),
+        ),
+        ("missing", &missing, serde_json::json!({"semver": "1.x"})),
+    ] {
+        create(
+            &env,
+            &ns,
+            name,
+            serde_json::json!({"url": spec_url, "interval": "10m", "insecure": true,
+                               "ref": reference}),
+        )
+        .await;
+    }
+    let mut messages = Vec::new();
+    for name in ["sixty-nine", "filtered", "missing"] {
+        let object = wait_for(&api(&env, &ns), name, "Ready=False", |o| {
+            ready_is(o, "False")
+        })
+        .await;
+        let (_, reason, message) = condition(&object, "Ready").unwrap();
+        assert_eq!(reason, "OCIArtifactPullFailed", "{message}");
+        assert!(!message.contains("latest"), "{message}");
+        assert!(!message.contains("log in"), "{message}");
+        messages.push(message);
+    }
+    assert_eq!(
+        messages[0],
+        format!(
+            "failed to determine the artifact tag for '{url}': no tag matches semver '69.x' \
+             (newest of 3 versions: v2.0.0, v1.1.0, v1.0.0)"
+        )
+    );
+    assert_eq!(
+        messages[1],
+        format!(
+            "failed to determine the artifact tag for '{url}': no tag matches semver '>=1.0.0' \
+             (none of its 3 tags matches semverFilter '.*-rc')"
+        )
+    );
+    assert!(
+        messages[2].starts_with(&format!(
+            "failed to determine the artifact tag for '{missing}': cannot list the tags of "
+        )),
+        "{}",
+        messages[2]
+    );
+    env.stop().await;
+}
+
 #[tokio::test]
 async fn docker_config_secrets_authenticate_pulls() {
     let env = Env::start().await;

@@ -4,7 +4,7 @@ use std::collections::HashSet;
 
 use oci_client::RegistryOperation;
 
-use super::{RegistryOptions, parse_reference, registry_error};
+use super::{RegistryOptions, parse_reference};
 use crate::error::{Error, Result};
 
 /// Tags asked for per page.
@@ -26,10 +26,17 @@ pub(super) async fn list_tags_in_pages(
     let image = parse_reference(reference)?;
     let client = registry.client()?;
     let auth = registry.auth();
+    // Errors name the repository: the tag the reference defaults to (`latest`) is not asked for.
+    let repository = format!("{}/{}", image.registry(), image.repository());
+    let listing_error = |operation, source| Error::Registry {
+        operation,
+        reference: repository.clone(),
+        source: Box::new(source),
+    };
     client
         .auth(&image, &auth, RegistryOperation::Pull)
         .await
-        .map_err(|e| registry_error("log in to", &image, e))?;
+        .map_err(|e| listing_error("log in to list the tags of", e))?;
     let mut tags: Vec<String> = Vec::new();
     let mut seen = HashSet::new();
     loop {
@@ -41,14 +48,14 @@ pub(super) async fn list_tags_in_pages(
                 tags.last().map(String::as_str),
             )
             .await
-            .map_err(|e| registry_error("list the tags of", &image, e))?;
+            .map_err(|e| listing_error("list the tags of", e))?;
         if append_page(&mut tags, &mut seen, page.tags, page_size) {
             return Ok(tags);
         }
         if tags.len() > MAX_TAGS {
             return Err(Error::RegistryLimitExceeded {
                 operation: "list the tags of",
-                reference: image.whole(),
+                reference: repository.clone(),
                 what: format!("tag count of more than {}", tags.len()),
                 limit: MAX_TAGS as u64,
             });

@@ -214,9 +214,13 @@ async fn lists_every_tag_page_by_page() {
     let message = crate::redact::error_chain(&missing);
     assert!(
         message.starts_with(&format!(
-            "cannot list the tags of {}/fleet/none",
+            "cannot list the tags of {}/fleet/none: ",
             registry.address
         )),
         "{message}"
+    );
+    assert!(
+        !message.contains(":latest"),
+        "no tag was asked for: {message}"
     );
 }
