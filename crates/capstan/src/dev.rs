@@ -8,6 +8,11 @@ use anyhow::Context;
 use capstan_apiserver::cluster::WriteOptions;
 use clap::Args;
 
+/// The flags that turn the example fleet off: its servers' flags given with them would be
+/// ignored, so clap refuses the combination (exit code 2), as it refuses the controllers' flags
+/// with `--no-controllers`.
+const WITHOUT_EXAMPLE: [&str; 2] = ["no_example", "no_controllers"];
+
 #[derive(Debug, Args)]
 pub struct DevArgs {
     /// Address to serve the Kubernetes API on (port 0 picks a free one).
@@ -20,10 +25,14 @@ pub struct DevArgs {
     #[arg(long, default_value_t = 10_000)]
     pub watch_history: usize,
     /// Directory of the artifact storage.
-    #[arg(long, default_value = ".capstan/artifacts")]
+    #[arg(
+        long,
+        default_value = ".capstan/artifacts",
+        conflicts_with = "no_controllers"
+    )]
     pub storage_path: PathBuf,
     /// Address of the artifact, metrics and health server (port 0 picks a free one).
-    #[arg(long, default_value = "127.0.0.1:0")]
+    #[arg(long, default_value = "127.0.0.1:0", conflicts_with = "no_controllers")]
     pub storage_addr: SocketAddr,
     /// Run only the control plane, without Capstan's controllers (and without the example).
     #[arg(long)]
@@ -32,19 +41,19 @@ pub struct DevArgs {
     #[arg(long)]
     pub no_example: bool,
     /// Address of the Git server holding the example fleet (port 0 picks a free one).
-    #[arg(long, default_value = "127.0.0.1:6444")]
+    #[arg(long, default_value = "127.0.0.1:6444", conflicts_with_all = WITHOUT_EXAMPLE)]
     pub git_listen: SocketAddr,
     /// Directory of the Git server's repositories (the example fleet is `fleet.git` in it).
-    #[arg(long, default_value = ".capstan/git")]
+    #[arg(long, default_value = ".capstan/git", conflicts_with_all = WITHOUT_EXAMPLE)]
     pub git_root: PathBuf,
     /// Address of the OCI registry holding the example chart (port 0 picks a free one).
-    #[arg(long, default_value = "127.0.0.1:6445")]
+    #[arg(long, default_value = "127.0.0.1:6445", conflicts_with_all = WITHOUT_EXAMPLE)]
     pub registry_listen: SocketAddr,
     /// Directory of the OCI registry's storage.
-    #[arg(long, default_value = ".capstan/registry")]
+    #[arg(long, default_value = ".capstan/registry", conflicts_with_all = WITHOUT_EXAMPLE)]
     pub registry_root: PathBuf,
     /// Reconciles of one kind running at once (Flux's `--concurrent`; 0: no limit).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, conflicts_with = "no_controllers")]
     pub concurrent: u16,
 }
 
@@ -64,6 +73,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         })?;
     install_crds(&server).context("installing Capstan's CustomResourceDefinitions")?;
     crate::install::create_tenancy(&server).context("creating the tenancy objects")?;
+    create_flux_namespace(&server).context("creating the flux-system namespace")?;
     if let Some(dir) = args
         .kubeconfig
         .parent()
@@ -78,6 +88,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     let controllers = if args.no_controllers {
         None
     } else {
+        crate::logging::register_dev_pod(&server).context("creating the controllers' Pod")?;
         let client = crate::controller::client(Some(&kubeconfig), None).await?;
         let serve = crate::controller::ServeArgs {
             storage_path: args.storage_path.clone(),
@@ -97,6 +108,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
     eprintln!(
         "capstan dev: kubeconfig written to {}",
         kubeconfig.display()
+    );
+    eprintln!(
+        "capstan dev: namespace {} created (Flux's, as `flux install` leaves it)",
+        crate::fleet::NAMESPACE
     );
     if let Some((c, _)) = &controllers {
         eprintln!(
@@ -192,6 +207,29 @@ fn print_hints(kubeconfig: &std::path::Path, example: Option<&Example>) {
         crate::fleet::CHART_REPOSITORY
     );
     eprintln!("  # then set it in apps/helm/app-config.yaml (ref.tag), commit and push");
+}
+
+/// Creates Flux's namespace unless it is there already, example fleet or not: Flux repositories
+/// and `capstan` commands (`-n flux-system` is their default) expect it.
+fn create_flux_namespace(server: &capstan_apiserver::ApiServer) -> anyhow::Result<()> {
+    let cluster = server.cluster();
+    let rt = cluster
+        .resource("", "v1", "namespaces")
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if cluster.get(&rt, None, crate::fleet::NAMESPACE).is_ok() {
+        return Ok(());
+    }
+    let opts = WriteOptions {
+        field_manager: "capstan".into(),
+        ..WriteOptions::default()
+    };
+    let namespace = serde_json::json!({
+        "apiVersion": "v1", "kind": "Namespace", "metadata": {"name": crate::fleet::NAMESPACE},
+    });
+    cluster
+        .create(&rt, None, namespace, &opts)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(())
 }
 
 /// Creates Capstan's CRDs in the embedded cluster.

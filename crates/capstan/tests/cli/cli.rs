@@ -613,6 +613,118 @@ async fn push_signs_and_pull_verifies_artifacts_in_a_real_registry() {
     assert!(!refused.join("apps").exists());
 }
 
+/// `capstan dev` refuses flags that its other flags make meaningless (the example's servers
+/// without the example, the controllers' storage and workers without controllers) as clap
+/// refuses any bad combination (exit code 2, both flags named), instead of ignoring them.
+#[tokio::test]
+async fn dev_refuses_flags_it_would_ignore() {
+    for (flags, given, turned_off) in [
+        (
+            &["--no-example", "--git-listen", "127.0.0.1:0"][..],
+            "--git-listen",
+            "--no-example",
+        ),
+        (
+            &["--no-controllers", "--git-listen", "127.0.0.1:0"][..],
+            "--git-listen",
+            "--no-controllers",
+        ),
+        (
+            &["--no-example", "--registry-root", "/tmp/r"][..],
+            "--registry-root",
+            "--no-example",
+        ),
+        (
+            &["--no-controllers", "--concurrent", "2"][..],
+            "--concurrent",
+            "--no-controllers",
+        ),
+        (
+            &["--storage-path", "/tmp/a", "--no-controllers"][..],
+            "--storage-path",
+            "--no-controllers",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
+            .arg("dev")
+            .args(flags)
+            .args(["--listen", "127.0.0.1:0", "--kubeconfig"])
+            .arg(dir.path().join("kubeconfig"))
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(Duration::from_secs(30), out)
+            .await
+            .unwrap_or_else(|_| panic!("capstan dev {flags:?} was not refused: it started"))
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(
+            stderr.contains(given) && stderr.contains(turned_off),
+            "{flags:?}: {stderr}"
+        );
+        assert!(!dir.path().join("kubeconfig").exists(), "{flags:?}");
+    }
+}
+
+/// `capstan dev --no-example` still creates Flux's namespace `flux-system`, as the example and
+/// `flux install` do, and says so.
+#[tokio::test(flavor = "multi_thread")]
+async fn dev_without_the_example_still_creates_flux_system() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
+        .args([
+            "dev",
+            "--no-example",
+            "--listen",
+            "127.0.0.1:0",
+            "--storage-addr",
+            "127.0.0.1:0",
+            "--kubeconfig",
+        ])
+        .arg(&kubeconfig)
+        .arg("--storage-path")
+        .arg(dir.path().join("artifacts"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let said = tokio::time::timeout(Duration::from_secs(60), async {
+        let mut said = Vec::new();
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("press Ctrl-C to stop") {
+                return said;
+            }
+            said.push(line);
+        }
+        panic!("capstan dev exited early: {said:?}");
+    })
+    .await
+    .expect("capstan dev did not start within 60 s");
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    assert!(
+        said.iter()
+            .any(|line| line.starts_with("capstan dev: namespace flux-system created")),
+        "{said:#?}"
+    );
+    assert!(
+        !said.iter().any(|line| line.contains("example fleet at")),
+        "{said:#?}"
+    );
+    let out = kubectl(
+        &kubeconfig,
+        dir.path(),
+        &["get", "namespace", "flux-system", "-o", "name"],
+    )
+    .await
+    .ok();
+    assert_eq!(out.stdout.trim(), "namespace/flux-system");
+    child.kill().await.ok();
+}
+
 /// Without a kubeconfig, the Flux-like verbs say why once and end with what to do.
 #[tokio::test]
 async fn a_missing_kubeconfig_is_reported_once_with_a_hint_last() {
