@@ -83,6 +83,8 @@ pub enum Command {
     Trace(crate::cmd::tree::TraceArgs),
     /// Show the Events of Flux objects.
     Events(crate::cmd::events::EventsArgs),
+    /// Show the controllers' logs, filtered by object (`--kind`, `--name`, `--level`).
+    Logs(crate::cmd::logs::LogsArgs),
     /// Substitute environment variables in stdin as a Kustomization's post-build substitution.
     Envsubst(crate::cmd::envsubst::EnvsubstArgs),
     /// Count the Flux objects of each kind: running, failing, suspended, artifact storage.
@@ -131,18 +133,16 @@ pub fn globals_after_verb(args: Vec<OsString>) -> Vec<OsString> {
     kept
 }
 
-/// Sets up `tracing` to stderr.
-pub fn init_logging(args: &GlobalArgs) {
+/// Sets up `tracing` to stderr (`--log-format json`: Flux's JSON lines); under `dev`, also into
+/// the log of the controllers' Pod ([`crate::logging`]).
+pub fn init_logging(cli: &Cli) {
+    let args = &cli.global;
     let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| args.log_level.clone());
-    let filter = tracing_subscriber::EnvFilter::try_new(&filter)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match args.log_format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
+    crate::logging::init(
+        &filter,
+        matches!(args.log_format, LogFormat::Json),
+        matches!(cli.command, Command::Dev(_)),
+    );
 }
 
 /// Runs the chosen command.
@@ -176,6 +176,7 @@ async fn run_flux_verb(command: Command) -> anyhow::Result<ExitCode> {
         Command::Tree(args) => crate::cmd::tree::tree(args).await,
         Command::Trace(args) => crate::cmd::tree::trace(args).await,
         Command::Events(args) => crate::cmd::events::run(args).await,
+        Command::Logs(args) => crate::cmd::logs::run(args).await,
         Command::Envsubst(args) => crate::cmd::envsubst::run(&args),
         Command::Stats(args) => crate::cmd::stats::run(args).await,
         Command::Migrate(args) => crate::cmd::migrate::run(args).await,

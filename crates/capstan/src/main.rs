@@ -22,6 +22,7 @@ mod fleet;
 mod helm;
 mod install;
 mod kustomize;
+mod logging;
 mod uninstall;
 mod version;
 
@@ -46,7 +47,7 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse_from(cli::globals_after_verb(std::env::args_os().collect()));
-    cli::init_logging(&cli.global);
+    cli::init_logging(&cli);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -13,6 +13,7 @@ pub mod envsubst;
 pub mod events;
 pub mod get;
 pub mod lifecycle;
+pub mod logs;
 pub mod migrate;
 pub mod stats;
 pub mod tree;

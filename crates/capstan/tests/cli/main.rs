@@ -8,6 +8,7 @@ mod commands;
 mod flux_habits;
 mod habits;
 mod install;
+mod logs;
 mod helm_cli;
 mod helm_commands;
 mod ops;

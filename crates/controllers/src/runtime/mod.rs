@@ -830,6 +830,15 @@ fn error_policy<R: Reconciler>(
     shared: Arc<Shared<R>>,
 ) -> Action {
     let delay = shared.retry_after(&object);
+    // In the object's span shape (without a reconcile ID: the reconcile has ended), so log readers
+    // (`capstan logs --kind K --name N`) find the failure with the object's other lines.
+    let _span = tracing::info_span!(
+        "reconcile",
+        kind = %R::Object::kind(&()),
+        namespace = %object.namespace().unwrap_or_default(),
+        name = %object.name_any()
+    )
+    .entered();
     tracing::warn!(%error, retry_in = ?delay, object = %describe(object.as_ref()), "reconcile failed");
     Action::requeue(delay)
 }
@@ -844,7 +853,10 @@ async fn reconcile<R: Reconciler>(
         field: "metadata.namespace",
     })?;
     let name = object.name_any();
-    let span = tracing::info_span!("reconcile", kind = %kind, namespace = %namespace, name = %name);
+    // Flux's (controller-runtime's) reconcile fields; `reconcile_id` tells one reconcile's lines
+    // from the next's.
+    let id = uuid::Uuid::new_v4();
+    let span = tracing::info_span!("reconcile", kind = %kind, namespace = %namespace, name = %name, reconcile_id = %id);
     async move {
         // Every way to ask for a reconcile ends here, so this bounds them all.
         if let Err(wait) = shared
@@ -1055,7 +1067,13 @@ async fn reconcile_steps<R: Reconciler>(
                     };
                 }
                 Err(error) => {
-                    tracing::info!(step = step.name, class = error.class.label(), %error, "step failed");
+                    // A wait (a dependency or source not ready yet) is news, not a failure; the
+                    // rest are what Flux logs as "Reconciler error" (`capstan logs --level error`).
+                    if matches!(error.class, ErrorClass::Waiting(_)) {
+                        tracing::info!(step = step.name, class = error.class.label(), %error, "step failed");
+                    } else {
+                        tracing::error!(step = step.name, class = error.class.label(), %error, "step failed");
+                    }
                     result = Err(error);
                     break;
                 }
