@@ -651,6 +651,65 @@ spec:
 └── Deployment/flux-system/hello
 "
     );
+    // A Kustomization's tree expands a HelmRelease of its inventory with the release's
+    // objects, as `flux tree ks` does (`--compact`: Flux's objects only). The Kustomization is
+    // suspended, so its inventory stays as written here.
+    let wrapper = env.dir.path().join("wrapper.yaml");
+    std::fs::write(
+        &wrapper,
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: wrapper
+  namespace: flux-system
+spec:
+  suspend: true
+  interval: 1h
+  path: ./
+  prune: false
+  sourceRef:
+    kind: OCIRepository
+    name: hello
+",
+    )
+    .unwrap();
+    env.kubectl(&["apply", "-f", wrapper.to_str().unwrap()])
+        .await
+        .ok();
+    env.kubectl(&[
+        "patch",
+        "ks",
+        "wrapper",
+        "-n",
+        "flux-system",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"inventory":{"entries":[
+            {"id":"flux-system_hello_helm.toolkit.fluxcd.io_HelmRelease","v":"v2"},
+            {"id":"flux-system_extra__ConfigMap","v":"v1"}]}}}"#,
+    ])
+    .await
+    .ok();
+    let run = env.capstan(&["tree", "ks", "wrapper"]).await.ok();
+    assert_eq!(
+        run.stdout,
+        "Kustomization/flux-system/wrapper
+├── HelmRelease/flux-system/hello
+│   ├── ConfigMap/flux-system/hello
+│   ├── Service/flux-system/hello
+│   └── Deployment/flux-system/hello
+└── ConfigMap/flux-system/extra
+"
+    );
+    let run = env
+        .capstan(&["tree", "ks", "wrapper", "--compact"])
+        .await
+        .ok();
+    assert_eq!(
+        run.stdout,
+        "Kustomization/flux-system/wrapper\n└── HelmRelease/flux-system/hello\n"
+    );
 
     // trace: from a released object to its HelmRelease and the chart's source.
     let run = env
