@@ -7,6 +7,7 @@ mod events;
 mod harness;
 mod kube_client;
 mod kubectl;
+mod pod_logs;
 mod rbac;
 mod root_ca;
 mod secrets;
