@@ -10,8 +10,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use capstan_api::Kustomization;
-use capstan_apply::{ApplyOptions, Comparison, DriftKind, Inventory, ObjectRef, ResourceManager};
+use capstan_apply::{
+    ApplyOptions, Comparison, DriftKind, Inventory, ObjectError, ObjectRef, ResourceManager,
+};
 use clap::{Args, Subcommand};
+use futures::StreamExt as _;
 use kube::Client;
 use kube::api::DynamicObject;
 use serde_json::Value;
@@ -195,10 +198,7 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
         force: object.spec.force.unwrap_or(false),
         ..ApplyOptions::default()
     };
-    let comparisons = manager
-        .compare(&objects, &options)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (comparisons, failures) = compare_each(&manager, &objects, &options).await;
     let mut changed = print_comparisons(&comparisons);
     if object.spec.prune
         && let Some(status) = object.status.as_ref().and_then(|s| s.inventory.as_ref())
@@ -214,6 +214,7 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
             outln!("► {stale} deleted");
         }
     }
+    not_diffed(&failures, objects.len())?;
     Ok(if changed {
         ExitCode::FAILURE
     } else {
@@ -221,8 +222,58 @@ pub async fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Prints the objects a comparison found created (`► X created`) or drifted (`► X drifted` and
-/// a line diff, Secret values masked); returns whether there was any.
+/// Compares each object with the cluster on its own (one GET and one dry-run each, as
+/// [`ResourceManager::compare`]), so an object that cannot be compared (a kind the cluster does
+/// not serve, a dry-run the server refuses) hides none of the others: the comparisons of the
+/// others, in the render's order, and one error per object that failed.
+async fn compare_each(
+    manager: &ResourceManager,
+    objects: &[DynamicObject],
+    options: &ApplyOptions,
+) -> (Vec<Comparison>, Vec<ObjectError>) {
+    let results: Vec<Result<Vec<Comparison>, Vec<ObjectError>>> = futures::stream::iter(objects)
+        .map(|object| async move {
+            match manager.compare(std::slice::from_ref(object), options).await {
+                Ok(comparisons) => Ok(comparisons),
+                Err(capstan_apply::Error::Diff { errors, .. }) => Err(errors),
+                Err(error) => {
+                    let name = ObjectRef::from_object(object)
+                        .map_or_else(|_| "an object".to_owned(), |o| o.to_string());
+                    Err(vec![ObjectError::new(name, error.to_string())])
+                }
+            }
+        })
+        .buffered(options.concurrency.max(1))
+        .collect()
+        .await;
+    let mut comparisons = Vec::new();
+    let mut failures = Vec::new();
+    for result in results {
+        match result {
+            Ok(mut some) => comparisons.append(&mut some),
+            Err(mut errors) => failures.append(&mut errors),
+        }
+    }
+    (comparisons, failures)
+}
+
+/// Fails, after the diffs were printed, listing every object that could not be diffed with
+/// its reason (`flux diff` gathers them the same way and exits 2).
+fn not_diffed(failures: &[ObjectError], total: usize) -> anyhow::Result<()> {
+    if failures.is_empty() {
+        return Ok(());
+    }
+    let mut message = format!("{} of {total} objects could not be diffed:", failures.len());
+    for failure in failures {
+        message.push_str(&format!("\n  {failure}"));
+    }
+    bail!(message)
+}
+
+/// Prints the objects a comparison found created (`► X created`), drifted (`► X drifted` and
+/// a line diff, Secret values masked) or skipped (`► X skipped`: `kustomize.toolkit.fluxcd.io/
+/// ssa: ignore` or `reconcile: disabled`, as Flux prints them); returns whether any was
+/// created or drifted.
 fn print_comparisons(comparisons: &[Comparison]) -> bool {
     let mut changed = false;
     for comparison in comparisons {
@@ -245,7 +296,8 @@ fn print_comparisons(comparisons: &[Comparison]) -> bool {
                     );
                 }
             }
-            DriftKind::Unchanged | DriftKind::Skipped => {}
+            DriftKind::Skipped => outln!("► {} skipped", drift.object),
+            DriftKind::Unchanged => {}
         }
     }
     changed

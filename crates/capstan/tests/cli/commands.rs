@@ -1088,6 +1088,128 @@ stringData:
     );
 }
 
+/// `capstan diff kustomization` prints the diff of every object it could compare even when
+/// some cannot be (a kind the cluster does not serve, a dry-run the server refuses), then lists
+/// those with their reasons and exits 2, as `flux diff` gathers such errors.
+#[tokio::test(flavor = "multi_thread")]
+async fn diff_shows_what_it_could_diff_and_lists_the_rest() {
+    let env = Env::start().await;
+    let locked = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: locked
+  namespace: default
+immutable: true
+data:
+  a: \"1\"
+";
+    let file = env.dir.path().join("locked.yaml");
+    std::fs::write(&file, locked).unwrap();
+    env.kubectl(&["apply", "-f", file.to_str().unwrap()])
+        .await
+        .ok();
+    env.kubectl(&[
+        "create",
+        "configmap",
+        "existing",
+        "-n",
+        "default",
+        "--from-literal=a=1",
+    ])
+    .await
+    .ok();
+    let dir = env.dir.path().join("partial");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config_map = |name: &str, value: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: default\n\
+             data:\n  a: \"{value}\"\n"
+        )
+    };
+    std::fs::write(dir.join("existing.yaml"), config_map("existing", "2")).unwrap();
+    std::fs::write(dir.join("fresh.yaml"), config_map("fresh", "1")).unwrap();
+    std::fs::write(
+        dir.join("locked.yaml"),
+        locked.replace("a: \"1\"", "a: \"2\""),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("widget.yaml"),
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: default\n",
+    )
+    .unwrap();
+    let kustomization = env.dir.path().join("partial-ks.yaml");
+    std::fs::write(
+        &kustomization,
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: partial
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: fleet
+",
+    )
+    .unwrap();
+    let run = env
+        .capstan(&[
+            "diff",
+            "ks",
+            "partial",
+            "--path",
+            dir.to_str().unwrap(),
+            "--kustomization-file",
+            kustomization.to_str().unwrap(),
+        ])
+        .await;
+    assert_eq!(run.status, 2, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .contains("► ConfigMap/default/existing drifted\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("+   a: \"2\"\n"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("► ConfigMap/default/fresh created\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("locked") && !run.stdout.contains("Widget"),
+        "{}",
+        run.stdout
+    );
+    let stderr: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(
+        stderr.first().copied(),
+        Some("✗ 2 of 4 objects could not be diffed:"),
+        "{}",
+        run.stderr
+    );
+    let reason = |object: &str| {
+        stderr
+            .iter()
+            .find_map(|line| line.strip_prefix(&format!("  {object}: ")))
+            .unwrap_or_else(|| panic!("{object} not listed in:\n{}", run.stderr))
+    };
+    assert!(
+        reason("ConfigMap/default/locked").contains("immutable"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        reason("Widget/default/w").contains("Widget"),
+        "{}",
+        run.stderr
+    );
+}
+
 /// `capstan build kustomization apps` of `dir` with the Kustomization from `file`, parsed.
 async fn build_docs(env: &Env, dir: &Path, file: &Path, extra: &[&str]) -> Vec<Value> {
     let mut args = vec![

@@ -178,10 +178,7 @@ pub async fn diff(
         default_namespace: Some(target.clone()),
         ..ApplyOptions::default()
     };
-    let comparisons = manager
-        .compare(&objects, &options)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (comparisons, failures) = super::compare_each(&manager, &objects, &options).await;
     let mut changed = super::print_comparisons(&comparisons);
     let storage_namespace = object
         .storage_namespace()
@@ -210,5 +207,6 @@ pub async fn diff(
             outln!("► {stale} deleted");
         }
     }
+    super::not_diffed(&failures, objects.len())?;
     Ok(changed)
 }
