@@ -264,10 +264,11 @@ fn sibling_kind<'a>(lines: &[&'a str], at: usize, column: usize, item: bool) -> 
         if shape.indent < column {
             break;
         }
-        if !shape.item && shape.indent == column {
-            if let Some(kind) = kind_of(index, &shape) {
-                return Some(kind);
-            }
+        if !shape.item
+            && shape.indent == column
+            && let Some(kind) = kind_of(index, &shape)
+        {
+            return Some(kind);
         }
     }
     if item {
@@ -286,10 +287,11 @@ fn sibling_kind<'a>(lines: &[&'a str], at: usize, column: usize, item: bool) -> 
         if shape.indent < column {
             break;
         }
-        if !shape.item && shape.indent == column {
-            if let Some(kind) = kind_of(index, &shape) {
-                return Some(kind);
-            }
+        if !shape.item
+            && shape.indent == column
+            && let Some(kind) = kind_of(index, &shape)
+        {
+            return Some(kind);
         }
     }
     None
