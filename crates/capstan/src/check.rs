@@ -198,28 +198,25 @@ async fn crds(client: &Client) -> bool {
             ok = false;
             continue;
         };
-        match crd_problem(&expected, &crd) {
-            Some(problem) => {
-                say::failure(&format!("{name}: {problem}"));
-                ok = false;
-            }
-            None => {
-                let stored = crd
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.stored_versions.as_ref())
-                    .and_then(|v| v.last().cloned())
-                    .or_else(|| {
-                        crd.spec
-                            .versions
-                            .iter()
-                            .find(|v| v.storage)
-                            .map(|v| v.name.clone())
-                    })
-                    .unwrap_or_default();
-                say::success(&format!("{name}/{stored}"));
-            }
+        if let Some(problem) = crd_problem(&expected, &crd) {
+            say::failure(&format!("{name}: {problem}"));
+            ok = false;
+            continue;
         }
+        let stored = crd
+            .status
+            .as_ref()
+            .and_then(|s| s.stored_versions.as_ref())
+            .and_then(|v| v.last().cloned())
+            .or_else(|| {
+                crd.spec
+                    .versions
+                    .iter()
+                    .find(|v| v.storage)
+                    .map(|v| v.name.clone())
+            })
+            .unwrap_or_default();
+        say::success(&format!("{name}/{stored}"));
     }
     ok
 }

@@ -290,6 +290,7 @@ fn blob(layout: &Path, digest: &str) -> Vec<u8> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn the_image_runs_capstan_as_non_root_from_its_one_layer_and_pushes_with_skopeo() {
     capstan_testkit::require("skopeo");
     let registry = capstan_testkit::Registry::start().await;
@@ -372,11 +373,10 @@ async fn the_image_runs_capstan_as_non_root_from_its_one_layer_and_pushes_with_s
         .lines()
         .filter_map(|l| {
             let words: Vec<&str> = l.split_whitespace().collect();
-            match words.as_slice() {
-                [_, "=>", path, ..] if path.starts_with('/') => Some(*path),
-                [path, ..] if path.starts_with('/') => Some(*path),
-                _ => None,
-            }
+            let (&[_, "=>", path, ..] | &[path, ..]) = words.as_slice() else {
+                return None;
+            };
+            path.starts_with('/').then_some(path)
         })
         .collect();
     let mut expected: Vec<String> = [
