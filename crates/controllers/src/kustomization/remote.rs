@@ -142,10 +142,106 @@ impl RemoteLoader for GitRemoteLoader {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+
     use capstan_kustomize::{RemoteLoader as _, parse_remote_target};
     use capstan_source::git::GitReference;
+    use capstan_testkit::{GitServer, git};
 
-    use super::{GitRemoteLoader, Limits};
+    use super::{GitRemoteLoader, Limits, MAX_FETCHES};
+
+    /// A loader for the current runtime, shared with the blocking thread that builds (the
+    /// engine calls `load` off the runtime, and `load` blocks on it to fetch).
+    fn loader() -> Arc<GitRemoteLoader> {
+        Arc::new(GitRemoteLoader::new(
+            tokio::runtime::Handle::current(),
+            Limits::default(),
+        ))
+    }
+
+    /// A repository holding `base/`, served over smart HTTP.
+    async fn repository() -> GitServer {
+        let server = GitServer::start().await;
+        server.commit(&[("base/kustomization.yaml", "resources: []\n")], "base");
+        server
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_repository_and_ref_are_fetched_once_per_build() {
+        let server = repository().await;
+        let url = server.url();
+        let build = loader();
+        let (first, again, other_path, fetches) = tokio::task::spawn_blocking({
+            let build = build.clone();
+            move || {
+                let base = parse_remote_target(&format!("{url}//base")).unwrap();
+                let first = build.load(&base).unwrap();
+                let again = build.load(&base).unwrap();
+                // Another directory of the same repository and ref: the same checkout.
+                let other = parse_remote_target(&format!("{url}//other")).unwrap();
+                let other_path = build.load(&other).unwrap();
+                (
+                    first,
+                    again,
+                    other_path,
+                    build.fetches.load(Ordering::Relaxed),
+                )
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(fetches, 1, "one fetch for the build");
+        assert_eq!(first, again);
+        assert_eq!(first, other_path);
+        assert!(first.join("base/kustomization.yaml").is_file());
+        assert!(build.used());
+
+        // The next build has its own loader, so it fetches again (and sees new commits).
+        let url = server.url();
+        let fetches = tokio::task::spawn_blocking(move || {
+            let next = GitRemoteLoader::new(tokio::runtime::Handle::current(), Limits::default());
+            next.load(&parse_remote_target(&format!("{url}//base")).unwrap())
+                .unwrap();
+            next.fetches.load(Ordering::Relaxed)
+        });
+        assert_eq!(fetches.await.unwrap(), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_build_makes_at_most_32_fetches() {
+        let server = repository().await;
+        for i in 0..=MAX_FETCHES {
+            git(&server.work(), &["tag", &format!("t{i}")]);
+        }
+        git(&server.work(), &["push", "-q", "origin", "--tags"]);
+        let url = server.url();
+        let build = loader();
+        let refused = tokio::task::spawn_blocking({
+            let build = build.clone();
+            move || {
+                for i in 0..MAX_FETCHES {
+                    let target = parse_remote_target(&format!("{url}//base?ref=t{i}")).unwrap();
+                    build
+                        .load(&target)
+                        .unwrap_or_else(|e| panic!("fetch {i}: {e}"));
+                }
+                let one_more =
+                    parse_remote_target(&format!("{url}//base?ref=t{MAX_FETCHES}")).unwrap();
+                build.load(&one_more).unwrap_err()
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            refused,
+            "more than 32 remote fetches in one build; refusing more"
+        );
+        let checkouts = std::fs::read_dir(build.scratch.get().unwrap().path())
+            .unwrap()
+            .count();
+        assert_eq!(checkouts, MAX_FETCHES, "nothing fetched past the limit");
+    }
 
     #[tokio::test]
     async fn file_bases_are_refused_before_any_fetch() {
