@@ -17,12 +17,14 @@ pub const INSTANCE: &str = "app.kubernetes.io/instance";
 pub const VERSION: &str = "app.kubernetes.io/version";
 /// The label of the controller's Pods (and Deployment), value `controller`.
 pub const COMPONENT: &str = "app.kubernetes.io/component";
-/// The name of the Deployment, of its ServiceAccount and of its ClusterRole.
+/// The name of the Deployment and of its ServiceAccount; its ClusterRole and binding are
+/// `capstan-controller-<namespace>` (cluster-scoped names carry the namespace, as Flux's do).
 pub const CONTROLLER: &str = "capstan-controller";
 /// The ServiceAccounts Flux's multi-tenant repositories name (`spec.serviceAccountName`) and
 /// bind; both are cluster administrators through the `cluster-reconciler` binding, as in Flux.
 pub const TENANCY_ACCOUNTS: [&str; 2] = ["kustomize-controller", "helm-controller"];
-/// Flux's ClusterRoleBinding of the appliers to `cluster-admin`.
+/// Flux's ClusterRoleBinding of the appliers to `cluster-admin` (named
+/// `cluster-reconciler-<namespace>`, see [`cluster_name`]).
 pub const CLUSTER_RECONCILER: &str = "cluster-reconciler";
 /// The port of the artifact, metrics and health server in the Pod.
 pub const HTTP_PORT: u16 = 9090;
@@ -142,13 +144,20 @@ pub fn labels(options: &Options) -> Value {
     })
 }
 
-/// The labels of the controller's Pods (a superset of what `capstan logs` selects on).
-fn pod_labels() -> Value {
-    json!({
-        "app": CONTROLLER,
-        PART_OF: "capstan",
-        COMPONENT: "controller",
-    })
+/// The labels of the controller's Pods: the installation's, `app` (the Deployment's selector)
+/// and [`COMPONENT`] (what `capstan logs` selects on).
+fn pod_labels(options: &Options) -> Value {
+    let mut labels = labels(options);
+    labels["app"] = json!(CONTROLLER);
+    labels[COMPONENT] = json!("controller");
+    labels
+}
+
+/// The name of a cluster-scoped object of this installation: `<base>-<namespace>`, as Flux's
+/// (`cluster-reconciler-flux-system`), so that two installations never share one.
+#[must_use]
+pub fn cluster_name(options: &Options, base: &str) -> String {
+    format!("{base}-{}", options.namespace)
 }
 
 fn meta(options: &Options, name: &str, namespaced: bool) -> Value {
@@ -160,7 +169,9 @@ fn meta(options: &Options, name: &str, namespaced: bool) -> Value {
 }
 
 /// Every object to install, in apply order: the namespace, the CRDs, the ServiceAccounts, the
-/// RBAC, the Services, the Deployment and the NetworkPolicies.
+/// RBAC (the controller's role, `cluster-reconciler`, Flux's aggregated `flux-edit` and
+/// `flux-view`), the ResourceQuota admitting the critical priority class, the Services, the
+/// Deployment and the NetworkPolicies.
 pub fn manifests(options: &Options) -> anyhow::Result<Vec<Value>> {
     validate(options)?;
     let mut objects = vec![namespace(options)];
@@ -180,6 +191,8 @@ pub fn manifests(options: &Options) -> anyhow::Result<Vec<Value>> {
     objects.push(controller_role(options));
     objects.push(controller_binding(options));
     objects.push(cluster_reconciler(options));
+    objects.extend(aggregated_roles(options));
+    objects.push(critical_pods_quota(options));
     objects.extend(services(options));
     objects.push(deployment(options));
     if options.network_policy {
@@ -307,7 +320,7 @@ fn controller_role(options: &Options) -> Value {
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
-        "metadata": meta(options, CONTROLLER, false),
+        "metadata": meta(options, &cluster_name(options, CONTROLLER), false),
         "rules": controller_rules(),
     })
 }
@@ -320,11 +333,11 @@ fn controller_binding(options: &Options) -> Value {
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
-        "metadata": meta(options, CONTROLLER, false),
+        "metadata": meta(options, &cluster_name(options, CONTROLLER), false),
         "roleRef": {
             "apiGroup": "rbac.authorization.k8s.io",
             "kind": "ClusterRole",
-            "name": CONTROLLER,
+            "name": cluster_name(options, CONTROLLER),
         },
         "subjects": [subject(options, CONTROLLER)],
     })
@@ -342,13 +355,68 @@ fn cluster_reconciler(options: &Options) -> Value {
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
-        "metadata": meta(options, CLUSTER_RECONCILER, false),
+        "metadata": meta(options, &cluster_name(options, CLUSTER_RECONCILER), false),
         "roleRef": {
             "apiGroup": "rbac.authorization.k8s.io",
             "kind": "ClusterRole",
             "name": "cluster-admin",
         },
         "subjects": subjects,
+    })
+}
+
+/// Flux's `flux-edit` and `flux-view`: the Flux kinds aggregated into the built-in `admin`,
+/// `edit` and `view` roles, so that namespace users manage them as they manage Deployments.
+fn aggregated_roles(options: &Options) -> Vec<Value> {
+    let groups: Vec<String> = {
+        let mut groups: Vec<String> = capstan_api::crds()
+            .into_iter()
+            .map(|c| c.spec.group)
+            .collect();
+        groups.dedup();
+        groups
+    };
+    let role = |base: &str, aggregate: &[&str], verbs: &[&str]| {
+        let mut meta = meta(options, &cluster_name(options, base), false);
+        for to in aggregate {
+            meta["labels"][format!("rbac.authorization.k8s.io/aggregate-to-{to}")] = json!("true");
+        }
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": meta,
+            "rules": [{"apiGroups": groups, "resources": ["*"], "verbs": verbs}],
+        })
+    };
+    vec![
+        role(
+            "flux-edit",
+            &["edit", "admin"],
+            &["create", "delete", "deletecollection", "patch", "update"],
+        ),
+        role(
+            "flux-view",
+            &["admin", "edit", "view"],
+            &["get", "list", "watch"],
+        ),
+    ]
+}
+
+/// Pods of the `system-cluster-critical` priority class are admitted outside `kube-system` only
+/// under a ResourceQuota naming the class (Flux ships the same).
+fn critical_pods_quota(options: &Options) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": meta(options, &cluster_name(options, "critical-pods"), true),
+        "spec": {
+            "hard": {"pods": "1000"},
+            "scopeSelector": {"matchExpressions": [{
+                "operator": "In",
+                "scopeName": "PriorityClass",
+                "values": ["system-node-critical", "system-cluster-critical"],
+            }]},
+        },
     })
 }
 
@@ -390,8 +458,8 @@ fn container_security_context() -> Value {
         "capabilities": {"drop": ["ALL"]},
         "readOnlyRootFilesystem": true,
         "runAsNonRoot": true,
-        "runAsUser": 65534,
-        "runAsGroup": 65534,
+        "runAsUser": 65532,
+        "runAsGroup": 65532,
         "seccompProfile": {"type": "RuntimeDefault"},
     })
 }
@@ -485,7 +553,7 @@ fn deployment(options: &Options) -> Value {
             "selector": {"matchLabels": {"app": CONTROLLER}},
             "template": {
                 "metadata": {
-                    "labels": pod_labels(),
+                    "labels": pod_labels(options),
                     "annotations": {
                         "prometheus.io/scrape": "true",
                         "prometheus.io/port": HTTP_PORT.to_string(),

@@ -139,7 +139,7 @@ async fn install_manifests_apply_with_kubectl_and_with_capstan_install() {
         .kubectl(&[
             "get",
             "clusterrolebinding",
-            "cluster-reconciler",
+            "cluster-reconciler-flux-system",
             "-o",
             "json",
         ])
@@ -230,7 +230,7 @@ async fn install_manifests_apply_with_kubectl_and_with_capstan_install() {
     );
 }
 
-/// The RBAC proof. With `cluster-reconciler` limited to Flux's two appliers (the multi-tenant
+/// The RBAC proof. With `cluster-reconciler-flux-system` limited to Flux's two appliers (the multi-tenant
 /// lockdown: Capstan's own account is not a cluster administrator), `capstan controller` run
 /// as `flux-system:capstan-controller` elects itself, reconciles a GitRepository and a
 /// Kustomization applying as `kustomize-controller` to Ready without one Forbidden; with the
@@ -244,7 +244,7 @@ async fn the_installed_service_account_is_enough_and_one_rule_less_is_forbidden(
         .kubectl(&[
             "get",
             "clusterrolebinding",
-            "cluster-reconciler",
+            "cluster-reconciler-flux-system",
             "-o",
             "jsonpath={.subjects[*].name}",
         ])
@@ -258,7 +258,7 @@ async fn the_installed_service_account_is_enough_and_one_rule_less_is_forbidden(
         .kubectl(&[
             "patch",
             "clusterrolebinding",
-            "cluster-reconciler",
+            "cluster-reconciler-flux-system",
             "--type=json",
             "-p",
             r#"[{"op":"remove","path":"/subjects/2"}]"#,
@@ -365,7 +365,13 @@ async fn the_installed_service_account_is_enough_and_one_rule_less_is_forbidden(
 
     // One rule less: the leases rule.
     let rules = plane
-        .kubectl(&["get", "clusterrole", "capstan-controller", "-o", "json"])
+        .kubectl(&[
+            "get",
+            "clusterrole",
+            "capstan-controller-flux-system",
+            "-o",
+            "json",
+        ])
         .await
         .ok()
         .json();
@@ -379,7 +385,7 @@ async fn the_installed_service_account_is_enough_and_one_rule_less_is_forbidden(
         .kubectl(&[
             "patch",
             "clusterrole",
-            "capstan-controller",
+            "capstan-controller-flux-system",
             "--type=json",
             "-p",
             &format!(r#"[{{"op":"remove","path":"/rules/{index}"}}]"#),
