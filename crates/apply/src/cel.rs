@@ -17,8 +17,9 @@
 //!   expression, never a per-object status.
 //!
 //! Functions: the CEL standard library with its macros (`has`, `all`, `exists`, `exists_one`,
-//! `map`, `filter`), the strings extension (`lowerAscii`, `split`, `trim`, `replace`, ...) and
-//! `base64.encode`/`base64.decode`.
+//! `map`, `filter`), the strings extension (`lowerAscii`, `split`, `trim`, `replace`, ...),
+//! `base64.encode`/`base64.decode` and `sets.contains`/`sets.equivalent`/`sets.intersects`. Not
+//! Flux's `timestamp`/`duration` types (the crate's `chrono` feature is off).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -72,6 +73,8 @@ type GroupKind = (String, String);
 #[derive(Clone, Default)]
 pub struct HealthExprs {
     inner: Option<Arc<Inner>>,
+    /// Whether batch Jobs keep the built-in rule whatever the entries say.
+    builtin_jobs: bool,
 }
 
 struct Inner {
@@ -92,13 +95,101 @@ impl fmt::Debug for HealthExprs {
 }
 
 /// The environment expressions are parsed and evaluated in: the standard library, the strings
-/// and encoders extensions.
+/// and encoders extensions, and the sets functions.
 fn environment() -> ::cel::Env {
+    use ::cel::common::types::LIST_TYPE;
     let mut env = ::cel::Env::stdlib();
     // The extensions only add overloads to a fresh standard environment: they cannot conflict.
     let _ = env.add_extension(::cel::extensions::strings);
     let _ = env.add_extension(::cel::extensions::encoders);
+    let lists = || vec![LIST_TYPE, LIST_TYPE];
+    let _ = env.add_overload(
+        "sets.contains",
+        "list_sets_contains_list",
+        lists(),
+        sets_contains,
+    );
+    let _ = env.add_overload(
+        "sets.equivalent",
+        "list_sets_equivalent_list",
+        lists(),
+        sets_equivalent,
+    );
+    let _ = env.add_overload(
+        "sets.intersects",
+        "list_sets_intersects_list",
+        lists(),
+        sets_intersects,
+    );
     env
+}
+
+type CowVal<'b, 'v> = ::cel::common::value::CowVal<'b, 'v>;
+type CelResult<'b, 'v> = Result<CowVal<'b, 'v>, ::cel::ExecutionError>;
+
+/// The two list arguments of a `sets.*` function.
+fn two_lists<'a, 'b, 'v>(
+    function: &str,
+    args: &'a [CowVal<'b, 'v>],
+) -> Result<
+    (
+        &'a (dyn ::cel::common::value::Val + 'v),
+        &'a (dyn ::cel::common::value::Val + 'v),
+    ),
+    ::cel::ExecutionError,
+> {
+    match args {
+        [a, b] => Ok((a.as_ref(), b.as_ref())),
+        _ => Err(::cel::ExecutionError::function_error(
+            function,
+            format!("expected 2 arguments, got {}", args.len()),
+        )),
+    }
+}
+
+/// How many elements of `items` are in `set` (stopping at the first miss when `all`, at the
+/// first hit otherwise); `true` when the answer is `all`.
+fn count_in(
+    function: &str,
+    set: &dyn ::cel::common::value::Val,
+    items: &dyn ::cel::common::value::Val,
+    all: bool,
+) -> Result<bool, ::cel::ExecutionError> {
+    let not_a_list = || ::cel::ExecutionError::function_error(function, "expected two lists");
+    let container = set.as_container().ok_or_else(not_a_list)?;
+    let iterable = items.as_iterable().ok_or_else(not_a_list)?;
+    let mut iter = iterable.iter();
+    while let Some(item) = iter.next() {
+        if container.contains(item)? != all {
+            return Ok(!all);
+        }
+    }
+    Ok(all)
+}
+
+/// `sets.contains(a, b)`: every element of `b` is in `a`.
+#[allow(clippy::needless_pass_by_value)] // the signature of `cel`'s overloads
+fn sets_contains<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    let (a, b) = two_lists("sets.contains", &args)?;
+    let result = count_in("sets.contains", a, b, true)?;
+    Ok(CowVal::owned(::cel::common::types::CelBool::from(result)))
+}
+
+/// `sets.equivalent(a, b)`: the same elements, whatever the order and repetitions.
+#[allow(clippy::needless_pass_by_value)] // the signature of `cel`'s overloads
+fn sets_equivalent<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    let (a, b) = two_lists("sets.equivalent", &args)?;
+    let result =
+        count_in("sets.equivalent", a, b, true)? && count_in("sets.equivalent", b, a, true)?;
+    Ok(CowVal::owned(::cel::common::types::CelBool::from(result)))
+}
+
+/// `sets.intersects(a, b)`: an element in both.
+#[allow(clippy::needless_pass_by_value)] // the signature of `cel`'s overloads
+fn sets_intersects<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> CelResult<'b, 'v> {
+    let (a, b) = two_lists("sets.intersects", &args)?;
+    let result = count_in("sets.intersects", a, b, false)?;
+    Ok(CowVal::owned(::cel::common::types::CelBool::from(result)))
 }
 
 impl HealthExprs {
@@ -175,7 +266,17 @@ impl HealthExprs {
                 env: Arc::new(env),
                 evaluators,
             })),
+            builtin_jobs: false,
         })
+    }
+
+    /// These expressions, except that batch Jobs keep the built-in rule: kustomize-controller
+    /// consults its Job status reader before the expressions when it applies with its own
+    /// identity (no `serviceAccountName` impersonation, no `kubeConfig`).
+    #[must_use]
+    pub fn with_builtin_jobs(mut self) -> Self {
+        self.builtin_jobs = true;
+        self
     }
 
     /// Whether there are no expressions.
@@ -186,6 +287,9 @@ impl HealthExprs {
     /// The entry judging `group`/`kind`: the one naming the kind, else the group-only one.
     fn evaluator(&self, group: &str, kind: &str) -> Option<(&Inner, &Evaluator)> {
         let inner = self.inner.as_deref()?;
+        if self.builtin_jobs && group == "batch" && kind == "Job" {
+            return None;
+        }
         let evaluator = inner
             .evaluators
             .get(&(group.to_owned(), kind.to_owned()))
@@ -447,6 +551,13 @@ mod tests {
             ("'Ready' in ['Ready', 'Stalled']", true),
             ("metadata.?labels.orValue({}).size() == 0", true),
             ("base64.encode(b'w') == 'dw=='", true),
+            ("sets.contains(['a', 'b', 'c'], ['c', 'a'])", true),
+            ("sets.contains(['a'], ['a', 'z'])", false),
+            ("sets.contains([1, 2], [])", true),
+            ("sets.equivalent([1, 2, 2], [2, 1])", true),
+            ("sets.equivalent([1], [1, 3])", false),
+            ("sets.intersects(['x', 'y'], ['y'])", true),
+            ("sets.intersects(['x'], [])", false),
             ("size(metadata.name) == 2", false),
         ];
         for (source, want) in cases {
@@ -479,6 +590,10 @@ mod tests {
         assert!(exprs.supports("example.com", "Anything"));
         assert!(!exprs.supports("", "ConfigMap"));
         assert!(HealthExprs::new(&[]).unwrap().is_empty());
+        let jobs = HealthExprs::new(&[check("batch/v1", None, "true")]).unwrap();
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}});
+        assert_eq!(status_of(&jobs, &job), Status::Current);
+        assert_eq!(jobs.with_builtin_jobs().evaluate(&job), None);
     }
 
     #[test]

@@ -1161,10 +1161,13 @@ fn check_health_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
         match wait {
             None => cx.remove_condition(condition::HEALTHY),
             Some(wait) => {
-                let manager = cx
-                    .state
-                    .manager(&cx.reconciler)
-                    .with_health_exprs(health_exprs(&cx.object)?);
+                // Flux consults its Job reader first unless it impersonates or targets a
+                // remote cluster (then the expressions come first).
+                let mut exprs = health_exprs(&cx.object)?;
+                if cx.state.manager.is_none() {
+                    exprs = exprs.with_builtin_jobs();
+                }
+                let manager = cx.state.manager(&cx.reconciler).with_health_exprs(exprs);
                 let results = manager.check_health(&wait.objects).await;
                 let now = std::time::Instant::now();
                 match health_verdict(results, &wait, now) {

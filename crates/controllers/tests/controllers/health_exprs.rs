@@ -236,7 +236,10 @@ async fn helm_release_waits_are_judged_by_the_expressions() {
         })
         .await;
     let message = crate::support::condition(&object, "Ready").unwrap().2;
-    assert!(message.contains("ConfigMap/apps/app"), "{message}");
+    assert!(
+        message.contains("ConfigMap/apps/app: failed expression is true: data.state == 'broken'"),
+        "{message}"
+    );
 
     env.patch(
         "app",
