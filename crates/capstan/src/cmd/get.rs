@@ -134,12 +134,12 @@ pub fn helm_release_source(object: &Value) -> String {
 /// The Ready message Flux prints for an object no controller reports on: an OCI HelmRepository
 /// (static), and Providers and Alerts (they have no status). `None` for every other object.
 fn static_ready(kind: &Kind, object: &Value) -> Option<&'static str> {
-    if kind.is_static(object) {
-        Some("Helm repository is Ready")
-    } else if kind == &PROVIDER {
+    if kind == &PROVIDER {
         Some("Provider is Ready")
     } else if kind == &ALERT {
         Some("Alert is Ready")
+    } else if kind.is_static(object) {
+        Some("Helm repository is Ready")
     } else {
         None
     }

@@ -3,9 +3,10 @@
 //!
 //! Every verb works on the same small table of kinds ([`Kind`], built from the [`FluxKind`] facts
 //! on each API type): GitRepository, OCIRepository, Bucket, HelmRepository, HelmChart,
-//! Kustomization and HelmRelease, reached as
-//! [`DynamicObject`]s through their [`ApiResource`], so one implementation serves all kinds. Progress goes to stderr with Flux's markers (`►`, `◎`, `✔`,
-//! `✗`, `✚`); tables and documents go to stdout.
+//! Kustomization, HelmRelease and the notification kinds (Provider, Alert, Receiver), reached
+//! as [`DynamicObject`]s through their [`ApiResource`], so one implementation serves all kinds.
+//! Progress goes to stderr with Flux's markers (`►`, `◎`, `✔`, `✗`, `✚`); tables and documents
+//! go to stdout.
 
 pub mod build;
 pub mod create;
@@ -229,9 +230,11 @@ impl Kind {
     }
 
     /// Whether the object is static: no controller reconciles it, so it is ready as it exists
-    /// (Flux's HelmRepository of `type: oci`).
+    /// (Flux's HelmRepository of `type: oci`, and Providers and Alerts, which have no status).
     pub fn is_static(&self, object: &Value) -> bool {
-        self == &HELM_REPOSITORY && object["spec"]["type"] == "oci"
+        (self == &HELM_REPOSITORY && object["spec"]["type"] == "oci")
+            || self == &PROVIDER
+            || self == &ALERT
     }
 
     /// What Flux prints once the object is ready: `fetched revision X` / `applied revision X`.
@@ -480,6 +483,13 @@ pub enum Target {
     /// A HelmRelease.
     #[command(alias = "hr")]
     Helmrelease(NameArg),
+    /// A Receiver.
+    #[command(alias = "rcv")]
+    Receiver(NameArg),
+    /// An Alert.
+    Alert(NameArg),
+    /// An alert Provider.
+    AlertProvider(NameArg),
 }
 
 /// The source kinds.
@@ -515,6 +525,9 @@ impl Target {
             Target::Source(SourceTarget::Chart(n)) => (&HELM_CHART, n.name.as_ref()),
             Target::Kustomization(n) => (&KUSTOMIZATION, n.name.as_ref()),
             Target::Helmrelease(n) => (&HELM_RELEASE, n.name.as_ref()),
+            Target::Receiver(n) => (&RECEIVER, n.name.as_ref()),
+            Target::Alert(n) => (&ALERT, n.name.as_ref()),
+            Target::AlertProvider(n) => (&PROVIDER, n.name.as_ref()),
         }
     }
 }

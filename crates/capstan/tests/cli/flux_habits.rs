@@ -301,6 +301,48 @@ async fn flux_habits_get_all_and_status_selector() {
         &run.stderr,
         "✗ expected status selector in type=status or type!=status format, but found: ready",
     );
+
+    // The lifecycle verbs take the notification kinds as Flux's do; a Provider or an Alert is
+    // static (no status), so resuming one has nothing to wait for.
+    let run = env.capstan(&["suspend", "alert", "--all"]).await.ok();
+    assert_eq!(
+        run.stderr,
+        "► suspending alert on-call in flux-system namespace\n✔ alert suspended\n"
+    );
+    let rows = table(&env.capstan(&["get", "alerts"]).await.ok().stdout);
+    assert_eq!(rows[1], ["on-call", "True", "True", "Alert is Ready"]);
+    let run = env.capstan(&["resume", "alert", "on-call"]).await.ok();
+    assert_eq!(
+        run.stderr,
+        "► resuming alert on-call in flux-system namespace\n✔ alert resumed\n"
+    );
+    let run = env
+        .capstan(&["reconcile", "alert-provider", "slack"])
+        .await
+        .ok();
+    assert_eq!(run.stderr, "✔ reconciliation not supported by the object\n");
+    let exported = env
+        .capstan(&["export", "alert-provider", "slack"])
+        .await
+        .ok()
+        .stdout;
+    let exported = capstan_kustomize::parse_documents(&exported).unwrap();
+    assert_eq!(exported[0]["kind"], "Provider");
+    assert_eq!(
+        exported[0]["spec"],
+        serde_json::json!({"channel": "general", "type": "slack"})
+    );
+    assert!(exported[0].get("status").is_none());
+    let run = env
+        .capstan(&["delete", "receiver", "github", "--silent"])
+        .await
+        .ok();
+    assert_contains(&run.stderr, "✔ receiver deleted");
+    let run = env.capstan(&["get", "receivers"]).await.ok();
+    assert_contains(
+        &run.stderr,
+        "✗ no Receiver objects found in \"flux-system\" namespace",
+    );
 }
 
 /// `suspend ks --all` suspends every Kustomization of the namespace (`-A`: of every
