@@ -232,8 +232,9 @@ async fn install_manifests_apply_with_kubectl_and_with_capstan_install() {
 
 /// The RBAC proof. With `cluster-reconciler-flux-system` limited to Flux's two appliers (the multi-tenant
 /// lockdown: Capstan's own account is not a cluster administrator), `capstan controller` run
-/// as `flux-system:capstan-controller` elects itself, reconciles a GitRepository and a
-/// Kustomization applying as `kustomize-controller` to Ready without one Forbidden; with the
+/// as `flux-system:capstan-controller` elects itself and reconciles a GitRepository, a
+/// Kustomization applying as `kustomize-controller` and a HelmRelease (its HelmChart from the
+/// same repository) installing as `helm-controller` to Ready, without one Forbidden; with the
 /// leases rule removed from its ClusterRole, it is refused (the check can fail).
 #[tokio::test(flavor = "multi_thread")]
 #[allow(clippy::too_many_lines)] // one scenario, read top to bottom
@@ -268,12 +269,23 @@ async fn the_installed_service_account_is_enough_and_one_rule_less_is_forbidden(
 
     let git = GitServer::start().await;
     git.commit(
-        &[(
-            "app/proof.yaml",
-            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: proof\n---\n\
-             apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: proof\n  namespace: proof\n\
-             data:\n  applied-by: kustomize-controller\n",
-        )],
+        &[
+            (
+                "app/proof.yaml",
+                "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: proof\n---\n\
+                 apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: proof\n  \
+                 namespace: proof\ndata:\n  applied-by: kustomize-controller\n",
+            ),
+            (
+                "charts/proof/Chart.yaml",
+                "apiVersion: v2\nname: proof\nversion: 0.1.0\n",
+            ),
+            (
+                "charts/proof/templates/configmap.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\n\
+                 data:\n  installed-by: helm-controller\n",
+            ),
+        ],
         "proof",
     );
     let objects = plane.dir.path().join("sync.yaml");
@@ -286,7 +298,13 @@ async fn the_installed_service_account_is_enough_and_one_rule_less_is_forbidden(
              apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  \
              name: proof\n  namespace: flux-system\nspec:\n  interval: 1m\n  path: ./app\n  \
              prune: true\n  serviceAccountName: kustomize-controller\n  sourceRef:\n    \
-             kind: GitRepository\n    name: proof\n",
+             kind: GitRepository\n    name: proof\n---\n\
+             apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  \
+             name: proof\n  namespace: flux-system\nspec:\n  interval: 1m\n  \
+             targetNamespace: proof-helm\n  serviceAccountName: helm-controller\n  \
+             install:\n    createNamespace: true\n  chart:\n    spec:\n      \
+             chart: ./charts/proof\n      sourceRef:\n        kind: GitRepository\n        \
+             name: proof\n",
             git.url()
         ),
     )
@@ -330,6 +348,24 @@ async fn the_installed_service_account_is_enough_and_one_rule_less_is_forbidden(
         ready("kustomization")
     })
     .await;
+    eventually(Duration::from_secs(90), "the HelmRelease Ready", || {
+        ready("helmrelease")
+    })
+    .await;
+    let installed = plane
+        .kubectl(&[
+            "-n",
+            "proof-helm",
+            "get",
+            "configmap",
+            // Flux's release name with a target namespace: <targetNamespace>-<name>.
+            "proof-helm-proof",
+            "-o",
+            "jsonpath={.data.installed-by}",
+        ])
+        .await
+        .ok();
+    assert_eq!(installed.stdout, "helm-controller");
     let applied = plane
         .kubectl(&[
             "-n",
