@@ -65,7 +65,7 @@ pub async fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     let client = args.cluster.client().await?;
     let namespace = (!args.all_namespaces).then_some(args.cluster.namespace.as_str());
     let mut rows = Vec::new();
-    for info in capstan_api::KINDS {
+    for info in in_flux_order() {
         let objects = list(&client, info, namespace).await?;
         rows.push(Counts::of(&objects).row(info.kind));
     }
@@ -74,6 +74,29 @@ pub async fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
         &rows,
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The served kinds in the order of Flux's table (kinds Flux does not list go last).
+fn in_flux_order() -> Vec<&'static KindInfo> {
+    const FLUX: [&str; 10] = [
+        "GitRepository",
+        "OCIRepository",
+        "HelmRepository",
+        "HelmChart",
+        "Bucket",
+        "Kustomization",
+        "HelmRelease",
+        "Alert",
+        "Provider",
+        "Receiver",
+    ];
+    let mut kinds: Vec<&KindInfo> = capstan_api::KINDS.iter().collect();
+    kinds.sort_by_key(|info| {
+        FLUX.iter()
+            .position(|k| *k == info.kind)
+            .unwrap_or(FLUX.len())
+    });
+    kinds
 }
 
 /// The objects of one kind; none when the kind is not installed (as Flux counts a missing CRD).
@@ -126,6 +149,24 @@ fn format_size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_follow_flux_order_and_cover_every_served_kind() {
+        let kinds: Vec<&str> = in_flux_order().iter().map(|k| k.kind).collect();
+        assert_eq!(kinds.len(), capstan_api::KINDS.len());
+        assert_eq!(
+            kinds[..7],
+            [
+                "GitRepository",
+                "OCIRepository",
+                "HelmRepository",
+                "HelmChart",
+                "Bucket",
+                "Kustomization",
+                "HelmRelease"
+            ]
+        );
+    }
 
     #[test]
     fn sizes_print_as_flux_prints_them() {
