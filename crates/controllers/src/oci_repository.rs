@@ -223,16 +223,44 @@ fn reference_url(repository: &Reference, suffix: &str) -> String {
     )
 }
 
+/// How tags read as versions: as written, or, for Helm charts (the layer selector's media
+/// type is Helm's chart layer), with `_` read as `+` (Helm pushes `1.0.0+build` as the tag
+/// `1.0.0_build`, tags cannot hold `+`), as source-controller reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TagSyntax {
+    Plain,
+    HelmChart,
+}
+
+impl TagSyntax {
+    fn of(layer_media_type: Option<&str>) -> Self {
+        if layer_media_type == Some(capstan_source::helm::oci::CHART_LAYER_MEDIA_TYPE) {
+            Self::HelmChart
+        } else {
+            Self::Plain
+        }
+    }
+
+    /// `tag` as the version text it stands for.
+    fn version_text(self, tag: &str) -> std::borrow::Cow<'_, str> {
+        match self {
+            Self::Plain => tag.into(),
+            Self::HelmChart => tag.replace('_', "+").into(),
+        }
+    }
+}
+
 /// The highest tag whose version satisfies `constraint`, among the tags matching `filter`.
 /// Tags that are not versions are skipped; equal versions are broken by the tag text.
 fn select_semver_tag<'a>(
     tags: &'a [String],
     constraint: &Constraint,
     filter: Option<&regex::Regex>,
+    syntax: TagSyntax,
 ) -> Option<&'a str> {
     tags.iter()
         .filter(|tag| filter.is_none_or(|f| f.is_match(tag)))
-        .filter_map(|tag| parse_version(tag).map(|version| (version, tag)))
+        .filter_map(|tag| parse_version(&syntax.version_text(tag)).map(|version| (version, tag)))
         .filter(|(version, _)| constraint.matches(version))
         .max()
         .map(|(_, tag)| tag.as_str())
@@ -314,6 +342,7 @@ enum Resolution {
         filter: Option<regex::Regex>,
         /// `spec.ref.semver` as written, for messages.
         expression: String,
+        syntax: TagSyntax,
     },
     Tag(String),
 }
@@ -323,7 +352,7 @@ const VERSIONS_NAMED: usize = 5;
 
 /// What the tags offered when none matched: none at all, none past `filter`, none a version,
 /// or the newest versions (at most [`VERSIONS_NAMED`]), so the message shows what to ask for.
-fn tags_seen(tags: &[String], filter: Option<&regex::Regex>) -> String {
+fn tags_seen(tags: &[String], filter: Option<&regex::Regex>, syntax: TagSyntax) -> String {
     if tags.is_empty() {
         return "the repository has no tags".to_owned();
     }
@@ -342,7 +371,9 @@ fn tags_seen(tags: &[String], filter: Option<&regex::Regex>) -> String {
     };
     let mut versions: Vec<_> = candidates
         .iter()
-        .filter_map(|tag| parse_version(tag).map(|version| (version, tag.as_str())))
+        .filter_map(|tag| {
+            parse_version(&syntax.version_text(tag)).map(|version| (version, tag.as_str()))
+        })
         .collect();
     if versions.is_empty() {
         return format!("none of the {} tags{among} is a version", candidates.len());
@@ -361,8 +392,12 @@ fn tags_seen(tags: &[String], filter: Option<&regex::Regex>) -> String {
     )
 }
 
-/// Validates `spec.ref` (digest > semver > tag); errors need a spec change.
-fn resolution_of(reference: OCIRepositoryRef) -> Result<Resolution, ResolveError> {
+/// Validates `spec.ref` (digest > semver > tag); errors need a spec change. Tags are read as
+/// versions by `syntax`.
+fn resolution_of(
+    reference: OCIRepositoryRef,
+    syntax: TagSyntax,
+) -> Result<Resolution, ResolveError> {
     let invalid = |field, source: Box<dyn std::error::Error + Send + Sync>| ResolveError::Ref {
         field,
         source,
@@ -385,6 +420,7 @@ fn resolution_of(reference: OCIRepositoryRef) -> Result<Resolution, ResolveError
             constraint,
             filter,
             expression: semver,
+            syntax,
         });
     }
     Ok(Resolution::Tag(
@@ -408,6 +444,7 @@ async fn resolve_revision(
             constraint,
             filter,
             expression,
+            syntax,
         } => {
             let url = reference_url(repository, "");
             let tags = match oci::list_tags(&url, registry).await {
@@ -419,9 +456,9 @@ async fn resolve_revision(
                     });
                 }
             };
-            select_semver_tag(&tags, constraint, filter.as_ref())
+            select_semver_tag(&tags, constraint, filter.as_ref(), *syntax)
                 .ok_or_else(|| ResolveError::NoMatchingTag {
-                    seen: tags_seen(&tags, filter.as_ref()),
+                    seen: tags_seen(&tags, filter.as_ref(), *syntax),
                     url,
                     expression: expression.clone(),
                 })?
@@ -570,7 +607,14 @@ fn resolve_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_>
         }
         let repository = repository_of(&cx.object.spec.url)
             .map_err(|e| ReconcileError::from_error(ErrorClass::Stalled, reason::URL_INVALID, e))?;
-        let resolution = match resolution_of(cx.object.reference()) {
+        let syntax = TagSyntax::of(
+            cx.object
+                .spec
+                .layer_selector
+                .as_ref()
+                .and_then(|selector| selector.media_type.as_deref()),
+        );
+        let resolution = match resolution_of(cx.object.reference(), syntax) {
             Ok(resolution) => resolution,
             Err(error) => {
                 let message = error_chain(&error);
@@ -947,41 +991,69 @@ mod tests {
             "1.0.5",
             "v1.2.0-rc.1",
         ]);
-        assert_eq!(select_semver_tag(&all, &constraint, None), Some("v1.1.0"));
+        assert_eq!(
+            select_semver_tag(&all, &constraint, None, TagSyntax::Plain),
+            Some("v1.1.0")
+        );
         let filter = regex::Regex::new(r"^\d").unwrap();
         assert_eq!(
-            select_semver_tag(&all, &constraint, Some(&filter)),
+            select_semver_tag(&all, &constraint, Some(&filter), TagSyntax::Plain),
             Some("1.0.5")
         );
         let none = Constraint::parse(">=3").unwrap();
-        assert_eq!(select_semver_tag(&all, &none, None), None);
+        assert_eq!(select_semver_tag(&all, &none, None, TagSyntax::Plain), None);
+    }
+
+    #[test]
+    fn helm_chart_tags_read_underscore_as_plus() {
+        let all = tags(&["1.0.0", "1.0.1_build.2", "0.9.0_x"]);
+        let constraint = Constraint::parse(">=1.0.0").unwrap();
+        assert_eq!(
+            select_semver_tag(&all, &constraint, None, TagSyntax::HelmChart),
+            Some("1.0.1_build.2")
+        );
+        assert_eq!(
+            select_semver_tag(&all, &constraint, None, TagSyntax::Plain),
+            Some("1.0.0"),
+            "outside Helm charts a tag with `_` is no version"
+        );
+        let chart = Some(capstan_source::helm::oci::CHART_LAYER_MEDIA_TYPE);
+        assert_eq!(TagSyntax::of(chart), TagSyntax::HelmChart);
+        assert_eq!(TagSyntax::of(None), TagSyntax::Plain);
+        assert_eq!(
+            TagSyntax::of(Some("application/vnd.cncf.flux.content.v1.tar+gzip")),
+            TagSyntax::Plain
+        );
     }
 
     #[test]
     fn no_match_says_what_the_tags_offered() {
-        assert_eq!(tags_seen(&[], None), "the repository has no tags");
+        assert_eq!(
+            tags_seen(&[], None, TagSyntax::Plain),
+            "the repository has no tags"
+        );
         let all = tags(&["latest", "v1.0.0", "v10.2.0", "v2.0.0", "1.0.5", "main"]);
         assert_eq!(
-            tags_seen(&all, None),
+            tags_seen(&all, None, TagSyntax::Plain),
             "newest of 4 versions: v10.2.0, v2.0.0, 1.0.5, v1.0.0"
         );
         let filter = regex::Regex::new("^v1").unwrap();
         assert_eq!(
-            tags_seen(&all, Some(&filter)),
+            tags_seen(&all, Some(&filter), TagSyntax::Plain),
             "newest of 2 versions matching semverFilter '^v1': v10.2.0, v1.0.0"
         );
         let filter = regex::Regex::new("-rc").unwrap();
         assert_eq!(
-            tags_seen(&all, Some(&filter)),
+            tags_seen(&all, Some(&filter), TagSyntax::Plain),
             "none of its 6 tags matches semverFilter '-rc'"
         );
         let many: Vec<String> = (0..9).map(|i| format!("1.{i}.0")).collect();
         assert_eq!(
-            tags_seen(&many, None),
+            tags_seen(&many, None, TagSyntax::Plain),
             "newest of 9 versions: 1.8.0, 1.7.0, 1.6.0, 1.5.0, 1.4.0"
         );
         assert_eq!(
-            tags_seen(&tags(&["latest", "main"]), None),
+            tags_seen(&tags(&["latest", "main"]), None, TagSyntax::Plain),
             "none of the 2 tags is a version"
         );
     }
@@ -996,7 +1068,7 @@ mod tests {
             ..OCIRepositoryRef::default()
         };
         assert!(
-            matches!(resolution_of(both), Ok(Resolution::Digest(d)) if d.to_string() == digest)
+            matches!(resolution_of(both, TagSyntax::Plain), Ok(Resolution::Digest(d)) if d.to_string() == digest)
         );
         let semver = OCIRepositoryRef {
             semver: Some(">=1".into()),
@@ -1005,14 +1077,14 @@ mod tests {
             ..OCIRepositoryRef::default()
         };
         assert!(matches!(
-            resolution_of(semver),
+            resolution_of(semver, TagSyntax::Plain),
             Ok(Resolution::Semver {
                 filter: Some(_),
                 ..
             })
         ));
         assert!(matches!(
-            resolution_of(OCIRepositoryRef::default()),
+            resolution_of(OCIRepositoryRef::default(), TagSyntax::Plain),
             Ok(Resolution::Tag(tag)) if tag == "latest"
         ));
         let bad_filter = OCIRepositoryRef {
@@ -1020,7 +1092,7 @@ mod tests {
             semver_filter: Some("(".into()),
             ..OCIRepositoryRef::default()
         };
-        let error = resolution_of(bad_filter).unwrap_err();
+        let error = resolution_of(bad_filter, TagSyntax::Plain).unwrap_err();
         assert!(
             error_chain(&error).starts_with("invalid spec.ref.semverFilter: regex parse error"),
             "{error}"
@@ -1029,7 +1101,7 @@ mod tests {
             digest: Some("sha256:nothex".into()),
             ..OCIRepositoryRef::default()
         };
-        let error = resolution_of(bad_digest).unwrap_err();
+        let error = resolution_of(bad_digest, TagSyntax::Plain).unwrap_err();
         assert!(
             error_chain(&error).starts_with("invalid spec.ref.digest: invalid digest"),
             "{error}"
