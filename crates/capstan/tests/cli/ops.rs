@@ -29,6 +29,37 @@ spec:
           image: ghcr.io/stefanprodan/podinfo:6.7.0
 ";
 
+/// A chart in the same repository, released by a HelmRelease whose release must survive too.
+const CHART: &str = "apiVersion: v2
+name: hello
+version: 0.1.0
+";
+
+const CHART_CONFIG_MAP: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: hello
+data:
+  release: {{ .Release.Name }}
+";
+
+const HELM_RELEASE: &str = "apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata:
+  name: hello
+  namespace: flux-system
+spec:
+  interval: 1m
+  targetNamespace: default
+  storageNamespace: default
+  chart:
+    spec:
+      chart: ./charts/hello
+      sourceRef:
+        kind: GitRepository
+        name: fleet
+";
+
 /// What `capstan install` puts in the cluster, as far as `check` and `uninstall` read it: the
 /// controller Deployment and cluster-scoped RBAC, labelled as the installer labels them.
 fn installed(rollout: &str) -> String {
@@ -153,7 +184,11 @@ async fn check_then_uninstall_keeps_the_workloads_and_removes_every_capstan_obje
 
     // A fleet: a GitRepository and a pruning Kustomization that deployed `web`. Were its
     // finalizer to run, the prune would delete `web`.
-    let sha = env.commit(&[("apps/web.yaml", WEB)]);
+    let sha = env.commit(&[
+        ("apps/web.yaml", WEB),
+        ("charts/hello/Chart.yaml", CHART),
+        ("charts/hello/templates/config-map.yaml", CHART_CONFIG_MAP),
+    ]);
     let run = env
         .capstan(&[
             "create",
@@ -187,6 +222,21 @@ async fn check_then_uninstall_keeps_the_workloads_and_removes_every_capstan_obje
         ks["metadata"]["finalizers"][0], "finalizers.fluxcd.io",
         "{ks}"
     );
+    apply(&env, "release.yaml", HELM_RELEASE).await;
+    capstan_testkit::eventually(
+        std::time::Duration::from_secs(60),
+        "the HelmRelease to be Ready",
+        || async {
+            let hr = env.get_json("helmrelease", "hello").await;
+            let ready = hr["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True");
+            ready.then_some(())
+        },
+    )
+    .await;
+    assert!(exists(&env, &["configmap", "hello", "-n", "default"]).await);
     let web_uid = env
         .kubectl(&["get", "deployment", "web", "-n", "default", "-o", "json"])
         .await
@@ -235,6 +285,10 @@ async fn check_then_uninstall_keeps_the_workloads_and_removes_every_capstan_obje
         "✔ Kustomization/flux-system/apps finalizers deleted",
     );
     assert_contains(&run.stderr, "✔ Kustomization/flux-system/apps deleted");
+    assert_contains(
+        &run.stderr,
+        "✔ HelmRelease/flux-system/hello finalizers deleted",
+    );
     assert_contains(&run.stderr, "✔ ClusterRole/capstan-reconciler deleted");
     assert_contains(&run.stderr, "✔ uninstall finished");
 
@@ -246,6 +300,23 @@ async fn check_then_uninstall_keeps_the_workloads_and_removes_every_capstan_obje
         .json();
     assert_eq!(web["metadata"]["uid"], web_uid);
     assert!(web["metadata"]["deletionTimestamp"].is_null(), "{web}");
+    // So does the Helm release: its objects and its storage (no uninstall ran).
+    assert!(exists(&env, &["configmap", "hello", "-n", "default"]).await);
+    let releases = env
+        .kubectl(&[
+            "get",
+            "secrets",
+            "-n",
+            "default",
+            "-l",
+            "owner=helm",
+            "-o",
+            "name",
+        ])
+        .await
+        .ok()
+        .stdout;
+    assert!(releases.contains("sh.helm.release.v1."), "{releases}");
     // No Capstan CRD, installed object or namespace is left, nothing held by a finalizer.
     let crds = env.kubectl(&["get", "crd", "-o", "name"]).await.ok().stdout;
     assert!(!crds.contains("toolkit.fluxcd.io"), "{crds}");
