@@ -209,22 +209,38 @@ async fn capstan_logs_reads_the_controllers_log_of_capstan_dev() {
     let tail = dev.capstan(&["logs", "-A", "--tail", "2"]).await.ok();
     assert!(tail.stdout.lines().count() <= 2, "{}", tail.stdout);
 
-    // --follow: a Kustomization created after the verb started shows up.
+    follows_a_new_kustomization(&dev).await;
+
+    // Without the controllers' Pods, it says where it looked.
+    let out = dev.capstan(&["logs", "--flux-namespace", "default"]).await;
+    assert_eq!(out.status, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(r#"no Capstan controller pods found in namespace "default""#),
+        "{}",
+        out.stderr
+    );
+    let mut child = dev.child;
+    child.kill().await.ok();
+}
+
+/// `--follow`: a Kustomization created after the verb printed the log's last line shows up.
+async fn follows_a_new_kustomization(dev: &Dev) {
     let mut follow = dev
-        .capstan_command(&[
-            "logs",
-            "--follow",
-            "--kind",
-            "kustomization",
-            "--name",
-            "late",
-        ])
+        .capstan_command(&["logs", "--follow", "-A", "--tail", "1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(follow.stdout.take().unwrap()).lines();
+    // The last line already written: the stream is open, so what follows was written after.
+    let last = tokio::time::timeout(WAIT, lines.next_line())
+        .await
+        .expect("capstan logs --follow --tail 1 printed the last line")
+        .unwrap()
+        .expect("a line");
+    assert!(!last.contains("/late."), "{last}");
     dev.apply(&objects(&["shown", "hidden", "late"])).await;
     let seen = tokio::time::timeout(WAIT, async {
         while let Some(line) = lines.next_line().await.unwrap() {
@@ -238,16 +254,4 @@ async fn capstan_logs_reads_the_controllers_log_of_capstan_dev() {
     .expect("capstan logs --follow printed the new Kustomization's line within 60 s");
     assert!(seen.contains(" - "), "{seen}");
     follow.kill().await.ok();
-
-    // Without the controllers' Pods, it says where it looked.
-    let out = dev.capstan(&["logs", "--flux-namespace", "default"]).await;
-    assert_eq!(out.status, 1, "{}", out.stderr);
-    assert!(
-        out.stderr
-            .contains(r#"no Capstan controller pods found in namespace "default""#),
-        "{}",
-        out.stderr
-    );
-    let mut child = dev.child;
-    child.kill().await.ok();
 }
