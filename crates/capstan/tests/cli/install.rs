@@ -230,6 +230,54 @@ async fn install_manifests_apply_with_kubectl_and_with_capstan_install() {
     );
 }
 
+/// On a cluster with nodes `capstan install` waits for the Deployment: Ready (the embedded control
+/// plane's workload simulator rolls it out), and a rollout that hangs ends in a timeout naming
+/// what it saw.
+#[tokio::test(flavor = "multi_thread")]
+async fn capstan_install_waits_for_the_deployment_and_times_out_on_a_hung_rollout() {
+    let plane = ControlPlane::start().await;
+    let node = plane.dir.path().join("node.yaml");
+    std::fs::write(
+        &node,
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: worker-1\n",
+    )
+    .unwrap();
+    plane
+        .kubectl(&["create", "-f", node.to_str().unwrap()])
+        .await
+        .ok();
+    let install = plane.capstan(&["install", "--timeout", "60s"]).await.ok();
+    assert!(
+        install.stderr.contains("capstan-controller is ready"),
+        "{}",
+        install.stderr
+    );
+    plane
+        .kubectl(&[
+            "-n",
+            "flux-system",
+            "annotate",
+            "deployment",
+            "capstan-controller",
+            "sim.capstan.dev/rollout=hang",
+        ])
+        .await
+        .ok();
+    let hung = plane
+        .capstan(&["install", "--concurrent", "5", "--timeout", "2s"])
+        .await
+        .fails();
+    assert!(
+        hung.stderr
+            .contains("timed out after 2s waiting for Deployment flux-system/capstan-controller")
+            && hung
+                .stderr
+                .contains("hint: kubectl -n flux-system describe deployment"),
+        "{}",
+        hung.stderr
+    );
+}
+
 /// The RBAC proof. With `cluster-reconciler-flux-system` limited to Flux's two appliers (the multi-tenant
 /// lockdown: Capstan's own account is not a cluster administrator), `capstan controller` run
 /// as `flux-system:capstan-controller` elects itself and reconciles a GitRepository, a
