@@ -5,8 +5,8 @@
 //! The JSON shape is what Flux's controllers (zap through controller-runtime) write and what
 //! `flux logs`/`capstan logs` parse: `level` (`debug`, `info`, `error`), `ts` (ISO 8601, UTC),
 //! `logger`, `msg`, then the fields. Inside a reconcile (the runtime's `reconcile` span) a line
-//! also carries the object as controller-runtime names it: `controller`, `controllerKind`,
-//! `<Kind>: {name, namespace}`, `name`, `namespace` and `reconcileID`.
+//! also carries the object as controller-runtime names it: `controller`, `controllerGroup`,
+//! `controllerKind`, `<Kind>: {name, namespace}`, `name`, `namespace` and `reconcileID`.
 
 use std::io::Write;
 use std::sync::{Arc, OnceLock};
@@ -187,6 +187,9 @@ impl Entry {
         let text = |key: &str| span.get(key).and_then(Value::as_str).unwrap_or_default();
         let (kind, name, namespace) = (text("kind"), text("name"), text("namespace"));
         self.set("controller", Value::from(kind.to_ascii_lowercase()));
+        if let Some(known) = crate::cmd::Kind::by_name(kind) {
+            self.set("controllerGroup", Value::from(known.group));
+        }
         self.set("controllerKind", Value::from(kind));
         if !kind.is_empty() {
             self.set(
@@ -201,6 +204,7 @@ impl Entry {
         }
         self.locked = [
             "controller",
+            "controllerGroup",
             "controllerKind",
             kind,
             "namespace",
@@ -378,6 +382,7 @@ mod tests {
         assert_eq!(line["error"], "boom");
         assert_eq!(line["controllerKind"], "Kustomization");
         assert_eq!(line["controller"], "kustomization");
+        assert_eq!(line["controllerGroup"], "kustomize.toolkit.fluxcd.io");
         assert_eq!(line["Kustomization"]["namespace"], "apps");
         assert_eq!(line["name"], "web", "the object's identity wins");
         assert_eq!(line["namespace"], "apps");
