@@ -456,6 +456,7 @@ async fn flux_habits_suspend_and_resume_all() {
 /// `tree kustomization NAME -o json|yaml` prints Flux's tree shape: `resource` (Go's field
 /// names of cli-utils' object metadata) and nested `resources`.
 #[tokio::test(flavor = "multi_thread")]
+#[allow(clippy::too_many_lines)] // one scenario, the expected documents written out whole
 async fn flux_habits_tree_as_json_and_yaml() {
     let env = Env::start().await;
     env.commit(&[
