@@ -6,7 +6,6 @@
 //! that bit as [`Val::iface`] while they travel through field chains, range variables and dot;
 //! pipelines drop it, as Go's `evalPipeline` does.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
@@ -68,7 +67,7 @@ enum At<'a> {
 /// State shared by an execution and every `include`/`tpl` it makes.
 pub(crate) struct Shared {
     /// Helm's per-name count of nested `include`s.
-    pub includes: HashMap<String, usize>,
+    pub includes: super::fasthash::FastMap<String, usize>,
     /// How many `tpl` calls are running inside each other.
     pub tpl_depth: usize,
     /// Steps taken so far (see [`MAX_STEPS`]).

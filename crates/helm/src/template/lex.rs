@@ -64,33 +64,43 @@ impl Kind {
     }
 }
 
-/// One token: its kind, byte offset and text (the message for [`Kind::Error`]).
-#[derive(Debug, Clone)]
+/// One token: its kind and the byte range of its text in the input (the start is the token's
+/// position). Twelve bytes and `Copy`: a large chart lexes hundreds of thousands of them.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Token {
     pub kind: Kind,
-    pub pos: usize,
-    pub val: TokenText,
+    start: u32,
+    end: u32,
 }
 
-/// A token's text: a range of the input, or an owned message for errors.
-#[derive(Debug, Clone)]
-pub(crate) enum TokenText {
-    Span(usize, usize),
-    Owned(String),
+/// A lexed input: its tokens, the last being [`Kind::Eof`] or [`Kind::Error`], and the
+/// message of that error token.
+#[derive(Debug, Default)]
+pub(crate) struct Tokens {
+    pub list: Vec<Token>,
+    pub error: String,
 }
 
 impl Token {
-    /// The token's text.
-    pub fn text<'a>(&'a self, input: &'a str) -> &'a str {
-        match &self.val {
-            TokenText::Span(a, b) => input.get(*a..*b).unwrap_or(""),
-            TokenText::Owned(s) => s,
+    /// The token's byte offset in the input.
+    pub fn pos(self) -> usize {
+        self.start as usize
+    }
+
+    /// The token's text: a range of `input`, or `error` (the lexer's message) for
+    /// [`Kind::Error`].
+    pub fn text<'a>(self, input: &'a str, error: &'a str) -> &'a str {
+        if self.kind == Kind::Error {
+            return error;
         }
+        input
+            .get(self.start as usize..self.end as usize)
+            .unwrap_or("")
     }
 
     /// Go's `item.String()`, used in "unexpected X in Y" messages.
-    pub fn describe(&self, input: &str) -> String {
-        let text = self.text(input);
+    pub fn describe(self, input: &str, error: &str) -> String {
+        let text = self.text(input, error);
         match self.kind {
             Kind::Eof => "EOF".into(),
             Kind::Error => text.to_string(),
@@ -129,19 +139,38 @@ fn is_alnum(c: char) -> bool {
 
 /// Lexes `input`; the last token is [`Kind::Eof`] or [`Kind::Error`]. `break`/`continue` are
 /// keywords unless the function map defines functions of those names.
-pub(crate) fn lex(input: &str, break_ok: bool, continue_ok: bool) -> Vec<Token> {
+#[cfg(test)]
+pub(crate) fn lex(input: &str, break_ok: bool, continue_ok: bool) -> Tokens {
+    let mut tokens = Tokens::default();
+    lex_into(input, break_ok, continue_ok, &mut tokens);
+    tokens
+}
+
+/// [`lex`] into `out` (cleared first), whose buffer a caller may reuse from one input to the
+/// next. Token offsets are 32 bits: a larger input is refused (no template comes near it;
+/// execution's output is bounded far below).
+pub(crate) fn lex_into(input: &str, break_ok: bool, continue_ok: bool, out: &mut Tokens) {
+    out.list.clear();
+    out.error.clear();
     let mut l = Lexer {
         input,
         bytes: input.as_bytes(),
         pos: 0,
         start: 0,
         paren_depth: 0,
-        tokens: Vec::with_capacity(input.len() / 8 + 4),
+        tokens: std::mem::take(&mut out.list),
+        error: std::mem::take(&mut out.error),
         break_ok,
         continue_ok,
     };
-    l.run();
-    l.tokens
+    if u32::try_from(input.len()).is_err() {
+        l.error("template text larger than 4 GiB".into());
+    } else {
+        l.tokens.reserve(input.len() / 8 + 4);
+        l.run();
+    }
+    out.list = l.tokens;
+    out.error = l.error;
 }
 
 struct Lexer<'a> {
@@ -151,6 +180,7 @@ struct Lexer<'a> {
     start: usize,
     paren_depth: i32,
     tokens: Vec<Token>,
+    error: String,
     break_ok: bool,
     continue_ok: bool,
 }
@@ -177,21 +207,25 @@ impl Lexer<'_> {
         Some(c)
     }
 
-    fn emit(&mut self, kind: Kind) {
+    /// A token from `start` to `end` (offsets fit in 32 bits: [`lex_into`] checks the input's
+    /// length).
+    #[allow(clippy::cast_possible_truncation)]
+    fn push(&mut self, kind: Kind, start: usize, end: usize) {
         self.tokens.push(Token {
             kind,
-            pos: self.start,
-            val: TokenText::Span(self.start, self.pos),
+            start: start as u32,
+            end: end as u32,
         });
+    }
+
+    fn emit(&mut self, kind: Kind) {
+        self.push(kind, self.start, self.pos);
         self.start = self.pos;
     }
 
     fn error(&mut self, msg: String) -> State {
-        self.tokens.push(Token {
-            kind: Kind::Error,
-            pos: self.start,
-            val: TokenText::Owned(msg),
-        });
+        self.push(Kind::Error, self.start, self.start);
+        self.error = msg;
         State::Done
     }
 
@@ -231,11 +265,7 @@ impl Lexer<'_> {
             };
             let end = self.pos - trim;
             if end > self.start {
-                self.tokens.push(Token {
-                    kind: Kind::Text,
-                    pos: self.start,
-                    val: TokenText::Span(self.start, end),
-                });
+                self.push(Kind::Text, self.start, end);
             }
             self.start = self.pos;
         }
@@ -581,7 +611,7 @@ mod tests {
     use super::*;
 
     fn kinds(s: &str) -> Vec<Kind> {
-        lex(s, true, true).iter().map(|t| t.kind).collect()
+        lex(s, true, true).list.iter().map(|t| t.kind).collect()
     }
 
     #[test]
@@ -595,20 +625,24 @@ mod tests {
             ]
         );
         let toks = lex("a  {{- 1 -}}  b", true, true);
-        assert_eq!(toks[0].text("a  {{- 1 -}}  b"), "a");
-        assert_eq!(toks[4].text("a  {{- 1 -}}  b"), "b");
+        assert_eq!(toks.list[0].text("a  {{- 1 -}}  b", ""), "a");
+        assert_eq!(toks.list[4].text("a  {{- 1 -}}  b", ""), "b");
     }
 
     #[test]
     fn errors() {
         let t = lex("{{ \"abc }}", true, true);
-        assert_eq!(t.last().unwrap().text(""), "unterminated quoted string");
+        assert_eq!(t.list.last().unwrap().kind, Kind::Error);
+        assert_eq!(t.error, "unterminated quoted string");
         let t = lex("{{ 3x }}", true, true);
-        assert_eq!(t.last().unwrap().text(""), "bad number syntax: \"3x\"");
+        assert_eq!(t.error, "bad number syntax: \"3x\"");
         let t = lex("{{/* x */ y}}", true, true);
-        assert_eq!(
-            t.last().unwrap().text(""),
-            "comment ends before closing delimiter"
-        );
+        assert_eq!(t.error, "comment ends before closing delimiter");
+        // A buffer used again starts afresh.
+        let mut out = Tokens::default();
+        lex_into("{{ 3x }}", true, true, &mut out);
+        lex_into("a {{ 1 }}", true, true, &mut out);
+        assert_eq!(out.error, "");
+        assert_eq!(out.list.last().unwrap().kind, Kind::Eof);
     }
 }

@@ -33,6 +33,7 @@ use crate::value::Value;
 
 mod builtins;
 mod exec;
+mod fasthash;
 pub use exec::{MAX_OUTPUT, MAX_STEPS, MAX_TEMPLATE_DEPTH};
 mod lex;
 mod parse;
@@ -205,8 +206,9 @@ const PARSE_CACHE_TEXT: usize = 32 << 20;
 /// be reused while the entry exists), and the trees.
 struct Parsed {
     funcs: std::rc::Weak<FuncMap>,
-    /// The text parsed: the key holds only its hash, a hit must also equal it.
-    text: Box<str>,
+    /// The text parsed (the trees' own copy): the key holds only its hash, a hit must also
+    /// equal it.
+    text: Rc<str>,
     trees: Rc<[Rc<parse::Tree>]>,
 }
 
@@ -288,11 +290,13 @@ fn parsed(funcs: &Rc<FuncMap>, name: &str, text: &str) -> Result<Rc<[Rc<parse::T
                 cache.text = 0;
             }
         }
-        if size <= PARSE_CACHE_TEXT {
+        if let Some(first) = trees.first()
+            && size <= PARSE_CACHE_TEXT
+        {
             cache.text += size;
             let entry = Parsed {
                 funcs: Rc::downgrade(funcs),
-                text: Box::from(text),
+                text: first.text.clone(),
                 trees: trees.clone(),
             };
             if let Some(old) = cache.entries.insert(key, entry) {
@@ -310,7 +314,7 @@ pub(crate) const TPL_NAME: &str = "gotpl";
 /// copying it, so a `tpl` call costs one parse, not a copy of every template.
 #[derive(Clone, Default)]
 struct Layer {
-    templates: HashMap<Rc<str>, Rc<parse::Tree>>,
+    templates: fasthash::FastMap<Rc<str>, Rc<parse::Tree>>,
     parent: Option<Rc<Layer>>,
 }
 
@@ -374,7 +378,7 @@ impl Set {
     /// a missing map key is nil and prints as `<no value>`, as in Helm.
     pub fn execute(&self, name: &str, data: Value, env: &mut Env) -> Result<String, Error> {
         let mut shared = exec::Shared {
-            includes: HashMap::new(),
+            includes: fasthash::FastMap::default(),
             tpl_depth: 0,
             steps: 0,
         };
@@ -422,7 +426,7 @@ impl Set {
             funcs: self.funcs.clone(),
             signatures: self.signatures.clone(),
             layer: Rc::new(Layer {
-                templates: HashMap::new(),
+                templates: fasthash::FastMap::default(),
                 parent: Some(self.layer.clone()),
             }),
             dollar: self.dollar.clone(),

@@ -1,11 +1,11 @@
 //! The parser: tokens into trees (Go's `text/template/parse`), with Go's error messages and
 //! node positions, and the nodes' `String()` forms that execution errors quote.
 
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
 use super::builtins::Builtin;
+use super::fasthash::FastMap;
 use super::lex::{self, Kind, Token, go_quote};
 use super::{FuncMap, Function};
 use crate::value::Value;
@@ -51,9 +51,11 @@ pub(crate) enum Node {
     /// Literal text: a byte range of the tree's text.
     Text(usize, usize),
     Action(Pipe),
-    If(Branch),
-    With(Branch),
-    Range(Branch),
+    // Boxed: a branch is twice an action's size, and every node of a list is as large as
+    // the largest kind.
+    If(Box<Branch>),
+    With(Box<Branch>),
+    Range(Box<Branch>),
     Template {
         pos: usize,
         name: Rc<str>,
@@ -375,15 +377,41 @@ enum End {
 /// order Go adds them to its tree set. Errors are Go's full message.
 pub(crate) fn parse(name: &str, text: &str, funcs: &FuncMap) -> Result<Vec<Tree>, String> {
     let text: Rc<str> = Rc::from(text);
-    let tokens = lex::lex(
+    let mut tokens = TOKENS.with(std::cell::Cell::take);
+    lex::lex_into(
         &text,
         !funcs.contains_key("break"),
         !funcs.contains_key("continue"),
+        &mut tokens,
     );
+    let parsed = parse_tokens(name, &text, &tokens, funcs);
+    // The buffer serves the next parse on this thread (unless it grew unusually large).
+    if tokens.list.capacity() <= MAX_KEPT_TOKENS {
+        TOKENS.with(|t| t.replace(tokens));
+    }
+    parsed
+}
+
+/// The most tokens whose buffer a thread keeps between parses (12 bytes each).
+const MAX_KEPT_TOKENS: usize = 1 << 20;
+
+thread_local! {
+    /// The lexer's token buffer, kept between parses: a chart's templates are parsed one
+    /// after another, and a fresh buffer for each would be allocated and faulted in anew.
+    static TOKENS: std::cell::Cell<lex::Tokens> = std::cell::Cell::default();
+}
+
+fn parse_tokens(
+    name: &str,
+    text: &Rc<str>,
+    tokens: &lex::Tokens,
+    funcs: &FuncMap,
+) -> Result<Vec<Tree>, String> {
     let parse_name: Rc<str> = Rc::from(name);
     let mut p = Parser {
-        text: &text,
-        tokens: &tokens,
+        text,
+        tokens: &tokens.list,
+        error: &tokens.error,
         i: 0,
         seen: 0,
         funcs,
@@ -391,8 +419,8 @@ pub(crate) fn parse(name: &str, text: &str, funcs: &FuncMap) -> Result<Vec<Tree>
         vars: vec![Rc::from("$")],
         range_depth: 0,
         paren_depth: 0,
-        names: HashMap::default(),
-        resolved: HashMap::default(),
+        names: FastMap::default(),
+        resolved: FastMap::default(),
         action_pos: None,
         defined: Vec::new(),
         depth: 0,
@@ -430,6 +458,8 @@ fn add_tree(trees: &mut Vec<Tree>, tree: Tree) -> Result<(), String> {
 struct Parser<'t> {
     text: &'t Rc<str>,
     tokens: &'t [Token],
+    /// The message of the stream's error token, if it ends in one.
+    error: &'t str,
     i: usize,
     /// The furthest token looked at (Go's `token[0]`, whose line errors report).
     seen: usize,
@@ -438,9 +468,9 @@ struct Parser<'t> {
     vars: Vec<Rc<str>>,
     range_depth: usize,
     paren_depth: usize,
-    names: HashMap<&'t str, Rc<str>>,
+    names: FastMap<&'t str, Rc<str>>,
     /// Functions already resolved in this parse.
-    resolved: HashMap<&'t str, Func>,
+    resolved: FastMap<&'t str, Func>,
     /// Where the action being parsed starts (for "unclosed action started at").
     action_pos: Option<usize>,
     defined: Vec<Tree>,
@@ -450,14 +480,14 @@ struct Parser<'t> {
 type PResult<T> = Result<T, String>;
 
 impl<'t> Parser<'t> {
-    fn tok(&self, i: usize) -> &Token {
+    fn tok(&self, i: usize) -> Token {
         // The stream always ends with EOF or an error token, which repeats.
         let last = self.tokens.len().saturating_sub(1);
-        &self.tokens[i.min(last)]
+        self.tokens[i.min(last)]
     }
 
     fn next(&mut self) -> Token {
-        let t = self.tok(self.i).clone();
+        let t = self.tok(self.i);
         self.seen = self.seen.max(self.i);
         if self.i < self.tokens.len() {
             self.i += 1;
@@ -470,7 +500,7 @@ impl<'t> Parser<'t> {
     }
 
     fn peek(&mut self) -> Token {
-        let t = self.tok(self.i).clone();
+        let t = self.tok(self.i);
         self.seen = self.seen.max(self.i);
         t
     }
@@ -490,12 +520,10 @@ impl<'t> Parser<'t> {
         t
     }
 
+    /// A token's text in the input ("" for an error token).
     fn val(&self, t: &Token) -> &'t str {
         let text: &'t str = self.text;
-        match &t.val {
-            lex::TokenText::Span(a, b) => text.get(*a..*b).unwrap_or(""),
-            lex::TokenText::Owned(_) => "",
-        }
+        t.text(text, "")
     }
 
     /// One shared `Rc<str>` per distinct name in a parse.
@@ -510,7 +538,7 @@ impl<'t> Parser<'t> {
 
     fn error_msg(&self, msg: &str) -> String {
         let t = self.tok(self.seen);
-        let line = line_at(self.text, t.pos);
+        let line = line_at(self.text, t.pos());
         format!("template: {}:{}: {}", self.parse_name, line, msg)
     }
 
@@ -521,17 +549,20 @@ impl<'t> Parser<'t> {
     fn unexpected<T>(&self, t: &Token, context: &str) -> PResult<T> {
         if t.kind == Kind::Error {
             let mut extra = String::new();
-            let line = line_at(self.text, t.pos);
+            let line = line_at(self.text, t.pos());
             let action_line = self.action_pos.map(|p| line_at(self.text, p));
             if let Some(action_line) = action_line.filter(|l| *l != line) {
                 extra = format!(" in action started at {}:{}", self.parse_name, action_line);
-                if t.text(self.text).ends_with(" action") {
+                if t.text(self.text, self.error).ends_with(" action") {
                     extra = extra[" in action".len()..].to_string();
                 }
             }
-            return self.err(format!("{}{extra}", t.text(self.text)));
+            return self.err(format!("{}{extra}", t.text(self.text, self.error)));
         }
-        self.err(format!("unexpected {} in {context}", t.describe(self.text)))
+        self.err(format!(
+            "unexpected {} in {context}",
+            t.describe(self.text, self.error)
+        ))
     }
 
     fn expect(&mut self, kind: Kind, context: &str) -> PResult<Token> {
@@ -638,14 +669,12 @@ impl<'t> Parser<'t> {
         let t = self.next_non_space();
         match t.kind {
             Kind::Text => {
-                let lex::TokenText::Span(a, b) = t.val else {
-                    return self.unexpected(&t, "input");
-                };
-                Ok(Item::Node(Node::Text(a, b)))
+                let start = t.pos();
+                Ok(Item::Node(Node::Text(start, start + self.val(&t).len())))
             }
             Kind::LeftDelim => {
                 let saved = self.action_pos;
-                self.action_pos = Some(t.pos);
+                self.action_pos = Some(t.pos());
                 let r = self.action();
                 self.action_pos = saved;
                 r
@@ -660,23 +689,31 @@ impl<'t> Parser<'t> {
             Kind::Block => return self.block_control().map(Item::Node),
             Kind::Break => {
                 return self
-                    .break_control(t.pos, "{{break}}")
-                    .map(|()| Item::Node(Node::Break(t.pos)));
+                    .break_control(t.pos(), "{{break}}")
+                    .map(|()| Item::Node(Node::Break(t.pos())));
             }
             Kind::Continue => {
                 return self
-                    .break_control(t.pos, "{{continue}}")
-                    .map(|()| Item::Node(Node::Continue(t.pos)));
+                    .break_control(t.pos(), "{{continue}}")
+                    .map(|()| Item::Node(Node::Continue(t.pos())));
             }
             Kind::Else => return self.else_control(),
             Kind::End => {
                 self.expect(Kind::RightDelim, "end")?;
                 return Ok(Item::End);
             }
-            Kind::If => return self.branch("if").map(|b| Item::Node(Node::If(b))),
-            Kind::Range => return self.branch("range").map(|b| Item::Node(Node::Range(b))),
+            Kind::If => return self.branch("if").map(|b| Item::Node(Node::If(Box::new(b)))),
+            Kind::Range => {
+                return self
+                    .branch("range")
+                    .map(|b| Item::Node(Node::Range(Box::new(b))));
+            }
             Kind::Template => return self.template_control().map(Item::Node),
-            Kind::With => return self.branch("with").map(|b| Item::Node(Node::With(b))),
+            Kind::With => {
+                return self
+                    .branch("with")
+                    .map(|b| Item::Node(Node::With(Box::new(b))));
+            }
             _ => {}
         }
         self.backup();
@@ -728,10 +765,10 @@ impl<'t> Parser<'t> {
             let peek = self.peek().kind;
             if context == "if" && peek == Kind::If {
                 self.next();
-                else_list = Some(vec![Node::If(self.branch("if")?)]);
+                else_list = Some(vec![Node::If(Box::new(self.branch("if")?))]);
             } else if context == "with" && peek == Kind::With {
                 self.next();
-                else_list = Some(vec![Node::With(self.branch("with")?)]);
+                else_list = Some(vec![Node::With(Box::new(self.branch("with")?))]);
             } else {
                 let (list, end) = self.item_list()?;
                 if let End::Else = end {
@@ -766,7 +803,7 @@ impl<'t> Parser<'t> {
             Some(self.pipeline(CONTEXT, Kind::RightDelim)?)
         };
         Ok(Node::Template {
-            pos: t.pos,
+            pos: t.pos(),
             name: Rc::from(name),
             pipe,
         })
@@ -780,7 +817,7 @@ impl<'t> Parser<'t> {
         let root = self.template_body(CONTEXT)?;
         self.add(name.clone(), root)?;
         Ok(Node::Template {
-            pos: t.pos,
+            pos: t.pos(),
             name: Rc::from(name),
             pipe: Some(pipe),
         })
@@ -793,7 +830,7 @@ impl<'t> Parser<'t> {
     fn pipeline_inner(&mut self, context: &str, end: Kind) -> PResult<Pipe> {
         let start = self.peek_non_space();
         let mut pipe = Pipe {
-            pos: start.pos,
+            pos: start.pos(),
             is_assign: false,
             decl: Vec::new(),
             cmds: Vec::new(),
@@ -811,12 +848,12 @@ impl<'t> Parser<'t> {
                 Kind::Assign | Kind::Declare => {
                     pipe.is_assign = next.kind == Kind::Assign;
                     self.next_non_space();
-                    pipe.decl.push((v.pos, name.clone()));
+                    pipe.decl.push((v.pos(), name.clone()));
                     self.vars.push(name);
                 }
                 Kind::Char if self.val(&next) == "," => {
                     self.next_non_space();
-                    pipe.decl.push((v.pos, name.clone()));
+                    pipe.decl.push((v.pos(), name.clone()));
                     self.vars.push(name);
                     if context == "range" && pipe.decl.len() < 2 {
                         match self.peek_non_space().kind {
@@ -878,7 +915,7 @@ impl<'t> Parser<'t> {
 
     fn command(&mut self) -> PResult<Command> {
         let mut cmd = Command {
-            pos: self.peek_non_space().pos,
+            pos: self.peek_non_space().pos(),
             args: Vec::new(),
         };
         loop {
@@ -908,7 +945,7 @@ impl<'t> Parser<'t> {
         if self.peek().kind != Kind::Field {
             return Ok(Some(node));
         }
-        let chain_pos = self.peek().pos;
+        let chain_pos = self.peek().pos();
         let mut fields: Vec<Rc<str>> = Vec::new();
         while self.peek().kind == Kind::Field {
             let t = self.next();
@@ -968,35 +1005,35 @@ impl<'t> Parser<'t> {
                     f
                 };
                 Arg::Ident {
-                    pos: t.pos,
+                    pos: t.pos(),
                     name: self.intern(v),
                     func,
                 }
             }
-            Kind::Dot => Arg::Dot(t.pos),
-            Kind::Nil => Arg::Nil(t.pos),
+            Kind::Dot => Arg::Dot(t.pos()),
+            Kind::Nil => Arg::Nil(t.pos()),
             Kind::Variable => {
                 if !self.vars.iter().any(|x| **x == *v) {
                     return self.err(format!("undefined variable {}", go_quote(v)));
                 }
                 Arg::Variable {
-                    pos: t.pos,
+                    pos: t.pos(),
                     name: self.intern(v),
                     fields: Box::new([]),
                 }
             }
             Kind::Field => Arg::Field {
-                pos: t.pos,
+                pos: t.pos(),
                 idents: Box::new([self.intern(v.get(1..).unwrap_or(""))]),
             },
-            Kind::Bool => Arg::Bool(t.pos, v == "true"),
+            Kind::Bool => Arg::Bool(t.pos(), v == "true"),
             Kind::CharConstant | Kind::Number => {
                 let (value, _is_int) = match parse_number(v, t.kind == Kind::CharConstant) {
                     Ok(n) => n,
                     Err(e) => return self.err(e),
                 };
                 Arg::Number {
-                    pos: t.pos,
+                    pos: t.pos(),
                     text: Rc::from(v),
                     value,
                 }
@@ -1013,7 +1050,7 @@ impl<'t> Parser<'t> {
             Kind::String | Kind::RawString => {
                 let s = self.unquote(&t)?;
                 Arg::String {
-                    pos: t.pos,
+                    pos: t.pos(),
                     quoted: Rc::from(v),
                     value: Value::from(s),
                 }
@@ -1026,7 +1063,7 @@ impl<'t> Parser<'t> {
     }
 
     fn unquote(&self, t: &Token) -> PResult<String> {
-        match go_unquote(t.text(self.text)) {
+        match go_unquote(t.text(self.text, self.error)) {
             Some(s) => Ok(s),
             None => self.err("invalid syntax"),
         }
