@@ -91,8 +91,36 @@ pub fn render_owned(
     let (chart, values) =
         crate::chart::prepare_owned(chart, values).map_err(|e| Error::new(e.message))?;
     let values = Value::from_json(&serde_json::Value::Object(values));
-    let files = render_values(&chart, values, options, capabilities, env)?;
-    Ok((files, chart))
+    let mut chart = chart;
+    // `.Files` shares the files this render owns instead of copying them; they go back into
+    // the chart afterwards (nothing of the render holds them by then).
+    let detached = Detached::take(&mut chart);
+    let files = render_with_files(&chart, values, options, capabilities, env, Some(&detached));
+    detached.put_back(&mut chart);
+    Ok((files?, chart))
+}
+
+/// The files of a chart and of its subcharts (in the same order), taken out of the chart to
+/// be shared with the render's `.Files`.
+struct Detached {
+    files: Rc<Vec<crate::chart::File>>,
+    dependencies: Vec<Detached>,
+}
+
+impl Detached {
+    fn take(chart: &mut Chart) -> Detached {
+        Detached {
+            files: Rc::new(std::mem::take(&mut chart.files)),
+            dependencies: chart.dependencies.iter_mut().map(Detached::take).collect(),
+        }
+    }
+
+    fn put_back(self, chart: &mut Chart) {
+        chart.files = Rc::try_unwrap(self.files).unwrap_or_else(|files| (*files).clone());
+        for (sub, detached) in chart.dependencies.iter_mut().zip(self.dependencies) {
+            detached.put_back(sub);
+        }
+    }
 }
 
 /// Renders an already prepared chart (dependencies processed, `values` coalesced and
@@ -104,13 +132,25 @@ pub fn render_values(
     capabilities: Capabilities,
     env: &mut Env,
 ) -> Result<BTreeMap<String, String>, Error> {
+    render_with_files(chart, values, options, capabilities, env, None)
+}
+
+/// [`render_values`], with the chart's files (`detached`) held apart from it when given.
+fn render_with_files(
+    chart: &Chart,
+    values: Value,
+    options: &Options,
+    capabilities: Capabilities,
+    env: &mut Env,
+    detached: Option<&Detached>,
+) -> Result<BTreeMap<String, String>, Error> {
     let top = Scope {
         release: release(options),
         capabilities: Value::Object(Rc::new(capabilities)),
         values,
     };
     let mut renderables = BTreeMap::new();
-    collect(chart, None, &top, &mut renderables);
+    collect(chart, detached, None, &top, &mut renderables);
 
     // Helm's parse and execution order: more path segments first, then names descending.
     let mut order: Vec<&String> = renderables.keys().collect();
@@ -146,7 +186,13 @@ pub fn render_values(
         let text = set
             .execute(name, renderable.scope.clone(), env)
             .map_err(|e| Error::new(errors::exec_error(name, &e.message)))?;
-        rendered.insert(name.clone(), text.replace("<no value>", ""));
+        // Helm drops `<no value>` from every output; most have none, and keep their text.
+        let text = if text.contains("<no value>") {
+            text.replace("<no value>", "")
+        } else {
+            text
+        };
+        rendered.insert(name.clone(), text);
     }
     Ok(rendered)
 }
@@ -193,6 +239,7 @@ fn is_partial(path: &str) -> bool {
 /// `recAllTpls`).
 fn collect<'a>(
     chart: &'a Chart,
+    detached: Option<&Detached>,
     parent: Option<(&str, &Value)>,
     top: &Scope,
     out: &mut BTreeMap<String, Renderable<'a>>,
@@ -214,7 +261,10 @@ fn collect<'a>(
         ),
         (
             "Files".to_string(),
-            Value::Object(Rc::new(Files::new(&chart.files))),
+            Value::Object(Rc::new(match detached {
+                Some(detached) => Files::shared(Rc::clone(&detached.files)),
+                None => Files::new(&chart.files),
+            })),
         ),
         ("Release".to_string(), top.release.clone()),
         ("Capabilities".to_string(), top.capabilities.clone()),
@@ -222,8 +272,9 @@ fn collect<'a>(
         ("Subcharts".to_string(), subcharts.clone()),
     ]));
 
-    for child in &chart.dependencies {
-        let child_scope = collect(child, Some((&full_path, &scope)), top, out);
+    for (i, child) in chart.dependencies.iter().enumerate() {
+        let child_detached = detached.and_then(|d| d.dependencies.get(i));
+        let child_scope = collect(child, child_detached, Some((&full_path, &scope)), top, out);
         if let Value::Map(map) = &subcharts {
             map.borrow_mut()
                 .insert(child.metadata.name.clone(), child_scope);
@@ -238,7 +289,12 @@ fn collect<'a>(
         out.insert(
             format!("{full_path}/{}", template.name),
             Renderable {
-                text: String::from_utf8_lossy(&template.data),
+                // Valid UTF-8 (nearly every template) is checked much faster than the lossy
+                // conversion checks it.
+                text: std::str::from_utf8(&template.data).map_or_else(
+                    |_| String::from_utf8_lossy(&template.data),
+                    std::borrow::Cow::Borrowed,
+                ),
                 scope: scope.clone(),
                 base_path: format!("{full_path}/templates"),
             },

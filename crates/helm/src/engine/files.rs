@@ -14,55 +14,85 @@ use super::glob::Glob;
 use crate::value::{Object, Value};
 
 /// Helm's `engine.files`: a map from path (relative to the chart root) to contents.
+///
+/// The files are the chart's own, shared rather than copied (a chart's `crds/` alone can be
+/// megabytes, and most renders read few files or none): `order` indexes them by name, the
+/// map's iteration order.
 #[derive(Debug, Clone, Default)]
 pub struct Files {
-    files: Rc<BTreeMap<String, Rc<[u8]>>>,
+    files: Rc<Vec<crate::chart::File>>,
+    /// Indexes into `files`, sorted by name, one per name (the last of equal names, as a
+    /// map built in order keeps it).
+    order: Rc<[usize]>,
 }
 
 impl Files {
-    /// The files of one chart.
+    /// The files of one chart (copied).
     pub fn new(files: &[crate::chart::File]) -> Self {
-        let map = files
-            .iter()
-            .map(|f| (f.name.clone(), Rc::from(f.data.as_slice())))
-            .collect();
+        Files::shared(Rc::new(files.to_vec()))
+    }
+
+    /// The files of one chart, shared with the caller.
+    pub fn shared(files: Rc<Vec<crate::chart::File>>) -> Self {
+        let mut order: Vec<usize> = (0..files.len()).collect();
+        // Stable: equal names stay in file order, and the last of them is kept.
+        order.sort_by(|a, b| files[*a].name.cmp(&files[*b].name));
+        let mut unique: Vec<usize> = Vec::with_capacity(order.len());
+        for i in order {
+            match unique.last_mut() {
+                Some(last) if files[*last].name == files[i].name => *last = i,
+                _ => unique.push(i),
+            }
+        }
         Files {
-            files: Rc::new(map),
+            files,
+            order: unique.into(),
         }
     }
 
+    /// The files by name, in name order.
+    fn iter(&self) -> impl Iterator<Item = &crate::chart::File> {
+        self.order.iter().map(|i| &self.files[*i])
+    }
+
+    fn find(&self, name: &str) -> Option<&[u8]> {
+        let at = self
+            .order
+            .binary_search_by(|i| self.files[*i].name.as_str().cmp(name))
+            .ok()?;
+        Some(&self.files[self.order[at]].data)
+    }
+
     fn bytes(&self, name: &str) -> Rc<[u8]> {
-        self.files
-            .get(name)
-            .cloned()
-            .unwrap_or_else(|| Rc::from(&[][..]))
+        Rc::from(self.find(name).unwrap_or_default())
     }
 
     /// `Get`: the file as a string. Go strings hold any bytes but [`Value::String`] holds UTF-8,
     /// so a file that is not UTF-8 comes back as `[]byte` (what `b64enc` and friends need).
     fn get(&self, name: &str) -> Value {
-        let data = self.bytes(name);
-        match std::str::from_utf8(&data) {
+        let data = self.find(name).unwrap_or_default();
+        match std::str::from_utf8(data) {
             Ok(text) => Value::str(text),
-            Err(_) => Value::Bytes(data),
+            Err(_) => Value::Bytes(Rc::from(data)),
         }
     }
 
     fn glob(&self, pattern: &str) -> Files {
         let glob = Glob::new(pattern);
-        let map = self
-            .files
+        let order = self
+            .order
             .iter()
-            .filter(|(name, _)| glob.matches(name))
-            .map(|(name, data)| (name.clone(), Rc::clone(data)))
+            .copied()
+            .filter(|i| glob.matches(&self.files[*i].name))
             .collect();
         Files {
-            files: Rc::new(map),
+            files: Rc::clone(&self.files),
+            order,
         }
     }
 
     fn lines(&self, name: &str) -> Result<Value, String> {
-        let Some(data) = self.files.get(name) else {
+        let Some(data) = self.find(name) else {
             return Ok(Value::string_list(Vec::<String>::new()));
         };
         // Helm v4.2.3 indexes the last byte of the file unguarded; an empty file makes the
@@ -80,14 +110,14 @@ impl Files {
     /// path wins.
     fn as_yaml(&self, encode: bool) -> Value {
         let map: BTreeMap<String, Value> = self
-            .files
             .iter()
-            .map(|(name, data)| {
+            .map(|file| {
+                let name = &file.name;
                 let base = name.rsplit('/').next().unwrap_or(name).to_string();
                 let text = if encode {
-                    base64::engine::general_purpose::STANDARD.encode(data)
+                    base64::engine::general_purpose::STANDARD.encode(&file.data)
                 } else {
-                    String::from_utf8_lossy(data).into_owned()
+                    String::from_utf8_lossy(&file.data).into_owned()
                 };
                 (base, Value::str(text))
             })
@@ -149,11 +179,16 @@ impl Object for Files {
 
     fn format(&self) -> String {
         let mut out = String::from("map[");
-        for (i, (name, data)) in self.files.iter().enumerate() {
+        for (i, file) in self.iter().enumerate() {
             if i > 0 {
                 out.push(' ');
             }
-            let _ = write!(out, "{name}:{}", Value::Bytes(Rc::clone(data)));
+            let _ = write!(
+                out,
+                "{}:{}",
+                file.name,
+                Value::Bytes(Rc::from(file.data.as_slice()))
+            );
         }
         out.push(']');
         out
@@ -161,9 +196,13 @@ impl Object for Files {
 
     fn to_data(&self) -> Value {
         Value::map(
-            self.files
-                .iter()
-                .map(|(name, data)| (name.clone(), Value::Bytes(Rc::clone(data))))
+            self.iter()
+                .map(|file| {
+                    (
+                        file.name.clone(),
+                        Value::Bytes(Rc::from(file.data.as_slice())),
+                    )
+                })
                 .collect(),
         )
     }
@@ -237,6 +276,27 @@ mod tests {
             "expected string; found 1"
         );
         assert!(f.method("Nope", &[]).is_none());
+    }
+
+    #[test]
+    fn the_last_of_equal_names_is_kept() {
+        let f = Files::new(&[
+            File {
+                name: "b".into(),
+                data: b"1".to_vec(),
+            },
+            File {
+                name: "a".into(),
+                data: b"2".to_vec(),
+            },
+            File {
+                name: "b".into(),
+                data: b"3".to_vec(),
+            },
+        ]);
+        assert_eq!(f.get("b").to_string(), "3");
+        assert_eq!(f.format(), "map[a:[50] b:[51]]");
+        assert_eq!(f.get("c").to_string(), "");
     }
 
     #[test]
