@@ -722,6 +722,27 @@ mod tests {
         );
     }
 
+    /// The Deployment's arguments are flags `capstan controller` has, with the values meant.
+    #[test]
+    fn the_deployment_arguments_parse_as_capstan_controller() {
+        use clap::Parser;
+        let args = controller_args(&Options::default());
+        let cli =
+            crate::cli::Cli::try_parse_from(std::iter::once("capstan".to_owned()).chain(args))
+                .unwrap();
+        let crate::cli::Command::Controller(controller) = cli.command else {
+            panic!("not the controller command");
+        };
+        assert!(controller.election.enable_leader_election);
+        assert_eq!(controller.serve.concurrent, 4);
+        assert_eq!(controller.serve.storage_path, std::path::Path::new("/data"));
+        assert_eq!(controller.serve.storage_addr.port(), HTTP_PORT);
+        assert_eq!(
+            controller.serve.storage_adv_addr.as_deref(),
+            Some("source-controller.flux-system.svc.cluster.local.")
+        );
+    }
+
     #[test]
     fn tenancy_objects_are_the_generated_ones() {
         let options = Options::default();
