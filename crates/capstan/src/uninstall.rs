@@ -61,7 +61,7 @@ struct Component {
 }
 
 /// The kinds `capstan install` creates, in deletion order (workloads first, RBAC last).
-const COMPONENTS: [Component; 11] = [
+const COMPONENTS: [Component; 12] = [
     component("apps", "v1", "Deployment", "deployments", true),
     component("", "v1", "Service", "services", true),
     component(
@@ -74,6 +74,7 @@ const COMPONENTS: [Component; 11] = [
     component("", "v1", "ConfigMap", "configmaps", true),
     component("", "v1", "Secret", "secrets", true),
     component("", "v1", "ServiceAccount", "serviceaccounts", true),
+    component("", "v1", "ResourceQuota", "resourcequotas", true),
     component(
         "rbac.authorization.k8s.io",
         "v1",

@@ -342,6 +342,64 @@ async fn check_then_uninstall_keeps_the_workloads_and_removes_every_capstan_obje
     assert_contains(&run.stderr, "✔ Namespace/flux-system not found");
 }
 
+/// `capstan install` on `capstan dev`, checked, then uninstalled: no object of the
+/// installation is left, whatever its kind.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_installation_checks_healthy_and_uninstalls_without_a_trace() {
+    let env = Env::start().await;
+    env.capstan(&["install", "--timeout", "60s"]).await.ok();
+    let run = env.capstan(&["check", "--timeout", "60s"]).await.ok();
+    assert_contains(&run.stderr, "✔ capstan-controller: deployment ready");
+    assert_contains(&run.stderr, "✔ all checks passed");
+
+    let labelled = |kind: &'static str| {
+        let env = &env;
+        async move {
+            env.kubectl(&[
+                "get",
+                kind,
+                "-A",
+                "-l",
+                "app.kubernetes.io/part-of=capstan",
+                "-o",
+                "name",
+            ])
+            .await
+            .ok()
+            .stdout
+        }
+    };
+    let kinds = [
+        "deployments",
+        "services",
+        "networkpolicies",
+        "serviceaccounts",
+        "resourcequotas",
+        "clusterroles",
+        "clusterrolebindings",
+    ];
+    for kind in kinds {
+        assert!(!labelled(kind).await.is_empty(), "no {kind} installed");
+    }
+
+    let run = env.capstan(&["uninstall", "--silent"]).await.ok();
+    assert_contains(
+        &run.stderr,
+        "✔ Deployment/flux-system/capstan-controller deleted",
+    );
+    for kind in kinds.into_iter().chain(["customresourcedefinitions"]) {
+        assert_eq!(labelled(kind).await, "", "{kind} left after uninstall");
+    }
+    let crds = env.kubectl(&["get", "crd", "-o", "name"]).await.ok().stdout;
+    assert!(!crds.contains("toolkit.fluxcd.io"), "{crds}");
+    capstan_testkit::eventually(
+        std::time::Duration::from_secs(30),
+        "the flux-system namespace to be gone",
+        || async { (!exists(&env, &["namespace", "flux-system"]).await).then_some(()) },
+    )
+    .await;
+}
+
 /// The repository root.
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
