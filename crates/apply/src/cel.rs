@@ -44,6 +44,17 @@ pub struct InvalidHealthExpr {
     pub reason: String,
 }
 
+/// The longest expression accepted, in bytes (health expressions are a line or two).
+pub const MAX_EXPRESSION_LEN: usize = 10_000;
+
+/// The deepest expression tree accepted: parsing and evaluating recurse once per level.
+pub const MAX_EXPRESSION_DEPTH: usize = 100;
+
+/// The stack parsing and evaluation run on: the parser and the interpreter recurse deeply per
+/// level (tens of KiB in a debug build), more than a worker thread's stack holds for
+/// [`MAX_EXPRESSION_DEPTH`] levels. Reserved, not committed, until used.
+const STACK: usize = 64 << 20;
+
 /// One parsed expression with its source.
 struct Expr {
     /// `current`, `inProgress` or `failed`.
@@ -234,18 +245,28 @@ impl HealthExprs {
                 return Err(invalid("expression current not specified".to_owned()));
             }
             let parse = |field: &'static str, source: &str| -> Result<Expr, InvalidHealthExpr> {
-                env.compile(source)
-                    .map(|program| Expr {
-                        field,
-                        source: source.to_owned(),
-                        program,
-                    })
-                    .map_err(|e| {
-                        invalid(format!(
-                            "failed to parse the {field} expression '{source}': {}",
-                            one_line(&e.to_string())
-                        ))
-                    })
+                if source.len() > MAX_EXPRESSION_LEN {
+                    return Err(invalid(format!(
+                        "the {field} expression is longer than {MAX_EXPRESSION_LEN} bytes"
+                    )));
+                }
+                let program = stacker::grow(STACK, || env.compile(source)).map_err(|e| {
+                    invalid(format!(
+                        "failed to parse the {field} expression '{source}': {}",
+                        one_line(&e.to_string())
+                    ))
+                })?;
+                if depth(program.expression()) > MAX_EXPRESSION_DEPTH {
+                    return Err(invalid(format!(
+                        "the {field} expression '{source}' is nested deeper than \
+                         {MAX_EXPRESSION_DEPTH} levels"
+                    )));
+                }
+                Ok(Expr {
+                    field,
+                    source: source.to_owned(),
+                    program,
+                })
             };
             let optional = |field, source: &Option<String>| {
                 source
@@ -308,7 +329,7 @@ impl HealthExprs {
         let api_version = object["apiVersion"].as_str().unwrap_or_default();
         let kind = object["kind"].as_str().unwrap_or_default();
         let (inner, evaluator) = self.evaluator(split_api_version(api_version).0, kind)?;
-        Some(evaluate(inner, evaluator, object))
+        Some(stacker::grow(STACK, || evaluate(inner, evaluator, object)))
     }
 }
 
@@ -400,6 +421,51 @@ fn to_cel(value: &Value) -> ::cel::Value {
             ::cel::Value::Map(::cel::objects::Map::from(map))
         }
     }
+}
+
+/// The depth of an expression tree, walked without recursion.
+fn depth(root: &::cel::IdedExpr) -> usize {
+    use ::cel::common::ast::{EntryExpr, Expr};
+    let mut deepest = 0;
+    let mut pending = vec![(root, 1)];
+    while let Some((node, level)) = pending.pop() {
+        deepest = deepest.max(level);
+        let next = level + 1;
+        match &node.expr {
+            Expr::Call(call) => {
+                pending.extend(call.target.as_deref().map(|t| (t, next)));
+                pending.extend(call.args.iter().map(|a| (a, next)));
+            }
+            Expr::Comprehension(c) => pending.extend(
+                [
+                    &c.iter_range,
+                    &c.accu_init,
+                    &c.loop_cond,
+                    &c.loop_step,
+                    &c.result,
+                ]
+                .map(|e| (e, next)),
+            ),
+            Expr::List(list) => pending.extend(list.elements.iter().map(|e| (e, next))),
+            Expr::Map(map) => {
+                for entry in &map.entries {
+                    if let EntryExpr::MapEntry(e) = &entry.expr {
+                        pending.extend([(&e.key, next), (&e.value, next)]);
+                    }
+                }
+            }
+            Expr::Struct(st) => {
+                for entry in &st.entries {
+                    if let EntryExpr::StructField(f) = &entry.expr {
+                        pending.push((&f.value, next));
+                    }
+                }
+            }
+            Expr::Select(select) => pending.push((&select.operand, next)),
+            Expr::Unspecified | Expr::Ident(_) | Expr::Literal(_) => {}
+        }
+    }
+    deepest
 }
 
 /// A multi-line parser message on one line (condition messages are one line).
@@ -622,6 +688,23 @@ mod tests {
         .unwrap_err();
         assert_eq!(duplicate.index, 1);
         assert!(duplicate.reason.contains("duplicate"), "{duplicate}");
+        // Deep or long expressions are refused, not a stack overflow of the controller.
+        let deep = format!("{}1 == 1", "1 + ".repeat(MAX_EXPRESSION_DEPTH));
+        let error = HealthExprs::new(&[check("example.com/v1", None, &deep)]).unwrap_err();
+        assert!(
+            error.reason.contains("nested deeper than 100 levels"),
+            "{error}"
+        );
+        let parens = format!("{}true{}", "(".repeat(500), ")".repeat(500));
+        let error = HealthExprs::new(&[check("example.com/v1", None, &parens)]).unwrap_err();
+        assert!(error.reason.starts_with("failed to parse"), "{error}");
+        let long = format!("{}1 == 1", "1 + ".repeat(MAX_EXPRESSION_LEN / 4));
+        let error = HealthExprs::new(&[check("example.com/v1", None, &long)]).unwrap_err();
+        assert!(error.reason.contains("longer than 10000 bytes"), "{error}");
+        // Just within the limits: parsed and evaluated.
+        let chain = format!("{}1 == {}", "1 + ".repeat(90), 91);
+        let exprs = HealthExprs::new(&[check("example.com/v1", None, &chain)]).unwrap();
+        assert_eq!(status_of(&exprs, &widget(&json!({}))), Status::Current);
         let empty = HealthExprs::new(&[check("example.com/v1", None, " ")]).unwrap_err();
         assert_eq!(
             empty.to_string(),
