@@ -569,3 +569,58 @@ async fn the_image_runs_capstan_as_non_root_from_its_one_layer_and_pushes_with_s
             .json();
     assert_eq!(pushed_config["config"]["User"], "65532:65532");
 }
+
+/// The revision label follows the commit the binary says it was built from (`--version`, set by
+/// `CAPSTAN_COMMIT` at build time), not whatever the checkout holds now.
+#[test]
+fn the_revision_label_is_the_commit_the_binary_names() {
+    use std::os::unix::fs::PermissionsExt;
+    capstan_testkit::require("skopeo");
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("capstan");
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    std::fs::write(
+        &binary,
+        format!("#!/bin/sh\necho 'capstan 9.8.7 (commit {commit})'\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let layout = dir.path().join("oci");
+    run(Command::new(repo_root().join("scripts/build-image"))
+        .arg("--binary")
+        .arg(&binary)
+        .arg("--output")
+        .arg(&layout)
+        .args(["--source", "https://example.test/capstan"]))
+    .ok();
+    let config = run(Command::new("skopeo")
+        .args(["inspect", "--config"])
+        .arg(format!("oci:{}", layout.display())))
+    .ok()
+    .json();
+    let labels = &config["config"]["Labels"];
+    assert_eq!(
+        labels["org.opencontainers.image.revision"], commit,
+        "{labels}"
+    );
+    assert_eq!(
+        labels["org.opencontainers.image.version"], "9.8.7",
+        "{labels}"
+    );
+
+    // An output directory holding anything but an OCI layout is never replaced.
+    let precious = dir.path().join("precious");
+    std::fs::create_dir(&precious).unwrap();
+    std::fs::write(precious.join("notes.txt"), "keep me").unwrap();
+    let refused = run(Command::new(repo_root().join("scripts/build-image"))
+        .arg("--binary")
+        .arg(&binary)
+        .arg("--output")
+        .arg(&precious))
+    .fails();
+    assert_contains(
+        &refused.stderr,
+        "is not an OCI layout: refusing to replace it",
+    );
+    assert!(precious.join("notes.txt").exists());
+}
