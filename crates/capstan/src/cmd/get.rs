@@ -29,6 +29,12 @@ pub struct GetArgs {
     /// (condition type and status in any case).
     #[arg(long, global = true, value_name = "TYPE=STATUS")]
     pub status_selector: Option<String>,
+    /// Show only the objects with these labels (`app=web,tier!=db`, Kubernetes' syntax).
+    #[arg(short = 'l', long, global = true, value_name = "SELECTOR")]
+    pub label_selector: Option<String>,
+    /// Print the tables without their header line.
+    #[arg(long, global = true)]
+    pub no_header: bool,
     #[command(subcommand)]
     pub command: GetCommand,
 }
@@ -223,6 +229,51 @@ struct RowStyle {
     all_namespaces: bool,
     /// A SOURCE column (`get helmreleases --show-source`).
     show_source: bool,
+    /// No header line (`--no-header`).
+    no_header: bool,
+}
+
+/// A table as [`super::format_table`] prints it, without its header line with `--no-header`.
+fn table_text(headers: &[&str], rows: &[Vec<String>], style: RowStyle) -> String {
+    let table = super::format_table(headers, rows);
+    if style.no_header {
+        table
+            .split_once('\n')
+            .map_or_else(String::new, |(_, rows)| rows.to_owned())
+    } else {
+        table
+    }
+}
+
+/// Lists the objects of a kind as JSON (with `-l`, those with the labels), sorted by namespace
+/// and name.
+async fn list(
+    client: &kube::Client,
+    kind: &Kind,
+    namespace: Option<&str>,
+    labels: Option<&str>,
+) -> anyhow::Result<Vec<Value>> {
+    let Some(labels) = labels else {
+        return kind.list(client, namespace).await;
+    };
+    let params = kube::api::ListParams::default().labels(labels);
+    let list = kind
+        .api(client, namespace)
+        .list(&params)
+        .await
+        .with_context(|| format!("listing {} with labels {labels:?}", kind.plural))?;
+    let mut items: Vec<Value> = list
+        .items
+        .into_iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()?;
+    items.sort_by_key(|o| {
+        (
+            super::namespace_of(o).to_owned(),
+            super::name_of(o).to_owned(),
+        )
+    });
+    Ok(items)
 }
 
 /// One row of Flux's status table for the kind (see [`headers`]).
@@ -322,9 +373,12 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
         prefixed: get_all,
         all_namespaces: args.all_namespaces,
         show_source,
+        no_header: args.no_header,
     };
+    let labels = args.label_selector.as_deref();
     if args.watch {
-        return watch(&client, kinds[0], namespace, name, style, selector.as_ref()).await;
+        let filter = (selector.as_ref(), labels);
+        return watch(&client, kinds[0], namespace, name, style, filter).await;
     }
     let scope = match namespace {
         Some(ns) => format!("{ns:?}"),
@@ -332,7 +386,7 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
     };
     let mut found = Vec::new();
     for kind in &kinds {
-        let mut objects = kind.list(&client, namespace).await?;
+        let mut objects = list(&client, kind, namespace, labels).await?;
         if let Some(name) = name {
             objects.retain(|o| super::name_of(o) == name);
         }
@@ -368,7 +422,7 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
     }
     for (kind, objects) in &found {
         let rows: Vec<Vec<String>> = objects.iter().map(|o| row(kind, o, style)).collect();
-        super::print_table(&headers(kind, style), &rows);
+        out!("{}", table_text(&headers(kind, style), &rows, style));
         if get_all {
             outln!();
         }
@@ -385,13 +439,16 @@ async fn watch(
     namespace: Option<&str>,
     name: Option<&String>,
     style: RowStyle,
-    selector: Option<&StatusSelector>,
+    (selector, labels): (Option<&StatusSelector>, Option<&str>),
 ) -> anyhow::Result<ExitCode> {
     use futures::StreamExt;
     use kube::runtime::watcher;
     let mut config = watcher::Config::default();
     if let Some(name) = name {
         config = config.fields(&format!("metadata.name={name}"));
+    }
+    if let Some(labels) = labels {
+        config = config.labels(labels);
     }
     let stream = watcher::watcher(kind.api(client, namespace), config);
     let mut stream = std::pin::pin!(stream);
@@ -411,7 +468,7 @@ async fn watch(
             .into_iter()
             .collect();
         let table = super::format_table(&headers, &rows);
-        if header {
+        if header && !style.no_header {
             out!("{table}");
             header = false;
         } else {
@@ -529,6 +586,7 @@ mod tests {
             prefixed: true,
             all_namespaces: false,
             show_source: false,
+            no_header: false,
         };
         let provider =
             serde_json::json!({"metadata": {"name": "slack"}, "spec": {"suspend": true}});

@@ -278,6 +278,35 @@ async fn flux_habits_get_all_and_status_selector() {
         rows,
         [["NAME", "REVISION", "SUSPENDED", "READY", "MESSAGE"]]
     );
+    // -l selects by label, --no-header leaves the header out (in `get all` too).
+    env.kubectl(&["label", "ks", "ok", "-n", "flux-system", "team=a"])
+        .await
+        .ok();
+    let stdout = env
+        .capstan(&["get", "ks", "-l", "team=a", "--no-header"])
+        .await
+        .ok()
+        .stdout;
+    let rows = table(&stdout);
+    assert_eq!(rows.len(), 1, "{stdout}");
+    assert_eq!(
+        (rows[0][0].as_str(), rows[0][3].as_str()),
+        ("ok", "True"),
+        "{stdout}"
+    );
+    assert!(rows[0][1].starts_with("main@sha1:"), "{stdout}");
+    let stdout = env
+        .capstan(&["get", "all", "-l", "team=a", "--no-header"])
+        .await
+        .ok()
+        .stdout;
+    assert_eq!(
+        sections(&stdout)
+            .iter()
+            .map(|s| s.iter().map(|r| r[0].clone()).collect::<Vec<_>>())
+            .collect::<Vec<_>>(),
+        [["kustomization/ok"]]
+    );
     let json = env
         .capstan(&[
             "get",
