@@ -167,7 +167,11 @@ fn list_files(path: &Path, extensions: &[String]) -> anyhow::Result<Vec<PathBuf>
     while let Some(dir) = pending.pop() {
         for entry in fs_err::read_dir(&dir)? {
             let entry = entry?;
-            let file = entry.path();
+            // `-f .` lists `clusters/app.yaml`, not `./clusters/app.yaml`.
+            let file = match entry.path().strip_prefix(".") {
+                Ok(relative) => relative.to_path_buf(),
+                Err(_) => entry.path(),
+            };
             let kind = entry
                 .file_type()
                 .with_context(|| format!("reading {}", file.display()))?;
@@ -403,13 +407,24 @@ async fn migrate_cluster(args: &MigrateArgs) -> anyhow::Result<ExitCode> {
             let object_name = object.metadata.name.clone().unwrap_or_default();
             let namespaced: Api<DynamicObject> =
                 Api::namespaced_with(client.clone(), &namespace, &resource);
-            let written = namespaced
-                .patch(
-                    &object_name,
-                    &PatchParams::default(),
-                    &Patch::Merge(&serde_json::json!({})),
-                )
-                .await;
+            let target = format!("{}/{storage}", info.group);
+            let written = match managed_fields_patch(&object, &target) {
+                // Rewritten at the storage version by a write that changes nothing.
+                None => {
+                    namespaced
+                        .patch(
+                            &object_name,
+                            &PatchParams::default(),
+                            &Patch::Merge(&serde_json::json!({})),
+                        )
+                        .await
+                }
+                Some(patch) => {
+                    namespaced
+                        .patch(&object_name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                }
+            };
             match written {
                 Ok(_) => say::success(&format!(
                     "{}/{namespace}/{object_name} migrated to version {storage}",
@@ -438,6 +453,38 @@ async fn migrate_cluster(args: &MigrateArgs) -> anyhow::Result<ExitCode> {
     }
     say::success("custom resources migrated successfully");
     Ok(ExitCode::SUCCESS)
+}
+
+/// A merge patch moving the object's `managedFields` entries of other versions to `target`
+/// (`group/version`), as Flux's migration does, so that server-side apply never meets a version
+/// the CRD no longer serves; `None` when every entry is at `target` already. The list is
+/// replaced whole, under the object's `resourceVersion` (a concurrent write makes it fail).
+fn managed_fields_patch(object: &DynamicObject, target: &str) -> Option<serde_json::Value> {
+    let entries = object
+        .metadata
+        .managed_fields
+        .as_deref()
+        .unwrap_or_default();
+    if entries
+        .iter()
+        .all(|entry| entry.api_version.as_deref().is_none_or(|v| v == target))
+    {
+        return None;
+    }
+    let entries: Vec<_> = entries
+        .iter()
+        .cloned()
+        .map(|mut entry| {
+            if entry.api_version.is_some() {
+                entry.api_version = Some(target.to_owned());
+            }
+            entry
+        })
+        .collect();
+    Some(serde_json::json!({"metadata": {
+        "resourceVersion": object.metadata.resource_version,
+        "managedFields": entries,
+    }}))
 }
 
 #[cfg(test)]
@@ -523,6 +570,39 @@ data:
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn managed_fields_of_other_versions_move_to_the_storage_version() {
+        let object: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1",
+            "kind": "GitRepository",
+            "metadata": {"name": "fleet", "resourceVersion": "7", "managedFields": [
+                {"manager": "flux", "operation": "Apply",
+                 "apiVersion": "source.toolkit.fluxcd.io/v1beta2", "fieldsType": "FieldsV1"},
+                {"manager": "capstan", "operation": "Update",
+                 "apiVersion": "source.toolkit.fluxcd.io/v1", "fieldsType": "FieldsV1"}
+            ]}
+        }))
+        .unwrap();
+        let patch = managed_fields_patch(&object, "source.toolkit.fluxcd.io/v1").unwrap();
+        assert_eq!(patch["metadata"]["resourceVersion"], "7");
+        let versions: Vec<&str> = patch["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["apiVersion"].as_str().unwrap())
+            .collect();
+        assert_eq!(versions, ["source.toolkit.fluxcd.io/v1"; 2]);
+        assert_eq!(patch["metadata"]["managedFields"][0]["manager"], "flux");
+        assert!(managed_fields_patch(&object, "source.toolkit.fluxcd.io/v1beta2").is_some());
+        let current: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+            "metadata": {"name": "fleet", "managedFields": [
+                {"manager": "capstan", "apiVersion": "source.toolkit.fluxcd.io/v1"}]}
+        }))
+        .unwrap();
+        assert!(managed_fields_patch(&current, "source.toolkit.fluxcd.io/v1").is_none());
     }
 
     #[test]

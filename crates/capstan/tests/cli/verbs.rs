@@ -243,32 +243,8 @@ fn verbs_migrate_rewrites_old_api_versions_in_files() {
     }
 }
 
-/// `capstan stats`: a row per served kind with running, failing and suspended counts and the
-/// storage of the artifacts, for the namespace (or `-A`); `capstan migrate` without `--path`
-/// migrates the objects in the cluster to the storage version.
-#[tokio::test(flavor = "multi_thread")]
-async fn verbs_stats_and_cluster_migrate() {
-    let env = Env::start().await;
-    env.commit(&[(
-        "apps/demo.yaml",
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n  namespace: default\n",
-    )]);
-    env.capstan(&[
-        "create",
-        "source",
-        "git",
-        "fleet",
-        "--url",
-        &env.git_url,
-        "--branch",
-        "main",
-    ])
-    .await
-    .ok();
-    let objects = env.dir.path().join("objects.yaml");
-    std::fs::write(
-        &objects,
-        "apiVersion: source.toolkit.fluxcd.io/v1
+/// A GitRepository that cannot fetch and a suspended Kustomization.
+const BROKEN_AND_SUSPENDED: &str = "apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata:
   name: broken
@@ -293,9 +269,32 @@ spec:
   sourceRef:
     kind: GitRepository
     name: fleet
-",
-    )
-    .unwrap();
+";
+
+/// `capstan stats`: a row per served kind with running, failing and suspended counts and the
+/// storage of the artifacts, for the namespace (or `-A`); `capstan migrate` without `--path`
+/// migrates the objects in the cluster to the storage version.
+#[tokio::test(flavor = "multi_thread")]
+async fn verbs_stats_and_cluster_migrate() {
+    let env = Env::start().await;
+    env.commit(&[(
+        "apps/demo.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n  namespace: default\n",
+    )]);
+    env.capstan(&[
+        "create",
+        "source",
+        "git",
+        "fleet",
+        "--url",
+        &env.git_url,
+        "--branch",
+        "main",
+    ])
+    .await
+    .ok();
+    let objects = env.dir.path().join("objects.yaml");
+    std::fs::write(&objects, BROKEN_AND_SUSPENDED).unwrap();
     env.kubectl(&["apply", "-f", &objects.to_string_lossy()])
         .await
         .ok();
