@@ -263,11 +263,12 @@ fn not_diffed(failures: &[ObjectError], total: usize) -> anyhow::Result<()> {
     if failures.is_empty() {
         return Ok(());
     }
-    let mut message = format!("{} of {total} objects could not be diffed:", failures.len());
-    for failure in failures {
-        message.push_str(&format!("\n  {failure}"));
-    }
-    bail!(message)
+    let listed: Vec<String> = failures.iter().map(|f| format!("  {f}")).collect();
+    bail!(
+        "{} of {total} objects could not be diffed:\n{}",
+        failures.len(),
+        listed.join("\n")
+    )
 }
 
 /// Prints the objects a comparison found created (`► X created`), drifted (`► X drifted` and

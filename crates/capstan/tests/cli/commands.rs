@@ -1094,6 +1094,65 @@ stringData:
 #[tokio::test(flavor = "multi_thread")]
 async fn diff_shows_what_it_could_diff_and_lists_the_rest() {
     let env = Env::start().await;
+    let (dir, kustomization) = partially_diffable(&env).await;
+    let run = env
+        .capstan(&[
+            "diff",
+            "ks",
+            "partial",
+            "--path",
+            dir.to_str().unwrap(),
+            "--kustomization-file",
+            kustomization.to_str().unwrap(),
+        ])
+        .await;
+    assert_eq!(run.status, 2, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .contains("► ConfigMap/default/existing drifted\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("+   a: \"2\"\n"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("► ConfigMap/default/fresh created\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("locked") && !run.stdout.contains("Widget"),
+        "{}",
+        run.stdout
+    );
+    let stderr: Vec<&str> = run.stderr.lines().collect();
+    assert_eq!(
+        stderr.first().copied(),
+        Some("✗ 2 of 4 objects could not be diffed:"),
+        "{}",
+        run.stderr
+    );
+    let reason = |object: &str| {
+        stderr
+            .iter()
+            .find_map(|line| line.strip_prefix(&format!("  {object}: ")))
+            .unwrap_or_else(|| panic!("{object} not listed in:\n{}", run.stderr))
+    };
+    assert!(
+        reason("ConfigMap/default/locked").contains("immutable"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        reason("Widget/default/w").contains("Widget"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// A directory (and a Kustomization file for it) whose render `capstan diff` can only partly
+/// compare: a drifted ConfigMap, a new one, a change to an `immutable` ConfigMap (the dry-run
+/// is refused) and a kind the cluster does not serve.
+async fn partially_diffable(env: &Env) -> (PathBuf, PathBuf) {
     let locked = "apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -1156,58 +1215,7 @@ spec:
 ",
     )
     .unwrap();
-    let run = env
-        .capstan(&[
-            "diff",
-            "ks",
-            "partial",
-            "--path",
-            dir.to_str().unwrap(),
-            "--kustomization-file",
-            kustomization.to_str().unwrap(),
-        ])
-        .await;
-    assert_eq!(run.status, 2, "{}\n{}", run.stdout, run.stderr);
-    assert!(
-        run.stdout
-            .contains("► ConfigMap/default/existing drifted\n"),
-        "{}",
-        run.stdout
-    );
-    assert!(run.stdout.contains("+   a: \"2\"\n"), "{}", run.stdout);
-    assert!(
-        run.stdout.contains("► ConfigMap/default/fresh created\n"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        !run.stdout.contains("locked") && !run.stdout.contains("Widget"),
-        "{}",
-        run.stdout
-    );
-    let stderr: Vec<&str> = run.stderr.lines().collect();
-    assert_eq!(
-        stderr.first().copied(),
-        Some("✗ 2 of 4 objects could not be diffed:"),
-        "{}",
-        run.stderr
-    );
-    let reason = |object: &str| {
-        stderr
-            .iter()
-            .find_map(|line| line.strip_prefix(&format!("  {object}: ")))
-            .unwrap_or_else(|| panic!("{object} not listed in:\n{}", run.stderr))
-    };
-    assert!(
-        reason("ConfigMap/default/locked").contains("immutable"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        reason("Widget/default/w").contains("Widget"),
-        "{}",
-        run.stderr
-    );
+    (dir, kustomization)
 }
 
 /// `capstan build kustomization apps` of `dir` with the Kustomization from `file`, parsed.
