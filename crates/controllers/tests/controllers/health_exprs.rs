@@ -193,6 +193,52 @@ async fn an_invalid_expression_stalls_the_kustomization() {
     assert!(object.status.unwrap().inventory.is_none());
 }
 
+/// Hostile expressions (deeply nested, very long) stall the Kustomization rather than
+/// overflow the controller's stack: the controller goes on reconciling others.
+#[tokio::test]
+async fn hostile_expressions_stall_without_harming_the_controller() {
+    let (env, _upstream, _controller, _) =
+        setup(&[("app/crd.yaml", WIDGET_CRD), ("app/widget.yaml", WIDGET)]).await;
+    let nested = format!("{}true{}", "(".repeat(2000), ")".repeat(2000));
+    let chained = format!("{}1 == 1", "1 + ".repeat(2000));
+    let long = format!("{}1 == 1", "1 + ".repeat(3000));
+    for (name, expression, says) in [
+        (
+            "nested",
+            nested.as_str(),
+            "failed to parse the current expression",
+        ),
+        ("chained", &chained, "is nested deeper than 100 levels"),
+        ("long", &long, "is longer than 10000 bytes"),
+    ] {
+        create_kustomization(
+            &env,
+            name,
+            serde_json::json!({
+                "path": "app", "wait": true,
+                "healthCheckExprs": [{"apiVersion": "example.com/v1", "current": expression}],
+            }),
+        )
+        .await;
+        let object = wait_ready(&env, name, "InvalidCELExpression", |_, reason, _| {
+            reason == "InvalidCELExpression"
+        })
+        .await;
+        let (_, _, message) = ready(&object).unwrap();
+        assert!(message.contains(says), "{name}: {message}");
+    }
+    create_kustomization(
+        &env,
+        "fine",
+        serde_json::json!({
+            "path": "app", "wait": true,
+            "healthCheckExprs": [{"apiVersion": "example.com/v1", "current": "true"}],
+        }),
+    )
+    .await;
+    wait_ready(&env, "fine", "Ready=True", |status, _, _| status == "True").await;
+}
+
 /// A HelmRelease's waits judge a kind by its expressions: a ConfigMap (always Current for
 /// kstatus) whose `failed` expression holds fails the install, naming it; once the values
 /// make `current` hold, the upgrade is Ready.
