@@ -13,17 +13,20 @@ const WAIT: Duration = Duration::from_secs(60);
 /// A Kustomization of Flux's namespace whose source does not exist (its reconciles wait, at info),
 /// and a GitRepository whose server refuses connections (its fetch fails, at error).
 fn objects(kustomizations: &[&str]) -> String {
+    use std::fmt::Write;
     let mut yaml = String::from(
-        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: refused\n  \
-         namespace: flux-system\nspec:\n  interval: 1m\n  url: http://127.0.0.1:1/fleet.git\n  \
-         ref: {branch: main}\n",
+        "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  \
+         name: refused\n  namespace: flux-system\nspec:\n  interval: 1m\n  \
+         url: http://127.0.0.1:1/fleet.git\n  ref: {branch: main}\n",
     );
     for name in kustomizations {
-        yaml.push_str(&format!(
+        write!(
+            yaml,
             "---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  \
              name: {name}\n  namespace: flux-system\nspec:\n  interval: 1m\n  path: ./\n  \
              prune: true\n  sourceRef: {{kind: GitRepository, name: missing-{name}}}\n"
-        ));
+        )
+        .unwrap();
     }
     yaml
 }
