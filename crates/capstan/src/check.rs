@@ -131,6 +131,9 @@ async fn controllers(client: &Client, namespace: &str, timeout: Duration) -> boo
                 for image in images(deployment) {
                     say::action(&image);
                 }
+                if let Some(note) = version_note(deployment) {
+                    say::action(&note);
+                }
             }
             return waiting.is_empty();
         }
@@ -158,6 +161,20 @@ pub fn deployment_unready(deployment: &Deployment) -> Option<String> {
         return Some(format!("{ready}/{wanted} replicas ready"));
     }
     None
+}
+
+/// The installed version (the `app.kubernetes.io/version` label `capstan install` sets), and
+/// whether this CLI is another one.
+fn version_note(deployment: &Deployment) -> Option<String> {
+    let installed = deployment.labels().get("app.kubernetes.io/version")?;
+    let cli = crate::version::CLIENT_VERSION;
+    Some(if installed == cli {
+        format!("version {installed}")
+    } else {
+        format!(
+            "version {installed}; this CLI is {cli}: `capstan install` upgrades the controllers"
+        )
+    })
 }
 
 /// The container images of a Deployment.

@@ -350,6 +350,10 @@ async fn an_installation_checks_healthy_and_uninstalls_without_a_trace() {
     env.capstan(&["install", "--timeout", "60s"]).await.ok();
     let run = env.capstan(&["check", "--timeout", "60s"]).await.ok();
     assert_contains(&run.stderr, "✔ capstan-controller: deployment ready");
+    assert_contains(
+        &run.stderr,
+        &format!("► version v{}\n", env!("CARGO_PKG_VERSION")),
+    );
     assert_contains(&run.stderr, "✔ all checks passed");
 
     let labelled = |kind: &'static str| {
