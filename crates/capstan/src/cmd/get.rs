@@ -514,7 +514,7 @@ pub fn exported(kind: &Kind, object: &Value) -> Value {
 
 /// Prints one object or, with `--all`, every object of the kind, as YAML documents.
 pub async fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
-    let (kind, name) = args.target.resolve();
+    let (kind, name) = args.target.resolve()?;
     let client = args.cluster.client().await?;
     let namespace = &args.cluster.namespace;
     let objects = if args.all {

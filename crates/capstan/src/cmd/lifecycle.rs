@@ -216,7 +216,7 @@ pub fn source_of(
 
 /// Runs `reconcile`: requests a reconcile of the object and waits until it is Ready.
 pub async fn reconcile(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
-    let (kind, name) = args.target.resolve();
+    let (kind, name) = args.target.resolve()?;
     let name = super::required_name(name, kind)?;
     let timeout = super::duration_flag("timeout", &args.timeout)?;
     let namespace = args.cluster.namespace.clone();
@@ -244,32 +244,59 @@ pub async fn reconcile(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The objects `suspend`/`resume` work on: the one named, or with `--all` every object of the
-/// kind in the namespace (every namespace with `-A`). A name and `--all` together are refused;
-/// `--all` finding nothing is an error, as in Flux.
+/// The objects `suspend`/`resume` work on: those named (each once), or with `--all` every
+/// object of the kind in the namespace (every namespace with `-A`). Names and `--all` together
+/// are refused; `--all` finding nothing is an error, as in Flux. A name not found is reported
+/// (`✗ Kustomization 'x' not found in namespace 'apps'`) and the others are still worked on;
+/// the second value counts those not found.
 async fn targets(
     client: &Client,
     kind: &Kind,
-    name: Option<&String>,
+    names: &[String],
     cluster: &ClusterArgs,
     all: bool,
     all_namespaces: bool,
-) -> anyhow::Result<Vec<Value>> {
+) -> anyhow::Result<(Vec<Value>, usize)> {
     let namespace = cluster.namespace.as_str();
-    match (name, all) {
-        (Some(_), true) => anyhow::bail!("give a {} name or --all, not both", kind.short),
-        (Some(name), false) => Ok(vec![kind.get(client, namespace, name).await?]),
-        (None, false) => anyhow::bail!("{} name is required (or --all)", kind.type_name),
-        (None, true) => {
-            let scope = (!all_namespaces).then_some(namespace);
-            let objects = kind.list(client, scope).await?;
-            if objects.is_empty() {
-                let scope = scope.map_or_else(|| "any".to_owned(), |ns| format!("{ns:?}"));
-                anyhow::bail!("no {} objects found in {scope} namespace", kind.type_name);
+    if all {
+        if !names.is_empty() {
+            anyhow::bail!("give {} names or --all, not both", kind.short);
+        }
+        let scope = (!all_namespaces).then_some(namespace);
+        let objects = kind.list(client, scope).await?;
+        if objects.is_empty() {
+            let scope = scope.map_or_else(|| "any".to_owned(), |ns| format!("{ns:?}"));
+            anyhow::bail!("no {} objects found in {scope} namespace", kind.type_name);
+        }
+        return Ok((objects, 0));
+    }
+    if names.is_empty() {
+        anyhow::bail!("{} name is required (or --all)", kind.type_name);
+    }
+    let mut seen = std::collections::HashSet::new();
+    let (mut objects, mut missing) = (Vec::new(), 0);
+    for name in names.iter().filter(|n| seen.insert(n.as_str())) {
+        match kind.get(client, namespace, name).await {
+            Ok(object) => objects.push(object),
+            Err(e) if names.len() > 1 => {
+                say::failure(&format!("{e:#}"));
+                missing += 1;
             }
-            Ok(objects)
+            Err(e) => return Err(e),
         }
     }
+    Ok((objects, missing))
+}
+
+/// The error of a `suspend`/`resume` that could not find some of the objects named.
+fn not_found(kind: &Kind, missing: usize) -> anyhow::Result<ExitCode> {
+    if missing > 0 {
+        anyhow::bail!(
+            "{missing} of the {} objects named not found or not readable",
+            kind.type_name
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Sets or clears `spec.suspend` of one object, with Flux's lines.
@@ -300,12 +327,12 @@ async fn set_suspended(
 
 /// Runs `suspend`: sets `spec.suspend` on the object named, or on every object with `--all`.
 pub async fn suspend(args: SuspendArgs) -> anyhow::Result<ExitCode> {
-    let (kind, name) = args.target.resolve();
+    let (kind, names) = args.target.resolve_names();
     let client = args.cluster.client().await?;
-    let objects = targets(
+    let (objects, missing) = targets(
         &client,
         kind,
-        name,
+        names,
         &args.cluster,
         args.all,
         args.all_namespaces,
@@ -314,7 +341,7 @@ pub async fn suspend(args: SuspendArgs) -> anyhow::Result<ExitCode> {
     for object in &objects {
         set_suspended(&client, kind, object, true).await?;
     }
-    Ok(ExitCode::SUCCESS)
+    not_found(kind, missing)
 }
 
 /// Runs `resume`: clears `spec.suspend` on the object named, or on every object with `--all`,
@@ -323,13 +350,13 @@ pub async fn suspend(args: SuspendArgs) -> anyhow::Result<ExitCode> {
 /// or `✗ <Kind> <name> reconciliation failed: …`, and fails when one did, as Flux does. A static
 /// object (an OCI HelmRepository) has nothing to wait for.
 pub async fn resume(args: ResumeArgs) -> anyhow::Result<ExitCode> {
-    let (kind, name) = args.target.resolve();
+    let (kind, names) = args.target.resolve_names();
     let timeout = super::duration_flag("timeout", &args.timeout)?;
     let client = args.cluster.client().await?;
-    let objects = targets(
+    let (objects, missing) = targets(
         &client,
         kind,
-        name,
+        names,
         &args.cluster,
         args.all,
         args.all_namespaces,
@@ -338,8 +365,8 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     for object in &objects {
         set_suspended(&client, kind, object, false).await?;
     }
-    if !args.wait.unwrap_or(name.is_some()) {
-        return Ok(ExitCode::SUCCESS);
+    if !args.wait.unwrap_or(names.len() == 1) {
+        return not_found(kind, missing);
     }
     let waits = objects
         .iter()
@@ -369,7 +396,7 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     if failed > 0 {
         anyhow::bail!("reconciliation failed for {failed} {}(s)", kind.type_name);
     }
-    Ok(ExitCode::SUCCESS)
+    not_found(kind, missing)
 }
 
 /// Requests a reconcile of a resumed object and waits until it is Ready; returns its name with
@@ -408,7 +435,7 @@ fn confirm(question: &str) -> Option<bool> {
 /// Deletes one object. As Flux, it asks for confirmation unless `--silent`, terminal or not:
 /// without an answer (stdin closed, as in CI) or with anything but `y` it aborts, exit code 1.
 pub async fn delete(args: DeleteArgs) -> anyhow::Result<ExitCode> {
-    let (kind, name) = args.target.resolve();
+    let (kind, name) = args.target.resolve()?;
     let name = super::required_name(name, kind)?;
     let namespace = args.cluster.namespace.clone();
     let client = args.cluster.client().await?;

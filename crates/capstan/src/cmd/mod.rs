@@ -507,28 +507,45 @@ pub enum SourceTarget {
     Chart(NameArg),
 }
 
-/// The object's name.
+/// The object's name (`suspend` and `resume` take several, as Flux's do).
 #[derive(Clone, Debug, Args)]
 pub struct NameArg {
     /// The object's name.
-    pub name: Option<String>,
+    #[arg(value_name = "NAME")]
+    pub names: Vec<String>,
 }
 
 impl Target {
-    /// The kind and the name given.
-    pub fn resolve(&self) -> (&'static Kind, Option<&String>) {
-        match self {
-            Target::Source(SourceTarget::Git(n)) => (&GIT, n.name.as_ref()),
-            Target::Source(SourceTarget::Oci(n)) => (&OCI, n.name.as_ref()),
-            Target::Source(SourceTarget::Bucket(n)) => (&BUCKET, n.name.as_ref()),
-            Target::Source(SourceTarget::Helm(n)) => (&HELM_REPOSITORY, n.name.as_ref()),
-            Target::Source(SourceTarget::Chart(n)) => (&HELM_CHART, n.name.as_ref()),
-            Target::Kustomization(n) => (&KUSTOMIZATION, n.name.as_ref()),
-            Target::Helmrelease(n) => (&HELM_RELEASE, n.name.as_ref()),
-            Target::Receiver(n) => (&RECEIVER, n.name.as_ref()),
-            Target::Alert(n) => (&ALERT, n.name.as_ref()),
-            Target::AlertProvider(n) => (&PROVIDER, n.name.as_ref()),
+    /// The kind and the names given.
+    pub fn resolve_names(&self) -> (&'static Kind, &[String]) {
+        let (kind, names) = match self {
+            Target::Source(SourceTarget::Git(n)) => (&GIT, n),
+            Target::Source(SourceTarget::Oci(n)) => (&OCI, n),
+            Target::Source(SourceTarget::Bucket(n)) => (&BUCKET, n),
+            Target::Source(SourceTarget::Helm(n)) => (&HELM_REPOSITORY, n),
+            Target::Source(SourceTarget::Chart(n)) => (&HELM_CHART, n),
+            Target::Kustomization(n) => (&KUSTOMIZATION, n),
+            Target::Helmrelease(n) => (&HELM_RELEASE, n),
+            Target::Receiver(n) => (&RECEIVER, n),
+            Target::Alert(n) => (&ALERT, n),
+            Target::AlertProvider(n) => (&PROVIDER, n),
+        };
+        (kind, &names.names)
+    }
+
+    /// The kind and the name given, for the verbs that take one (`reconcile`, `delete`,
+    /// `export`): several names are refused.
+    pub fn resolve(&self) -> anyhow::Result<(&'static Kind, Option<&String>)> {
+        let (kind, names) = self.resolve_names();
+        if names.len() > 1 {
+            bail!(
+                "one {} name expected, found {}: {}",
+                kind.short,
+                names.len(),
+                names.join(" ")
+            );
         }
+        Ok((kind, names.first()))
     }
 }
 

@@ -465,6 +465,38 @@ async fn flux_habits_suspend_and_resume_all() {
         "► resuming kustomization a in flux-system namespace\n✔ kustomization resumed\n"
     );
 
+    // Several names, as Flux takes them: each worked on; resume does not wait for several
+    // unless --wait; a name not found is reported, the others still done, and the exit code
+    // says so. The verbs that take one name refuse several.
+    let run = env.capstan(&["suspend", "ks", "a", "b", "a"]).await.ok();
+    assert_eq!(run.stderr.matches("✔ kustomization suspended").count(), 2);
+    assert_eq!(suspended().await, state(true, true, false));
+    let run = env.capstan(&["resume", "ks", "a", "b"]).await.ok();
+    assert!(!run.stderr.contains("◎ waiting"), "{}", run.stderr);
+    assert_eq!(suspended().await, state(false, false, false));
+    let run = env.capstan(&["suspend", "ks", "nope", "b"]).await.fails();
+    assert_eq!(run.status, 1);
+    assert_contains(
+        &run.stderr,
+        "✗ Kustomization 'nope' not found in namespace 'flux-system'\n\
+         ► suspending kustomization b in flux-system namespace\n✔ kustomization suspended\n",
+    );
+    assert_eq!(suspended().await, state(false, true, false));
+    let run = env
+        .capstan(&["resume", "ks", "b", "nope", "--wait"])
+        .await
+        .fails();
+    assert_contains(&run.stderr, "✔ Kustomization b reconciliation completed");
+    assert_contains(
+        &run.stderr,
+        "✗ 1 of the Kustomization objects named not found or not readable",
+    );
+    let run = env.capstan(&["reconcile", "ks", "a", "b"]).await.fails();
+    assert_contains(
+        &run.stderr,
+        "✗ one kustomization name expected, found 2: a b",
+    );
+
     // Refusals: nothing to do in a namespace, a name with --all, -A without --all.
     let run = env
         .capstan(&["suspend", "ks", "--all", "-n", "empty"])
@@ -476,7 +508,7 @@ async fn flux_habits_suspend_and_resume_all() {
         "✗ no Kustomization objects found in \"empty\" namespace",
     );
     let run = env.capstan(&["suspend", "ks", "a", "--all"]).await.fails();
-    assert_contains(&run.stderr, "give a kustomization name or --all, not both");
+    assert_contains(&run.stderr, "give kustomization names or --all, not both");
     let run = env.capstan(&["resume", "ks", "-A"]).await.fails();
     assert_eq!(run.status, 2, "{}", run.stderr);
     assert_eq!(suspended().await, state(false, false, false));
