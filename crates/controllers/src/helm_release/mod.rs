@@ -252,8 +252,9 @@ impl HelmReleaseReconciler {
             .map_or_else(|| self.client.clone(), |m| m.client().clone());
         let storage_namespace = object.storage_namespace().unwrap_or_default().to_owned();
         Ok(action::Target {
+            // Checked (stalled when invalid) before any action; a deletion is not held up.
             manager: ResourceManager::new(client.clone(), FIELD_MANAGER)
-                .with_health_exprs(health_exprs(object)?),
+                .with_health_exprs(health_exprs(object).unwrap_or_default()),
             storage: HelmStorage::new(client, &storage_namespace),
             name: release_name(object),
             namespace: object.target_namespace().unwrap_or("default").to_owned(),

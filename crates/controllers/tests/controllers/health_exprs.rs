@@ -293,4 +293,24 @@ async fn helm_release_waits_are_judged_by_the_expressions() {
     )
     .await;
     env.wait_ready("app", "upgraded").await;
+
+    // An invalid list stalls the HelmRelease, but does not hold up its deletion.
+    env.patch(
+        "app",
+        serde_json::json!({"spec": {"healthCheckExprs": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "current": "data.state =="},
+        ]}}),
+    )
+    .await;
+    let object = env.wait_stalled("app").await;
+    let (_, reason, message) = crate::support::condition(&object, "Ready").unwrap();
+    assert_eq!(reason, "InvalidCELExpression");
+    assert!(
+        message.contains("(apiVersion v1, kind ConfigMap): failed to parse the current expression 'data.state =='"),
+        "{message}"
+    );
+    env.delete_release("app").await;
+    let config_maps: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(config_maps.get_opt("app").await.unwrap().is_none());
 }
