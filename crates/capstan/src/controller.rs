@@ -119,6 +119,34 @@ pub struct ServeArgs {
     /// impersonate when their `spec.serviceAccountName` is empty (Flux's flag).
     #[arg(long, value_name = "NAME")]
     pub default_service_account: Option<String>,
+    /// Watch the objects of every namespace; `=false` watches only the namespace the
+    /// controller runs in (`--watch-namespace`, default `$RUNTIME_NAMESPACE`), as Flux's flag.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true")]
+    pub watch_all_namespaces: bool,
+    /// The namespace watched with `--watch-all-namespaces=false` (Flux reads
+    /// `$RUNTIME_NAMESPACE` only; this flag is Capstan's, for runs outside a Pod).
+    #[arg(long, env = "RUNTIME_NAMESPACE", value_name = "NAMESPACE")]
+    pub watch_namespace: Option<String>,
+}
+
+impl ServeArgs {
+    /// The one namespace watched, if not all.
+    ///
+    /// # Errors
+    /// `--watch-all-namespaces=false` without a namespace to watch.
+    pub fn watched_namespace(&self) -> anyhow::Result<Option<String>> {
+        if self.watch_all_namespaces {
+            return Ok(None);
+        }
+        match self.watch_namespace.as_deref() {
+            Some(namespace) if !namespace.is_empty() => Ok(Some(namespace.to_owned())),
+            _ => anyhow::bail!(
+                "--watch-all-namespaces=false needs the namespace to watch: set RUNTIME_NAMESPACE \
+                 (the Pod's namespace, as capstan install does) or pass --watch-namespace"
+            ),
+        }
+    }
 }
 
 /// The running controllers.
@@ -171,6 +199,7 @@ pub async fn start(
         no_remote_bases: args.no_remote_bases,
         no_cross_namespace_refs: args.no_cross_namespace_refs,
         default_service_account: args.default_service_account.clone(),
+        watch_namespace: args.watched_namespace()?,
         ..RuntimeConfig::default()
     };
     let controllers = capstan_controllers::controllers(client, &storage, config);
@@ -265,6 +294,31 @@ mod tests {
     struct Flags {
         #[command(flatten)]
         election: super::ElectionArgs,
+        #[command(flatten)]
+        serve: super::ServeArgs,
+    }
+
+    #[test]
+    fn one_namespace_is_watched_only_with_watch_all_namespaces_false() {
+        let parse = |args: &[&str]| {
+            let mut all = vec!["capstan"];
+            all.extend_from_slice(args);
+            Flags::parse_from(all).serve
+        };
+        let all = parse(&["--watch-namespace", "flux-system"]);
+        assert_eq!(all.watched_namespace().unwrap(), None, "all by default");
+        assert_eq!(
+            parse(&["--watch-all-namespaces", "--watch-namespace", "a"])
+                .watched_namespace()
+                .unwrap(),
+            None,
+            "a bare flag is true, as in Flux's manifests"
+        );
+        let mut one = parse(&["--watch-all-namespaces=false", "--watch-namespace", "a"]);
+        assert_eq!(one.watched_namespace().unwrap().as_deref(), Some("a"));
+        one.watch_namespace = None;
+        let error = one.watched_namespace().unwrap_err().to_string();
+        assert!(error.contains("RUNTIME_NAMESPACE"), "{error}");
     }
 
     #[test]

@@ -98,6 +98,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             no_remote_bases: false,
             no_cross_namespace_refs: false,
             default_service_account: None,
+            watch_all_namespaces: true,
+            watch_namespace: None,
         };
         Some((
             crate::controller::start(client.clone(), &serve, None).await?,

@@ -51,8 +51,9 @@ pub struct Options {
     pub image_pull_secret: Option<String>,
     /// Taint keys the controller tolerates (`operator: Exists`).
     pub toleration_keys: Vec<String>,
-    /// Watch every namespace (Flux's default); `false` is refused by [`validate`] until the
-    /// controller can watch one namespace.
+    /// Watch every namespace (Flux's default); `false` makes the controller watch only the
+    /// namespace it runs in (`--watch-all-namespaces=false` and `RUNTIME_NAMESPACE` from the
+    /// downward API, as Flux's manifests).
     pub watch_all_namespaces: bool,
     /// Reconciles of one kind at once (`--concurrent` of the controller).
     pub concurrent: u16,
@@ -97,12 +98,6 @@ pub fn validate(options: &Options) -> anyhow::Result<()> {
             FLUX_EXTRA_COMPONENTS.join(", ")
         );
     }
-    anyhow::ensure!(
-        options.watch_all_namespaces,
-        "--watch-all-namespaces=false is not supported yet: the controller watches every \
-         namespace\nhint: restrict tenants with --no-cross-namespace-refs and \
-         --default-service-account instead (see docs/install.md)"
-    );
     if let Some(secret) = &options.image_pull_secret {
         anyhow::ensure!(
             !secret.is_empty(),
@@ -469,6 +464,7 @@ fn controller_args(options: &Options) -> Vec<String> {
     vec![
         "controller".to_owned(),
         "--enable-leader-election=true".to_owned(),
+        format!("--watch-all-namespaces={}", options.watch_all_namespaces),
         format!("--concurrent={}", options.concurrent),
         "--storage-path=/data".to_owned(),
         format!("--storage-addr=0.0.0.0:{HTTP_PORT}"),
@@ -713,13 +709,6 @@ mod tests {
             })
             .contains("image-reflector-controller")
         );
-        assert!(
-            bad(Options {
-                watch_all_namespaces: false,
-                ..Options::default()
-            })
-            .contains("--watch-all-namespaces")
-        );
     }
 
     /// The Deployment's arguments are flags `capstan controller` has, with the values meant.
@@ -741,6 +730,18 @@ mod tests {
             controller.serve.storage_adv_addr.as_deref(),
             Some("source-controller.flux-system.svc.cluster.local.")
         );
+        assert!(controller.serve.watch_all_namespaces);
+        let args = controller_args(&Options {
+            watch_all_namespaces: false,
+            ..Options::default()
+        });
+        let cli =
+            crate::cli::Cli::try_parse_from(std::iter::once("capstan".to_owned()).chain(args))
+                .unwrap();
+        let crate::cli::Command::Controller(controller) = cli.command else {
+            panic!("not the controller command");
+        };
+        assert!(!controller.serve.watch_all_namespaces);
     }
 
     #[test]

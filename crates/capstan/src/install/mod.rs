@@ -45,8 +45,10 @@ pub struct InstallArgs {
     /// Taint keys the controller tolerates.
     #[arg(long, value_delimiter = ',')]
     pub toleration_keys: Vec<String>,
-    /// Watch every namespace (only `true` is supported yet).
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    /// Watch every namespace; `=false` makes the controller watch only the namespace it is
+    /// installed in (Flux's flag).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true")]
     pub watch_all_namespaces: bool,
     /// Ship Flux's NetworkPolicies.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]

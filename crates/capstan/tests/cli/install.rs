@@ -219,14 +219,52 @@ async fn install_manifests_apply_with_kubectl_and_with_capstan_install() {
         services.stdout
     );
 
-    let refused = plane
-        .capstan(&["install", "--watch-all-namespaces=false"])
-        .await
-        .fails();
+    watch_one_namespace(&plane, &deployment).await;
+}
+
+/// `capstan install --watch-all-namespaces=false` sets what Flux's manifests set: the flag, and
+/// `RUNTIME_NAMESPACE` from the Pod's own namespace (`deployment` is the default install's).
+async fn watch_one_namespace(plane: &ControlPlane, deployment: &serde_json::Value) {
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
     assert!(
-        refused.stderr.contains("--watch-all-namespaces"),
-        "{}",
-        refused.stderr
+        container["args"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("--watch-all-namespaces=true")),
+        "{container}"
+    );
+    plane
+        .capstan(&["install", "--watch-all-namespaces=false", "--wait=false"])
+        .await
+        .ok();
+    let deployment = plane
+        .kubectl(&[
+            "-n",
+            "flux-system",
+            "get",
+            "deployment",
+            "capstan-controller",
+            "-o",
+            "json",
+        ])
+        .await
+        .ok()
+        .json();
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    let args = container["args"].as_array().unwrap();
+    assert!(
+        args.contains(&serde_json::json!("--watch-all-namespaces=false"))
+            && !args.contains(&serde_json::json!("--watch-all-namespaces=true")),
+        "{container}"
+    );
+    let env = container["env"].as_array().unwrap();
+    let runtime_namespace = env
+        .iter()
+        .find(|e| e["name"] == "RUNTIME_NAMESPACE")
+        .expect("RUNTIME_NAMESPACE");
+    assert_eq!(
+        runtime_namespace["valueFrom"]["fieldRef"]["fieldPath"], "metadata.namespace",
+        "{container}"
     );
 }
 

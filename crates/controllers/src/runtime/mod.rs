@@ -569,6 +569,11 @@ pub struct RuntimeConfig {
     /// The ServiceAccount Kustomizations and HelmReleases impersonate when their
     /// `spec.serviceAccountName` is empty (`--default-service-account`; none by default).
     pub default_service_account: Option<String>,
+    /// The one namespace watched (Flux's `--watch-all-namespaces=false` with
+    /// `RUNTIME_NAMESPACE`): every list and watch of the runtime and of the [`triggers`] is
+    /// limited to it, so objects elsewhere are never reconciled. `None` (the default) watches
+    /// every namespace.
+    pub watch_namespace: Option<String>,
 }
 
 impl RuntimeConfig {
@@ -595,6 +600,7 @@ impl Default for RuntimeConfig {
             no_remote_bases: false,
             no_cross_namespace_refs: false,
             default_service_account: None,
+            watch_namespace: None,
         }
     }
 }
@@ -744,7 +750,10 @@ pub async fn run<R: Reconciler>(
     health: Health,
     shutdown: CancellationToken,
 ) {
-    let api: Api<R::Object> = Api::all(client.clone());
+    let api: Api<R::Object> = match &config.watch_namespace {
+        Some(namespace) => Api::namespaced(client.clone(), namespace),
+        None => Api::all(client.clone()),
+    };
     let (reader, writer) = reflector::store();
     // Reconcile on spec changes (generation), reconcile requests and deletion; not on our own
     // status and finalizer writes.
@@ -771,7 +780,9 @@ pub async fn run<R: Reconciler>(
     });
     let controller_config =
         kube::runtime::controller::Config::default().concurrency(config.concurrency);
-    let triggers = shared.reconciler.triggers(&shared.client, reader.clone());
+    let triggers = triggers::watching(config.watch_namespace.as_deref(), || {
+        shared.reconciler.triggers(&shared.client, reader.clone())
+    });
     let mut controller = Controller::for_stream(trigger, reader).with_config(controller_config);
     for extra in triggers {
         controller = controller.reconcile_on(extra);

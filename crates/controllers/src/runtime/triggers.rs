@@ -11,7 +11,12 @@
 //! objects of `K` in the controller's store that refer to what changed. A kind that is not
 //! installed (e.g. ExternalArtifact on a cluster without its CRD) is retried with backoff,
 //! logged at debug level only.
+//!
+//! With a watched namespace ([`super::RuntimeConfig::watch_namespace`]) every watch here is
+//! limited to it: [`super::run`] builds a kind's triggers inside [`watching`], which the
+//! builders below read, so that [`super::Reconciler::triggers`] keeps its signature.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
@@ -24,6 +29,37 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 
 use super::depends::{ObjectKey, References};
+
+thread_local! {
+    /// The namespace the trigger builders of this thread watch (`None`: every namespace).
+    static WATCH_NAMESPACE: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Runs `build` (a kind's [`super::Reconciler::triggers`]) with its watches limited to
+/// `namespace` (`None`: every namespace). The builders read the namespace when called, and the
+/// streams keep it, so `build` must create its streams before it returns (they all do).
+pub fn watching<T>(namespace: Option<&str>, build: impl FnOnce() -> T) -> T {
+    let previous = WATCH_NAMESPACE.with(|cell| cell.replace(namespace.map(str::to_owned)));
+    let built = build();
+    WATCH_NAMESPACE.with(|cell| cell.replace(previous));
+    built
+}
+
+/// The namespace the builders called now watch (see [`watching`]).
+fn watch_namespace() -> Option<String> {
+    WATCH_NAMESPACE.with(|cell| cell.borrow().clone())
+}
+
+/// An API over the watched namespace, or every namespace.
+fn watched_api<W>(client: &Client) -> Api<W>
+where
+    W: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>,
+{
+    match watch_namespace() {
+        Some(namespace) => Api::namespaced(client.clone(), &namespace),
+        None => Api::all(client.clone()),
+    }
+}
 
 /// A kind watched through the dynamic API (its CRD may be absent).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,8 +110,11 @@ pub fn sources<K: Triggered>(
         .iter()
         .map(|watched| {
             let gvk = GroupVersionKind::gvk(watched.group, watched.version, watched.kind);
-            let api: Api<DynamicObject> =
-                Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk));
+            let resource = ApiResource::from_gvk(&gvk);
+            let api: Api<DynamicObject> = match watch_namespace() {
+                Some(namespace) => Api::namespaced_with(client.clone(), &namespace, &resource),
+                None => Api::all_with(client.clone(), &resource),
+            };
             let store = store.clone();
             let kind = watched.kind;
             on_change(api, watcher::Config::default(), kind, artifact_key, move |changed| {
@@ -90,10 +129,16 @@ pub fn sources<K: Triggered>(
 /// becomes Ready for its current generation, or Ready again at a new generation or revision.
 pub fn dependencies<D, K>(client: &Client, store: &Store<K>) -> BoxStream<'static, ObjectRef<K>>
 where
-    D: FluxKind + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+    D: FluxKind
+        + Resource<Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + 'static,
     K: Triggered,
 {
-    let api: Api<D> = Api::all(client.clone());
+    let api: Api<D> = watched_api(client);
     let store = store.clone();
     on_change(
         api,
@@ -115,8 +160,8 @@ pub fn configs<K: Triggered>(
     client: &Client,
     store: &Store<K>,
 ) -> Vec<BoxStream<'static, ObjectRef<K>>> {
-    let config_maps: Api<ConfigMap> = Api::all(client.clone());
-    let secrets: Api<Secret> = Api::all(client.clone());
+    let config_maps: Api<ConfigMap> = watched_api(client);
+    let secrets: Api<Secret> = watched_api(client);
     let watched = watcher::Config::default().labels(&format!("{WATCH_LABEL}=Enabled"));
     let referring_to = |store: Store<K>| {
         move |changed: &ObjectKey| {
