@@ -276,12 +276,41 @@ async fn list(
     Ok(items)
 }
 
-/// One row of Flux's status table for the kind (see [`headers`]).
+/// Flux's `TruncateHex`: every run of 40 to 128 lower-case hex digits standing as a word of its
+/// own (a SHA-1 to SHA-512 digest) is cut to its first 8 (`main@sha1:67e2c98a`).
+pub fn truncate_hex(text: &str) -> String {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(is_word) {
+        out.push_str(&rest[..start]);
+        let word_len = rest[start..]
+            .find(|c| !is_word(c))
+            .unwrap_or(rest.len() - start);
+        let word = &rest[start..start + word_len];
+        let digest = (40..=128).contains(&word.len())
+            && word
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+        out.push_str(if digest { &word[..8] } else { word });
+        rest = &rest[start + word_len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// One row of Flux's status table for the kind (see [`headers`]). As Flux, digests in the
+/// revision and message of sources and Kustomizations are shortened ([`truncate_hex`]; a
+/// HelmChart's revision, a chart version, is left whole).
 fn row(kind: &Kind, object: &Value, style: RowStyle) -> Vec<String> {
-    let (ready, message) = match static_ready(kind, object) {
+    let (ready, mut message) = match static_ready(kind, object) {
         Some(message) => ("True".to_owned(), message.to_owned()),
         None => super::ready_status(object),
     };
+    let shortened = kind.is_source || kind == &KUSTOMIZATION;
+    if shortened {
+        message = truncate_hex(&message);
+    }
     let name = super::name_of(object);
     let mut row = Vec::with_capacity(6);
     if style.all_namespaces {
@@ -296,7 +325,12 @@ fn row(kind: &Kind, object: &Value, style: RowStyle) -> Vec<String> {
         row.push(helm_release_source(object));
     }
     if has_revision(kind) {
-        row.push(kind.revision(object).to_owned());
+        let revision = kind.revision(object);
+        row.push(if shortened && kind != &HELM_CHART {
+            truncate_hex(revision)
+        } else {
+            revision.to_owned()
+        });
     }
     if has_suspended(kind) {
         let suspended = if super::suspended(object) {
@@ -578,6 +612,32 @@ mod tests {
             error,
             "expected status selector in type=status or type!=status format, but found: ready"
         );
+    }
+
+    #[test]
+    fn digests_are_shortened_as_flux_does() {
+        let sha1 = "67e2c98a0b1c2d3e4f5061728394a5b6c7d8e9f0";
+        assert_eq!(
+            truncate_hex(&format!("main@sha1:{sha1}")),
+            "main@sha1:67e2c98a"
+        );
+        let sha256 = "a".repeat(64);
+        assert_eq!(
+            truncate_hex(&format!("Applied revision: v1@sha256:{sha256}, {sha1}.")),
+            "Applied revision: v1@sha256:aaaaaaaa, 67e2c98a."
+        );
+        // Too short, too long, upper case, or part of a longer word: left alone.
+        for whole in [
+            "a".repeat(39),
+            "a".repeat(129),
+            "A".repeat(40),
+            format!("x{sha1}"),
+            format!("{sha1}_1"),
+            "0.1.0+67e2c98a0b1c".to_owned(),
+        ] {
+            assert_eq!(truncate_hex(&whole), whole);
+        }
+        assert_eq!(truncate_hex("ümlaut é"), "ümlaut é");
     }
 
     #[test]

@@ -497,11 +497,12 @@ async fn create_get_export_and_delete_sources_and_kustomizations() {
         rows[0],
         ["NAME", "REVISION", "SUSPENDED", "READY", "MESSAGE"]
     );
+    // Digests shortened to 8 hex digits in revisions and messages, as Flux prints them.
     assert_eq!(
         rows[1][..4],
         [
             "fleet",
-            format!("main@sha1:{sha}").as_str(),
+            format!("main@sha1:{}", &sha[..8]).as_str(),
             "False",
             "True"
         ]
@@ -509,9 +510,18 @@ async fn create_get_export_and_delete_sources_and_kustomizations() {
     let rows = table(&env.capstan(&["get", "ks"]).await.ok().stdout);
     assert_eq!(
         rows[1][..4],
-        ["apps", format!("main@sha1:{sha}").as_str(), "False", "True"]
+        [
+            "apps",
+            format!("main@sha1:{}", &sha[..8]).as_str(),
+            "False",
+            "True"
+        ]
     );
-    assert!(rows[1][4].contains("Applied revision"), "{rows:?}");
+    assert_eq!(
+        rows[1][4],
+        format!("Applied revision: main@sha1:{}", &sha[..8]),
+        "{rows:?}"
+    );
     let stdout = env.capstan(&["get", "all", "-A"]).await.ok().stdout;
     let rows = table(&stdout);
     assert_eq!(rows[0][..2], ["NAMESPACE", "NAME"]);
@@ -661,7 +671,7 @@ async fn reconcile_with_source_suspend_and_resume() {
         rows[1][..3],
         [
             "gitrepository/fleet",
-            format!("main@sha1:{third}").as_str(),
+            format!("main@sha1:{}", &third[..8]).as_str(),
             "True"
         ]
     );
