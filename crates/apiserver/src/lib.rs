@@ -6,8 +6,9 @@
 //! get/list/watch/create/update/patch/delete, server-side apply with `managedFields`, finalizers,
 //! garbage collection, namespace lifecycle and workload status.
 //!
-//! It is honest about being a double: there are no pods, no scheduler and no authentication, and
-//! storage is memory only. Requests act as the cluster administrator unless they impersonate a
+//! It is honest about being a double: Pods are stored but nothing runs them (a Pod has a log only
+//! when the embedding process keeps one for it, [`ApiServer::register_pod_log`]), there is no
+//! scheduler and no authentication, and storage is memory only. Requests act as the cluster administrator unless they impersonate a
 //! user (`Impersonate-User`), who is then authorized with RBAC (`authz`).
 //!
 //! ```no_run
