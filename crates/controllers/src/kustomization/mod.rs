@@ -86,6 +86,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 pub mod cache;
 mod decrypt;
 pub mod drift;
+pub mod envsubst;
 pub mod history;
 mod remote;
 pub mod render;

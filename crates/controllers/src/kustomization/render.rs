@@ -34,6 +34,8 @@ use capstan_kustomize::{Boundary, DiskFs, FileSystem, OverlayFs};
 use kube::api::DynamicObject;
 use serde_json::Value;
 
+use super::envsubst::{Placed, substitute_tracked};
+pub use super::envsubst::{SubstituteError, substitute, substitute_strict};
 use super::{OVERLAY_DIR, SUBSTITUTE_ANNOTATION};
 
 const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -149,25 +151,6 @@ pub enum PostBuildError {
     /// The object became several documents (or none).
     #[error("substitution changed the number of documents")]
     DocumentCount,
-}
-
-/// A malformed variable expression ([`substitute`]).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SubstituteError {
-    /// `${` without `}`; the text after it (20 characters at most).
-    #[error("unterminated variable expression '${{{0}'")]
-    Unterminated(String),
-    /// A name that is not a shell variable name.
-    #[error("invalid variable name '{name}' in '${{{body}}}'")]
-    InvalidName {
-        /// The name.
-        name: String,
-        /// The whole expression between the braces.
-        body: String,
-    },
-    /// A variable without a default that is not set ([`substitute_strict`]).
-    #[error("variable not set (strict mode): \"{0}\"")]
-    Unset(String),
 }
 
 /// Where the engine sees the build: the source mounted at `/build/source`, the overlay (in
@@ -578,86 +561,6 @@ pub(super) fn substitution_disabled(object: &Value) -> bool {
             .and_then(Value::as_str)
             == Some("disabled")
     })
-}
-
-/// Replaces `${name}` and `${name:=default}` (and `${name:-default}`) with values from
-/// `variables`; `$${...}` yields a literal `${...}`; undefined variables without a default
-/// become empty, as Flux's non-strict substitution does. Errors name an unterminated or
-/// malformed expression.
-pub fn substitute(
-    text: &str,
-    variables: &BTreeMap<String, String>,
-) -> Result<String, SubstituteError> {
-    substitute_tracked(text, variables, false).map(|(out, _)| out)
-}
-
-/// [`substitute`], failing on a variable that is neither set nor given a default (Flux's strict
-/// mode, as `flux envsubst --strict`).
-pub fn substitute_strict(
-    text: &str,
-    variables: &BTreeMap<String, String>,
-) -> Result<String, SubstituteError> {
-    substitute_tracked(text, variables, true).map(|(out, _)| out)
-}
-
-/// A variable's value placed in the output of [`substitute_tracked`]: its byte range and name.
-type Placed = (Range<usize>, String);
-
-/// [`substitute`], also returning where each variable's value was placed.
-fn substitute_tracked(
-    text: &str,
-    variables: &BTreeMap<String, String>,
-    strict: bool,
-) -> Result<(String, Vec<Placed>), SubstituteError> {
-    let mut placed = Vec::new();
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find('$') {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 1..];
-        if let Some(escaped) = after.strip_prefix("${") {
-            out.push_str("${");
-            rest = escaped;
-            continue;
-        }
-        let Some(body_start) = after.strip_prefix('{') else {
-            out.push('$');
-            rest = after;
-            continue;
-        };
-        let Some(end) = body_start.find('}') else {
-            return Err(SubstituteError::Unterminated(
-                body_start.chars().take(20).collect(),
-            ));
-        };
-        let body = &body_start[..end];
-        let (name, default) = match body.find(":=").or_else(|| body.find(":-")) {
-            Some(at) => (&body[..at], Some(&body[at + 2..])),
-            None => (body, None),
-        };
-        let valid = !name.is_empty()
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !name.starts_with(|c: char| c.is_ascii_digit());
-        if !valid {
-            return Err(SubstituteError::InvalidName {
-                name: name.to_owned(),
-                body: body.to_owned(),
-            });
-        }
-        match (variables.get(name), default) {
-            (Some(value), _) => {
-                let start = out.len();
-                out.push_str(value);
-                placed.push((start..out.len(), name.to_owned()));
-            }
-            (None, Some(default)) => out.push_str(default),
-            (None, None) if strict => return Err(SubstituteError::Unset(name.to_owned())),
-            (None, None) => {}
-        }
-        rest = &body_start[end + 1..];
-    }
-    out.push_str(rest);
-    Ok((out, placed))
 }
 
 /// Why a document no longer parses after substitution, without its text: the line and
