@@ -64,7 +64,7 @@ pub struct ResumeArgs {
     #[arg(short = 'A', long, global = true, requires = "all")]
     pub all_namespaces: bool,
     /// Wait for the objects to be reconciled and Ready. As Flux: the default for one object
-    /// named, not for `--all` (`--wait` asks for it, `--wait=false` turns it off).
+    /// named, not for several or `--all` (`--wait` asks for it, `--wait=false` turns it off).
     #[arg(
         long,
         global = true,
@@ -74,9 +74,9 @@ pub struct ResumeArgs {
         value_name = "BOOL"
     )]
     pub wait: Option<bool>,
-    /// How long to wait for each object to become Ready.
-    #[arg(long, global = true, default_value = "5m")]
-    pub timeout: String,
+    /// How long to wait for each object to become Ready (default `5m`; only when waiting).
+    #[arg(long, global = true)]
+    pub timeout: Option<String>,
     #[command(subcommand)]
     pub target: Target,
 }
@@ -351,7 +351,11 @@ pub async fn suspend(args: SuspendArgs) -> anyhow::Result<ExitCode> {
 /// object (an OCI HelmRepository) has nothing to wait for.
 pub async fn resume(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     let (kind, names) = args.target.resolve_names();
-    let timeout = super::duration_flag("timeout", &args.timeout)?;
+    let wait = args.wait.unwrap_or(names.len() == 1);
+    let timeout = super::duration_flag("timeout", args.timeout.as_deref().unwrap_or("5m"))?;
+    if !wait && args.timeout.is_some() {
+        anyhow::bail!("--timeout applies only when resume waits (one name, or --wait)");
+    }
     let client = args.cluster.client().await?;
     let (objects, missing) = targets(
         &client,
@@ -365,7 +369,7 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<ExitCode> {
     for object in &objects {
         set_suspended(&client, kind, object, false).await?;
     }
-    if !args.wait.unwrap_or(names.len() == 1) {
+    if !wait {
         return not_found(kind, missing);
     }
     let waits = objects

@@ -511,6 +511,14 @@ async fn flux_habits_suspend_and_resume_all() {
     assert_contains(&run.stderr, "give kustomization names or --all, not both");
     let run = env.capstan(&["resume", "ks", "-A"]).await.fails();
     assert_eq!(run.status, 2, "{}", run.stderr);
+    let run = env
+        .capstan(&["resume", "ks", "--all", "--timeout", "1m"])
+        .await
+        .fails();
+    assert_contains(
+        &run.stderr,
+        "✗ --timeout applies only when resume waits (one name, or --wait)",
+    );
     assert_eq!(suspended().await, state(false, false, false));
 }
 
