@@ -11,10 +11,10 @@ use kube::api::{
 use kube::discovery::{ApiCapabilities, Scope};
 use serde_json::Value;
 
+use crate::cel::HealthExprs;
 use crate::changeset::{Action, ChangeSet, ChangeSetEntry};
 use crate::compare::{Comparison, changed_paths, normalize};
 use crate::error::{Error, ObjectError, api_message, is_immutable, is_not_found};
-use crate::cel::HealthExprs;
 use crate::health::{self, HealthResult, Status};
 use crate::object::{
     DISABLED, ENABLED, FORCE_ANNOTATION, OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL, ObjectRef,
@@ -749,8 +749,7 @@ impl ResourceManager {
         };
         match api.get_opt(&reference.name).await {
             Ok(Some(live)) => {
-                let (status, message) =
-                    health::compute_with(&to_value(&live), &self.health_exprs);
+                let (status, message) = health::compute_with(&to_value(&live), &self.health_exprs);
                 result(reference, status, message)
             }
             Ok(None) => result(reference, Status::NotFound, "object not found".to_owned()),
