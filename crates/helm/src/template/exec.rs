@@ -243,7 +243,7 @@ impl<'a, 's> Exec<'a, 's> {
                 return Ok(flow);
             }
             Node::Template { name, pipe, .. } => {
-                self.walk_template(dot, node, name, pipe.as_ref())?;
+                self.walk_template(dot, node, name, pipe.as_deref())?;
             }
             Node::Break(_) => return Ok(Flow::Break),
             Node::Continue(_) => return Ok(Flow::Continue),

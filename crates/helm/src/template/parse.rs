@@ -59,7 +59,7 @@ pub(crate) enum Node {
     Template {
         pos: usize,
         name: Rc<str>,
-        pipe: Option<Pipe>,
+        pipe: Option<Box<Pipe>>,
     },
     Break(usize),
     Continue(usize),
@@ -599,6 +599,7 @@ impl<'t> Parser<'t> {
                 Item::Else => return self.err("unexpected {{else}}"),
             }
         }
+        root.shrink_to_fit();
         Ok(root)
     }
 
@@ -654,10 +655,12 @@ impl<'t> Parser<'t> {
                 Item::Node(n) => list.push(n),
                 Item::End => {
                     self.depth -= 1;
+                    list.shrink_to_fit();
                     return Ok((list, End::End));
                 }
                 Item::Else => {
                     self.depth -= 1;
+                    list.shrink_to_fit();
                     return Ok((list, End::Else));
                 }
             }
@@ -800,7 +803,7 @@ impl<'t> Parser<'t> {
             None
         } else {
             self.backup();
-            Some(self.pipeline(CONTEXT, Kind::RightDelim)?)
+            Some(Box::new(self.pipeline(CONTEXT, Kind::RightDelim)?))
         };
         Ok(Node::Template {
             pos: t.pos(),
@@ -819,7 +822,7 @@ impl<'t> Parser<'t> {
         Ok(Node::Template {
             pos: t.pos(),
             name: Rc::from(name),
-            pipe: Some(pipe),
+            pipe: Some(Box::new(pipe)),
         })
     }
 
@@ -891,6 +894,9 @@ impl<'t> Parser<'t> {
                             ));
                         }
                     }
+                    // Lists are trimmed as they are finished: a parse tree lives as long as
+                    // its chart's render, and a large chart has tens of thousands of them.
+                    pipe.cmds.shrink_to_fit();
                     return Ok(pipe);
                 }
                 Kind::Bool
@@ -935,6 +941,7 @@ impl<'t> Parser<'t> {
         if cmd.args.is_empty() {
             return self.err("empty command");
         }
+        cmd.args.shrink_to_fit();
         Ok(cmd)
     }
 
