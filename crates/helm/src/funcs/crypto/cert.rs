@@ -295,12 +295,38 @@ fn random_rsa_prime<const LIMBS: usize>(
         start.set_bit_vartime(bits - 1, true);
         start.set_bit_vartime(bits - 2, true);
         let mut sieve = crypto_primes::hazmat::SmallFactorsSieve::new(start, width, false).ok()?;
-        if let Some(prime) =
-            sieve.find(|candidate| crypto_primes::is_prime(crypto_primes::Flavor::Any, candidate))
-        {
+        // Nearly every survivor of the sieve is composite and fails Fermat's test to base 2,
+        // which costs less than the Miller-Rabin round Baillie-PSW starts with; the one that
+        // passes (every prime does) still goes through the whole Baillie-PSW test.
+        if let Some(prime) = sieve.find(|candidate| {
+            passes_fermat_base_two(candidate)
+                && crypto_primes::is_prime(crypto_primes::Flavor::Any, candidate)
+        }) {
             return Some(prime);
         }
     }
+}
+
+/// Whether an odd `n` above 3 passes Fermat's test to base 2 (`2^(n-1) = 1 mod n`), which
+/// every prime does. In variable time: it only screens out candidates that are thrown away.
+/// Left to right over the exponent's bits, a multiplication by 2 is a doubling (an addition),
+/// not a Montgomery multiplication. `false` for even `n`.
+fn passes_fermat_base_two<const LIMBS: usize>(n: &crypto_bigint::Uint<LIMBS>) -> bool {
+    use crypto_bigint::modular::{FixedMontyForm, FixedMontyParams};
+    let Some(odd) = crypto_bigint::Odd::new(*n).into_option() else {
+        return false;
+    };
+    let params = FixedMontyParams::new_vartime(odd);
+    let one = FixedMontyForm::one(&params);
+    let exponent = n.wrapping_sub(&crypto_bigint::Uint::ONE);
+    let mut acc = one;
+    for bit in (0..exponent.bit_width_vartime()).rev() {
+        acc = acc.square();
+        if exponent.bit_vartime(bit) {
+            acc = acc.double();
+        }
+    }
+    acc == one
 }
 
 impl Key {
@@ -840,6 +866,39 @@ mod tests {
     use super::*;
     use crate::funcs::crypto::{test_call, test_call_env, test_now};
     use der::{Decode as _, Encode as _};
+
+    #[test]
+    fn fermat_screen_passes_primes_and_stops_most_composites() {
+        use crypto_bigint::U1024;
+        let is_prime = |n: u64| {
+            n > 1
+                && (2..n)
+                    .take_while(|d| d * d <= n)
+                    .all(|d| !n.is_multiple_of(d))
+        };
+        for n in 5..5000u64 {
+            let passes = passes_fermat_base_two(&U1024::from_u64(n));
+            if is_prime(n) {
+                assert!(passes, "{n} is prime");
+            } else if passes {
+                // Base-2 Fermat pseudoprimes (Baillie-PSW catches them).
+                assert!(
+                    [
+                        341, 561, 645, 1105, 1387, 1729, 1905, 2047, 2465, 2701, 2821, 3277, 4033,
+                        4369, 4371, 4681
+                    ]
+                    .contains(&n),
+                    "{n}"
+                );
+            }
+        }
+        // 2^521 - 1 (a Mersenne prime) and its neighbour.
+        let m521 = U1024::ONE.shl_vartime(521).wrapping_sub(&U1024::ONE);
+        assert!(passes_fermat_base_two(&m521));
+        assert!(!passes_fermat_base_two(
+            &m521.wrapping_sub(&U1024::from_u8(2))
+        ));
+    }
 
     fn s(text: &str) -> Value {
         Value::str(text)
