@@ -33,10 +33,16 @@ pub(super) async fn list_tags_in_pages(
         reference: repository.clone(),
         source: Box::new(source),
     };
+    // The token handshake runs without credentials too: only with credentials is it a login.
+    let handshake = if matches!(auth, oci_client::secrets::RegistryAuth::Anonymous) {
+        "list the tags of"
+    } else {
+        "log in to list the tags of"
+    };
     client
         .auth(&image, &auth, RegistryOperation::Pull)
         .await
-        .map_err(|e| listing_error("log in to list the tags of", e))?;
+        .map_err(|e| listing_error(handshake, e))?;
     let mut tags: Vec<String> = Vec::new();
     let mut seen = HashSet::new();
     loop {

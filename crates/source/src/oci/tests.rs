@@ -223,4 +223,17 @@ async fn lists_every_tag_page_by_page() {
         !message.contains(":latest"),
         "no tag was asked for: {message}"
     );
+
+    // An unreachable registry without credentials: no login was attempted, none is named.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = closed.local_addr().unwrap();
+    drop(closed);
+    let unreachable = list_tags(&format!("oci://{address}/fleet/app"), &options)
+        .await
+        .unwrap_err();
+    let message = crate::redact::error_chain(&unreachable);
+    assert!(
+        message.starts_with(&format!("cannot list the tags of {address}/fleet/app: ")),
+        "{message}"
+    );
 }
