@@ -342,12 +342,12 @@ impl Parser {
             }
             Some('=') => {
                 self.pos += 1;
-                func.op = "=".to_owned();
+                func.op.push('=');
                 func.args.push(self.default_args()?);
             }
             Some(':') => {
                 self.pos += 1;
-                func.op = ":".to_owned();
+                func.op.push(':');
                 func.args
                     .push(vec![self.param(|c| c != ':' && c != '}', Escapes::None)?]);
                 // The delimiter: one or more ':' (as Flux scans it), or the end.

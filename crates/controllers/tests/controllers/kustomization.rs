@@ -329,3 +329,120 @@ async fn build_errors_and_missing_sources_are_reported() {
     let ids = inventory_ids(&object);
     assert_eq!(ids, ["apps_settings__ConfigMap"]);
 }
+
+#[tokio::test]
+async fn post_build_substitution_applies_flux_string_functions() {
+    let settings = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${{CLUSTER_NAME,,}}-settings\n  namespace: {NAMESPACE}\ndata:\n  cluster: ${{CLUSTER_NAME,,}}\n  shout: ${{CLUSTER_NAME^^}}\n  version: ${{VERSION#v}}\n  image: ghcr.io/lab/app:${{VERSION#v}}\n  minor: ${{VERSION%.*}}\n  region: ${{REGION:=eu-${{ZONE:=west}}}}\n  dashed: ${{CLUSTER_NAME//-/_}}\n  literal: $${{CLUSTER_NAME}}\n"
+    );
+    let broken = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: broken\n  namespace: {NAMESPACE}\ndata:\n  token: ${{TOKEN}}\n  bad: ${{CLUSTER_NAME,,x}}\n"
+    );
+    let (env, _upstream, _controller, _) = setup(&[
+        ("fleet/settings.yaml", &settings),
+        ("broken/settings.yaml", &broken),
+    ])
+    .await;
+    let substitute = serde_json::json!({
+        "CLUSTER_NAME": "Home-Lab", "VERSION": "v1.4.2", "TOKEN": "MARKER-s3cr3t",
+    });
+    create_kustomization(
+        &env,
+        "fleet",
+        serde_json::json!({"path": "fleet", "prune": true, "postBuild": {"substitute": substitute}}),
+    )
+    .await;
+    create_kustomization(
+        &env,
+        "broken",
+        serde_json::json!({"path": "broken", "prune": true, "postBuild": {"substitute": substitute}}),
+    )
+    .await;
+
+    wait_ready(&env, "fleet", "Ready=True", |status, _, _| status == "True").await;
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let data = config_maps
+        .get("home-lab-settings")
+        .await
+        .unwrap()
+        .data
+        .unwrap();
+    for (key, expected) in [
+        ("cluster", "home-lab"),
+        ("shout", "HOME-LAB"),
+        ("version", "1.4.2"),
+        ("image", "ghcr.io/lab/app:1.4.2"),
+        ("minor", "v1.4"),
+        ("region", "eu-west"),
+        ("dashed", "Home_Lab"),
+        ("literal", "${CLUSTER_NAME}"),
+    ] {
+        assert_eq!(data[key], expected, "{key}");
+    }
+
+    // A malformed expression fails the build, naming it, never a value.
+    let object = wait_ready(&env, "broken", "Ready=False", |status, _, message| {
+        status == "False" && message.contains("bad substitution")
+    })
+    .await;
+    let (_, _, message) = ready(&object).unwrap();
+    assert!(message.contains("${CLUSTER_NAME,,x}"), "{message}");
+    assert!(!message.contains("MARKER"), "{message}");
+    assert!(config_maps.get_opt("broken").await.unwrap().is_none());
+}
+
+/// As Flux (fluxcd/pkg ssa `ApplyAllStaged`): one object whose dry-run fails (here a kind
+/// nobody serves, as an `OCIRepository` of an API version the cluster lacks) stops its whole
+/// stage: nothing of that stage is written, the failure names the object, and nothing is pruned.
+#[tokio::test]
+async fn one_invalid_object_applies_none_of_its_stage_and_prunes_nothing() {
+    let (env, upstream, _controller, _) = setup(&[("app/config.yaml", &config_map())]).await;
+    create_kustomization(
+        &env,
+        "app",
+        serde_json::json!({"path": "./app", "prune": true}),
+    )
+    .await;
+    wait_ready(&env, "app", "Ready=True", |status, _, _| status == "True").await;
+
+    // The next revision drops the ConfigMap and adds a valid one beside an invalid object.
+    let ghost = format!(
+        "apiVersion: nope.example.com/v1beta2\nkind: Ghost\nmetadata:\n  name: g\n  namespace: {NAMESPACE}\n"
+    );
+    let other = config_map().replace("name: settings", "name: other");
+    let second = upstream.commit(
+        &[
+            ("app/config.yaml", &ghost),
+            ("app/other.yaml", &other),
+        ],
+        "second",
+    );
+    request_reconcile(&env.git_repositories(NAMESPACE), "repo", "t1").await;
+    wait_source_revision(&env, &format!("main@sha1:{second}")).await;
+    request_reconcile(&kustomizations(&env), "app", "t1").await;
+    let object = wait_ready(&env, "app", "Ready=False", |status, _, message| {
+        status == "False" && message.contains("Ghost")
+    })
+    .await;
+    let (_, reason, message) = ready(&object).unwrap();
+    assert_eq!(reason, "ReconciliationFailed");
+    assert!(
+        message.starts_with("apply failed for 1 of 2 objects (0 applied): "),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "Ghost/{NAMESPACE}/g: dry-run failed: no matches for kind \"Ghost\""
+        )),
+        "{message}"
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(
+        config_maps.get_opt("other").await.unwrap().is_none(),
+        "nothing of the failed stage is written"
+    );
+    assert!(
+        config_maps.get_opt("settings").await.unwrap().is_some(),
+        "nothing is pruned when the apply failed"
+    );
+}
