@@ -52,10 +52,12 @@
 //! - Inventory ids are Flux's: `<namespace>_<name>_<group>_<kind>` with `v` the version.
 //!
 //! # Errors
-//! - Every object of a stage is attempted; failures come back together as [`Error::Partial`],
-//!   which also carries the change set of what was applied, so a partial apply is never silent.
-//!   Each [`ObjectError`] names the object as `Kind/namespace/name` and carries the API server's
-//!   message. A stage with failures stops later stages.
+//! - Every object of a stage is dry-run before any is written (as Flux's `ApplyAllStaged`): a
+//!   failed dry-run leaves the whole stage unwritten. Failures come back together as
+//!   [`Error::Partial`], which also carries the change set of what earlier stages applied, so a
+//!   partial apply is never silent. Each [`ObjectError`] names the object as
+//!   `Kind/namespace/name` and carries the API server's message (`dry-run failed: ...` for a
+//!   failed dry-run). A stage with failures stops later stages.
 //! - [`Error::CrdTimeout`] when CRDs are not Established in time.
 //! - [`Error::HealthFailed`] as soon as an object is Failed; [`Error::HealthTimeout`] listing
 //!   each object not Current with its reason (`Deployment/default/web: Available: 0/1`).
@@ -70,6 +72,7 @@ mod inventory;
 mod manager;
 mod mask;
 mod object;
+mod unserved;
 
 pub use cel::{HealthExprs, InvalidHealthExpr};
 pub use changeset::{Action, ChangeSet, ChangeSetEntry};

@@ -183,9 +183,11 @@ impl ResourceManager {
             .map_err(|e| {
                 let message = if is_not_found(&e) {
                     format!(
-                        "no matches for kind {:?} in version {:?}",
+                        "no matches for kind {:?} in version {:?}{}",
                         reference.kind,
-                        reference.api_version()
+                        reference.api_version(),
+                        crate::unserved::migrate_hint(&gvk.group, &gvk.version, &gvk.kind)
+                            .unwrap_or_default()
                     )
                 } else {
                     format!(
