@@ -832,6 +832,10 @@ mod tests {
                 ("${unset=${up^^}}", "ABCDEF"),
                 ("${unset:=${also:=deep}}", "deep"),
                 ("${unset:=a b: c}", "a b: c"),
+                // Flux parses these as the same default.
+                ("${unset:+x}", "x"),
+                ("${unset:?x}", "x"),
+                ("${var:+x}", "abc"),
             ],
         );
     }
@@ -874,6 +878,7 @@ mod tests {
             ("${v/a}", "unterminated"),
             ("${bad-name}", "invalid variable name 'bad-name'"),
             ("${v-default}", "invalid variable name 'v-default'"),
+            ("${v+x}", "invalid variable name 'v+x'"),
             ("${}", "invalid variable name"),
             ("${a b}", "invalid variable name 'a'"),
             ("${v:}", "bad substitution '${v:}'"),
