@@ -320,24 +320,39 @@ pub async fn run(args: &HelmArgs) -> anyhow::Result<ExitCode> {
     match &args.command {
         HelmCommand::Package(package) => package.run(),
         HelmCommand::Push(push) => push.run().await,
-        HelmCommand::Template(template) => {
-            let cwd = std::env::current_dir()?;
-            let result = template.template().execute(&cwd, &mut Env::new());
-            // The process ends after this render: its caches need not be freed.
-            capstan_helm::leak_thread_caches();
-            let mut stdout = std::io::stdout().lock();
-            match result {
-                Ok(rendered) => {
-                    stdout.write_all(rendered.stdout.as_bytes())?;
-                    stdout.flush()?;
-                    Ok(ExitCode::SUCCESS)
-                }
-                Err(error) => {
-                    stdout.write_all(error.output.as_bytes())?;
-                    stdout.flush()?;
-                    eprintln!("Error: {}", error.message);
-                    Ok(ExitCode::FAILURE)
-                }
+        HelmCommand::Template(template) => template.run(),
+    }
+}
+
+/// The `capstan helm` commands that need no async runtime (`template`), run at once: `main`
+/// then starts none (its worker threads cost a render of a small chart its time again).
+/// `None` for the others.
+pub fn run_without_runtime(args: &HelmArgs) -> Option<anyhow::Result<ExitCode>> {
+    match &args.command {
+        HelmCommand::Template(template) => Some(template.run()),
+        HelmCommand::Package(_) | HelmCommand::Push(_) => None,
+    }
+}
+
+impl TemplateArgs {
+    /// `capstan helm template`: manifests to stdout; errors to stderr as Helm prints them.
+    fn run(&self) -> anyhow::Result<ExitCode> {
+        let cwd = std::env::current_dir()?;
+        let result = self.template().execute(&cwd, &mut Env::new());
+        // The process ends after this render: its caches need not be freed.
+        capstan_helm::leak_thread_caches();
+        let mut stdout = std::io::stdout().lock();
+        match result {
+            Ok(rendered) => {
+                stdout.write_all(rendered.stdout.as_bytes())?;
+                stdout.flush()?;
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(error) => {
+                stdout.write_all(error.output.as_bytes())?;
+                stdout.flush()?;
+                eprintln!("Error: {}", error.message);
+                Ok(ExitCode::FAILURE)
             }
         }
     }

@@ -48,6 +48,13 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
 fn main() -> ExitCode {
     let cli = cli::Cli::parse_from(cli::globals_after_verb(std::env::args_os().collect()));
     cli::init_logging(&cli);
+    let without_runtime = match &cli.command {
+        cli::Command::Helm(args) => helm::run_without_runtime(args),
+        _ => None,
+    };
+    if let Some(result) = without_runtime {
+        return exit_code(result);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -58,7 +65,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(cli::run(cli)) {
+    exit_code(runtime.block_on(cli::run(cli)))
+}
+
+/// A command's exit status; its error, if any, on stderr.
+fn exit_code(result: anyhow::Result<ExitCode>) -> ExitCode {
+    match result {
         Ok(code) => code,
         Err(e) => {
             // The whole cause chain, each cause once, URLs without credentials.
