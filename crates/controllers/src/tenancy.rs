@@ -14,6 +14,8 @@ pub struct Tenancy {
     /// The ServiceAccount impersonated when `spec.serviceAccountName` is empty
     /// (`--default-service-account`); `None` applies with the controller's own identity.
     pub default_service_account: Option<String>,
+    /// The one namespace the controller watches (`--watch-all-namespaces=false`), if not all.
+    pub watch_namespace: Option<String>,
 }
 
 impl Tenancy {
@@ -28,6 +30,19 @@ impl Tenancy {
     #[must_use]
     pub fn refuses(&self, own: &str, target: &str) -> bool {
         self.no_cross_namespace_refs && own != target
+    }
+
+    /// Why a source in `target` namespace may never become ready for this controller: it
+    /// watches one namespace and `target` is another, so nothing here reconciles that source.
+    #[must_use]
+    pub fn unwatched(&self, target: &str) -> Option<String> {
+        let watched = self.watch_namespace.as_deref()?;
+        (watched != target).then(|| {
+            format!(
+                "namespace '{target}' is not watched: this controller watches only '{watched}' \
+                 (--watch-all-namespaces=false)"
+            )
+        })
     }
 }
 
@@ -49,6 +64,7 @@ mod tests {
         let tenancy = Tenancy {
             no_cross_namespace_refs: true,
             default_service_account: Some("tenant".to_owned()),
+            watch_namespace: None,
         };
         assert_eq!(tenancy.service_account(None).as_deref(), Some("tenant"));
         assert_eq!(tenancy.service_account(Some("")).as_deref(), Some("tenant"));
@@ -57,5 +73,16 @@ mod tests {
         assert!(tenancy.refuses("a", "b"));
         assert!(!tenancy.refuses("a", "a"));
         assert!(!Tenancy::default().refuses("a", "b"));
+        let one = Tenancy {
+            watch_namespace: Some("flux-system".to_owned()),
+            ..Tenancy::default()
+        };
+        assert_eq!(one.unwatched("flux-system"), None);
+        assert!(
+            one.unwatched("apps")
+                .unwrap()
+                .contains("'apps' is not watched")
+        );
+        assert_eq!(Tenancy::default().unwatched("apps"), None);
     }
 }

@@ -601,11 +601,16 @@ async fn source_artifact(
         )
         .with_source(e)
     })?;
+    // With one watched namespace, a source elsewhere is never reconciled here: say so.
+    let unwatched = tenancy
+        .unwatched(&namespace)
+        .map(|why| format!(" ({why})"))
+        .unwrap_or_default();
     let Some(found) = found else {
         return Err(ReconcileError::waiting(
             SOURCE_RETRY,
             reason::ARTIFACT_FAILED,
-            format!("Source '{display}' not found"),
+            format!("Source '{display}' not found{unwatched}"),
         ));
     };
     let artifact = found
@@ -625,7 +630,7 @@ async fn source_artifact(
             None => ReconcileError::waiting(
                 SOURCE_RETRY,
                 reason::ARTIFACT_FAILED,
-                format!("Source '{display}' is not ready, artifact not found"),
+                format!("Source '{display}' is not ready, artifact not found{unwatched}"),
             ),
         }
     })

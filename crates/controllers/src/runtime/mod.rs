@@ -317,6 +317,15 @@ pub trait Reconciler: Send + Sync + Sized + 'static {
     /// OCIRepository and Bucket (whose steps never read `observedGeneration` back) say yes.
     const OBSERVE_FAILURES: bool = false;
 
+    /// For a failure retried after a fixed interval (helm-controller's `RetryOnFailure`
+    /// strategy), the `Reconciling=True` (`ProgressingWithRetry`) message, e.g. "retrying after
+    /// 5m0s"; the generation is then recorded as observed, as Flux does. `None`, the default,
+    /// keeps the error's message and the generation unobserved.
+    fn retrying(&self, object: &Self::Object, error: &ReconcileError) -> Option<String> {
+        let _ = (object, error);
+        None
+    }
+
     /// The delay before retrying `object` after a [`ErrorClass::Transient`] failure (e.g.
     /// Flux's `spec.retryInterval`); `None`, the default, uses the exponential backoff.
     fn retry_interval(&self, object: &Self::Object) -> Option<Duration> {
@@ -437,6 +446,15 @@ impl<R: Reconciler> StepContext<R> {
                 .publish(&object, type_, &reason, &message, &action, &metadata)
                 .await;
         }
+    }
+
+    /// Says that the `Ready` transition to `(reason, message)` is announced already (by an
+    /// Event of another reason, e.g. a source's `NewArtifact`): the runtime publishes none.
+    pub fn mark_announced(&self, reason: &str, message: &str) {
+        self.published
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert((reason.to_owned(), capstan_api::message::bound(message)));
     }
 
     /// [`StepContext::event_metadata`], the revision defaulted from the status.
@@ -583,6 +601,7 @@ impl RuntimeConfig {
         crate::tenancy::Tenancy {
             no_cross_namespace_refs: self.no_cross_namespace_refs,
             default_service_account: self.default_service_account.clone(),
+            watch_namespace: self.watch_namespace.clone(),
         }
     }
 }
@@ -1198,6 +1217,19 @@ fn finalize_status<R: Reconciler>(
 ) -> (Action, EventType) {
     let (requeue, event_type) = apply_result(&mut cx.status, object, result, ready);
     if R::OBSERVE_FAILURES && result.is_err() {
+        R::Object::set_observed_generation(&mut cx.status, object.meta().generation);
+    }
+    if let Err(error) = result
+        && let Some(message) = shared.reconciler.retrying(object, error)
+    {
+        conditions::set_condition(
+            R::Object::conditions_mut(&mut cx.status),
+            condition::RECONCILING,
+            ConditionStatus::True,
+            reason::PROGRESSING_WITH_RETRY,
+            &message,
+            object.meta().generation,
+        );
         R::Object::set_observed_generation(&mut cx.status, object.meta().generation);
     }
     match result {

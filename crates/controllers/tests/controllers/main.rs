@@ -31,3 +31,4 @@ mod support;
 mod tenancy;
 mod test_kind;
 mod triggers;
+mod watch_namespace;

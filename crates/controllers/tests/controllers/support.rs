@@ -194,7 +194,7 @@ impl Drop for Env {
     }
 }
 
-async fn install_crds(client: &kube::Client) {
+pub(crate) async fn install_crds(client: &kube::Client) {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     for crd in capstan_api::crds() {
         let name = crd.metadata.name.clone().unwrap();
