@@ -214,17 +214,59 @@ pub async fn read_source(
     let Some(found) = api.get_opt(&source.name).await? else {
         return Ok(SourceState::Missing);
     };
+    Ok(source_state(source, &found))
+}
+
+/// Whether `found` (the object of `source`) can be read from, as helm-controller's
+/// `isSourceReady`: a source whose generation is not observed yet, a Stalled source or one
+/// without an artifact is not ready, with the source's own Ready (or Stalled) message. An
+/// ExternalArtifact has no conditions: its artifact alone counts.
+fn source_state(source: &ChartSource, found: &DynamicObject) -> SourceState {
     let artifact = found
         .data
         .pointer("/status/artifact")
         .and_then(|a| serde_json::from_value::<Artifact>(a.clone()).ok());
-    Ok(match artifact {
-        Some(artifact) => SourceState::Ready(artifact),
-        None => SourceState::NotReady(format!(
-            "{} '{}/{}' is not ready: no artifact",
+    let not_ready = |message: &str| {
+        SourceState::NotReady(format!(
+            "{} '{}/{}' is not ready: {message}",
             source.kind, source.namespace, source.name
-        )),
-    })
+        ))
+    };
+    let condition = |kind: &str| {
+        found
+            .data
+            .pointer("/status/conditions")
+            .and_then(serde_json::Value::as_array)
+            .and_then(|conditions| conditions.iter().find(|c| c["type"].as_str() == Some(kind)))
+            .map(|c| {
+                (
+                    c["status"].as_str().unwrap_or_default().to_owned(),
+                    c["message"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+    };
+    if source.kind != "ExternalArtifact" {
+        let observed = found
+            .data
+            .pointer("/status/observedGeneration")
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or(0);
+        if found.metadata.generation.unwrap_or(0) != observed {
+            return match condition("Ready") {
+                Some((status, message)) if status == "False" => not_ready(&message),
+                _ => not_ready("latest generation of object has not been reconciled"),
+            };
+        }
+        if let Some((status, message)) = condition("Stalled")
+            && status == "True"
+        {
+            return not_ready(&message);
+        }
+    }
+    match artifact {
+        Some(artifact) => SourceState::Ready(artifact),
+        None => not_ready("does not have an artifact"),
+    }
 }
 
 /// The reason of a chart whose version cannot take its source's revision (Flux's).
@@ -349,6 +391,57 @@ pub fn chart_dir(root: &Path) -> Result<PathBuf, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // helm-controller's `isSourceReady`: the source's own message, not a generic one.
+    #[test]
+    fn a_source_not_ready_says_its_own_ready_message() {
+        let source = ChartSource {
+            kind: "OCIRepository",
+            api_version: "source.toolkit.fluxcd.io/v1".into(),
+            namespace: "apps".into(),
+            name: "podinfo".into(),
+        };
+        let object = |status: serde_json::Value| -> DynamicObject {
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
+                "metadata": {"name": "podinfo", "namespace": "apps", "generation": 2},
+                "status": status,
+            }))
+            .unwrap()
+        };
+        let message = |status| match source_state(&source, &object(status)) {
+            SourceState::NotReady(message) => message,
+            other => panic!("{other:?}"),
+        };
+        let failed = serde_json::json!({"observedGeneration": 1, "conditions": [
+            {"type": "Ready", "status": "False", "reason": "OCIArtifactPullFailed",
+             "message": "failed to pull artifact: 401 Unauthorized"}]});
+        assert_eq!(
+            message(failed),
+            "OCIRepository 'apps/podinfo' is not ready: failed to pull artifact: 401 Unauthorized"
+        );
+        assert_eq!(
+            message(serde_json::json!({})),
+            "OCIRepository 'apps/podinfo' is not ready: latest generation of object has not been reconciled"
+        );
+        let stalled = serde_json::json!({"observedGeneration": 2, "conditions": [
+            {"type": "Stalled", "status": "True", "message": "invalid URL"}]});
+        assert_eq!(
+            message(stalled),
+            "OCIRepository 'apps/podinfo' is not ready: invalid URL"
+        );
+        assert_eq!(
+            message(serde_json::json!({"observedGeneration": 2})),
+            "OCIRepository 'apps/podinfo' is not ready: does not have an artifact"
+        );
+        let artifact = serde_json::json!({"observedGeneration": 2, "artifact": {
+            "path": "p", "url": "http://x/p.tgz", "revision": "v1", "digest": "sha256:0",
+            "lastUpdateTime": "2026-01-01T00:00:00Z"}});
+        assert!(matches!(
+            source_state(&source, &object(artifact)),
+            SourceState::Ready(_)
+        ));
+    }
 
     // The cases of helm-controller's `Test_TryMutateChartWithSourceRevision` and of its
     // controller tests (facts about Flux's behaviour; the code is ours).
