@@ -128,6 +128,22 @@ struct Prepared {
     manifest: DynamicObject,
 }
 
+/// What the dry-run of one object decided to write.
+enum Plan {
+    /// Nothing to write: skipped or unchanged.
+    Done(ChangeSetEntry),
+    /// Apply the manifest; the action it will be recorded under.
+    Write(Prepared, Action),
+    /// Delete the object and apply it again (an immutable field changed, with force).
+    Recreate(Prepared),
+}
+
+/// A dry-run error as Flux words it: `Kind/ns/name: dry-run failed: <why>`.
+fn dry_run_failed(mut error: ObjectError) -> ObjectError {
+    error.message = format!("dry-run failed: {}", error.message);
+    error
+}
+
 impl ResourceManager {
     /// A manager applying as `field_manager` (Flux: `kustomize-controller`).
     pub fn new(client: kube::Client, field_manager: impl Into<String>) -> Self {
@@ -263,10 +279,12 @@ impl ResourceManager {
     ///
     /// Stage 1 holds CustomResourceDefinitions and Namespaces; the engine then waits until those
     /// CRDs are Established (bounded by `options.wait_timeout`) and refreshes discovery. Stage 2
-    /// holds `*Class` kinds, stage 3 everything else. Within a stage up to `options.concurrency`
-    /// objects are applied at once, and every object is attempted; a stage with failures ends the
-    /// apply with [`Error::Partial`], which carries what was applied and one error per failed
-    /// object.
+    /// holds `*Class` kinds, stage 3 everything else. As Flux's `ApplyAllStaged`, a stage is
+    /// all or nothing at the dry-run: every object of the stage is dry-run first (up to
+    /// `options.concurrency` at once) and, when any dry-run fails, none of the stage is written
+    /// and the apply ends with [`Error::Partial`] naming each failed object (`Kind/ns/name:
+    /// dry-run failed: ...`) and carrying what earlier stages applied. Otherwise the objects that
+    /// differ are written; a write that still fails also ends in [`Error::Partial`].
     pub async fn apply_all_staged(
         &self,
         objects: &[DynamicObject],
@@ -345,7 +363,8 @@ impl ResourceManager {
         references
     }
 
-    /// Applies one set of objects concurrently, in order, collecting per-object errors.
+    /// Applies one stage: dry-runs every object, and writes only when every dry-run passed.
+    /// Returns what was written (nothing when a dry-run failed) and the per-object errors.
     async fn apply_set(
         &self,
         objects: &[&DynamicObject],
@@ -355,14 +374,32 @@ impl ResourceManager {
         // await: that keeps the returned future provably `Send` for callers that box it.
         let pending: Vec<_> = objects
             .iter()
-            .map(|object| self.apply_one(object, options))
+            .map(|object| self.plan_one(object, options))
+            .collect();
+        let results: Vec<Result<Plan, ObjectError>> = stream::iter(pending)
+            .buffered(options.concurrency.max(1))
+            .collect()
+            .await;
+        let mut plans = Vec::with_capacity(results.len());
+        let mut errors = Vec::new();
+        for result in results {
+            match result {
+                Ok(plan) => plans.push(plan),
+                Err(e) => errors.push(e),
+            }
+        }
+        if !errors.is_empty() {
+            return (ChangeSet::default(), errors);
+        }
+        let pending: Vec<_> = plans
+            .into_iter()
+            .map(|plan| self.write_one(plan, options))
             .collect();
         let results: Vec<Result<ChangeSetEntry, ObjectError>> = stream::iter(pending)
             .buffered(options.concurrency.max(1))
             .collect()
             .await;
         let mut changeset = ChangeSet::default();
-        let mut errors = Vec::new();
         for result in results {
             match result {
                 Ok(entry) => changeset.entries.push(entry),
@@ -379,6 +416,17 @@ impl ResourceManager {
         object: &DynamicObject,
         options: &ApplyOptions,
     ) -> Result<ChangeSetEntry, ObjectError> {
+        let plan = self.plan_one(object, options).await?;
+        self.write_one(plan, options).await
+    }
+
+    /// Dry-runs one object and decides what to write, writing nothing. Errors read
+    /// `dry-run failed: <why>` (an immutable-field change without force keeps its own message).
+    async fn plan_one(
+        &self,
+        object: &DynamicObject,
+        options: &ApplyOptions,
+    ) -> Result<Plan, ObjectError> {
         let annotations = object.metadata.annotations.as_ref();
         let mode = SsaMode::of(annotations);
         if mode == SsaMode::Ignore || annotation_is(annotations, RECONCILE_ANNOTATION, DISABLED) {
@@ -388,29 +436,37 @@ impl ResourceManager {
             {
                 ns.clone_into(&mut reference.namespace);
             }
-            return Ok(ChangeSetEntry {
+            return Ok(Plan::Done(ChangeSetEntry {
                 object: reference,
                 action: Action::Skipped,
-            });
+            }));
         }
-        let prepared = self.prepare(object, options).await?;
-        let Prepared {
-            reference,
-            api,
-            manifest,
-        } = prepared;
-        let fail = |message: String| ObjectError::new(reference.to_string(), message);
-        let name = &reference.name;
-        let live = api.get_opt(name).await.map_err(|e| fail(api_message(&e)))?;
+        let prepared = self
+            .prepare(object, options)
+            .await
+            .map_err(dry_run_failed)?;
+        let fail = |message: String| {
+            dry_run_failed(ObjectError::new(prepared.reference.to_string(), message))
+        };
+        let name = &prepared.reference.name;
+        let live = prepared
+            .api
+            .get_opt(name)
+            .await
+            .map_err(|e| fail(api_message(&e)))?;
         if mode == SsaMode::IfNotPresent && live.is_some() {
-            return Ok(ChangeSetEntry {
-                object: reference,
+            return Ok(Plan::Done(ChangeSetEntry {
+                object: prepared.reference,
                 action: Action::Skipped,
-            });
+            }));
         }
-        let patch = Patch::Apply(&manifest);
-        let dry_run = match api
-            .patch(name, &self.apply_params().dry_run(), &patch)
+        let dry_run = match prepared
+            .api
+            .patch(
+                name,
+                &self.apply_params().dry_run(),
+                &Patch::Apply(&prepared.manifest),
+            )
             .await
         {
             Ok(result) => result,
@@ -418,7 +474,7 @@ impl ResourceManager {
                 let force = options.force || annotation_is(annotations, FORCE_ANNOTATION, ENABLED);
                 if !force {
                     return Err(ObjectError {
-                        object: reference.to_string(),
+                        object: prepared.reference.to_string(),
                         message: format!(
                             "immutable field changed (set force or annotate {FORCE_ANNOTATION}: {ENABLED} to recreate): {}",
                             api_message(&e)
@@ -426,12 +482,7 @@ impl ResourceManager {
                         immutable: true,
                     });
                 }
-                self.recreate(&api, &reference, &manifest, options.wait_timeout)
-                    .await?;
-                return Ok(ChangeSetEntry {
-                    object: reference,
-                    action: Action::Created,
-                });
+                return Ok(Plan::Recreate(prepared));
             }
             Err(e) => return Err(fail(api_message(&e))),
         };
@@ -440,22 +491,59 @@ impl ResourceManager {
             Some(live) => {
                 let desired = to_value(&dry_run);
                 if changed_paths(&desired, &to_value(live)).is_empty() {
-                    return Ok(ChangeSetEntry {
-                        object: reference,
+                    return Ok(Plan::Done(ChangeSetEntry {
+                        object: prepared.reference,
                         action: Action::Unchanged,
-                    });
+                    }));
                 }
                 Action::Configured
             }
         };
-        api.patch(name, &self.apply_params(), &patch)
-            .await
-            .map_err(|e| fail(api_message(&e)))?;
-        tracing::debug!(object = %reference, %action, "applied");
-        Ok(ChangeSetEntry {
-            object: reference,
-            action,
-        })
+        Ok(Plan::Write(prepared, action))
+    }
+
+    /// Writes what [`plan_one`](Self::plan_one) decided.
+    async fn write_one(
+        &self,
+        plan: Plan,
+        options: &ApplyOptions,
+    ) -> Result<ChangeSetEntry, ObjectError> {
+        match plan {
+            Plan::Done(entry) => Ok(entry),
+            Plan::Recreate(Prepared {
+                reference,
+                api,
+                manifest,
+            }) => {
+                self.recreate(&api, &reference, &manifest, options.wait_timeout)
+                    .await?;
+                Ok(ChangeSetEntry {
+                    object: reference,
+                    action: Action::Created,
+                })
+            }
+            Plan::Write(
+                Prepared {
+                    reference,
+                    api,
+                    manifest,
+                },
+                action,
+            ) => {
+                api.patch(
+                    &reference.name,
+                    &self.apply_params(),
+                    &Patch::Apply(&manifest),
+                )
+                .await
+                .map_err(|e| ObjectError::new(reference.to_string(), api_message(&e)))?;
+                tracing::debug!(object = %reference, %action, "applied");
+                Ok(ChangeSetEntry {
+                    object: reference,
+                    action,
+                })
+            }
+        }
     }
 
     /// Deletes an object, waits until it is gone and applies the manifest again.

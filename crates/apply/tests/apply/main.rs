@@ -6,7 +6,6 @@ use capstan_apply::{
     Action, ApplyOptions, DeleteOptions, DriftKind, Error, Inventory, ObjectRef, Owner,
     ResourceManager, Status, set_owner_labels,
 };
-use capstan_testkit::eventually;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use serde_json::{Value, json};
 
@@ -555,17 +554,21 @@ async fn health_waits_for_rollouts() {
     assert_eq!(results[0].status, Status::NotFound);
 }
 
+/// As Flux's `ApplyAllStaged`: every object of a stage is dry-run before any is written, so one
+/// invalid object (a kind nobody serves, a bad field) stops its whole stage; earlier stages stay
+/// applied and every failed object is named.
 #[tokio::test]
-async fn one_invalid_object_does_not_hide_the_others() {
+async fn one_invalid_object_stops_its_whole_stage() {
     let c = Cluster::start().await;
     let objects = vec![
-        configmap("default", "good-1", &json!({"k": "v"})),
+        namespace("staged"),
+        configmap("staged", "good-1", &json!({"k": "v"})),
         object(json!({"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": "bad", "namespace": "default"},
+            "metadata": {"name": "bad", "namespace": "staged"},
             "spec": {"ports": [{"port": "not-a-number"}]}})),
         object(json!({"apiVersion": "nope.example.com/v1", "kind": "Ghost",
-            "metadata": {"name": "g", "namespace": "default"}})),
-        configmap("default", "good-2", &json!({"k": "v"})),
+            "metadata": {"name": "g", "namespace": "staged"}})),
+        configmap("staged", "good-2", &json!({"k": "v"})),
     ];
     let error = c
         .manager
@@ -575,18 +578,41 @@ async fn one_invalid_object_does_not_hide_the_others() {
     let Error::Partial { changeset, errors } = &error else {
         panic!("expected a partial error, got {error}");
     };
-    assert_eq!(changeset.with_action(Action::Created).count(), 2);
+    let applied: Vec<String> = changeset.entries.iter().map(ToString::to_string).collect();
+    assert_eq!(applied, ["Namespace/staged created"], "{error}");
     let failed: Vec<&str> = errors.iter().map(|e| e.object.as_str()).collect();
-    assert_eq!(failed, ["Service/default/bad", "Ghost/default/g"]);
-    assert!(errors[1].message.contains("no matches for kind"), "{error}");
+    assert_eq!(failed, ["Service/staged/bad", "Ghost/staged/g"]);
     assert!(
-        error.to_string().starts_with("2 of 4 objects failed"),
+        error.to_string().contains(
+            "Ghost/staged/g: dry-run failed: no matches for kind \"Ghost\" in version \"nope.example.com/v1\""
+        ),
         "{error}"
     );
-    eventually(Duration::from_secs(5), "good objects", || async {
-        c.get("v1", "ConfigMap", "default", "good-2").await
-    })
-    .await;
+    assert!(errors[0].message.starts_with("dry-run failed: "), "{error}");
+    assert!(c.get("v1", "Namespace", "", "staged").await.is_some());
+    for name in ["good-1", "good-2"] {
+        assert!(
+            c.get("v1", "ConfigMap", "staged", name).await.is_none(),
+            "{name} was written although its stage failed its dry-run"
+        );
+    }
+
+    // Once the invalid objects are gone, the stage applies.
+    let valid: Vec<DynamicObject> = objects
+        .iter()
+        .filter(|o| {
+            o.types
+                .as_ref()
+                .is_some_and(|t| t.kind != "Service" && t.kind != "Ghost")
+        })
+        .cloned()
+        .collect();
+    let changeset = c
+        .manager
+        .apply_all_staged(&valid, &ApplyOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(changeset.with_action(Action::Created).count(), 2);
 }
 
 /// What an owner records before applying names exactly what the apply writes (namespaces fixed

@@ -306,8 +306,8 @@ async fn build_errors_and_missing_sources_are_reported() {
     let (_, _, message) = ready(&object).unwrap();
     assert_eq!(message, "dependency 'apps/broken' is not ready");
 
-    // A partial apply is reported, naming the object that failed; the rest is applied and
-    // kept in the inventory.
+    // An object whose dry-run fails is reported by name, and (as in Flux) none of its stage
+    // is applied: the inventory stays empty.
     create_kustomization(
         &env,
         "mixed",
@@ -322,12 +322,14 @@ async fn build_errors_and_missing_sources_are_reported() {
     )
     .await;
     let (_, _, message) = ready(&object).unwrap();
-    assert!(message.contains("Widget/apps/gadget"), "{message}");
-    assert!(message.contains("1 applied"), "{message}");
+    assert!(
+        message.contains("Widget/apps/gadget: dry-run failed: no matches for kind"),
+        "{message}"
+    );
+    assert!(message.contains("(0 applied)"), "{message}");
     let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
-    assert!(config_maps.get_opt("settings").await.unwrap().is_some());
-    let ids = inventory_ids(&object);
-    assert_eq!(ids, ["apps_settings__ConfigMap"]);
+    assert!(config_maps.get_opt("settings").await.unwrap().is_none());
+    assert!(inventory_ids(&object).is_empty());
 }
 
 #[tokio::test]
@@ -389,4 +391,57 @@ async fn post_build_substitution_applies_flux_string_functions() {
     assert!(message.contains("${CLUSTER_NAME,,x}"), "{message}");
     assert!(!message.contains("MARKER"), "{message}");
     assert!(config_maps.get_opt("broken").await.unwrap().is_none());
+}
+
+/// As Flux (fluxcd/pkg ssa `ApplyAllStaged`): one object whose dry-run fails (here a kind
+/// nobody serves, as an `OCIRepository` of an API version the cluster lacks) stops its whole
+/// stage: nothing of that stage is written, the failure names the object, and nothing is pruned.
+#[tokio::test]
+async fn one_invalid_object_applies_none_of_its_stage_and_prunes_nothing() {
+    let (env, upstream, _controller, _) = setup(&[("app/config.yaml", &config_map())]).await;
+    create_kustomization(
+        &env,
+        "app",
+        serde_json::json!({"path": "./app", "prune": true}),
+    )
+    .await;
+    wait_ready(&env, "app", "Ready=True", |status, _, _| status == "True").await;
+
+    // The next revision drops the ConfigMap and adds a valid one beside an invalid object.
+    let ghost = format!(
+        "apiVersion: nope.example.com/v1beta2\nkind: Ghost\nmetadata:\n  name: g\n  namespace: {NAMESPACE}\n"
+    );
+    let other = config_map().replace("name: settings", "name: other");
+    let second = upstream.commit(
+        &[("app/config.yaml", &ghost), ("app/other.yaml", &other)],
+        "second",
+    );
+    request_reconcile(&env.git_repositories(NAMESPACE), "repo", "t1").await;
+    wait_source_revision(&env, &format!("main@sha1:{second}")).await;
+    request_reconcile(&kustomizations(&env), "app", "t1").await;
+    let object = wait_ready(&env, "app", "Ready=False", |status, _, message| {
+        status == "False" && message.contains("Ghost")
+    })
+    .await;
+    let (_, reason, message) = ready(&object).unwrap();
+    assert_eq!(reason, "ReconciliationFailed");
+    assert!(
+        message.starts_with("apply failed for 1 of 2 objects (0 applied): "),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "Ghost/{NAMESPACE}/g: dry-run failed: no matches for kind \"Ghost\""
+        )),
+        "{message}"
+    );
+    let config_maps: Api<ConfigMap> = Api::namespaced(env.client.clone(), NAMESPACE);
+    assert!(
+        config_maps.get_opt("other").await.unwrap().is_none(),
+        "nothing of the failed stage is written"
+    );
+    assert!(
+        config_maps.get_opt("settings").await.unwrap().is_some(),
+        "nothing is pruned when the apply failed"
+    );
 }
