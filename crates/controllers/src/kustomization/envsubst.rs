@@ -953,6 +953,32 @@ mod tests {
         );
     }
 
+    /// Every short template over the characters that matter parses to a result or an error,
+    /// never a panic (a cheap stand-in for fuzzing).
+    #[test]
+    fn short_templates_never_panic() {
+        let alphabet: Vec<char> = "${}:=-#%/,^a\\*[]?é".chars().collect();
+        let variables = vars(&[("a", "aé/a.b-"), ("b", "")]);
+        let mut template = String::new();
+        let mut indices = [0usize; 4];
+        loop {
+            template.clear();
+            template.push_str("${a");
+            template.extend(indices.iter().map(|&i| alphabet[i]));
+            for text in [&template[..], &template[3..]] {
+                let _ = substitute_tracked(text, &variables, false);
+                let _ = substitute_tracked(text, &variables, true);
+            }
+            let Some(last) = indices.iter().rposition(|&i| i + 1 < alphabet.len()) else {
+                break;
+            };
+            indices[last] += 1;
+            for i in &mut indices[last + 1..] {
+                *i = 0;
+            }
+        }
+    }
+
     #[test]
     fn glob_matching_follows_flux() {
         let m = |p: &str, n: &str| {
