@@ -151,6 +151,10 @@ pub enum PostBuildError {
     /// The object became several documents (or none).
     #[error("substitution changed the number of documents")]
     DocumentCount,
+    /// A variable (a key of `substitute` or of a `substituteFrom` object) whose name Flux
+    /// refuses: ASCII letters, digits and `_`, not starting with a digit (Flux's words).
+    #[error("'{0}' var name is invalid, must match '^[_[:alpha:]][_[:alpha:][:digit:]]*$'")]
+    InvalidVariableName(String),
 }
 
 /// Where the engine sees the build: the source mounted at `/build/source`, the overlay (in
@@ -710,6 +714,13 @@ pub(super) fn finish_objects(
                 object: describe_value(&value),
                 source,
             };
+            let valid = |name: &String| {
+                name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            };
+            if let Some(name) = variables.keys().find(|name| !valid(name)) {
+                return Err(failed(PostBuildError::InvalidVariableName(name.clone())));
+            }
             let (replaced, placed) =
                 substitute_tracked(&text, variables, false).map_err(|e| failed(e.into()))?;
             substituted = !placed.is_empty();
@@ -1088,6 +1099,29 @@ mod tests {
             assert!(error.contains("line "), "{error}");
             assert!(error.contains("${password}"), "{value:?}: {error}");
         }
+    }
+
+    #[test]
+    fn variable_names_flux_refuses_fail_the_build() {
+        let object = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cm", "namespace": "apps"},
+            "data": {"a": "${ok_1}"},
+        });
+        for name in ["my-key", "1st", "é", ""] {
+            let error = finish(&object, &[("ok_1", "x"), (name, "MARKER")]).unwrap_err();
+            assert!(
+                error.contains(&format!("'{name}' var name is invalid")),
+                "{error}"
+            );
+            assert!(!error.contains("MARKER"), "{error}");
+        }
+        assert!(finish(&object, &[("ok_1", "x"), ("_B2", "y")]).is_ok());
+        // Objects whose substitution is disabled are not looked at, as in Flux.
+        let mut disabled = object.clone();
+        disabled["metadata"]["annotations"] =
+            serde_json::json!({SUBSTITUTE_ANNOTATION: "disabled"});
+        assert!(finish(&disabled, &[("my-key", "x")]).is_ok());
     }
 
     #[test]
