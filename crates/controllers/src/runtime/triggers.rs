@@ -39,10 +39,15 @@ thread_local! {
 /// `namespace` (`None`: every namespace). The builders read the namespace when called, and the
 /// streams keep it, so `build` must create its streams before it returns (they all do).
 pub fn watching<T>(namespace: Option<&str>, build: impl FnOnce() -> T) -> T {
-    let previous = WATCH_NAMESPACE.with(|cell| cell.replace(namespace.map(str::to_owned)));
-    let built = build();
-    WATCH_NAMESPACE.with(|cell| cell.replace(previous));
-    built
+    /// Puts the previous namespace back, even if `build` panics.
+    struct Restore(Option<String>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            WATCH_NAMESPACE.with(|cell| cell.replace(self.0.take()));
+        }
+    }
+    let _restore = Restore(WATCH_NAMESPACE.with(|cell| cell.replace(namespace.map(str::to_owned))));
+    build()
 }
 
 /// The namespace the builders called now watch (see [`watching`]).
@@ -339,6 +344,20 @@ fn not_installed(error: &watcher::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn watching_scopes_the_namespace_and_puts_the_previous_one_back() {
+        assert_eq!(watch_namespace(), None);
+        watching(Some("flux-system"), || {
+            assert_eq!(watch_namespace().as_deref(), Some("flux-system"));
+            watching(None, || assert_eq!(watch_namespace(), None));
+            assert_eq!(watch_namespace().as_deref(), Some("flux-system"));
+        });
+        assert_eq!(watch_namespace(), None);
+        let panicked = std::panic::catch_unwind(|| watching(Some("a"), || panic!("a builder")));
+        assert!(panicked.is_err());
+        assert_eq!(watch_namespace(), None, "restored after a panic");
+    }
 
     #[test]
     fn only_new_values_count_as_changes() {
