@@ -428,6 +428,11 @@ async fn act(
     state: ReleaseState,
 ) -> Result<Progress, ReconcileError> {
     let forced = force_requested(cx);
+    // As Flux (`ShouldHandleForceRequest`): a new token is handled once looked at, whatever the
+    // state and whatever the action then does (a `RetryOnFailure` retry too).
+    if let Some(token) = &forced {
+        cx.status.last_handled_force_at = Some(token.clone());
+    }
     match state {
         ReleaseState::InSync => {
             if let Some(token) = forced {
@@ -779,6 +784,13 @@ async fn install(
     else {
         return Ok(Progress::Continue);
     };
+    // As Helm: every kind is mapped before the record is stored or any object written.
+    if let Err(error) =
+        check_mapping(target, &rendered.manifest, &rendered.crds, settings.crds).await
+    {
+        let error = format!("unable to build kubernetes objects from release manifest: {error}");
+        return Err(Box::pin(fail_unstored(cx, target, &settings, &error)).await);
+    }
     // Replaced: the last release is superseded (a failed one keeps its status).
     if let Some(last) = replaced.as_mut()
         && last.status() != Status::Failed
@@ -843,6 +855,12 @@ async fn upgrade(
     else {
         return Ok(Progress::Continue);
     };
+    // As Helm (`validateManifest`): every kind is mapped before the record is stored.
+    if let Err(error) =
+        check_mapping(target, &rendered.manifest, &rendered.crds, settings.crds).await
+    {
+        return Err(Box::pin(fail_unstored(cx, target, &settings, &error)).await);
+    }
     let mut record = new_record(target, chart, &values, &rendered, version);
     if let Some(first) = previous
         .as_ref()
@@ -1012,6 +1030,124 @@ async fn install_crds(
         })
 }
 
+/// Helm's mapping of a release manifest (`KubeClient.Build`) before any object is written:
+/// each object's kind must be served by the cluster, or be declared by a CRD of the chart's
+/// `crds/` that the action installs first (`crds` policy `Create`/`CreateReplace`). Else the
+/// error is Helm's ("resource mapping not found ... ensure CRDs are installed first", several
+/// as `[a, b]`), and nothing is created.
+async fn check_mapping(
+    target: &Target,
+    manifest: &str,
+    crds: &[capstan_helm::output::Crd],
+    policy: CrdsPolicy,
+) -> Result<(), String> {
+    let text = |v: &serde_json::Value, pointer: &str| {
+        v.pointer(pointer)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let mut declared = BTreeSet::new();
+    if policy != CrdsPolicy::Skip {
+        for crd in crds {
+            let documents = capstan_kustomize::parse_documents(&crd.data)
+                .map_err(|e| format!("failed to read CRD {}: {e}", crd.filename))?;
+            for document in documents {
+                let (group, kind) = (
+                    text(&document, "/spec/group"),
+                    text(&document, "/spec/names/kind"),
+                );
+                let versions = document
+                    .pointer("/spec/versions")
+                    .and_then(serde_json::Value::as_array);
+                for version in versions.into_iter().flatten() {
+                    declared.insert((format!("{group}/{}", text(version, "/name")), kind.clone()));
+                }
+            }
+        }
+    }
+    let documents = capstan_kustomize::parse_documents(manifest)
+        .map_err(|e| format!("unable to read the release manifest: {e}"))?;
+    let mut served = std::collections::BTreeMap::new();
+    let mut errors = Vec::new();
+    for document in documents {
+        let (api_version, kind) = (text(&document, "/apiVersion"), text(&document, "/kind"));
+        if kind.is_empty() {
+            continue;
+        }
+        let key = (api_version, kind);
+        if declared.contains(&key) {
+            continue;
+        }
+        let ok = if let Some(ok) = served.get(&key) {
+            *ok
+        } else {
+            let (group, version) = key.0.split_once('/').unwrap_or(("", key.0.as_str()));
+            let gvk = kube::core::GroupVersionKind::gvk(group, version, &key.1);
+            let ok = match kube::discovery::pinned_kind(target.client(), &gvk).await {
+                Ok(_) => true,
+                Err(kube::Error::Api(status)) if status.code == 404 => false,
+                Err(kube::Error::Discovery(_)) => false,
+                Err(e) => {
+                    return Err(format!(
+                        "unable to build kubernetes objects: discovery of {} failed: {}",
+                        key.0,
+                        capstan_source::redact::error_chain(&e)
+                    ));
+                }
+            };
+            served.insert(key.clone(), ok);
+            ok
+        };
+        if !ok {
+            let namespace = document
+                .pointer("/metadata/namespace")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or(&target.namespace);
+            errors.push(format!(
+                "resource mapping not found for name: {:?} namespace: {namespace:?} from \"\": no matches for kind {:?} in version {:?}\nensure CRDs are installed first",
+                text(&document, "/metadata/name"),
+                key.1,
+                key.0,
+            ));
+        }
+    }
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(errors.remove(0)),
+        _ => Err(format!("[{}]", errors.join(", "))),
+    }
+}
+
+/// A failed action that wrote no record (Helm failed before storing one, e.g. an unmapped
+/// kind): as helm-controller, `Released=False` and a Warning event in the action's words, the
+/// failure counted in `failures` only (there is nothing to remediate), and the reconcile
+/// retried; under `RetryOnFailure` after its interval.
+async fn fail_unstored(
+    cx: &mut Cx,
+    target: &Target,
+    settings: &Deploy,
+    error: &str,
+) -> ReconcileError {
+    let failed = if settings.kind == Kind::Upgrade {
+        reason::UPGRADE_FAILED
+    } else {
+        reason::INSTALL_FAILED
+    };
+    let message = format!(
+        "Helm {} failed for release {}/{} with chart {}: {}",
+        settings.kind.verb(),
+        target.namespace,
+        target.name,
+        chart_label(cx.state.chart.as_deref()),
+        error.trim()
+    );
+    cx.status.failures = Some(cx.status.failures.unwrap_or(0) + 1);
+    set(cx, condition::RELEASED, false, failed, &message);
+    event(cx, EventType::Warning, failed, &message).await;
+    ReconcileError::transient(failed, message)
+}
+
 /// Runs a pending record from the start: the namespace and CRDs, then the `pre-*` hooks
 /// ([`action_hooks`]); the action's timeout counts from now.
 async fn deploy(
@@ -1026,7 +1162,16 @@ async fn deploy(
         if settings.create_namespace {
             create_namespace(target).await?;
         }
-        install_crds(target, crds, settings.crds).await
+        install_crds(target, crds, settings.crds).await?;
+        if settings.kind == Kind::Rollback {
+            // As Helm's rollback: the target manifest is mapped before any object is written.
+            check_mapping(target, &record.manifest, &[], CrdsPolicy::Skip)
+                .await
+                .map_err(|e| {
+                    format!("unable to build kubernetes objects from new release manifest: {e}")
+                })?;
+        }
+        Ok(())
     }
     .await;
     if let Err(error) = prepared {
@@ -1489,7 +1634,9 @@ async fn fail(
             return Err(ReconcileError::transient(reason::ROLLBACK_FAILED, message));
         }
     }
-    if let Ok(Some(interval)) = cx.object.retry_interval(settings.kind == Kind::Upgrade) {
+    if let Ok(Some(_)) = cx.object.retry_interval(settings.kind == Kind::Upgrade) {
+        // `RetryOnFailure`: retried after the interval (the reconciler's `retry_interval`),
+        // `Reconciling` saying so (`retrying`), `Ready` the failure.
         let released = cx
             .status
             .conditions
@@ -1497,7 +1644,7 @@ async fn fail(
             .find(|c| c.type_ == condition::RELEASED)
             .map(|c| (c.reason.clone(), c.message.clone()))
             .unwrap_or_default();
-        return Err(ReconcileError::waiting(interval, released.0, released.1));
+        return Err(ReconcileError::transient(released.0, released.1));
     }
     Ok(())
 }

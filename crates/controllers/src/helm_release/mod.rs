@@ -316,6 +316,21 @@ impl Reconciler for HelmReleaseReconciler {
             .map(|d| d.max(runtime::MIN_INTERVAL))
     }
 
+    fn retrying(&self, object: &HelmRelease, error: &ReconcileError) -> Option<String> {
+        // helm-controller's `ErrRetryAfterInterval`: a failed install or upgrade under the
+        // `RetryOnFailure` strategy.
+        let upgrade = match error.reason.as_str() {
+            capstan_api::helm::v2::reason::INSTALL_FAILED => false,
+            capstan_api::helm::v2::reason::UPGRADE_FAILED => true,
+            _ => return None,
+        };
+        let interval = object.retry_interval(upgrade).ok().flatten()?;
+        Some(format!(
+            "retrying after {}",
+            capstan_api::format_go_duration(interval)
+        ))
+    }
+
     async fn cleanup(&self, object: &HelmRelease) -> Result<(), ReconcileError> {
         if object.suspended() {
             return Ok(());

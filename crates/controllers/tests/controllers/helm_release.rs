@@ -1443,3 +1443,182 @@ async fn a_stalled_release_is_retried_when_its_spec_changes() {
         [(1, Status::Failed), (2, Status::Deployed)]
     );
 }
+
+/// A chart with a CRD of its own (`crds/`) and a Widget of it, a ConfigMap, and (with
+/// `route`) an HTTPRoute of the Gateway API and a second ConfigMap.
+fn routed_chart(dir: &Path, route: bool) -> PathBuf {
+    let chart = dir.join("routed");
+    capstan_testkit::write_files(
+        &chart,
+        &[
+            (
+                "Chart.yaml",
+                "apiVersion: v2\nname: routed\nversion: 0.1.0\n",
+            ),
+            ("values.yaml", &format!("route: {route}\n")),
+            (
+                "crds/widgets.yaml",
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\n\
+                 metadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  \
+                 scope: Namespaced\n  names: {kind: Widget, plural: widgets, singular: widget, \
+                 listKind: WidgetList}\n  versions:\n  - name: v1\n    served: true\n    \
+                 storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        \
+                 x-kubernetes-preserve-unknown-fields: true\n",
+            ),
+            (
+                "templates/objects.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-config\n\
+                 ---\napiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: {{ .Release.Name }}\n\
+                 {{- if .Values.route }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  \
+                 name: {{ .Release.Name }}-extra\n---\napiVersion: gateway.networking.k8s.io/v1\n\
+                 kind: HTTPRoute\nmetadata:\n  name: {{ .Release.Name }}\nspec: {}\n{{- end }}\n",
+            ),
+        ],
+    );
+    chart
+}
+
+/// Helm's words for an HTTPRoute the cluster does not serve, as `Build` says them.
+const UNMAPPED_ROUTE: &str = "resource mapping not found for name: \"web\" namespace: \"apps\" \
+    from \"\": no matches for kind \"HTTPRoute\" in version \"gateway.networking.k8s.io/v1\"\n\
+    ensure CRDs are installed first";
+
+/// As Helm, every object of the release is mapped before any is written: an install with a
+/// kind the cluster does not serve creates nothing and stores no record (the chart's own CRDs
+/// count as served), and is retried; once the kind is served, it installs.
+#[tokio::test]
+async fn an_install_with_an_unserved_kind_writes_nothing_until_it_is_served() {
+    let env = ReleaseEnv::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    env.serve_chart("routed", &routed_chart(dir.path(), true))
+        .await;
+    env.release("web", "routed", serde_json::json!({})).await;
+    let failed = env
+        .wait("web", "the install failed", |o| {
+            reason_is(o, "Ready", "InstallFailed")
+        })
+        .await;
+    let (_, _, message) = condition(&failed, "Ready").unwrap();
+    // The chart's version carries the OCI digest, as Flux's does.
+    assert!(
+        message.starts_with("Helm install failed for release apps/web with chart routed@0.1.0+"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with(&format!(
+            ": unable to build kubernetes objects from release manifest: {UNMAPPED_ROUTE}"
+        )),
+        "{message}"
+    );
+    let config_maps: Api<ConfigMap> = env.api();
+    assert!(config_maps.get_opt("web-config").await.unwrap().is_none());
+    assert!(env.records("web").await.is_empty(), "no release record");
+    // Nothing stored to remediate: not counted as an install failure, not stalled.
+    assert_eq!(failed.status.as_ref().unwrap().install_failures, None);
+    assert!(condition(&failed, "Stalled").is_none());
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    crds.patch(
+        "httproutes.gateway.networking.k8s.io",
+        &PatchParams::apply("test").force(),
+        &Patch::Apply(serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "httproutes.gateway.networking.k8s.io", "annotations": {
+                "api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/2466",
+            }},
+            "spec": {
+                "group": "gateway.networking.k8s.io", "scope": "Namespaced",
+                "names": {"kind": "HTTPRoute", "plural": "httproutes", "singular": "httproute",
+                          "listKind": "HTTPRouteList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                              "schema": {"openAPIV3Schema": {"type": "object",
+                                  "x-kubernetes-preserve-unknown-fields": true}}}],
+            },
+        })),
+    )
+    .await
+    .unwrap();
+    let ready = env.wait_ready("web", "installed once served").await;
+    assert_eq!(ready_reason(&ready), "InstallSucceeded");
+    assert_eq!(env.records("web").await, vec![(1, Status::Deployed)]);
+    assert!(config_maps.get_opt("web-extra").await.unwrap().is_some());
+}
+
+/// An upgrade that brings an unserved kind fails before any record or object is written: the
+/// deployed release stays as it was.
+#[tokio::test]
+async fn an_upgrade_with_an_unserved_kind_leaves_the_release_as_it_was() {
+    let env = ReleaseEnv::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    env.serve_chart("routed", &routed_chart(dir.path(), false))
+        .await;
+    env.install("web", "routed", serde_json::json!({})).await;
+    env.patch(
+        "web",
+        serde_json::json!({"spec": {"values": {"route": true}}}),
+    )
+    .await;
+    let failed = env
+        .wait("web", "the upgrade failed", |o| {
+            reason_is(o, "Ready", "UpgradeFailed")
+        })
+        .await;
+    let (_, _, message) = condition(&failed, "Ready").unwrap();
+    assert!(
+        message.starts_with("Helm upgrade failed for release apps/web with chart routed@0.1.0+"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with(&format!(": {UNMAPPED_ROUTE}")),
+        "{message}"
+    );
+    assert_eq!(env.records("web").await, vec![(1, Status::Deployed)]);
+    let config_maps: Api<ConfigMap> = env.api();
+    assert!(config_maps.get_opt("web-extra").await.unwrap().is_none());
+}
+
+/// `RetryOnFailure`: a failed install is reported for the generation (so that a `wait: true`
+/// Kustomization reads the failure, not "latest observed generation is -1"), `Reconciling`
+/// says when it is retried, and `--force` is recorded as handled on this path too.
+#[tokio::test]
+async fn the_retry_strategy_reports_the_failure_for_the_generation() {
+    let env = ReleaseEnv::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    env.serve_chart("broken", &broken_chart(dir.path())).await;
+    env.release(
+        "broken",
+        "broken",
+        serde_json::json!({
+            "install": {"strategy": {"name": "RetryOnFailure", "retryInterval": "1h"}},
+        }),
+    )
+    .await;
+    let failed = env
+        .wait("broken", "the install failed", |o| {
+            reason_is(o, "Ready", "InstallFailed")
+        })
+        .await;
+    let status = failed.status.as_ref().unwrap();
+    assert_eq!(status.observed_generation, failed.metadata.generation);
+    assert_eq!(
+        condition(&failed, "Reconciling").unwrap(),
+        (
+            "True".to_owned(),
+            "ProgressingWithRetry".to_owned(),
+            "retrying after 1h0m0s".to_owned()
+        )
+    );
+    let token = "force-1";
+    env.patch(
+        "broken",
+        serde_json::json!({"metadata": {"annotations": {
+            "reconcile.fluxcd.io/requestedAt": token, "reconcile.fluxcd.io/forceAt": token,
+        }}}),
+    )
+    .await;
+    let forced = env
+        .request_handled("broken", "the force handled", token)
+        .await;
+    let status = forced.status.as_ref().unwrap();
+    assert_eq!(status.last_handled_force_at.as_deref(), Some(token));
+    assert_eq!(status.install_failures, Some(2));
+}
