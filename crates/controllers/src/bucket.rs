@@ -299,6 +299,7 @@ fn store_step(cx: &mut StepContext<BucketReconciler>) -> StepFuture<'_> {
         };
         let message = format!("stored artifact with revision '{}'", artifact.revision);
         let storage = cx.reconciler.storage().clone();
+        crate::sources::announce_new_artifact(cx, &artifact, &message).await;
         crate::sources::artifact_stored(cx, &storage, artifact, message).await;
         Ok(StepOutcome::next())
     })

@@ -387,6 +387,7 @@ fn store_step(cx: &mut StepContext<HelmRepositoryReconciler>) -> StepFuture<'_> 
             cx.status.url = Some(url);
         }
         let message = format!("stored artifact: revision '{}'", artifact.revision);
+        crate::sources::announce_new_artifact(cx, &artifact, &message).await;
         crate::sources::artifact_stored(cx, &storage, artifact, message).await;
         Ok(StepOutcome::next())
     })

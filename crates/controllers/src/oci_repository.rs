@@ -882,6 +882,7 @@ fn store_step(cx: &mut StepContext<OCIRepositoryReconciler>) -> StepFuture<'_> {
         };
         let message = format!("stored artifact for digest '{}'", artifact.revision);
         let storage = cx.reconciler.storage().clone();
+        crate::sources::announce_new_artifact(cx, &artifact, &message).await;
         crate::sources::artifact_stored(cx, &storage, artifact, message).await;
         Ok(StepOutcome::next())
     })

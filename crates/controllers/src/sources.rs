@@ -7,9 +7,10 @@ use capstan_api::meta::Artifact;
 use capstan_api::source::v1::condition;
 use capstan_source::storage::{DEFAULT_RETENTION, Storage};
 use kube::ResourceExt;
+use kube::runtime::events::EventType;
 
 use crate::error::{ErrorClass, ReconcileError};
-use crate::runtime::{ConditionStatus, Reconciler, StepContext};
+use crate::runtime::{ConditionStatus, FluxResource, Reconciler, StepContext};
 use capstan_api::source::v1::reason;
 
 /// Makes a source kind a runtime [`Kind`](crate::runtime::Kind) (and so a
@@ -147,6 +148,36 @@ pub(crate) fn authentication_failed<R: Reconciler>(
     )
     .with_source(error)
 }
+
+/// Flux's source-controller Event of a new artifact (a digest the status did not hold):
+/// reason `NewArtifact`, the `Ready` message `message`; the `Ready` transition it comes with is
+/// not announced a second time. The same artifact again (a recovery) is left to the `Ready`
+/// transition (`Succeeded`), as Flux's.
+pub(crate) async fn announce_new_artifact<R: Reconciler>(
+    cx: &StepContext<R>,
+    artifact: &Artifact,
+    message: &str,
+) {
+    let old_digest = cx
+        .object
+        .status()
+        .and_then(|status| serde_json::to_value(status).ok())
+        .and_then(|status| {
+            status
+                .pointer("/artifact/digest")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        });
+    if old_digest.as_deref() == Some(artifact.digest.as_str()) {
+        return;
+    }
+    cx.publish_event(EventType::Normal, NEW_ARTIFACT, message, "Reconcile")
+        .await;
+    cx.mark_announced(R::Object::READY_REASON, message);
+}
+
+/// The reason of a source's new-artifact Event (Flux's).
+pub const NEW_ARTIFACT: &str = "NewArtifact";
 
 /// Reports `artifact` as stored — `ArtifactInStorage=True` and the `Ready` message `message` — then
 /// garbage-collects the object's older artifacts (failures are logged, never fatal).

@@ -132,3 +132,53 @@ async fn a_repeated_event_continues_its_series_with_the_latest_message() {
         Some("kustomize-controller")
     );
 }
+
+/// A source's new artifact is announced as Flux's source-controller announces it: one Event of
+/// reason `NewArtifact` with the `Ready` message, and no second Event for the `Ready`
+/// transition (`Succeeded`).
+#[tokio::test]
+async fn a_new_source_artifact_is_announced_as_new_artifact() {
+    let env = Env::start().await;
+    env.namespace("events-artifact").await;
+    let upstream = GitServer::start().await;
+    let commit = upstream.commit(&[("app/config.yaml", &config_map())], "first");
+    env.create_git_repository(
+        "events-artifact",
+        "repo",
+        serde_json::json!({"url": upstream.url(), "interval": "10m", "ref": {"branch": "main"}}),
+    )
+    .await;
+    let api: Api<Event> = Api::namespaced(env.client.clone(), "events-artifact");
+    let reasons = || {
+        let api = api.clone();
+        async move {
+            api.list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("repo"))
+                .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+                .collect::<Vec<_>>()
+        }
+    };
+    let announced = eventually(Duration::from_secs(30), "the NewArtifact Event", || async {
+        reasons()
+            .await
+            .into_iter()
+            .find(|(reason, _)| reason == "NewArtifact")
+    })
+    .await;
+    assert_eq!(
+        announced.1,
+        format!("stored artifact for revision 'main@sha1:{commit}'")
+    );
+    let sources: Api<capstan_api::GitRepository> =
+        Api::namespaced(env.client.clone(), "events-artifact");
+    crate::support::wait_ready(&sources, "repo").await;
+    let all = reasons().await;
+    assert!(
+        !all.iter().any(|(reason, _)| reason == "Succeeded"),
+        "{all:?}"
+    );
+}
