@@ -202,6 +202,9 @@ pub async fn start(
         watch_namespace: args.watched_namespace()?,
         ..RuntimeConfig::default()
     };
+    if let Some(namespace) = &config.watch_namespace {
+        tracing::info!(%namespace, "watching one namespace (--watch-all-namespaces=false)");
+    }
     let controllers = capstan_controllers::controllers(client, &storage, config);
     let app = controllers.router();
     let shutdown = CancellationToken::new();
