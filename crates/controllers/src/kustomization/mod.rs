@@ -74,7 +74,8 @@ use capstan_api::Kustomization;
 use capstan_api::kustomize::v1::{DeletionPolicy, KustomizationStatus};
 use capstan_api::meta::{Artifact, NamespacedObjectKindReference, condition, reason};
 use capstan_apply::{
-    ApplyOptions, DeleteOptions, Inventory, ObjectRef, Owner, ResourceManager, set_owner_labels,
+    Action, ApplyOptions, ChangeSet, DeleteOptions, Inventory, ObjectRef, Owner, ResourceManager,
+    set_owner_labels,
 };
 use capstan_source::artifact::Limits;
 use futures::stream::BoxStream;
@@ -861,6 +862,7 @@ fn apply_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
         match apply_objects(manager, objects.clone(), options).await {
             Ok(changeset) => {
                 tracing::info!(changes = %changeset.to_string().trim_end().replace('\n', ", "), "applied");
+                publish_changes(cx, &changeset).await;
                 let inventory = Inventory::from_changeset(&changeset);
                 cx.status.inventory = Some(inventory.to_status());
                 cx.state.inventory = Some(inventory);
@@ -1032,6 +1034,46 @@ async fn report_drift(
     Ok(StepOutcome::next())
 }
 
+/// Publishes Flux's change-set Event when `changeset` changed something: a `Normal` Event,
+/// reason `Progressing` (kustomize-controller's Ready reason while it applies), its note one
+/// `Kind/namespace/name <action>` line per object created, configured or deleted, with the
+/// revision in the metadata.
+async fn publish_changes(cx: &StepContext<KustomizationReconciler>, changeset: &ChangeSet) {
+    if let Some(note) = change_note(changeset) {
+        cx.publish_event(EventType::Normal, reason::PROGRESSING, &note, "Reconcile")
+            .await;
+    }
+}
+
+/// The lines of what `changeset` changed (unchanged and skipped objects left out, as Flux's
+/// `HasChanged`), within an Event note's [`runtime::events::MAX_MESSAGE`] bytes: the lines that
+/// fit and `(and N more)`. `None` when nothing changed.
+fn change_note(changeset: &ChangeSet) -> Option<String> {
+    /// Room kept for the `(and N more)` line.
+    const MORE: usize = 24;
+    let lines: Vec<String> = changeset
+        .entries
+        .iter()
+        .filter(|e| !matches!(e.action, Action::Unchanged | Action::Skipped))
+        .map(ToString::to_string)
+        .collect();
+    let mut note = String::new();
+    for (index, line) in lines.iter().enumerate() {
+        let room = if index + 1 == lines.len() {
+            runtime::events::MAX_MESSAGE
+        } else {
+            runtime::events::MAX_MESSAGE - MORE
+        };
+        if note.len() + line.len() + 1 > room {
+            return Some(format!("{note}(and {} more)", lines.len() - index));
+        }
+        note.push_str(line);
+        note.push('\n');
+    }
+    note.pop();
+    (!note.is_empty()).then_some(note)
+}
+
 /// Deletes objects that left the build, when `spec.prune` is set.
 fn prune_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
     Box::pin(async move {
@@ -1053,6 +1095,7 @@ fn prune_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFuture<'_> {
         match delete_objects(manager, stale, options).await {
             Ok(changeset) => {
                 tracing::info!(changes = %changeset.to_string().trim_end().replace('\n', ", "), "pruned");
+                publish_changes(cx, &changeset).await;
                 Ok(StepOutcome::next())
             }
             Err(error) => {
@@ -1228,6 +1271,54 @@ mod tests {
 
     use super::render::*;
     use super::*;
+
+    #[test]
+    fn the_change_note_lists_what_changed_within_an_event_note() {
+        let mut changeset = ChangeSet::default();
+        changeset.push(ObjectRef::new("v1", "Namespace", "", "x"), Action::Created);
+        changeset.push(
+            ObjectRef::new("v1", "ConfigMap", "x", "same"),
+            Action::Unchanged,
+        );
+        changeset.push(
+            ObjectRef::new("apps/v1", "Deployment", "y", "z"),
+            Action::Configured,
+        );
+        changeset.push(
+            ObjectRef::new("v1", "ConfigMap", "x", "kept"),
+            Action::Skipped,
+        );
+        assert_eq!(
+            change_note(&changeset).as_deref(),
+            Some("Namespace/x created\nDeployment/y/z configured")
+        );
+
+        let mut unchanged = ChangeSet::default();
+        unchanged.push(
+            ObjectRef::new("v1", "ConfigMap", "x", "same"),
+            Action::Unchanged,
+        );
+        assert_eq!(change_note(&unchanged), None);
+
+        let mut many = ChangeSet::default();
+        for i in 0..200 {
+            many.push(
+                ObjectRef::new("v1", "ConfigMap", "apps", &format!("config-{i}")),
+                Action::Created,
+            );
+        }
+        let note = change_note(&many).unwrap();
+        assert!(note.len() <= runtime::events::MAX_MESSAGE, "{}", note.len());
+        assert!(
+            note.starts_with("ConfigMap/apps/config-0 created\n"),
+            "{note}"
+        );
+        let shown = note.lines().count() - 1;
+        assert!(
+            note.ends_with(&format!("(and {} more)", 200 - shown)),
+            "{note}"
+        );
+    }
 
     fn kustomization(spec: &Value) -> Kustomization {
         let mut full = serde_json::json!({

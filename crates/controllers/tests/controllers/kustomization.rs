@@ -445,3 +445,146 @@ async fn one_invalid_object_applies_none_of_its_stage_and_prunes_nothing() {
         "nothing is pruned when the apply failed"
     );
 }
+
+/// As kustomize-controller: what an apply or a prune changed is announced in a `Normal` Event
+/// (reason `Progressing`, Flux's Ready reason while it applies), one `Kind/namespace/name
+/// <action>` line per object, with the revision in the metadata; a reconcile that changes
+/// nothing publishes none.
+#[tokio::test]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
+async fn what_changed_is_announced_in_an_event() {
+    use capstan_controllers::runtime::events::REVISION_KEY;
+    use capstan_controllers::runtime::{Controllers, RuntimeConfig};
+    use k8s_openapi::api::events::v1::Event;
+    use kube::api::ListParams;
+
+    let env = crate::support::Env::start().await;
+    env.namespace(NAMESPACE).await;
+    let extra = config_map().replace("name: settings", "name: extra");
+    let (upstream, first) = serve_source(
+        &env,
+        &[
+            ("app/config.yaml", &config_map()),
+            ("app/extra.yaml", &extra),
+        ],
+    )
+    .await;
+    let sink = std::sync::Arc::new(crate::events::CapturingSink::default());
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let _stop = shutdown.clone().drop_guard();
+    let config = RuntimeConfig {
+        event_sink: Some(sink.clone()),
+        ..RuntimeConfig::default()
+    };
+    let controllers = Controllers::new(env.client.clone(), config).register(
+        capstan_controllers::kustomization::KustomizationReconciler::new(env.client.clone()),
+    );
+    tokio::spawn(controllers.run(shutdown));
+    create_kustomization(
+        &env,
+        "app",
+        serde_json::json!({"path": "app", "prune": true}),
+    )
+    .await;
+    wait_ready(&env, "app", "Ready=True", |status, _, _| status == "True").await;
+    let changes = || {
+        sink.events()
+            .into_iter()
+            .filter(|e| e.reason == "Progressing")
+            .collect::<Vec<_>>()
+    };
+    let published = changes();
+    assert_eq!(published.len(), 1, "{published:#?}");
+    let created = &published[0];
+    assert_eq!(created.type_, kube::runtime::events::EventType::Normal);
+    let mut lines: Vec<&str> = created.message.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(
+        lines,
+        [
+            format!("ConfigMap/{NAMESPACE}/extra created"),
+            format!("ConfigMap/{NAMESPACE}/settings created"),
+        ]
+    );
+    assert_eq!(
+        created.metadata.get(REVISION_KEY),
+        Some(&format!("main@sha1:{first}"))
+    );
+    // The same note is recorded in the cluster.
+    let events: Api<Event> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let find = |note: String| {
+        let events = events.clone();
+        async move {
+            events
+                .list(&ListParams::default())
+                .await
+                .ok()?
+                .items
+                .into_iter()
+                .find(|e| {
+                    e.reason.as_deref() == Some("Progressing") && e.note.as_deref() == Some(&note)
+                })
+        }
+    };
+    eventually(Duration::from_secs(10), "the change-set Event", || {
+        find(created.message.clone())
+    })
+    .await;
+
+    // A reconcile that changes nothing announces nothing.
+    request_reconcile(&kustomizations(&env), "app", "t1").await;
+    eventually(Duration::from_secs(20), "the reconcile requested", || {
+        let api = kustomizations(&env);
+        async move {
+            let object = api.get("app").await.ok()?;
+            (object
+                .status?
+                .reconcile_request
+                .last_handled_reconcile_at
+                .as_deref()
+                == Some("t1"))
+            .then_some(())
+        }
+    })
+    .await;
+    assert_eq!(changes().len(), 1, "{:#?}", changes());
+
+    // A new revision configures one object and prunes the other: two Events, as Flux.
+    let second = upstream.commit(
+        &[
+            (
+                "app/config.yaml",
+                &config_map().replace("env: dev", "env: prod"),
+            ),
+            ("app/extra.yaml", ""),
+        ],
+        "second",
+    );
+    request_reconcile(&env.git_repositories(NAMESPACE), "repo", "t2").await;
+    wait_source_revision(&env, &format!("main@sha1:{second}")).await;
+    request_reconcile(&kustomizations(&env), "app", "t2").await;
+    let applied = format!("Applied revision: main@sha1:{second}");
+    wait_ready(&env, "app", "the second revision", |_, _, message| {
+        message == applied
+    })
+    .await;
+    let published = changes();
+    let notes: Vec<&str> = published.iter().map(|e| e.message.as_str()).collect();
+    assert_eq!(
+        notes[1..],
+        [
+            format!("ConfigMap/{NAMESPACE}/settings configured"),
+            format!("ConfigMap/{NAMESPACE}/extra deleted"),
+        ],
+        "{published:#?}"
+    );
+    assert!(
+        published[1..]
+            .iter()
+            .all(|e| e.metadata.get(REVISION_KEY) == Some(&format!("main@sha1:{second}")))
+    );
+    eventually(Duration::from_secs(10), "the prune Event", || {
+        find(format!("ConfigMap/{NAMESPACE}/extra deleted"))
+    })
+    .await;
+}
