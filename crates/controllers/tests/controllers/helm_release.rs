@@ -1618,6 +1618,11 @@ async fn the_retry_strategy_reports_the_failure_for_the_generation() {
             "retrying after 1h0m0s".to_owned()
         )
     );
+    // What a `wait: true` Kustomization's health check reads: not "latest observed generation
+    // is -1" but the retry.
+    let live = env.releases().get("broken").await.unwrap();
+    let (_, health) = capstan_apply::compute_health(&serde_json::to_value(&live).unwrap());
+    assert_eq!(health, "retrying after 1h0m0s");
     let token = "force-1";
     env.patch(
         "broken",
