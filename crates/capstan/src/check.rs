@@ -1,9 +1,10 @@
 //! `capstan check [--pre]`: is the cluster fit for Capstan, and is Capstan healthy in it?
 //!
 //! As `flux check`: `--pre` checks the Kubernetes version only (Flux's minimum, 1.33); without
-//! it, also the controller Deployments of the installation (labelled
-//! `app.kubernetes.io/part-of: capstan` in the namespace, each Ready for its generation with all
-//! replicas updated and ready, waited for up to `--timeout`) and Capstan's
+//! it, also the controllers of the installation (labelled `app.kubernetes.io/part-of: capstan` in
+//! the namespace: its Deployments, each Ready for its generation with all replicas updated and
+//! ready, and the Pods no Deployment owns, as `capstan dev`'s, each `Ready`; waited for up to
+//! `--timeout`) and Capstan's
 //! CustomResourceDefinitions (present, established, serving the version Capstan reads). Every
 //! check is printed (`✔`/`✗`); any failure makes the command fail at the end.
 
@@ -12,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::ListParams;
 use kube::{Api, Client, ResourceExt};
@@ -98,16 +100,92 @@ pub fn parse_version(git_version: &str) -> Option<(u64, u64, &str)> {
     Some((major, minor, version))
 }
 
-/// Every controller Deployment of the installation in `namespace`, waited for until ready.
+/// A controller of the installation: a Deployment, or a Pod that no Deployment owns (the
+/// Pod `capstan dev` holds for its in-process controllers).
+struct Controller {
+    name: String,
+    /// `deployment` or `pod`.
+    what: &'static str,
+    /// Why it is not ready, or `None`.
+    unready: Option<String>,
+    images: Vec<String>,
+    version: Option<String>,
+}
+
+/// The controllers labelled `selector` in `namespace`: the Deployments, then the Pods that no
+/// ReplicaSet (so no Deployment) owns.
+async fn list_controllers(
+    client: &Client,
+    namespace: &str,
+    selector: &str,
+) -> Result<Vec<Controller>, String> {
+    let params = ListParams::default().labels(selector);
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let deployments = deployments
+        .list(&params)
+        .await
+        .map_err(|e| format!("listing Deployments in {namespace}: {e}"))?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let pods = pods
+        .list(&params)
+        .await
+        .map_err(|e| format!("listing Pods in {namespace}: {e}"))?;
+    let mut found: Vec<Controller> = deployments
+        .iter()
+        .map(|d| Controller {
+            name: d.name_any(),
+            what: "deployment",
+            unready: deployment_unready(d),
+            images: images(d),
+            version: version_note(d.labels()),
+        })
+        .collect();
+    found.extend(
+        pods.iter()
+            .filter(|pod| {
+                !pod.owner_references()
+                    .iter()
+                    .any(|owner| owner.kind == "ReplicaSet")
+            })
+            .map(|pod| Controller {
+                name: pod.name_any(),
+                what: "pod",
+                unready: pod_unready(pod),
+                images: pod
+                    .spec
+                    .iter()
+                    .flat_map(|spec| spec.containers.iter().filter_map(|c| c.image.clone()))
+                    .collect(),
+                version: version_note(pod.labels()),
+            }),
+    );
+    Ok(found)
+}
+
+/// Why a Pod is not ready (its `Ready` condition), or `None` when it is.
+fn pod_unready(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    let ready = status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True");
+    (!ready).then(|| match status.phase.as_deref() {
+        Some(phase) => format!("phase {phase}, not Ready"),
+        None => "not Ready".to_owned(),
+    })
+}
+
+/// Every controller of the installation in `namespace` (its Deployments, or the Pods no
+/// Deployment owns), waited for until ready.
 async fn controllers(client: &Client, namespace: &str, timeout: Duration) -> bool {
-    let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
     let selector = format!("{}={}", PART_OF.0, PART_OF.1);
     let start = Instant::now();
     loop {
-        let list = match api.list(&ListParams::default().labels(&selector)).await {
-            Ok(list) => list.items,
+        let list = match list_controllers(client, namespace, &selector).await {
+            Ok(list) => list,
             Err(e) => {
-                say::failure(&format!("listing Deployments in {namespace}: {e}"));
+                say::failure(&e);
                 return false;
             }
         };
@@ -117,25 +195,22 @@ async fn controllers(client: &Client, namespace: &str, timeout: Duration) -> boo
             ));
             return false;
         }
-        let waiting: Vec<(String, String)> = list
-            .iter()
-            .filter_map(|d| deployment_unready(d).map(|why| (d.name_any(), why)))
-            .collect();
-        if waiting.is_empty() || start.elapsed() >= timeout {
-            for deployment in &list {
-                let name = deployment.name_any();
-                match waiting.iter().find(|(n, _)| *n == name) {
-                    Some((_, why)) => say::failure(&format!("{name}: deployment not ready: {why}")),
-                    None => say::success(&format!("{name}: deployment ready")),
+        let ready = list.iter().all(|c| c.unready.is_none());
+        if ready || start.elapsed() >= timeout {
+            for controller in &list {
+                let (name, what) = (&controller.name, controller.what);
+                match &controller.unready {
+                    Some(why) => say::failure(&format!("{name}: {what} not ready: {why}")),
+                    None => say::success(&format!("{name}: {what} ready")),
                 }
-                for image in images(deployment) {
-                    say::action(&image);
+                for image in &controller.images {
+                    say::action(image);
                 }
-                if let Some(note) = version_note(deployment) {
-                    say::action(&note);
+                if let Some(note) = &controller.version {
+                    say::action(note);
                 }
             }
-            return waiting.is_empty();
+            return ready;
         }
         tokio::time::sleep(POLL.min(timeout.saturating_sub(start.elapsed()))).await;
     }
@@ -165,8 +240,8 @@ pub fn deployment_unready(deployment: &Deployment) -> Option<String> {
 
 /// The installed version (the `app.kubernetes.io/version` label `capstan install` sets), and
 /// whether this CLI is another one.
-fn version_note(deployment: &Deployment) -> Option<String> {
-    let installed = deployment.labels().get("app.kubernetes.io/version")?;
+fn version_note(labels: &std::collections::BTreeMap<String, String>) -> Option<String> {
+    let installed = labels.get("app.kubernetes.io/version")?;
     let cli = crate::version::CLIENT_VERSION;
     Some(if installed == cli {
         format!("version {installed}")

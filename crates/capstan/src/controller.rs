@@ -92,6 +92,23 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     capstan_api::duration::parse_go_duration(text).map_err(|e| e.to_string())
 }
 
+/// Flux's multi-tenancy lockdown flags, shared by `capstan controller` and `capstan dev`.
+#[derive(Clone, Debug, Default, Args)]
+pub struct LockdownArgs {
+    /// Refuse remote bases (Git URLs under `resources:` of a kustomization) in Kustomization
+    /// builds; the build fails naming the kustomization file and the entry (Flux's flag).
+    #[arg(long)]
+    pub no_remote_bases: bool,
+    /// Refuse a Kustomization's or HelmRelease's source reference into another namespace
+    /// (`Ready=False`, reason `AccessDenied`; Flux's flag).
+    #[arg(long)]
+    pub no_cross_namespace_refs: bool,
+    /// The ServiceAccount (of the object's namespace) Kustomizations and HelmReleases
+    /// impersonate when their `spec.serviceAccountName` is empty (Flux's flag).
+    #[arg(long, value_name = "NAME")]
+    pub default_service_account: Option<String>,
+}
+
 /// Where artifacts live and how they are served.
 #[derive(Clone, Debug, Args)]
 pub struct ServeArgs {
@@ -107,18 +124,9 @@ pub struct ServeArgs {
     /// Reconciles of one kind running at once (Flux's `--concurrent`; 0: no limit).
     #[arg(long, default_value_t = 4)]
     pub concurrent: u16,
-    /// Refuse remote bases (Git URLs under `resources:` of a kustomization) in Kustomization
-    /// builds; the build fails naming the kustomization file and the entry (Flux's flag).
-    #[arg(long)]
-    pub no_remote_bases: bool,
-    /// Refuse a Kustomization's or HelmRelease's source reference into another namespace
-    /// (`Ready=False`, reason `AccessDenied`; Flux's flag).
-    #[arg(long)]
-    pub no_cross_namespace_refs: bool,
-    /// The ServiceAccount (of the object's namespace) Kustomizations and HelmReleases
-    /// impersonate when their `spec.serviceAccountName` is empty (Flux's flag).
-    #[arg(long, value_name = "NAME")]
-    pub default_service_account: Option<String>,
+    /// Flux's multi-tenancy lockdown flags.
+    #[command(flatten)]
+    pub lockdown: LockdownArgs,
     /// Watch the objects of every namespace; `=false` watches only the namespace the
     /// controller runs in (`--watch-namespace`, default `$RUNTIME_NAMESPACE`), as Flux's flag.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
@@ -196,9 +204,9 @@ pub async fn start(
     })?;
     let config = RuntimeConfig {
         concurrency: args.concurrent,
-        no_remote_bases: args.no_remote_bases,
-        no_cross_namespace_refs: args.no_cross_namespace_refs,
-        default_service_account: args.default_service_account.clone(),
+        no_remote_bases: args.lockdown.no_remote_bases,
+        no_cross_namespace_refs: args.lockdown.no_cross_namespace_refs,
+        default_service_account: args.lockdown.default_service_account.clone(),
         watch_namespace: args.watched_namespace()?,
         ..RuntimeConfig::default()
     };

@@ -13,6 +13,13 @@ use clap::Args;
 /// with `--no-controllers`.
 const WITHOUT_EXAMPLE: [&str; 2] = ["no_example", "no_controllers"];
 
+/// The controllers' lockdown flags, meaningless with `--no-controllers`.
+const LOCKDOWN: [&str; 3] = [
+    "no_remote_bases",
+    "no_cross_namespace_refs",
+    "default_service_account",
+];
+
 #[derive(Debug, Args)]
 pub struct DevArgs {
     /// Address to serve the Kubernetes API on (port 0 picks a free one).
@@ -35,7 +42,7 @@ pub struct DevArgs {
     #[arg(long, default_value = "127.0.0.1:0", conflicts_with = "no_controllers")]
     pub storage_addr: SocketAddr,
     /// Run only the control plane, without Capstan's controllers (and without the example).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = LOCKDOWN)]
     pub no_controllers: bool,
     /// Do not serve and reconcile the example fleet.
     #[arg(long)]
@@ -55,6 +62,9 @@ pub struct DevArgs {
     /// Reconciles of one kind running at once (Flux's `--concurrent`; 0: no limit).
     #[arg(long, default_value_t = 4, conflicts_with = "no_controllers")]
     pub concurrent: u16,
+    /// The controllers' lockdown flags, as `capstan controller` takes them.
+    #[command(flatten)]
+    pub lockdown: crate::controller::LockdownArgs,
 }
 
 pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
@@ -95,9 +105,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
             storage_addr: args.storage_addr,
             storage_adv_addr: None,
             concurrent: args.concurrent,
-            no_remote_bases: false,
-            no_cross_namespace_refs: false,
-            default_service_account: None,
+            lockdown: args.lockdown.clone(),
             watch_all_namespaces: true,
             watch_namespace: None,
         };

@@ -40,6 +40,11 @@ struct Dev {
 impl Dev {
     /// `capstan dev --no-example`, started.
     async fn start() -> Dev {
+        Self::start_with(&[]).await
+    }
+
+    /// `capstan dev --no-example <extra>`, started.
+    async fn start_with(extra: &[&str]) -> Dev {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
@@ -53,6 +58,7 @@ impl Dev {
                 "--kubeconfig",
             ])
             .arg(&kubeconfig)
+            .args(extra)
             .arg("--storage-path")
             .arg(dir.path().join("artifacts"))
             .stdout(Stdio::null())
@@ -115,6 +121,59 @@ impl Dev {
 
 fn fs_write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
+}
+
+/// `capstan check` on `capstan dev`: its controllers are the Pod no Deployment owns.
+#[tokio::test(flavor = "multi_thread")]
+async fn capstan_check_passes_on_capstan_dev() {
+    let dev = Dev::start().await;
+    let run = dev.capstan(&["check", "--timeout", "30s"]).await.ok();
+    let output = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        output.contains("capstan-controller-0: pod ready"),
+        "{output}"
+    );
+    assert!(output.contains("all checks passed"), "{output}");
+}
+
+/// `capstan dev` takes the controllers' lockdown flags: with `--no-cross-namespace-refs` a
+/// Kustomization whose source is in another namespace is refused as Flux refuses it.
+#[tokio::test(flavor = "multi_thread")]
+async fn capstan_dev_takes_the_lockdown_flags() {
+    let dev = Dev::start_with(&[
+        "--no-cross-namespace-refs",
+        "--default-service-account",
+        "reconciler",
+        "--no-remote-bases",
+    ])
+    .await;
+    dev.apply(
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  \
+         name: across\n  namespace: flux-system\nspec:\n  interval: 1m\n  path: ./\n  \
+         prune: true\n  sourceRef: {kind: GitRepository, name: fleet, namespace: default}\n",
+    )
+    .await;
+    let message = eventually(WAIT, "the Kustomization refused", || async {
+        let out = dev
+            .kubectl(&[
+                "get",
+                "kustomization",
+                "-n",
+                "flux-system",
+                "across",
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Ready\")].reason} \
+                 {.status.conditions[?(@.type==\"Ready\")].message}",
+            ])
+            .await
+            .ok();
+        out.stdout.starts_with("AccessDenied").then_some(out.stdout)
+    })
+    .await;
+    assert!(
+        message.contains("cross-namespace references have been blocked"),
+        "{message}"
+    );
 }
 
 /// `capstan dev` holds a Running Pod labelled as the install manifests label the controllers'
