@@ -30,6 +30,7 @@ use std::ops::Range;
 use std::path::{Component, Path, PathBuf};
 
 use capstan_api::Kustomization;
+use capstan_api::kustomize::v1::SubstituteStrategy;
 use capstan_kustomize::{Boundary, DiskFs, FileSystem, OverlayFs};
 use kube::api::DynamicObject;
 use serde_json::Value;
@@ -697,6 +698,11 @@ pub(super) fn finish_objects(
     variables: Option<&BTreeMap<String, String>>,
 ) -> Result<Vec<DynamicObject>, RenderError> {
     let common = object.spec.common_metadata.as_ref();
+    // Flux substitutes only when some variable is defined, unless `substituteStrategy: Always`
+    // (so `${A:=b}` without variables, or a stray `$$`, stays as written by default).
+    let variables = variables.filter(|variables| {
+        !variables.is_empty() || object.substitute_strategy() == SubstituteStrategy::Always
+    });
     let mut finished = Vec::with_capacity(objects.len());
     for mut value in objects {
         // `commonMetadata` is part of the build (Flux adds it in the generated kustomization),
@@ -1078,6 +1084,31 @@ mod tests {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
         finish_objects(vec![value.clone()], &object, Some(&variables)).map_err(|e| error_chain(&e))
+    }
+
+    #[test]
+    fn without_variables_substitution_runs_only_with_the_always_strategy() {
+        let value = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cm", "namespace": "apps"},
+            "data": {"level": "${LEVEL:=info}", "cost": "$$5"},
+        });
+        let data = |objects: Vec<DynamicObject>| objects[0].data["data"].clone();
+        let none = BTreeMap::new();
+        let default = kustomization(&serde_json::json!({"postBuild": {}}));
+        let kept = finish_objects(vec![value.clone()], &default, Some(&none)).unwrap();
+        assert_eq!(
+            data(kept),
+            serde_json::json!({"level": "${LEVEL:=info}", "cost": "$$5"})
+        );
+        let always = kustomization(&serde_json::json!({
+            "postBuild": {"substituteStrategy": "Always"},
+        }));
+        let substituted = finish_objects(vec![value], &always, Some(&none)).unwrap();
+        assert_eq!(
+            data(substituted),
+            serde_json::json!({"level": "info", "cost": "$5"})
+        );
     }
 
     #[test]

@@ -33,7 +33,8 @@ pub enum VariablesError {
 }
 
 /// The variables of `post_build`: `substituteFrom` in order (later objects win), then
-/// `substitute`, which wins over all of them; `None` without a `postBuild`.
+/// `substitute`, which wins over all of them, newlines removed from every value as Flux does;
+/// `None` without a `postBuild`.
 ///
 /// The objects are read in `namespace` through `client`; without a client (an offline
 /// `capstan build --dry-run`) `substituteFrom` is skipped. Secret values are decoded as UTF-8
@@ -73,15 +74,31 @@ pub async fn collect(
             };
             let kind = kind_name(reference.kind);
             match data {
-                Ok(Some(data)) => variables.extend(data),
+                Ok(Some(data)) => variables.extend(data.into_iter().map(without_newlines)),
                 Ok(None) if reference.optional.unwrap_or(false) => {}
                 Ok(None) => return Err(VariablesError::NotFound { kind, name }),
                 Err(source) => return Err(VariablesError::Read { kind, name, source }),
             }
         }
     }
-    variables.extend(post_build.substitute.clone());
+    variables.extend(
+        post_build
+            .substitute
+            .clone()
+            .into_iter()
+            .map(without_newlines),
+    );
     Ok(Some(variables))
+}
+
+/// Flux drops every newline of a variable's value (inline or from a ConfigMap or Secret), so a
+/// multi-line value lands on one line.
+fn without_newlines((name, value): (String, String)) -> (String, String) {
+    if value.contains('\n') {
+        (name, value.replace('\n', ""))
+    } else {
+        (name, value)
+    }
 }
 
 pub(super) fn kind_name(kind: SubstituteKind) -> &'static str {
@@ -108,6 +125,17 @@ mod tests {
             Some(BTreeMap::from([("greeting".into(), "hi".into())]))
         );
         assert_eq!(collect(None, None, "apps").await.unwrap(), None);
+        let multi_line: PostBuild = serde_json::from_value(serde_json::json!({
+            "substitute": {"hosts": "a.example\nb.example\n"},
+        }))
+        .unwrap();
+        assert_eq!(
+            collect(Some(&multi_line), None, "apps").await.unwrap(),
+            Some(BTreeMap::from([(
+                "hosts".into(),
+                "a.exampleb.example".into()
+            )]))
+        );
         assert_eq!(
             VariablesError::NotFound {
                 kind: kind_name(SubstituteKind::Secret),
