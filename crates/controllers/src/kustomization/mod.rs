@@ -19,8 +19,8 @@
 //!   `components`) are applied by an overlay kustomization generated on top of the path
 //!   (both kept in memory over the extracted artifact, see [`render`]);
 //!   `commonMetadata` is added to every object's metadata and `postBuild.substitute` /
-//!   `substituteFrom` variables (`${var}`, `${var:=default}`, `$${var}` for a literal) are
-//!   substituted, except in objects annotated or labelled
+//!   `substituteFrom` variables are substituted with Flux's syntax ([`envsubst`]: `${var}`,
+//!   defaults, bash string functions, `$${var}` for a literal), except in objects annotated or labelled
 //!   `kustomize.toolkit.fluxcd.io/substitute: disabled`.
 //! - [`apply`](apply_step): before the first write, records in the status the inventory grown
 //!   by every object about to be applied and, unless exactly these objects of this revision
