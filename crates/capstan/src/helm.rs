@@ -2,7 +2,7 @@
 //! `helm template`'s flags, output and error form.
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use capstan_helm::chart::package;
@@ -199,13 +199,13 @@ impl PackageArgs {
                 .map_err(|e| e.message)
                 .and_then(|packaged| {
                     packaged
-                        .write_to(&cwd.join(&self.destination))
+                        .write_to(&clean(&cwd.join(&self.destination)))
                         .map_err(|e| format!("failed to save: {e}"))
                 });
             match written {
                 Ok(path) => outln!(
                     "Successfully packaged chart and saved it to: {}",
-                    path.display()
+                    saved_path(&cwd, &self.destination, &path).display()
                 ),
                 Err(message) => {
                     eprintln!("Error: {message}");
@@ -215,6 +215,50 @@ impl PackageArgs {
         }
         Ok(ExitCode::SUCCESS)
     }
+}
+
+/// The path `helm package` prints for the archive `written` in `destination`: the working
+/// directory joined when the destination is `.`, else the destination as given; cleaned
+/// lexically (`./`, `a/..` and doubled separators gone), as Go's `filepath.Join`.
+fn saved_path(cwd: &Path, destination: &Path, written: &Path) -> PathBuf {
+    let directory = if destination == Path::new(".") {
+        cwd
+    } else {
+        destination
+    };
+    let joined = written
+        .file_name()
+        .map_or_else(|| written.to_path_buf(), |name| directory.join(name));
+    clean(&joined)
+}
+
+/// `path` cleaned lexically as Go's `filepath.Clean`: no `.` components, a `..` after a name
+/// removes both, `..` above the root is the root.
+fn clean(path: &Path) -> PathBuf {
+    let mut cleaned = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir
+                if matches!(
+                    cleaned.components().next_back(),
+                    Some(std::path::Component::Normal(_))
+                ) =>
+            {
+                cleaned.pop();
+            }
+            std::path::Component::ParentDir
+                if matches!(
+                    cleaned.components().next_back(),
+                    Some(std::path::Component::RootDir)
+                ) => {}
+            other => cleaned.push(other),
+        }
+    }
+    if cleaned.as_os_str().is_empty() {
+        cleaned.push(".");
+    }
+    cleaned
 }
 
 #[derive(Debug, Args)]

@@ -68,6 +68,39 @@ pub(crate) fn skopeo_manifest(reference: &str) -> serde_json::Value {
     serde_json::from_slice(&raw.stdout).unwrap()
 }
 
+/// `helm package` prints the archive's path cleaned as Helm does: `-d <dir>/.` gives no `./`,
+/// and the default destination `.` the working directory.
+#[tokio::test]
+async fn helm_package_prints_the_saved_path_as_helm() {
+    let work = tempfile::tempdir().unwrap();
+    write_hello_chart(&work.path().join("hello"));
+    let destination = format!("{}/out/./", work.path().display());
+    let out = capstan(
+        work.path(),
+        &["helm", "package", "hello", "-d", &destination],
+    )
+    .await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let archive = work.path().join("out").join("hello-0.1.0.tgz");
+    assert!(archive.is_file(), "{}", text(&out.stdout));
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "Successfully packaged chart and saved it to: {}\n",
+            archive.display()
+        )
+    );
+    let out = capstan(&work.path().join("out"), &["helm", "package", "../hello"]).await;
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!(
+            "Successfully packaged chart and saved it to: {}\n",
+            archive.display()
+        )
+    );
+}
+
 #[tokio::test]
 async fn helm_package_and_push_publish_a_chart_helm_clients_read() {
     capstan_testkit::require("skopeo");
@@ -92,12 +125,10 @@ async fn helm_package_and_push_publish_a_chart_helm_clients_read() {
     .await;
     assert!(out.status.success(), "{}", text(&out.stderr));
     let archive = work.path().join("dist/hello-1.2.0+ci.7.tgz");
+    // As Helm: a destination other than `.` is printed as given (here relative).
     assert_eq!(
         text(&out.stdout),
-        format!(
-            "Successfully packaged chart and saved it to: {}\n",
-            archive.display()
-        )
+        "Successfully packaged chart and saved it to: dist/hello-1.2.0+ci.7.tgz\n"
     );
 
     let remote = format!("oci://{}/charts", registry.address);
