@@ -703,6 +703,14 @@ pub(super) fn finish_objects(
     let variables = variables.filter(|variables| {
         !variables.is_empty() || object.substitute_strategy() == SubstituteStrategy::Always
     });
+    // A variable name Flux refuses fails the first object substituted (objects whose
+    // substitution is disabled are not looked at, as in Flux); looked for once, not per object.
+    let invalid_name = variables.and_then(|variables| {
+        variables.keys().find(|name| {
+            !(name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        })
+    });
     let mut finished = Vec::with_capacity(objects.len());
     for mut value in objects {
         // `commonMetadata` is part of the build (Flux adds it in the generated kustomization),
@@ -715,18 +723,14 @@ pub(super) fn finish_objects(
         if let Some(variables) = variables
             && !substitution_disabled(&value)
         {
-            let text = capstan_kustomize::to_yaml_document(&value);
             let failed = |source: PostBuildError| RenderError::PostBuild {
                 object: describe_value(&value),
                 source,
             };
-            let valid = |name: &String| {
-                name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            };
-            if let Some(name) = variables.keys().find(|name| !valid(name)) {
+            if let Some(name) = invalid_name {
                 return Err(failed(PostBuildError::InvalidVariableName(name.clone())));
             }
+            let text = capstan_kustomize::to_yaml_document(&value);
             let (replaced, placed) =
                 substitute_tracked(&text, variables, false).map_err(|e| failed(e.into()))?;
             substituted = !placed.is_empty();
