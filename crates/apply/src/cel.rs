@@ -318,11 +318,6 @@ impl HealthExprs {
         Some((inner, evaluator))
     }
 
-    /// Whether an entry judges objects of `group` and `kind`.
-    pub fn supports(&self, group: &str, kind: &str) -> bool {
-        self.evaluator(group, kind).is_some()
-    }
-
     /// The status of a live object (its full JSON) by the expressions, or `None` when no entry
     /// matches its group and kind (the built-in rules apply).
     pub fn evaluate(&self, object: &Value) -> Option<(Status, String)> {
@@ -653,8 +648,9 @@ mod tests {
         let other =
             json!({"apiVersion": "other.io/v1", "kind": "Widget", "metadata": {"name": "o"}});
         assert_eq!(exprs.evaluate(&other), None);
-        assert!(exprs.supports("example.com", "Anything"));
-        assert!(!exprs.supports("", "ConfigMap"));
+        let config_map =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        assert_eq!(exprs.evaluate(&config_map), None);
         assert!(HealthExprs::new(&[]).unwrap().is_empty());
         let jobs = HealthExprs::new(&[check("batch/v1", None, "true")]).unwrap();
         let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}});

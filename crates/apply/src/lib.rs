@@ -78,9 +78,7 @@ pub use cel::{HealthExprs, InvalidHealthExpr};
 pub use changeset::{Action, ChangeSet, ChangeSetEntry};
 pub use compare::{Comparison, changed_paths, normalize};
 pub use error::{Error, ObjectError};
-pub use health::{
-    HealthResult, Status, compute as compute_health, compute_with as compute_health_with,
-};
+pub use health::{HealthResult, Status, compute as compute_health};
 pub use impersonate::{
     IMPERSONATE_GROUP, IMPERSONATE_USER, impersonating_client, service_account_user,
 };
