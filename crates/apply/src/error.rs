@@ -64,13 +64,13 @@ pub enum Error {
         pending: Vec<String>,
     },
     /// Health checks found a failed object.
-    #[error("{}", join_health("health check failed: ", .failed))]
+    #[error("{}", join("health check failed: ", .failed))]
     HealthFailed {
         /// The failed objects with their reasons.
         failed: Vec<HealthResult>,
     },
     /// Health checks did not all pass before the timeout.
-    #[error("{}", join_health(&format!("timed out after {timeout:?} waiting for: "), .pending))]
+    #[error("{}", join(&format!("timed out after {timeout:?} waiting for: "), .pending))]
     HealthTimeout {
         /// How long the engine waited.
         timeout: Duration,
@@ -94,18 +94,11 @@ pub enum Error {
     },
 }
 
-/// `prefix` and the errors, summarised when there are many, the whole bounded
-/// (`capstan_api::message::summarize_after`).
-fn join(prefix: &str, errors: &[ObjectError]) -> String {
-    let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
-    capstan_api::message::summarize_after(prefix, &errors)
-}
-
-/// `prefix` and the health results, summarised when there are many, the whole bounded
-/// (`capstan_api::message::summarize_after`).
-fn join_health(prefix: &str, results: &[HealthResult]) -> String {
-    let results: Vec<String> = results.iter().map(ToString::to_string).collect();
-    capstan_api::message::summarize_after(prefix, &results)
+/// `prefix` and the entries (object errors, health results), summarised when there are many,
+/// the whole bounded (`capstan_api::message::summarize_after`).
+fn join<T: fmt::Display>(prefix: &str, entries: &[T]) -> String {
+    let entries: Vec<String> = entries.iter().map(ToString::to_string).collect();
+    capstan_api::message::summarize_after(prefix, &entries)
 }
 
 /// The API server's message for a client error, or the error's own text.
