@@ -245,37 +245,6 @@ fn table_text(headers: &[&str], rows: &[Vec<String>], style: RowStyle) -> String
     }
 }
 
-/// Lists the objects of a kind as JSON (with `-l`, those with the labels), sorted by namespace
-/// and name.
-async fn list(
-    client: &kube::Client,
-    kind: &Kind,
-    namespace: Option<&str>,
-    labels: Option<&str>,
-) -> anyhow::Result<Vec<Value>> {
-    let Some(labels) = labels else {
-        return kind.list(client, namespace).await;
-    };
-    let params = kube::api::ListParams::default().labels(labels);
-    let list = kind
-        .api(client, namespace)
-        .list(&params)
-        .await
-        .with_context(|| format!("listing {} with labels {labels:?}", kind.plural))?;
-    let mut items: Vec<Value> = list
-        .items
-        .into_iter()
-        .map(serde_json::to_value)
-        .collect::<Result<_, _>>()?;
-    items.sort_by_key(|o| {
-        (
-            super::namespace_of(o).to_owned(),
-            super::name_of(o).to_owned(),
-        )
-    });
-    Ok(items)
-}
-
 /// Flux's `TruncateHex`: every run of 40 to 128 lower-case hex digits standing as a word of its
 /// own (a SHA-1 to SHA-512 digest) is cut to its first 8 (`main@sha1:67e2c98a`).
 pub fn truncate_hex(text: &str) -> String {
@@ -420,7 +389,7 @@ pub async fn run(args: GetArgs) -> anyhow::Result<ExitCode> {
     };
     let mut found = Vec::new();
     for kind in &kinds {
-        let mut objects = list(&client, kind, namespace, labels).await?;
+        let mut objects = kind.list_labelled(&client, namespace, labels).await?;
         if let Some(name) = name {
             objects.retain(|o| super::name_of(o) == name);
         }

@@ -196,11 +196,29 @@ impl Kind {
         client: &Client,
         namespace: Option<&str>,
     ) -> anyhow::Result<Vec<Value>> {
+        self.list_labelled(client, namespace, None).await
+    }
+
+    /// Lists objects as JSON (with a label selector, `app=web,tier!=db`, those it selects),
+    /// sorted by namespace and name. The error keeps the [`kube::Error`] for `downcast_ref`.
+    pub async fn list_labelled(
+        &self,
+        client: &Client,
+        namespace: Option<&str>,
+        labels: Option<&str>,
+    ) -> anyhow::Result<Vec<Value>> {
+        let params = match labels {
+            Some(labels) => kube::api::ListParams::default().labels(labels),
+            None => kube::api::ListParams::default(),
+        };
         let list = self
             .api(client, namespace)
-            .list(&kube::api::ListParams::default())
+            .list(&params)
             .await
-            .with_context(|| format!("listing {}", self.plural))?;
+            .with_context(|| match labels {
+                Some(labels) => format!("listing {} with labels {labels:?}", self.plural),
+                None => format!("listing {}", self.plural),
+            })?;
         let mut items: Vec<Value> = list
             .items
             .into_iter()

@@ -4,14 +4,14 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context;
-use capstan_api::KindInfo;
 use clap::Args;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
-use kube::{Api, Client};
+use kube::Client;
 use serde_json::Value;
 
-use super::{ClusterArgs, condition_of, print_table, suspended};
+use super::{
+    ALERT, BUCKET, ClusterArgs, GIT, HELM_CHART, HELM_RELEASE, HELM_REPOSITORY, KUSTOMIZATION,
+    Kind, OCI, PROVIDER, RECEIVER, condition_of, print_table, suspended,
+};
 
 /// `capstan stats [-A]`.
 #[derive(Clone, Debug, Args)]
@@ -65,9 +65,9 @@ pub async fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     let client = args.cluster.client().await?;
     let namespace = (!args.all_namespaces).then_some(args.cluster.namespace.as_str());
     let mut rows = Vec::new();
-    for info in in_flux_order() {
-        let objects = list(&client, info, namespace).await?;
-        rows.push(Counts::of(&objects).row(info.kind));
+    for kind in STATS {
+        let objects = list(&client, kind, namespace).await?;
+        rows.push(Counts::of(&objects).row(kind.type_name));
     }
     print_table(
         &["RECONCILERS", "RUNNING", "FAILING", "SUSPENDED", "STORAGE"],
@@ -76,52 +76,27 @@ pub async fn run(args: StatsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The served kinds in the order of Flux's table (kinds Flux does not list go last).
-fn in_flux_order() -> Vec<&'static KindInfo> {
-    const FLUX: [&str; 10] = [
-        "GitRepository",
-        "OCIRepository",
-        "HelmRepository",
-        "HelmChart",
-        "Bucket",
-        "Kustomization",
-        "HelmRelease",
-        "Alert",
-        "Provider",
-        "Receiver",
-    ];
-    let mut kinds: Vec<&KindInfo> = capstan_api::KINDS.iter().collect();
-    kinds.sort_by_key(|info| {
-        FLUX.iter()
-            .position(|k| *k == info.kind)
-            .unwrap_or(FLUX.len())
-    });
-    kinds
-}
+/// The rows of `stats`, in the order of Flux's table. Every kind of [`super::ALL`] is here.
+const STATS: [&Kind; 10] = [
+    &GIT,
+    &OCI,
+    &HELM_REPOSITORY,
+    &HELM_CHART,
+    &BUCKET,
+    &KUSTOMIZATION,
+    &HELM_RELEASE,
+    &ALERT,
+    &PROVIDER,
+    &RECEIVER,
+];
 
 /// The objects of one kind; none when the kind is not installed (as Flux counts a missing CRD).
-async fn list(
-    client: &Client,
-    info: &KindInfo,
-    namespace: Option<&str>,
-) -> anyhow::Result<Vec<Value>> {
-    let resource = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(info.group, info.version, info.kind),
-        info.plural,
-    );
-    let api: Api<DynamicObject> = match namespace {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
-        None => Api::all_with(client.clone(), &resource),
-    };
-    match api.list(&ListParams::default()).await {
-        Ok(list) => list
-            .items
-            .into_iter()
-            .map(serde_json::to_value)
-            .collect::<Result<_, _>>()
-            .map_err(Into::into),
-        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Vec::new()),
-        Err(e) => Err(e).with_context(|| format!("listing {}", info.plural)),
+async fn list(client: &Client, kind: &Kind, namespace: Option<&str>) -> anyhow::Result<Vec<Value>> {
+    match kind.list(client, namespace).await {
+        Err(e) if matches!(e.downcast_ref(), Some(kube::Error::Api(s)) if s.code == 404) => {
+            Ok(Vec::new())
+        }
+        listed => listed,
     }
 }
 
@@ -152,10 +127,9 @@ mod tests {
 
     #[test]
     fn rows_follow_flux_order_and_cover_every_served_kind() {
-        let kinds: Vec<&str> = in_flux_order().iter().map(|k| k.kind).collect();
-        assert_eq!(kinds.len(), capstan_api::KINDS.len());
+        let kinds: Vec<&str> = STATS.iter().map(|k| k.type_name).collect();
         assert_eq!(
-            kinds[..7],
+            kinds,
             [
                 "GitRepository",
                 "OCIRepository",
@@ -163,9 +137,17 @@ mod tests {
                 "HelmChart",
                 "Bucket",
                 "Kustomization",
-                "HelmRelease"
+                "HelmRelease",
+                "Alert",
+                "Provider",
+                "Receiver"
             ]
         );
+        let mut listed = kinds.clone();
+        listed.sort_unstable();
+        let mut served: Vec<&str> = super::super::ALL.iter().map(|k| k.type_name).collect();
+        served.sort_unstable();
+        assert_eq!(listed, served);
     }
 
     #[test]
