@@ -25,12 +25,10 @@ use kube::api::{
 use kube::{Api, Client, ResourceExt};
 
 use crate::cmd::{ClusterArgs, say};
+use crate::install::manifests::{self, INSTANCE};
 
 /// The label every installed object carries: `app.kubernetes.io/part-of: capstan`.
-pub const PART_OF: (&str, &str) = ("app.kubernetes.io/part-of", "capstan");
-
-/// The label naming the installation (its namespace): `app.kubernetes.io/instance: <namespace>`.
-pub const INSTANCE: &str = "app.kubernetes.io/instance";
+pub const PART_OF: (&str, &str) = (manifests::PART_OF, "capstan");
 
 /// How many times one object is stripped of its finalizers and deleted before giving up (each
 /// retry follows a write by someone else).

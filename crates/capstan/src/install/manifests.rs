@@ -140,11 +140,13 @@ pub fn labels(options: &Options) -> Value {
 }
 
 /// The labels of the controller's Pods: the installation's, `app` (the Deployment's selector)
-/// and [`COMPONENT`] (what `capstan logs` selects on).
+/// and [`crate::logging::CONTROLLER_LABELS`] (what `capstan logs` selects on).
 fn pod_labels(options: &Options) -> Value {
     let mut labels = labels(options);
     labels["app"] = json!(CONTROLLER);
-    labels[COMPONENT] = json!("controller");
+    for (key, value) in crate::logging::CONTROLLER_LABELS {
+        labels[key] = json!(value);
+    }
     labels
 }
 
@@ -500,7 +502,7 @@ fn deployment(options: &Options) -> Value {
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "containers": [{
-            "name": "manager",
+            "name": crate::logging::CONTAINER,
             "image": image,
             "imagePullPolicy": "IfNotPresent",
             "args": controller_args(options),
@@ -655,6 +657,15 @@ mod tests {
         let pod = &deployment["spec"]["template"]["metadata"]["labels"];
         assert_eq!(pod[PART_OF], "capstan");
         assert_eq!(pod[COMPONENT], "controller");
+        for (key, value) in crate::logging::CONTROLLER_LABELS {
+            assert_eq!(pod[key], value, "capstan logs selects the Pods by {key}");
+        }
+        let container = &deployment["spec"]["template"]["spec"]["containers"][0]["name"];
+        assert_eq!(
+            container,
+            crate::logging::CONTAINER,
+            "capstan logs reads it"
+        );
         let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"].to_string();
         assert!(
             args.contains("source-controller.capstan.svc.cluster.local."),
