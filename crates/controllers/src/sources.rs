@@ -157,18 +157,11 @@ pub(crate) async fn announce_new_artifact<R: Reconciler>(
     cx: &StepContext<R>,
     artifact: &Artifact,
     message: &str,
-) {
-    let old_digest = cx
-        .object
-        .status()
-        .and_then(|status| serde_json::to_value(status).ok())
-        .and_then(|status| {
-            status
-                .pointer("/artifact/digest")
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned)
-        });
-    if old_digest.as_deref() == Some(artifact.digest.as_str()) {
+) where
+    R::Object: capstan_api::FluxKind,
+{
+    let old = capstan_api::FluxKind::artifact(cx.object.as_ref());
+    if old.is_some_and(|old| old.digest == artifact.digest) {
         return;
     }
     cx.publish_event(EventType::Normal, NEW_ARTIFACT, message, "Reconcile")
