@@ -11,8 +11,10 @@
 //!   `failed`); Failed → remediation (rollback, or uninstall, per the active remediation and
 //!   its retries), or upgrade when none applies; Untested → test; Drifted → correct
 //!   (`driftDetection.mode: enabled`) or report (`warn`); InSync → done.
-//! - An install, upgrade or rollback writes a `pending-install`/`pending-upgrade`/
-//!   `pending-rollback` record, installs CRDs by policy, runs the `pre-*` hooks (a running
+//! - An install or upgrade installs CRDs by policy and maps every kind of its manifest
+//!   (Helm's `Build`: an unserved kind fails it, no record stored, nothing written); an
+//!   install, upgrade or rollback then writes a `pending-install`/`pending-upgrade`/
+//!   `pending-rollback` record, runs the `pre-*` hooks (a running
 //!   hook Job or Pod is stored `Running` and looked at again on the next pass, like the
 //!   objects' health: no hook holds a worker), applies the manifest with the apply engine
 //!   (server-side apply, field manager `helm-controller`), prunes what left the manifest
@@ -784,11 +786,12 @@ async fn install(
     else {
         return Ok(Progress::Continue);
     };
-    // As Helm: every kind is mapped before the record is stored or any object written.
-    if let Err(error) =
-        check_mapping(target, &rendered.manifest, &rendered.crds, settings.crds).await
-    {
-        let error = format!("unable to build kubernetes objects from release manifest: {error}");
+    // As Flux: the CRDs first; then, as Helm, every kind is mapped before the record is
+    // stored or any object written.
+    if let Err(error) = prepare(target, &rendered, &settings).await {
+        let error = error.unwrap_or_else(|e| {
+            format!("unable to build kubernetes objects from release manifest: {e}")
+        });
         return Err(Box::pin(fail_unstored(cx, target, &settings, &error)).await);
     }
     // Replaced: the last release is superseded (a failed one keeps its status).
@@ -805,7 +808,7 @@ async fn install(
         .create(&record)
         .await
         .map_err(storage_error)?;
-    Box::pin(deploy(cx, target, record, &rendered.crds, &settings)).await
+    Box::pin(deploy(cx, target, record, &settings)).await
 }
 
 async fn upgrade(
@@ -855,10 +858,10 @@ async fn upgrade(
     else {
         return Ok(Progress::Continue);
     };
-    // As Helm (`validateManifest`): every kind is mapped before the record is stored.
-    if let Err(error) =
-        check_mapping(target, &rendered.manifest, &rendered.crds, settings.crds).await
-    {
+    // As Flux: the CRDs first; then, as Helm (`validateManifest`), every kind is mapped before
+    // the record is stored.
+    if let Err(error) = prepare(target, &rendered, &settings).await {
+        let error = error.unwrap_or_else(|e| e);
         return Err(Box::pin(fail_unstored(cx, target, &settings, &error)).await);
     }
     let mut record = new_record(target, chart, &values, &rendered, version);
@@ -875,7 +878,7 @@ async fn upgrade(
         .create(&record)
         .await
         .map_err(storage_error)?;
-    Box::pin(deploy(cx, target, record, &rendered.crds, &settings)).await
+    Box::pin(deploy(cx, target, record, &settings)).await
 }
 
 async fn rollback(
@@ -908,7 +911,7 @@ async fn rollback(
         .create(&record)
         .await
         .map_err(storage_error)?;
-    Box::pin(deploy(cx, target, record, &[], &settings)).await
+    Box::pin(deploy(cx, target, record, &settings)).await
 }
 
 fn new_record(
@@ -1022,12 +1025,23 @@ async fn install_crds(
         .apply_all_staged(&objects, &apply_options(target, false))
         .await
         .map(|_| ())
-        .map_err(|e| {
-            format!(
-                "failed to install CRD: {}",
-                capstan_source::redact::error_chain(&e)
-            )
-        })
+        .map_err(|e| capstan_source::redact::error_chain(&e))
+}
+
+/// What an install or upgrade does before its record is stored, as helm-controller: the CRDs
+/// of `crds/` by policy (an error: `Ok(why)`, Flux's words), then [`check_mapping`] (an
+/// error: `Err(why)`, Helm's words without the action's prefix).
+async fn prepare(
+    target: &Target,
+    rendered: &Rendered,
+    settings: &Deploy,
+) -> Result<(), Result<String, String>> {
+    install_crds(target, &rendered.crds, settings.crds)
+        .await
+        .map_err(|e| Ok(format!("failed to apply CustomResourceDefinitions: {e}")))?;
+    check_mapping(target, &rendered.manifest, &rendered.crds, settings.crds)
+        .await
+        .map_err(Err)
 }
 
 /// Helm's mapping of a release manifest (`KubeClient.Build`) before any object is written:
@@ -1148,13 +1162,13 @@ async fn fail_unstored(
     ReconcileError::transient(failed, message)
 }
 
-/// Runs a pending record from the start: the namespace and CRDs, then the `pre-*` hooks
-/// ([`action_hooks`]); the action's timeout counts from now.
+/// Runs a pending record from the start: the namespace (and, for a rollback, Helm's mapping
+/// of its manifest; an install or upgrade did both before its record, see [`prepare`]), then
+/// the `pre-*` hooks ([`action_hooks`]); the action's timeout counts from now.
 async fn deploy(
     cx: &mut Cx,
     target: &Target,
     record: Release,
-    crds: &[capstan_helm::output::Crd],
     settings: &Deploy,
 ) -> Result<Progress, ReconcileError> {
     let deadline = Instant::now() + settings.timeout;
@@ -1162,7 +1176,6 @@ async fn deploy(
         if settings.create_namespace {
             create_namespace(target).await?;
         }
-        install_crds(target, crds, settings.crds).await?;
         if settings.kind == Kind::Rollback {
             // As Helm's rollback: the target manifest is mapped before any object is written.
             check_mapping(target, &record.manifest, &[], CrdsPolicy::Skip)
