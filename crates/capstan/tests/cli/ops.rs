@@ -149,11 +149,16 @@ async fn check_then_uninstall_keeps_the_workloads_and_removes_every_capstan_obje
     assert_contains(&run.stderr, ">=1.33.0-0");
     assert_contains(&run.stderr, "✔ prerequisites checks passed");
 
-    // Without an installation there are no controllers to check.
-    let run = env.capstan(&["check", "--timeout", "1s"]).await.fails();
+    // capstan dev's controllers are its Pod in flux-system; another namespace has none.
+    let run = env.capstan(&["check", "--timeout", "1s"]).await.ok();
+    assert_contains(&run.stderr, "✔ capstan-controller-0: pod ready");
+    let run = env
+        .capstan(&["check", "--timeout", "1s", "-n", "capstan-system"])
+        .await
+        .fails();
     assert_contains(
         &run.stderr,
-        "✗ no controllers found in the 'flux-system' namespace with the label selector 'app.kubernetes.io/part-of=capstan'",
+        "✗ no controllers found in the 'capstan-system' namespace with the label selector 'app.kubernetes.io/part-of=capstan'",
     );
     assert_contains(&run.stderr, "✔ gitrepositories.source.toolkit.fluxcd.io/v1");
     assert_contains(&run.stderr, "✗ check failed");
