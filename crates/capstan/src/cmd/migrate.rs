@@ -408,23 +408,13 @@ async fn migrate_cluster(args: &MigrateArgs) -> anyhow::Result<ExitCode> {
             let namespaced: Api<DynamicObject> =
                 Api::namespaced_with(client.clone(), &namespace, &resource);
             let target = format!("{}/{storage}", info.group);
-            let written = match managed_fields_patch(&object, &target) {
-                // Rewritten at the storage version by a write that changes nothing.
-                None => {
-                    namespaced
-                        .patch(
-                            &object_name,
-                            &PatchParams::default(),
-                            &Patch::Merge(&serde_json::json!({})),
-                        )
-                        .await
-                }
-                Some(patch) => {
-                    namespaced
-                        .patch(&object_name, &PatchParams::default(), &Patch::Merge(&patch))
-                        .await
-                }
-            };
+            // Without managedFields to move, a write that changes nothing still rewrites the
+            // object at the storage version.
+            let patch =
+                managed_fields_patch(&object, &target).unwrap_or_else(|| serde_json::json!({}));
+            let written = namespaced
+                .patch(&object_name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await;
             match written {
                 Ok(_) => say::success(&format!(
                     "{}/{namespace}/{object_name} migrated to version {storage}",
