@@ -119,53 +119,19 @@ impl Node {
     }
 
     /// Prints the tree as text, JSON or YAML. JSON keeps Go's field order (`resource`,
-    /// `resources`; `Namespace`, `Name`, `GroupKind`), YAML sorts keys as `sigs.k8s.io/yaml`
-    /// does; both end with an empty line, as `flux` prints them.
+    /// `resources`; `Namespace`, `Name`, `GroupKind`: [`Node::to_json`]'s, the workspace's
+    /// `serde_json` preserving insertion order), YAML sorts keys as `sigs.k8s.io/yaml` does; both
+    /// end with an empty line, as `flux` prints them.
     pub fn render(&self, output: Option<TreeOutput>) -> anyhow::Result<String> {
         Ok(match output {
             None => self.text(),
             Some(TreeOutput::Json) => {
-                format!("{}\n", serde_json::to_string_pretty(&GoOrder(self))?)
+                format!("{}\n", serde_json::to_string_pretty(&self.to_json())?)
             }
             Some(TreeOutput::Yaml) => {
                 format!("{}\n", capstan_kustomize::to_yaml_document(&self.to_json()))
             }
         })
-    }
-}
-
-/// Serialises a [`Node`] with Go's field order (serde_json maps may sort their keys).
-struct GoOrder<'a>(&'a Node);
-
-impl serde::Serialize for GoOrder<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let node = self.0;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("resource", &GoObject(&node.object))?;
-        if !node.children.is_empty() {
-            let children: Vec<GoOrder<'_>> = node.children.iter().map(GoOrder).collect();
-            map.serialize_entry("resources", &children)?;
-        }
-        map.end()
-    }
-}
-
-/// An [`ObjectRef`] as cli-utils' `ObjMetadata` marshals.
-struct GoObject<'a>(&'a ObjectRef);
-
-impl serde::Serialize for GoObject<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let object = self.0;
-        let mut map = serializer.serialize_map(Some(3))?;
-        map.serialize_entry("Namespace", &object.namespace)?;
-        map.serialize_entry("Name", &object.name)?;
-        let mut group_kind = serde_json::Map::new();
-        group_kind.insert("Group".into(), object.group.clone().into());
-        group_kind.insert("Kind".into(), object.kind.clone().into());
-        map.serialize_entry("GroupKind", &group_kind)?;
-        map.end()
     }
 }
 
