@@ -734,16 +734,20 @@ pub(super) fn finish_objects(
             let (replaced, placed) =
                 substitute_tracked(&text, variables, false).map_err(|e| failed(e.into()))?;
             substituted = !placed.is_empty();
-            let mut documents =
-                capstan_kustomize::parse_documents_located(&replaced).map_err(|e| {
-                    failed(PostBuildError::InvalidYaml(redacted_parse_error(
-                        &replaced, &placed, &e,
-                    )))
-                })?;
-            if documents.len() != 1 {
-                return Err(failed(PostBuildError::DocumentCount));
+            // Most objects hold no expression: their text comes back unchanged and their value
+            // stands, without a second YAML parse.
+            if replaced != text {
+                let mut documents =
+                    capstan_kustomize::parse_documents_located(&replaced).map_err(|e| {
+                        failed(PostBuildError::InvalidYaml(redacted_parse_error(
+                            &replaced, &placed, &e,
+                        )))
+                    })?;
+                if documents.len() != 1 {
+                    return Err(failed(PostBuildError::DocumentCount));
+                }
+                value = documents.remove(0);
             }
-            value = documents.remove(0);
         }
         let description = describe_value(&value);
         let dynamic: DynamicObject = serde_json::from_value(value).map_err(|e| {
