@@ -12,7 +12,6 @@
 //! precondition equal to the version this command left without finalizers; any change in between
 //! fails the deletion (409) and the object is read and stripped again.
 
-use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -156,8 +155,9 @@ pub async fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     let namespace = args.cluster.namespace.clone();
     let client = args.cluster.client().await?;
     if !args.dry_run && !args.silent {
-        match confirm("Are you sure you want to delete Capstan and its custom resource definitions")
-        {
+        match crate::cmd::lifecycle::confirm(
+            "Are you sure you want to delete Capstan and its custom resource definitions",
+        ) {
             Some(true) => {}
             Some(false) => anyhow::bail!("aborting"),
             None => anyhow::bail!(
@@ -422,17 +422,26 @@ fn conflict(error: &anyhow::Error) -> bool {
         .is_some_and(|code| code == 409)
 }
 
-/// Asks `Are you sure …` and reads the answer from stdin; only `y`/`yes` confirms. `None` when
-/// stdin is closed before an answer.
-fn confirm(question: &str) -> Option<bool> {
-    eprint!("{question}? [y/N]: ");
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    match std::io::stdin().lock().read_line(&mut answer) {
-        Ok(0) | Err(_) => {
-            eprintln!();
-            None
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_installed_kind_is_deleted() {
+        let objects = manifests::manifests(&manifests::Options::default()).unwrap();
+        for object in &objects {
+            let kind = object["kind"].as_str().unwrap();
+            if matches!(kind, "CustomResourceDefinition" | "Namespace") {
+                continue; // deleted by their own steps
+            }
+            let api_version = object["apiVersion"].as_str().unwrap();
+            let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+            assert!(
+                COMPONENTS
+                    .iter()
+                    .any(|c| c.kind == kind && c.group == group),
+                "uninstall would leave {api_version} {kind} behind"
+            );
         }
-        Ok(_) => Some(matches!(answer.trim(), "y" | "Y" | "yes")),
     }
 }

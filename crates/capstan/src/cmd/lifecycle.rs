@@ -423,7 +423,7 @@ async fn wait_resumed(
 
 /// Asks `Are you sure …` and reads the answer from stdin (a terminal, or a pipe such as
 /// `yes |`); only `y`/`yes` confirms. `None` when stdin is closed before an answer.
-fn confirm(question: &str) -> Option<bool> {
+pub(crate) fn confirm(question: &str) -> Option<bool> {
     eprint!("{question}? [y/N]: ");
     let _ = std::io::stderr().flush();
     let mut answer = String::new();
