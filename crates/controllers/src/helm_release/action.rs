@@ -845,6 +845,7 @@ async fn upgrade(
     let version = last.version + 1;
     // The objects new to the release are checked against Helm's adoption rule.
     let current = previous.as_ref().unwrap_or(&last);
+    let current_manifest = current.manifest.clone();
     let Some(rendered) = Box::pin(render_for(
         cx,
         target,
@@ -862,6 +863,13 @@ async fn upgrade(
     // the record is stored.
     if let Err(error) = prepare(target, &rendered, &settings).await {
         let error = error.unwrap_or_else(|e| e);
+        return Err(Box::pin(fail_unstored(cx, target, &settings, &error)).await);
+    }
+    // Helm's `performUpgrade` maps the current release's manifest too (a kind it has that is
+    // no longer served, e.g. its CRD deleted, fails the upgrade before its record).
+    if let Err(error) = check_mapping(target, &current_manifest, &[], CrdsPolicy::Skip).await {
+        let error =
+            format!("unable to build kubernetes objects from current release manifest: {error}");
         return Err(Box::pin(fail_unstored(cx, target, &settings, &error)).await);
     }
     let mut record = new_record(target, chart, &values, &rendered, version);

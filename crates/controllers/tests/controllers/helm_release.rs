@@ -1527,27 +1527,7 @@ async fn an_install_with_an_unserved_kind_writes_nothing_until_it_is_served() {
     // Nothing stored to remediate: not counted as an install failure, not stalled.
     assert_eq!(failed.status.as_ref().unwrap().install_failures, None);
     assert!(condition(&failed, "Stalled").is_none());
-    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
-    crds.patch(
-        "httproutes.gateway.networking.k8s.io",
-        &PatchParams::apply("test").force(),
-        &Patch::Apply(serde_json::json!({
-            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": "httproutes.gateway.networking.k8s.io", "annotations": {
-                "api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/2466",
-            }},
-            "spec": {
-                "group": "gateway.networking.k8s.io", "scope": "Namespaced",
-                "names": {"kind": "HTTPRoute", "plural": "httproutes", "singular": "httproute",
-                          "listKind": "HTTPRouteList"},
-                "versions": [{"name": "v1", "served": true, "storage": true,
-                              "schema": {"openAPIV3Schema": {"type": "object",
-                                  "x-kubernetes-preserve-unknown-fields": true}}}],
-            },
-        })),
-    )
-    .await
-    .unwrap();
+    serve_http_routes(&env).await;
     let ready = env.wait_ready("web", "installed once served").await;
     assert_eq!(ready_reason(&ready), "InstallSucceeded");
     assert_eq!(env.records("web").await, vec![(1, Status::Deployed)]);
@@ -1637,4 +1617,81 @@ async fn the_retry_strategy_reports_the_failure_for_the_generation() {
     let status = forced.status.as_ref().unwrap();
     assert_eq!(status.last_handled_force_at.as_deref(), Some(token));
     assert_eq!(status.install_failures, Some(2));
+}
+
+/// Serves the Gateway API's HTTPRoute (its CRD, as the flux-example's infrastructure installs it).
+async fn serve_http_routes(env: &ReleaseEnv) {
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    crds.patch(
+        "httproutes.gateway.networking.k8s.io",
+        &PatchParams::apply("test").force(),
+        &Patch::Apply(serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "httproutes.gateway.networking.k8s.io", "annotations": {
+                "api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/2466",
+            }},
+            "spec": {
+                "group": "gateway.networking.k8s.io", "scope": "Namespaced",
+                "names": {"kind": "HTTPRoute", "plural": "httproutes", "singular": "httproute",
+                          "listKind": "HTTPRouteList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                              "schema": {"openAPIV3Schema": {"type": "object",
+                                  "x-kubernetes-preserve-unknown-fields": true}}}],
+            },
+        })),
+    )
+    .await
+    .unwrap();
+}
+
+/// As Helm's `performUpgrade`, the current release's manifest is mapped too: a kind it holds
+/// that the cluster no longer serves (its CRD deleted) fails the upgrade before its record.
+#[tokio::test]
+async fn an_upgrade_over_a_release_with_a_kind_no_longer_served_fails_as_helm() {
+    let env = ReleaseEnv::start().await;
+    serve_http_routes(&env).await;
+    let dir = tempfile::tempdir().unwrap();
+    env.serve_chart("routed", &routed_chart(dir.path(), true))
+        .await;
+    env.install("web", "routed", serde_json::json!({})).await;
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
+    crds.delete(
+        "httproutes.gateway.networking.k8s.io",
+        &kube::api::DeleteParams::default(),
+    )
+    .await
+    .unwrap();
+    eventually(
+        Duration::from_secs(30),
+        "HTTPRoute no longer served",
+        || {
+            let crds = crds.clone();
+            async move {
+                crds.get_opt("httproutes.gateway.networking.k8s.io")
+                    .await
+                    .unwrap()
+                    .is_none()
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+    env.patch(
+        "web",
+        serde_json::json!({"spec": {"values": {"route": false}}}),
+    )
+    .await;
+    let failed = env
+        .wait("web", "the upgrade failed", |o| {
+            reason_is(o, "Ready", "UpgradeFailed")
+        })
+        .await;
+    let (_, _, message) = condition(&failed, "Ready").unwrap();
+    assert!(
+        message.ends_with(&format!(
+            ": unable to build kubernetes objects from current release manifest: {UNMAPPED_ROUTE}"
+        )),
+        "{message}"
+    );
+    assert_eq!(env.records("web").await, vec![(1, Status::Deployed)]);
 }
