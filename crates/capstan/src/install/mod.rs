@@ -171,7 +171,9 @@ async fn has_nodes(client: &kube::Client) -> anyhow::Result<bool> {
     Ok(!list.items.is_empty())
 }
 
-/// Waits until the controller Deployment has rolled out and its replicas are ready.
+/// Waits until the controller Deployment is Current by kstatus' rules (the health checks'
+/// [`capstan_apply::compute_health`]: generation observed, every replica updated, available and
+/// ready).
 async fn wait_ready(
     client: &kube::Client,
     namespace: &str,
@@ -183,18 +185,12 @@ async fn wait_ready(
     let mut last = String::from("not observed yet");
     loop {
         if let Some(deployment) = api.get_opt(manifests::CONTROLLER).await? {
-            let wanted = deployment.spec.replicas.unwrap_or(1);
-            let generation = deployment.metadata.generation.unwrap_or_default();
-            let status = deployment.status.unwrap_or_default();
-            let ready = status.ready_replicas.unwrap_or_default();
-            let updated = status.updated_replicas.unwrap_or_default();
-            if status.observed_generation.unwrap_or_default() >= generation
-                && ready >= wanted
-                && updated >= wanted
-            {
+            let (status, message) =
+                capstan_apply::compute_health(&serde_json::to_value(&deployment)?);
+            if status == capstan_apply::Status::Current {
                 return Ok(());
             }
-            last = format!("{ready}/{wanted} replicas ready, {updated} updated");
+            last = message;
         }
         anyhow::ensure!(
             tokio::time::Instant::now() < deadline,
