@@ -24,7 +24,8 @@ LABEL org.opencontainers.image.source="${SOURCE}" \
       org.opencontainers.image.revision="${CAPSTAN_COMMIT}" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.created="${CREATED}" \
-      org.opencontainers.image.title="capstan"
+      org.opencontainers.image.title="capstan" \
+      org.opencontainers.image.description="Pull-based continuous delivery for Kubernetes, drop-in for Flux v2"
 COPY --from=build /capstan /capstan
 USER 65532:65532
 ENTRYPOINT ["/capstan"]
