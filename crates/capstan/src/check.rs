@@ -135,7 +135,7 @@ async fn list_controllers(
         .map(|d| Controller {
             name: d.name_any(),
             what: "deployment",
-            unready: deployment_unready(d),
+            unready: unready(d),
             images: images(d),
             version: version_note(d.labels()),
         })
@@ -150,7 +150,7 @@ async fn list_controllers(
             .map(|pod| Controller {
                 name: pod.name_any(),
                 what: "pod",
-                unready: pod_unready(pod),
+                unready: unready(pod),
                 images: pod
                     .spec
                     .iter()
@@ -162,18 +162,17 @@ async fn list_controllers(
     Ok(found)
 }
 
-/// Why a Pod is not ready (its `Ready` condition), or `None` when it is.
-fn pod_unready(pod: &Pod) -> Option<String> {
-    let status = pod.status.as_ref()?;
-    let ready = status
-        .conditions
-        .iter()
-        .flatten()
-        .any(|c| c.type_ == "Ready" && c.status == "True");
-    (!ready).then(|| match status.phase.as_deref() {
-        Some(phase) => format!("phase {phase}, not Ready"),
-        None => "not Ready".to_owned(),
-    })
+/// Why a controller (a Deployment or a Pod) is not ready by kstatus' rules, the health checks'
+/// [`capstan_apply::compute_health`] (a Pod or Deployment without a status is not ready), or
+/// `None` when it is.
+fn unready(object: &impl serde::Serialize) -> Option<String> {
+    match serde_json::to_value(object) {
+        Ok(value) => match capstan_apply::compute_health(&value) {
+            (capstan_apply::Status::Current, _) => None,
+            (_, message) => Some(message),
+        },
+        Err(e) => Some(format!("unreadable: {e}")),
+    }
 }
 
 /// Every controller of the installation in `namespace` (its Deployments, or the Pods no
@@ -214,28 +213,6 @@ async fn controllers(client: &Client, namespace: &str, timeout: Duration) -> boo
         }
         tokio::time::sleep(POLL.min(timeout.saturating_sub(start.elapsed()))).await;
     }
-}
-
-/// Why a Deployment is not ready (kstatus' reading), or `None` when it is.
-pub fn deployment_unready(deployment: &Deployment) -> Option<String> {
-    let generation = deployment.metadata.generation.unwrap_or(0);
-    let wanted = deployment.spec.replicas.unwrap_or(1);
-    let Some(status) = &deployment.status else {
-        return Some("no status yet".to_owned());
-    };
-    if status.observed_generation.unwrap_or(0) < generation {
-        return Some("the new generation is not observed yet".to_owned());
-    }
-    let ready = status.ready_replicas.unwrap_or(0);
-    let updated = status.updated_replicas.unwrap_or(0);
-    let available = status.available_replicas.unwrap_or(0);
-    if updated < wanted {
-        return Some(format!("{updated}/{wanted} replicas updated"));
-    }
-    if ready < wanted || available < wanted {
-        return Some(format!("{ready}/{wanted} replicas ready"));
-    }
-    None
 }
 
 /// The installed version (the `app.kubernetes.io/version` label `capstan install` sets), and
@@ -353,7 +330,33 @@ fn crd_problem(
 
 #[cfg(test)]
 mod tests {
-    use super::parse_version;
+    use super::{parse_version, unready};
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Pod;
+
+    #[test]
+    fn controllers_without_a_status_are_not_ready() {
+        let pod = |status: serde_json::Value| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "capstan-controller-0"}, "status": status,
+            }))
+            .unwrap()
+        };
+        assert!(unready(&pod(serde_json::json!(null))).is_some());
+        assert!(unready(&pod(serde_json::json!({"phase": "Pending"}))).is_some());
+        assert_eq!(
+            unready(&pod(serde_json::json!({
+                "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+            }))),
+            None
+        );
+        let deployment: Deployment = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "capstan-controller", "generation": 1},
+            "spec": {"selector": {}, "template": {}},
+        }))
+        .unwrap();
+        assert!(unready(&deployment).is_some());
+    }
 
     #[test]
     fn kubernetes_versions_are_read_as_flux_reads_them() {
