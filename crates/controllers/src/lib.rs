@@ -40,6 +40,7 @@ pub mod helm_chart;
 pub mod helm_release;
 pub mod helm_repository;
 pub mod helm_storage;
+mod health_exprs;
 pub mod kustomization;
 pub mod leader;
 pub mod oci_repository;

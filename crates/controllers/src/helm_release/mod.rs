@@ -225,8 +225,13 @@ impl HelmReleaseReconciler {
     }
 
     /// The target of `object`: apply engine and storage on the target cluster (its
-    /// `kubeConfig` and `serviceAccountName`), release name and namespace.
-    async fn target_for(&self, object: &HelmRelease) -> Result<action::Target, ReconcileError> {
+    /// `kubeConfig` and `serviceAccountName`), release name and namespace; `exprs` judge the
+    /// health of the kinds they match in its waits.
+    async fn target_for(
+        &self,
+        object: &HelmRelease,
+        exprs: capstan_apply::HealthExprs,
+    ) -> Result<action::Target, ReconcileError> {
         // The Kustomization's target logic, shared: the same fields mean the same there.
         let mut probe = capstan_api::Kustomization::new(
             &object.name_any(),
@@ -252,9 +257,7 @@ impl HelmReleaseReconciler {
             .map_or_else(|| self.client.clone(), |m| m.client().clone());
         let storage_namespace = object.storage_namespace().unwrap_or_default().to_owned();
         Ok(action::Target {
-            // Checked (stalled when invalid) before any action; a deletion is not held up.
-            manager: ResourceManager::new(client.clone(), FIELD_MANAGER)
-                .with_health_exprs(health_exprs(object).unwrap_or_default()),
+            manager: ResourceManager::new(client.clone(), FIELD_MANAGER).with_health_exprs(exprs),
             storage: HelmStorage::new(client, &storage_namespace),
             name: release_name(object),
             namespace: object.target_namespace().unwrap_or("default").to_owned(),
@@ -349,7 +352,14 @@ impl Reconciler for HelmReleaseReconciler {
                 return self.delete_chart(&status).await;
             }
             // Any other failure is retried with the finalizer kept: the release is still there.
-            let target = self.target_for(object).await?;
+            // The uninstall hooks' waits use the expressions; an invalid list does not hold the
+            // deletion up (it is said, and the hooks are judged without it).
+            let exprs =
+                crate::health_exprs::parse(&object.spec.health_check_exprs).unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "healthCheckExprs ignored for the uninstall");
+                    capstan_apply::HealthExprs::default()
+                });
+            let target = self.target_for(object, exprs).await?;
             let target = action::Target {
                 storage: HelmStorage::new(target.manager.client().clone(), storage_namespace),
                 name: latest.name.clone(),
@@ -469,12 +479,6 @@ impl HelmReleaseReconciler {
     }
 }
 
-/// `spec.healthCheckExprs` parsed: they judge the health of the kinds they match in every wait
-/// (install, upgrade, rollback, hooks); an invalid list stalls (`InvalidCELExpression`).
-fn health_exprs(object: &HelmRelease) -> Result<capstan_apply::HealthExprs, ReconcileError> {
-    crate::kustomization::parse_health_exprs(&object.spec.health_check_exprs)
-}
-
 /// Fields not implemented: refused (stalled) rather than ignored.
 fn unsupported_fields(object: &HelmRelease) -> Vec<&'static str> {
     let spec = &object.spec;
@@ -526,7 +530,9 @@ fn check_source_step(cx: &mut StepContext<HelmReleaseReconciler>) -> StepFuture<
                 ),
             ));
         }
-        health_exprs(&cx.object)?;
+        // They judge the health of the kinds they match in every wait (install, upgrade,
+        // rollback, hooks); an invalid list stalls (`InvalidCELExpression`) before the source.
+        let exprs = crate::health_exprs::parse(&cx.object.spec.health_check_exprs)?;
         if cx.object.spec.chart.is_none() && cx.object.spec.chart_ref.is_none() {
             return Err(ReconcileError::stalled(
                 meta_reason::ARTIFACT_FAILED,
@@ -604,7 +610,7 @@ fn check_source_step(cx: &mut StepContext<HelmReleaseReconciler>) -> StepFuture<
             }
             chart::SourceState::Ready(artifact) => artifact,
         };
-        cx.state.target = Some(cx.reconciler.target_for(&cx.object).await?);
+        cx.state.target = Some(cx.reconciler.target_for(&cx.object, exprs).await?);
         cx.state.source = Some(source);
         cx.state.artifact = Some(artifact);
         Ok(StepOutcome::next())

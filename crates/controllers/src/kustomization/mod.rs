@@ -280,6 +280,8 @@ pub struct KustomizationState {
     revisions: BTreeMap<String, String>,
     /// The health wait this pass resumes (the objects are applied).
     awaiting: Option<runtime::Wait>,
+    /// `spec.healthCheckExprs`, parsed once at reconcile start (an invalid list stalls there).
+    health_exprs: capstan_apply::HealthExprs,
 }
 
 impl KustomizationState {
@@ -516,26 +518,6 @@ fn unsupported_fields(object: &Kustomization) -> Vec<&'static str> {
     fields
 }
 
-/// `spec.healthCheckExprs` parsed; an invalid list stalls the reconcile (`InvalidCELExpression`),
-/// as Flux checks it at reconcile start, before the source.
-fn health_exprs(object: &Kustomization) -> Result<capstan_apply::HealthExprs, ReconcileError> {
-    parse_health_exprs(&object.spec.health_check_exprs)
-}
-
-/// Parses a `spec.healthCheckExprs` list (of a Kustomization or a HelmRelease): stalled with
-/// `InvalidCELExpression` and Flux's terminal-error message when it cannot be used.
-pub(crate) fn parse_health_exprs(
-    checks: &[capstan_api::meta::CustomHealthCheck],
-) -> Result<capstan_apply::HealthExprs, ReconcileError> {
-    capstan_apply::HealthExprs::new(checks).map_err(|e| {
-        ReconcileError::stalled(
-            reason::INVALID_CEL_EXPRESSION,
-            format!("Reconciliation failed terminally due to configuration error: {e}"),
-        )
-        .with_source(e)
-    })
-}
-
 /// Refuses (stalled) a `spec.retryInterval` that does not parse or is below
 /// [`runtime::MIN_INTERVAL`]: failures would be retried in a hot loop.
 fn check_retry_interval(object: &Kustomization) -> Result<(), ReconcileError> {
@@ -650,7 +632,9 @@ fn check_source_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
                 ),
             ));
         }
-        health_exprs(&cx.object)?;
+        // An invalid list stalls (`InvalidCELExpression`): Flux checks it at reconcile start,
+        // before the source.
+        cx.state.health_exprs = crate::health_exprs::parse(&cx.object.spec.health_check_exprs)?;
         check_retry_interval(&cx.object)?;
         cx.state.started = Some(std::time::Instant::now());
         let artifact = source_artifact(&cx.client, &cx.object, &cx.reconciler.tenancy).await?;
@@ -1212,7 +1196,7 @@ fn check_health_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
             Some(wait) => {
                 // Flux consults its Job reader first unless it impersonates or targets a
                 // remote cluster (then the expressions come first).
-                let mut exprs = health_exprs(&cx.object)?;
+                let mut exprs = cx.state.health_exprs.clone();
                 if cx.state.manager.is_none() {
                     exprs = exprs.with_builtin_jobs();
                 }
