@@ -140,7 +140,8 @@ async fn becomes_ready_serves_the_artifact_and_follows_requested_reconciles() {
         "{entries:?}"
     );
 
-    // A Normal event for the transition to Ready.
+    // A Normal event announcing the new artifact (Flux's NewArtifact; the transition to Ready is
+    // not announced a second time).
     let found = eventually(Duration::from_secs(10), "a Normal event", || {
         let env = &env;
         let ns = ns.clone();
@@ -152,7 +153,7 @@ async fn becomes_ready_serves_the_artifact_and_follows_requested_reconciles() {
         }
     })
     .await;
-    assert_eq!(found.reason.as_deref(), Some("Succeeded"));
+    assert_eq!(found.reason.as_deref(), Some("NewArtifact"));
     assert_eq!(
         found.note.as_deref(),
         Some(format!("stored artifact for revision '{expected}'").as_str())
