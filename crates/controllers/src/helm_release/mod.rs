@@ -577,11 +577,12 @@ fn check_source_step(cx: &mut StepContext<HelmReleaseReconciler>) -> StepFuture<
                 })?;
             cx.status.helm_chart = wanted;
         }
-        runtime::depends::check::<HelmRelease, _>(
+        runtime::depends::check_watched::<HelmRelease, _>(
             &cx.client,
             cx.object.as_ref(),
             None,
             DEPENDENCY_RETRY,
+            &cx.reconciler.tenancy,
         )
         .await?;
         let Some(source) = chart::source_of(&cx.object) else {
@@ -593,19 +594,26 @@ fn check_source_step(cx: &mut StepContext<HelmReleaseReconciler>) -> StepFuture<
                 format!("could not get Source object: {e}"),
             )
         })?;
+        // With one watched namespace, a source elsewhere is never reconciled here: say so.
+        let unwatched = cx
+            .reconciler
+            .tenancy
+            .unwatched(&source.namespace)
+            .map(|why| format!(" ({why})"))
+            .unwrap_or_default();
         let artifact = match state {
             chart::SourceState::Missing => {
                 return Err(ReconcileError::waiting(
                     DEPENDENCY_RETRY,
                     meta_reason::ARTIFACT_FAILED,
-                    format!("could not get Source object: {source} not found"),
+                    format!("could not get Source object: {source} not found{unwatched}"),
                 ));
             }
             chart::SourceState::NotReady(message) => {
                 return Err(ReconcileError::waiting(
                     DEPENDENCY_RETRY,
                     SOURCE_NOT_READY,
-                    message,
+                    format!("{message}{unwatched}"),
                 ));
             }
             chart::SourceState::Ready(artifact) => artifact,

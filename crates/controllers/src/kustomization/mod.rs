@@ -638,11 +638,12 @@ fn check_source_step(cx: &mut StepContext<KustomizationReconciler>) -> StepFutur
         check_retry_interval(&cx.object)?;
         cx.state.started = Some(std::time::Instant::now());
         let artifact = source_artifact(&cx.client, &cx.object, &cx.reconciler.tenancy).await?;
-        runtime::depends::check::<Kustomization, _>(
+        runtime::depends::check_watched::<Kustomization, _>(
             &cx.client,
             cx.object.as_ref(),
             Some(&artifact.revision),
             DEPENDENCY_RETRY,
+            &cx.reconciler.tenancy,
         )
         .await?;
         cx.state.manager = target::manager_for(

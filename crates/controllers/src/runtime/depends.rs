@@ -125,6 +125,37 @@ where
         + Debug
         + DeserializeOwned,
 {
+    check_watched::<K, D>(
+        client,
+        dependent,
+        revision,
+        retry,
+        &crate::tenancy::Tenancy::default(),
+    )
+    .await
+}
+
+/// [`check`] under `tenancy`: with one watched namespace, a dependency in another namespace is
+/// never reconciled here, and its message says so.
+///
+/// # Errors
+/// The first dependency holding `dependent` back, as a [`ReconcileError`] naming it.
+pub async fn check_watched<K, D>(
+    client: &Client,
+    dependent: &D,
+    revision: Option<&str>,
+    retry: Duration,
+    tenancy: &crate::tenancy::Tenancy,
+) -> Result<(), ReconcileError>
+where
+    D: References,
+    K: FluxKind
+        + References
+        + Resource<Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + DeserializeOwned,
+{
     for dependency in dependent.depends_on() {
         let ObjectKey {
             namespace, name, ..
@@ -137,10 +168,14 @@ where
             )
         })?;
         verdict(dependent, found.as_ref(), revision).map_err(|blocked| {
+            let unwatched = tenancy
+                .unwatched(namespace)
+                .map(|why| format!(" ({why})"))
+                .unwrap_or_default();
             ReconcileError::waiting(
                 retry,
                 reason::DEPENDENCY_NOT_READY,
-                format!("dependency '{namespace}/{name}' {blocked}"),
+                format!("dependency '{namespace}/{name}' {blocked}{unwatched}"),
             )
         })?;
     }

@@ -245,3 +245,84 @@ async fn one_watched_namespace_reconciles_there_and_leaves_other_namespaces_unto
         "nothing applied from the unwatched namespace"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn helm_release_references_into_an_unwatched_namespace_say_so() {
+    let server = ApiServer::start(Config::default()).await.unwrap();
+    let client = client_from_kubeconfig(&server.kubeconfig()).await;
+    install_crds(&client).await;
+    for name in [WATCHED, OTHER] {
+        let namespace: Namespace =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).unwrap();
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .unwrap();
+    }
+    // The chart's source lives in the unwatched namespace: nothing here ever reconciles it.
+    create::<capstan_api::OCIRepository>(
+        &client,
+        OTHER,
+        serde_json::json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
+            "metadata": {"name": "podinfo", "namespace": OTHER},
+            "spec": {"url": "oci://127.0.0.1:1/podinfo", "interval": "10m"},
+        }),
+    )
+    .await;
+    let (_storage, _stop) = start_watching(&client).await;
+    let release = |name: &str, spec: serde_json::Value| {
+        serde_json::json!({
+            "apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease",
+            "metadata": {"name": name, "namespace": WATCHED},
+            "spec": spec,
+        })
+    };
+    let chart_ref =
+        serde_json::json!({"kind": "OCIRepository", "name": "podinfo", "namespace": OTHER});
+    create::<capstan_api::HelmRelease>(
+        &client,
+        WATCHED,
+        release(
+            "across",
+            serde_json::json!({"interval": "10m", "chartRef": chart_ref}),
+        ),
+    )
+    .await;
+    create::<capstan_api::HelmRelease>(
+        &client,
+        WATCHED,
+        release(
+            "dependent",
+            serde_json::json!({
+                "interval": "10m", "chartRef": chart_ref,
+                "dependsOn": [{"name": "app", "namespace": OTHER}],
+            }),
+        ),
+    )
+    .await;
+
+    let releases = Api::<capstan_api::HelmRelease>::namespaced(client.clone(), WATCHED);
+    for (name, what) in [
+        ("across", "OCIRepository 'other/podinfo'"),
+        ("dependent", "dependency 'other/app'"),
+    ] {
+        let releases = releases.clone();
+        let message = eventually(Duration::from_secs(30), "the Ready message", move || {
+            let releases = releases.clone();
+            async move {
+                let release = releases.get(name).await.ok()?;
+                let (status, message) = ready(release.status.as_ref().map(|s| &s.conditions))?;
+                (status == "False" && message.contains("is not watched")).then_some(message)
+            }
+        })
+        .await;
+        assert!(message.contains(what), "{message}");
+        assert!(
+            message.contains(
+                "namespace 'other' is not watched: this controller watches only 'flux-system'"
+            ),
+            "{message}"
+        );
+    }
+}
