@@ -258,6 +258,7 @@ macro_rules! for_each_kind {
             Bucket,
             HelmRepository,
             HelmChart,
+            ExternalArtifact,
             Kustomization,
             HelmRelease,
             Provider,
@@ -487,7 +488,7 @@ mod tests {
             assert_eq!(info.singular, info.kind.to_ascii_lowercase());
             assert_eq!(info.short_names, short_names, "{}", info.kind);
         }
-        assert_eq!(KINDS.len(), 10);
+        assert_eq!(KINDS.len(), 11);
         assert_eq!(
             by_kind("kustomization").map(|k| k.plural),
             Some("kustomizations")

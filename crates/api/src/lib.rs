@@ -4,7 +4,7 @@
 //!
 //! | group | version | kinds |
 //! |---|---|---|
-//! | `source.toolkit.fluxcd.io` | `v1` | [`GitRepository`], [`OCIRepository`], [`Bucket`], [`HelmRepository`], [`HelmChart`] |
+//! | `source.toolkit.fluxcd.io` | `v1` | [`GitRepository`], [`OCIRepository`], [`Bucket`], [`HelmRepository`], [`HelmChart`], [`ExternalArtifact`] |
 //! | `kustomize.toolkit.fluxcd.io` | `v1` | [`Kustomization`] |
 //! | `helm.toolkit.fluxcd.io` | `v2` | [`HelmRelease`] |
 //! | `notification.toolkit.fluxcd.io` | `v1beta3` | [`Provider`], [`Alert`] |
@@ -73,4 +73,6 @@ pub use notification::v1::Receiver;
 pub use notification::v1beta3::{Alert, Provider};
 pub use object::{FluxObject, SERVED_KINDS};
 pub use revision::{Digest, Revision};
-pub use source::v1::{Bucket, GitRepository, HelmChart, HelmRepository, OCIRepository};
+pub use source::v1::{
+    Bucket, ExternalArtifact, GitRepository, HelmChart, HelmRepository, OCIRepository,
+};

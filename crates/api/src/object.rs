@@ -9,7 +9,9 @@ use crate::kind::FluxKind;
 use crate::kustomize::v1::Kustomization;
 use crate::notification::v1::Receiver;
 use crate::notification::v1beta3::{Alert, Provider};
-use crate::source::v1::{Bucket, GitRepository, HelmChart, HelmRepository, OCIRepository};
+use crate::source::v1::{
+    Bucket, ExternalArtifact, GitRepository, HelmChart, HelmRepository, OCIRepository,
+};
 
 macro_rules! flux_objects {
     ($($kind:ident),* $(,)?) => {
@@ -154,7 +156,7 @@ mod tests {
 
     #[test]
     fn served_kinds_are_flux_kinds() {
-        assert_eq!(SERVED_KINDS.len(), 10);
+        assert_eq!(SERVED_KINDS.len(), 11);
         for (api_version, kind) in SERVED_KINDS {
             assert!(is_flux_api_version(api_version), "{api_version}");
             assert!(is_served(api_version, kind));

@@ -104,6 +104,14 @@ fn names_match_flux() {
             "fluxcd-sources",
         ),
         (
+            "ExternalArtifact",
+            "source.toolkit.fluxcd.io",
+            "v1",
+            "externalartifacts",
+            Some("ea"),
+            "fluxcd-sources",
+        ),
+        (
             "Kustomization",
             "kustomize.toolkit.fluxcd.io",
             "v1",
@@ -199,6 +207,14 @@ fn status_subresource_and_printer_columns() {
                 "{kind}: {columns:?}"
             );
             let status = field(&schema(kind), ".status").clone();
+            // Flux's ExternalArtifact status has neither observedGeneration nor reconcile
+            // requests: another controller writes it.
+            if kind == "ExternalArtifact" {
+                assert!(status["default"].is_null());
+                assert!(status["properties"].get("lastHandledReconcileAt").is_none());
+                assert!(status["properties"]["artifact"].is_object());
+                continue;
+            }
             assert_eq!(
                 status["default"],
                 serde_json::json!({"observedGeneration": -1}),

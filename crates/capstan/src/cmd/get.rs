@@ -7,8 +7,8 @@ use clap::{Args, Subcommand};
 use serde_json::{Map, Value};
 
 use super::{
-    ALERT, BUCKET, ClusterArgs, GIT, HELM_CHART, HELM_RELEASE, HELM_REPOSITORY, KUSTOMIZATION,
-    Kind, OCI, Output, PROVIDER, RECEIVER, Target, say,
+    ALERT, BUCKET, ClusterArgs, EXTERNAL_ARTIFACT, GIT, HELM_CHART, HELM_RELEASE, HELM_REPOSITORY,
+    KUSTOMIZATION, Kind, OCI, Output, PROVIDER, RECEIVER, Target, say,
 };
 
 /// `capstan get`.
@@ -78,6 +78,8 @@ pub enum GetSources {
     Helm(GetName),
     /// HelmCharts.
     Chart(GetName),
+    /// ExternalArtifacts (produced by another controller).
+    External(GetName),
     /// Every source kind.
     All(GetName),
 }
@@ -100,16 +102,24 @@ pub struct GetHelmReleases {
 }
 
 /// `get sources all`, in Flux's order.
-pub const GET_SOURCES_ALL: [&Kind; 5] = [&OCI, &BUCKET, &GIT, &HELM_REPOSITORY, &HELM_CHART];
-
-/// `get all`, in Flux's order: the sources (as `get sources all`), then HelmReleases,
-/// Kustomizations, Receivers, Providers and Alerts. Every kind of [`super::ALL`] is here.
-pub const GET_ALL: [&Kind; 10] = [
+pub const GET_SOURCES_ALL: [&Kind; 6] = [
     &OCI,
     &BUCKET,
     &GIT,
     &HELM_REPOSITORY,
     &HELM_CHART,
+    &EXTERNAL_ARTIFACT,
+];
+
+/// `get all`, in Flux's order: the sources (as `get sources all`), then HelmReleases,
+/// Kustomizations, Receivers, Providers and Alerts. Every kind of [`super::ALL`] is here.
+pub const GET_ALL: [&Kind; 11] = [
+    &OCI,
+    &BUCKET,
+    &GIT,
+    &HELM_REPOSITORY,
+    &HELM_CHART,
+    &EXTERNAL_ARTIFACT,
     &HELM_RELEASE,
     &KUSTOMIZATION,
     &RECEIVER,
@@ -341,6 +351,7 @@ fn kinds_of(command: &GetCommand) -> (Vec<&'static Kind>, Option<&String>) {
         GetCommand::Sources(GetSources::Bucket(n)) => (vec![&BUCKET], n.name.as_ref()),
         GetCommand::Sources(GetSources::Helm(n)) => (vec![&HELM_REPOSITORY], n.name.as_ref()),
         GetCommand::Sources(GetSources::Chart(n)) => (vec![&HELM_CHART], n.name.as_ref()),
+        GetCommand::Sources(GetSources::External(n)) => (vec![&EXTERNAL_ARTIFACT], n.name.as_ref()),
         GetCommand::Sources(GetSources::All(n)) => (GET_SOURCES_ALL.to_vec(), n.name.as_ref()),
         GetCommand::Kustomizations(n) => (vec![&KUSTOMIZATION], n.name.as_ref()),
         GetCommand::Helmreleases(a) => (vec![&HELM_RELEASE], a.name.name.as_ref()),

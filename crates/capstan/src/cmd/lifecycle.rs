@@ -12,7 +12,9 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use capstan_api::meta::annotation;
 use serde_json::Value;
 
-use super::{ClusterArgs, HELM_CHART, HELM_RELEASE, KUSTOMIZATION, Kind, OCI, Target, say};
+use super::{
+    ClusterArgs, EXTERNAL_ARTIFACT, HELM_CHART, HELM_RELEASE, KUSTOMIZATION, Kind, OCI, Target, say,
+};
 
 /// `capstan reconcile`.
 #[derive(Debug, Args)]
@@ -155,6 +157,10 @@ fn source_step(kind: &Kind, object: &Value) -> anyhow::Result<Option<SourceStep>
     let spec = &object["spec"];
     if kind == &KUSTOMIZATION {
         let (source, namespace, name) = source_of(object)?;
+        // Another controller produces an ExternalArtifact: Flux's message.
+        if source == &EXTERNAL_ARTIFACT {
+            anyhow::bail!("cannot reconcile source of kind {}", source.type_name);
+        }
         return Ok(Some((source, namespace, name, false)));
     }
     if kind == &HELM_CHART {

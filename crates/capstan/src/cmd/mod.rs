@@ -26,8 +26,8 @@ use anyhow::{Context, bail};
 use capstan_api::kind::ConditionView;
 use capstan_api::meta::{annotation, condition};
 use capstan_api::{
-    Alert, Bucket, FluxKind, GitRepository, HelmChart, HelmRelease, HelmRepository, Kustomization,
-    OCIRepository, Provider, Receiver,
+    Alert, Bucket, ExternalArtifact, FluxKind, GitRepository, HelmChart, HelmRelease,
+    HelmRepository, Kustomization, OCIRepository, Provider, Receiver,
 };
 use clap::{Args, Subcommand, ValueEnum};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
@@ -102,6 +102,9 @@ pub const HELM_REPOSITORY: Kind = Kind::of::<HelmRepository>();
 /// HelmChart.
 pub const HELM_CHART: Kind = Kind::of::<HelmChart>();
 
+/// ExternalArtifact (a source produced by another controller; no Capstan reconciler).
+pub const EXTERNAL_ARTIFACT: Kind = Kind::of::<ExternalArtifact>();
+
 /// Kustomization.
 pub const KUSTOMIZATION: Kind = Kind::of::<Kustomization>();
 
@@ -119,12 +122,13 @@ pub const ALERT: Kind = Kind::of::<Alert>();
 
 /// Every kind Capstan serves, in the CRD order of [`capstan_api::KINDS`]: the one list of the
 /// CLI's kinds (`get all` prints them in Flux's order, [`get::GET_ALL`]).
-pub const ALL: [&Kind; 10] = [
+pub const ALL: [&Kind; 11] = [
     &GIT,
     &OCI,
     &BUCKET,
     &HELM_REPOSITORY,
     &HELM_CHART,
+    &EXTERNAL_ARTIFACT,
     &KUSTOMIZATION,
     &HELM_RELEASE,
     &PROVIDER,
@@ -591,7 +595,8 @@ mod tests {
                 "OCIRepository",
                 "Bucket",
                 "HelmRepository",
-                "HelmChart"
+                "HelmChart",
+                "ExternalArtifact"
             ]
         );
         assert_eq!(ALL.len(), capstan_api::KINDS.len(), "every served kind");

@@ -278,12 +278,6 @@ pub fn controller_rules() -> Vec<Value> {
             ],
         ));
     }
-    // Flux's ExternalArtifact, watched when installed.
-    rules.push(rule(
-        &["source.toolkit.fluxcd.io"],
-        &["externalartifacts"],
-        &["get", "list", "watch"],
-    ));
     // Source credentials, values and substitutions; the triggers watch both.
     rules.push(rule(
         &[""],

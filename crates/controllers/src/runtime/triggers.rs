@@ -89,12 +89,8 @@ impl WatchedKind {
 }
 
 /// Flux's ExternalArtifact (`source.toolkit.fluxcd.io/v1`): an artifact produced outside the
-/// source controller; not served by Capstan, watched when installed.
-pub const EXTERNAL_ARTIFACT: WatchedKind = WatchedKind {
-    group: "source.toolkit.fluxcd.io",
-    version: "v1",
-    kind: "ExternalArtifact",
-};
+/// source controller (served by Capstan, reconciled by none of its controllers).
+pub const EXTERNAL_ARTIFACT: WatchedKind = WatchedKind::of(&capstan_api::ExternalArtifact::INFO);
 
 /// The object types a trigger can reconcile: those of a controller's store.
 pub trait Triggered:

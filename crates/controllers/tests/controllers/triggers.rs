@@ -3,12 +3,9 @@
 
 use std::time::Duration;
 
-use capstan_api::GitRepository;
+use capstan_api::{ExternalArtifact, GitRepository};
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
-};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 
 use crate::kustomize_support::{
     KustomizeController, NAMESPACE, create_kustomization, request_reconcile, setup, wait_ready,
@@ -16,47 +13,13 @@ use crate::kustomize_support::{
 };
 use crate::support::{Env, GitServer, eventually};
 
-/// Installs Flux's ExternalArtifact CRD (status free-form) and returns its API.
-async fn install_external_artifact(env: &Env) -> Api<DynamicObject> {
-    let crd: CustomResourceDefinition = serde_json::from_value(serde_json::json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "externalartifacts.source.toolkit.fluxcd.io"},
-        "spec": {
-            "group": "source.toolkit.fluxcd.io",
-            "names": {"kind": "ExternalArtifact", "plural": "externalartifacts",
-                      "singular": "externalartifact", "listKind": "ExternalArtifactList"},
-            "scope": "Namespaced",
-            "versions": [{
-                "name": "v1", "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {
-                    "type": "object", "x-kubernetes-preserve-unknown-fields": true,
-                }},
-            }],
-        },
-    }))
-    .unwrap();
-    let crds: Api<CustomResourceDefinition> = Api::all(env.client.clone());
-    crds.create(&PostParams::default(), &crd).await.unwrap();
-    let gvk = GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", "ExternalArtifact");
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(env.client.clone(), NAMESPACE, &ApiResource::from_gvk(&gvk));
-    eventually(Duration::from_secs(10), "the ExternalArtifact API", || {
-        let api = api.clone();
-        async move { api.list(&ListParams::default()).await.ok().map(|_| ()) }
-    })
-    .await;
-    api
-}
-
 /// The GitRepository `repo`'s artifact, as an ExternalArtifact would carry it.
 async fn repo_artifact(env: &Env) -> serde_json::Value {
     let repo: GitRepository = env.git_repositories(NAMESPACE).get("repo").await.unwrap();
     serde_json::to_value(repo.status.unwrap().artifact.unwrap()).unwrap()
 }
 
-async fn set_artifact(api: &Api<DynamicObject>, artifact: serde_json::Value) {
+async fn set_artifact(api: &Api<ExternalArtifact>, artifact: serde_json::Value) {
     api.patch_status(
         "external",
         &PatchParams::default(),
@@ -70,7 +33,8 @@ async fn set_artifact(api: &Api<DynamicObject>, artifact: serde_json::Value) {
 async fn an_external_artifact_change_reconciles_its_consumers_at_once() {
     let env = Env::start().await;
     env.namespace(NAMESPACE).await;
-    let external = install_external_artifact(&env).await;
+    // Served by Capstan (its CRD is installed with the others); another controller produces it.
+    let external: Api<ExternalArtifact> = Api::namespaced(env.client.clone(), NAMESPACE);
     let upstream = GitServer::start().await;
     let first = upstream.commit(&[("app/config.yaml", &settings("one"))], "first");
     env.create_git_repository(
@@ -80,7 +44,7 @@ async fn an_external_artifact_change_reconciles_its_consumers_at_once() {
     )
     .await;
     wait_source_revision(&env, &format!("main@sha1:{first}")).await;
-    let object: DynamicObject = serde_json::from_value(serde_json::json!({
+    let object: ExternalArtifact = serde_json::from_value(serde_json::json!({
         "apiVersion": "source.toolkit.fluxcd.io/v1",
         "kind": "ExternalArtifact",
         "metadata": {"name": "external", "namespace": NAMESPACE},

@@ -1,7 +1,8 @@
-//! `source.toolkit.fluxcd.io/v1`: GitRepository, OCIRepository, Bucket, HelmRepository and
-//! HelmChart.
+//! `source.toolkit.fluxcd.io/v1`: GitRepository, OCIRepository, Bucket, HelmRepository,
+//! HelmChart and ExternalArtifact.
 
 mod bucket;
+mod external_artifact;
 mod git_repository;
 mod helm_chart;
 mod helm_repository;
@@ -13,6 +14,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use bucket::*;
+pub use external_artifact::*;
 pub use git_repository::*;
 pub use helm_chart::*;
 pub use helm_repository::*;
