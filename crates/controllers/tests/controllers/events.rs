@@ -182,3 +182,79 @@ async fn a_new_source_artifact_is_announced_as_new_artifact() {
         "{all:?}"
     );
 }
+
+/// A source recovering from a failure with the artifact it had (same digest) announces no new
+/// artifact: as source-controller, `NewArtifact` is published only for a changed digest.
+#[tokio::test]
+async fn the_same_artifact_again_is_not_announced_as_new() {
+    let env = Env::start().await;
+    env.namespace("events-same").await;
+    let upstream = GitServer::start().await;
+    upstream.commit(&[("app/config.yaml", &config_map())], "first");
+    env.create_git_repository(
+        "events-same",
+        "repo",
+        serde_json::json!({"url": upstream.url(), "interval": "10m", "ref": {"branch": "main"}}),
+    )
+    .await;
+    let sources: Api<capstan_api::GitRepository> =
+        Api::namespaced(env.client.clone(), "events-same");
+    let first = crate::support::wait_ready(&sources, "repo").await;
+    let digest = |o: &capstan_api::GitRepository| {
+        o.status
+            .as_ref()
+            .and_then(|s| s.artifact.as_ref())
+            .map(|a| a.digest.clone())
+    };
+    let set_branch = |branch: &'static str| {
+        let sources = sources.clone();
+        async move {
+            sources
+                .patch(
+                    "repo",
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(
+                        serde_json::json!({"spec": {"ref": {"branch": branch}}}),
+                    ),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    // A missing branch fails the source; back on `main` it recovers with the same commit.
+    set_branch("missing").await;
+    crate::support::wait_failed(&sources, "repo").await;
+    set_branch("main").await;
+    let recovered = crate::support::wait_for(&sources, "repo", "recovered", |o| {
+        let status = o.status.as_ref();
+        status.and_then(|s| s.observed_generation) == o.metadata.generation
+            && status.is_some_and(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == "Ready" && c.status == "True")
+            })
+    })
+    .await;
+    assert_eq!(digest(&recovered), digest(&first));
+    let api: Api<Event> = Api::namespaced(env.client.clone(), "events-same");
+    // The recovery is the `Ready` transition's Event (`Succeeded`), as Flux's.
+    eventually(Duration::from_secs(30), "the recovery Event", || async {
+        api.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("Succeeded"))
+    })
+    .await;
+    let announced: Vec<Event> = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("NewArtifact"))
+        .collect();
+    assert_eq!(announced.len(), 1, "{announced:#?}");
+    assert!(announced[0].series.is_none(), "{announced:#?}");
+}
