@@ -89,19 +89,7 @@ impl Env {
     /// `capstan create source git fleet` on the test Git server (which must hold a commit),
     /// Ready.
     async fn create_source(&self) {
-        let run = self
-            .capstan(&[
-                "create",
-                "source",
-                "git",
-                "fleet",
-                "--url",
-                &self.git_url,
-                "--branch",
-                "main",
-            ])
-            .await
-            .ok();
+        let run = self.create_git_fleet().await;
         assert_contains(&run.stderr, "✔ fetched revision main@sha1:");
     }
 
@@ -631,4 +619,72 @@ resources:
         .await
         .fails();
     assert_eq!(run.status, 2);
+}
+
+/// An ExternalArtifact (Flux 2.7; produced by another controller, e.g. source-watcher) and a
+/// Kustomization reading it, as fluxcd/flux2-kustomize-helm-example writes them.
+const EXTERNAL: &str = "apiVersion: source.toolkit.fluxcd.io/v1
+kind: ExternalArtifact
+metadata:
+  name: podinfo
+  namespace: flux-system
+spec:
+  sourceRef:
+    apiVersion: source.extensions.fluxcd.io/v1beta1
+    kind: ArtifactGenerator
+    name: podinfo
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: from-external
+  namespace: flux-system
+spec:
+  interval: 1h
+  path: ./
+  prune: true
+  sourceRef:
+    kind: ExternalArtifact
+    name: podinfo
+";
+
+/// ExternalArtifact is served: `kubectl apply` accepts it, `get sources external`, `get sources
+/// all` and `get all` list it after the HelmCharts as Flux does, and `reconcile --with-source` of
+/// a Kustomization reading one refuses with Flux's message (nothing in Capstan produces it).
+#[tokio::test(flavor = "multi_thread")]
+async fn flux_habits_external_artifact_is_served_without_a_reconciler() {
+    let env = Env::start().await;
+    env.commit(&[("apps/demo.yaml", DEMO)]);
+    env.create_source().await;
+    let path = env.dir.path().join("external.yaml");
+    std::fs::write(&path, EXTERNAL).unwrap();
+    env.kubectl(&["apply", "-f", &path.to_string_lossy()])
+        .await
+        .ok();
+
+    let rows = table(
+        &env.capstan(&["get", "sources", "external"])
+            .await
+            .ok()
+            .stdout,
+    );
+    assert_eq!(rows[1][0], "podinfo", "{rows:?}");
+    let stdout = env.capstan(&["get", "sources", "all"]).await.ok().stdout;
+    let tables = sections(&stdout);
+    let kinds: Vec<&str> = tables
+        .iter()
+        .map(|s| s[1][0].split('/').next().unwrap())
+        .collect();
+    assert_eq!(kinds, ["gitrepository", "externalartifact"], "{stdout}");
+    let stdout = env.capstan(&["get", "all"]).await.ok().stdout;
+    assert_contains(&stdout, "externalartifact/podinfo");
+
+    let run = env
+        .capstan(&["reconcile", "ks", "from-external", "--with-source"])
+        .await
+        .fails();
+    assert_contains(
+        &run.stderr,
+        "cannot reconcile source of kind ExternalArtifact",
+    );
 }
