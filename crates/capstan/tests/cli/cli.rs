@@ -1,13 +1,13 @@
 //! The `capstan` binary as a user runs it: `dev`, `install --export`, `kustomize build`.
 
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use capstan_testkit::{Run, corpus, eventually, kubectl_binary};
 
 use crate::helm_cli::{assert_helm_media_types, skopeo_manifest};
+use crate::support::{self, Dev};
 
 /// GET over plain HTTP/1.0, returning (status line, body).
 async fn http_get(url: &str) -> (String, String) {
@@ -70,72 +70,52 @@ fn git(dir: &std::path::Path, args: &[&str]) {
 async fn capstan_dev_reconciles_the_example_fleet_and_a_pushed_change_lands() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
-        .args([
-            "dev",
-            "--listen",
-            "127.0.0.1:0",
-            "--storage-addr",
-            "127.0.0.1:0",
-            "--git-listen",
-            "127.0.0.1:0",
-            "--registry-listen",
-            "127.0.0.1:0",
-            // Flux's flag; two workers per kind are enough for the fleet's health waits.
-            "--concurrent",
-            "2",
-            "--kubeconfig",
-        ])
-        .arg(&kubeconfig)
-        .arg("--storage-path")
-        .arg(dir.path().join("artifacts"))
-        .arg("--git-root")
-        .arg(dir.path().join("git"))
-        .arg("--registry-root")
-        .arg(dir.path().join("registry"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    // Keep reading stderr so the child never blocks on a full pipe; collect it for asserts.
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let (mut child, said) = support::spawn_dev(
+        support::capstan_command()
+            .args([
+                "dev",
+                "--listen",
+                "127.0.0.1:0",
+                "--storage-addr",
+                "127.0.0.1:0",
+                "--git-listen",
+                "127.0.0.1:0",
+                "--registry-listen",
+                "127.0.0.1:0",
+                // Flux's flag; two workers per kind are enough for the fleet's health waits.
+                "--concurrent",
+                "2",
+                "--kubeconfig",
+            ])
+            .arg(&kubeconfig)
+            .arg("--storage-path")
+            .arg(dir.path().join("artifacts"))
+            .arg("--git-root")
+            .arg(dir.path().join("git"))
+            .arg("--registry-root")
+            .arg(dir.path().join("registry")),
+        Some(log.clone()),
+    )
+    .await;
     let mut artifacts = None;
     let mut fleet = None;
     let mut registry = None;
-    let started = tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(url) =
-                line.strip_prefix("capstan dev: artifacts, /metrics and /healthz at ")
-            {
-                artifacts = Some(url.trim().to_owned());
-            }
-            if let Some(rest) = line.strip_prefix("capstan dev: example fleet at ") {
-                fleet = rest.split_whitespace().next().map(str::to_owned);
-            }
-            if let Some(rest) = line.strip_prefix("capstan dev: OCI registry at http://") {
-                registry = rest.split_whitespace().next().map(str::to_owned);
-            }
-            if line.contains("press Ctrl-C to stop") {
-                return;
-            }
+    for line in &said {
+        if let Some(url) = line.strip_prefix("capstan dev: artifacts, /metrics and /healthz at ") {
+            artifacts = Some(url.trim().to_owned());
         }
-        panic!("capstan dev exited early");
-    })
-    .await;
-    assert!(started.is_ok(), "capstan dev did not start within 60 s");
+        if let Some(rest) = line.strip_prefix("capstan dev: example fleet at ") {
+            fleet = rest.split_whitespace().next().map(str::to_owned);
+        }
+        if let Some(rest) = line.strip_prefix("capstan dev: OCI registry at http://") {
+            registry = rest.split_whitespace().next().map(str::to_owned);
+        }
+    }
     let artifacts = artifacts.expect("capstan dev prints the artifact server address");
     let fleet = fleet.expect("capstan dev prints the example fleet's Git URL");
     let registry = registry.expect("capstan dev prints the registry's address");
-    // Keep reading stderr so the child never blocks on a full pipe; collect it for asserts.
-    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-    let sink = log.clone();
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = lines.next_line().await {
-            let mut log = sink.lock().unwrap();
-            log.push_str(&line);
-            log.push('\n');
-        }
-    });
 
     let (status, body) = http_get(&format!("{artifacts}/healthz")).await;
     assert!(status.contains("200"), "{status}");
@@ -671,40 +651,12 @@ async fn dev_refuses_flags_it_would_ignore() {
 /// `flux install` do, and says so.
 #[tokio::test(flavor = "multi_thread")]
 async fn dev_without_the_example_still_creates_flux_system() {
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
-        .args([
-            "dev",
-            "--no-example",
-            "--listen",
-            "127.0.0.1:0",
-            "--storage-addr",
-            "127.0.0.1:0",
-            "--kubeconfig",
-        ])
-        .arg(&kubeconfig)
-        .arg("--storage-path")
-        .arg(dir.path().join("artifacts"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let said = tokio::time::timeout(Duration::from_secs(60), async {
-        let mut said = Vec::new();
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if line.contains("press Ctrl-C to stop") {
-                return said;
-            }
-            said.push(line);
-        }
-        panic!("capstan dev exited early: {said:?}");
-    })
-    .await
-    .expect("capstan dev did not start within 60 s");
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let Dev {
+        dir,
+        kubeconfig,
+        mut child,
+        said,
+    } = Dev::start(&[]).await;
     assert!(
         said.iter()
             .any(|line| line.starts_with("capstan dev: namespace flux-system created")),

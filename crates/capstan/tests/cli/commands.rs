@@ -9,6 +9,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use crate::support::{self, Dev};
+
 use capstan_testkit::{Run, eventually, kubectl_binary};
 
 /// `capstan dev` in a temp dir, plus a Git server serving `fleet.git` and a work tree pushing
@@ -42,41 +44,12 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 impl Env {
     pub(crate) async fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        let mut dev = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
-            .args([
-                "dev",
-                "--no-example",
-                "--listen",
-                "127.0.0.1:0",
-                "--storage-addr",
-                "127.0.0.1:0",
-                "--log-level",
-                "warn",
-                "--kubeconfig",
-            ])
-            .arg(&kubeconfig)
-            .arg("--storage-path")
-            .arg(dir.path().join("artifacts"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(dev.stderr.take().unwrap()).lines();
-        let started = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if line.contains("press Ctrl-C to stop") {
-                    return;
-                }
-            }
-            panic!("capstan dev exited early");
-        })
-        .await;
-        assert!(started.is_ok(), "capstan dev did not start within 60 s");
-        // Keep draining its stderr so that it never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let Dev {
+            dir,
+            kubeconfig,
+            child: dev,
+            ..
+        } = Dev::start(&["--log-level", "warn"]).await;
 
         let root = dir.path().join("git");
         std::fs::create_dir_all(&root).unwrap();
@@ -141,10 +114,7 @@ impl Env {
 
     /// Runs `capstan <args> --kubeconfig <kubeconfig>` with stdin closed.
     async fn capstan_with(&self, kubeconfig: &Path, args: &[&str]) -> Run {
-        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
-            .args(args)
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
+        let out = support::capstan(kubeconfig, args)
             .stdin(Stdio::null())
             .kill_on_drop(true)
             .output();
@@ -186,21 +156,25 @@ impl Env {
         (run.status == 0).then(|| run.json()["data"].clone())
     }
 
+    /// `capstan create source git fleet --url <the test Git server> --branch main`, succeeded.
+    pub(crate) async fn create_git_fleet(&self) -> Run {
+        self.capstan(&[
+            "create",
+            "source",
+            "git",
+            "fleet",
+            "--url",
+            &self.git_url,
+            "--branch",
+            "main",
+        ])
+        .await
+        .ok()
+    }
+
     /// Creates the GitRepository `fleet` and the Kustomization `name` for `path`, both Ready.
     async fn create_fleet(&self, name: &str, path: &str, sha: &str) {
-        let run = self
-            .capstan(&[
-                "create",
-                "source",
-                "git",
-                "fleet",
-                "--url",
-                &self.git_url,
-                "--branch",
-                "main",
-            ])
-            .await
-            .ok();
+        let run = self.create_git_fleet().await;
         assert!(
             run.stderr
                 .contains(&format!("✔ fetched revision main@sha1:{sha}")),

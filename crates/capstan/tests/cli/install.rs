@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use capstan_testkit::{GitServer, Run, eventually, kubectl_binary};
+use capstan_testkit::{GitServer, Run, eventually};
+
+use crate::support;
 
 const ACCOUNT: &str = "system:serviceaccount:flux-system:capstan-controller";
 
@@ -25,28 +27,15 @@ impl ControlPlane {
     async fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
-        let mut dev = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
-            .args(["dev", "--no-controllers", "--listen", "127.0.0.1:0"])
-            .args(["--log-level", "warn", "--kubeconfig"])
-            .arg(&kubeconfig)
-            .current_dir(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(dev.stderr.take().unwrap()).lines();
-        let started = tokio::time::timeout(Duration::from_secs(60), async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if line.contains("press Ctrl-C to stop") {
-                    return;
-                }
-            }
-            panic!("capstan dev exited early");
-        })
+        let (dev, _) = support::spawn_dev(
+            support::capstan_command()
+                .args(["dev", "--no-controllers", "--listen", "127.0.0.1:0"])
+                .args(["--log-level", "warn", "--kubeconfig"])
+                .arg(&kubeconfig)
+                .current_dir(dir.path()),
+            None,
+        )
         .await;
-        assert!(started.is_ok(), "capstan dev did not start within 60 s");
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Self {
             dir,
             kubeconfig,
@@ -55,14 +44,7 @@ impl ControlPlane {
     }
 
     async fn kubectl_with(&self, kubeconfig: &Path, args: &[&str]) -> Run {
-        tokio::process::Command::new(kubectl_binary())
-            .env("KUBECONFIG", kubeconfig)
-            .env("HOME", self.dir.path())
-            .args(args)
-            .output()
-            .await
-            .unwrap()
-            .into()
+        support::kubectl(kubeconfig, self.dir.path(), args).await
     }
 
     async fn kubectl(&self, args: &[&str]) -> Run {
@@ -70,10 +52,7 @@ impl ControlPlane {
     }
 
     async fn capstan(&self, args: &[&str]) -> Run {
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
-            .args(args)
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
+        support::capstan(&self.kubeconfig, args)
             .current_dir(self.dir.path())
             .output()
             .await

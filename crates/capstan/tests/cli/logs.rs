@@ -1,12 +1,14 @@
 //! `capstan logs` and the controllers' Pod of `capstan dev`: the controllers' log read through the
 //! Kubernetes `pods/log` API, by `kubectl logs` and by `capstan logs` with Flux's filters.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use capstan_testkit::{Run, eventually, kubectl_binary};
+use capstan_testkit::{Run, eventually};
 use tokio::io::{AsyncBufReadExt, BufReader};
+
+use crate::support::{self, Dev};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -31,78 +33,14 @@ fn objects(kustomizations: &[&str]) -> String {
     yaml
 }
 
-struct Dev {
-    child: tokio::process::Child,
-    dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
-}
-
 impl Dev {
-    /// `capstan dev --no-example`, started.
-    async fn start() -> Dev {
-        Self::start_with(&[]).await
-    }
-
-    /// `capstan dev --no-example <extra>`, started.
-    async fn start_with(extra: &[&str]) -> Dev {
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
-            .args([
-                "dev",
-                "--no-example",
-                "--listen",
-                "127.0.0.1:0",
-                "--storage-addr",
-                "127.0.0.1:0",
-                "--kubeconfig",
-            ])
-            .arg(&kubeconfig)
-            .args(extra)
-            .arg("--storage-path")
-            .arg(dir.path().join("artifacts"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        tokio::time::timeout(WAIT, async {
-            while let Some(line) = lines.next_line().await.unwrap() {
-                if line.contains("press Ctrl-C to stop") {
-                    return;
-                }
-            }
-            panic!("capstan dev exited early");
-        })
-        .await
-        .expect("capstan dev did not start within 60 s");
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Dev {
-            child,
-            dir,
-            kubeconfig,
-        }
-    }
-
     async fn kubectl(&self, args: &[&str]) -> Run {
-        tokio::process::Command::new(kubectl_binary())
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("HOME", self.dir.path())
-            .args(args)
-            .output()
-            .await
-            .unwrap()
-            .into()
+        support::kubectl(&self.kubeconfig, self.dir.path(), args).await
     }
 
     fn capstan_command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"));
-        command
-            .args(args)
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .env("HOME", self.dir.path());
+        let mut command = support::capstan(&self.kubeconfig, args);
+        command.env("HOME", self.dir.path());
         command
     }
 
@@ -126,7 +64,7 @@ fn fs_write(path: &Path, text: &str) {
 /// `capstan check` on `capstan dev`: its controllers are the Pod no Deployment owns.
 #[tokio::test(flavor = "multi_thread")]
 async fn capstan_check_passes_on_capstan_dev() {
-    let dev = Dev::start().await;
+    let dev = Dev::start(&[]).await;
     let run = dev.capstan(&["check", "--timeout", "30s"]).await.ok();
     let output = format!("{}{}", run.stdout, run.stderr);
     assert!(
@@ -140,7 +78,7 @@ async fn capstan_check_passes_on_capstan_dev() {
 /// Kustomization whose source is in another namespace is refused as Flux refuses it.
 #[tokio::test(flavor = "multi_thread")]
 async fn capstan_dev_takes_the_lockdown_flags() {
-    let dev = Dev::start_with(&[
+    let dev = Dev::start(&[
         "--no-cross-namespace-refs",
         "--default-service-account",
         "reconciler",
@@ -183,7 +121,7 @@ async fn capstan_dev_takes_the_lockdown_flags() {
 /// it names the namespace it looked in.
 #[tokio::test(flavor = "multi_thread")]
 async fn capstan_logs_reads_the_controllers_log_of_capstan_dev() {
-    let dev = Dev::start().await;
+    let dev = Dev::start(&[]).await;
     let pods = dev
         .kubectl(&[
             "get",

@@ -12,4 +12,5 @@ mod logs;
 mod helm_cli;
 mod helm_commands;
 mod ops;
+mod support;
 mod verbs;

@@ -194,19 +194,7 @@ async fn check_then_uninstall_keeps_the_workloads_and_removes_every_capstan_obje
         ("charts/hello/Chart.yaml", CHART),
         ("charts/hello/templates/config-map.yaml", CHART_CONFIG_MAP),
     ]);
-    let run = env
-        .capstan(&[
-            "create",
-            "source",
-            "git",
-            "fleet",
-            "--url",
-            &env.git_url,
-            "--branch",
-            "main",
-        ])
-        .await
-        .ok();
+    let run = env.create_git_fleet().await;
     assert_contains(&run.stderr, &format!("✔ fetched revision main@sha1:{sha}"));
     let run = env
         .capstan(&[

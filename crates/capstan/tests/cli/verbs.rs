@@ -281,18 +281,7 @@ async fn verbs_stats_and_cluster_migrate() {
         "apps/demo.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: demo\n  namespace: default\n",
     )]);
-    env.capstan(&[
-        "create",
-        "source",
-        "git",
-        "fleet",
-        "--url",
-        &env.git_url,
-        "--branch",
-        "main",
-    ])
-    .await
-    .ok();
+    env.create_git_fleet().await;
     let objects = env.dir.path().join("objects.yaml");
     std::fs::write(&objects, BROKEN_AND_SUSPENDED).unwrap();
     env.kubectl(&["apply", "-f", &objects.to_string_lossy()])
