@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use capstan_testkit::{Run, corpus, eventually, kubectl_binary};
+use capstan_testkit::{corpus, eventually};
 
 use crate::helm_cli::{assert_helm_media_types, skopeo_manifest};
-use crate::support::{self, Dev};
+use crate::support::{self, Dev, kubectl};
 
 /// GET over plain HTTP/1.0, returning (status line, body).
 async fn http_get(url: &str) -> (String, String) {
@@ -27,18 +27,6 @@ async fn http_get(url: &str) -> (String, String) {
         head.lines().next().unwrap_or("").to_owned(),
         body.to_owned(),
     )
-}
-
-/// Runs `kubectl` against `kubeconfig`.
-async fn kubectl(kubeconfig: &std::path::Path, home: &std::path::Path, args: &[&str]) -> Run {
-    tokio::process::Command::new(kubectl_binary())
-        .env("KUBECONFIG", kubeconfig)
-        .env("HOME", home)
-        .args(args)
-        .output()
-        .await
-        .unwrap()
-        .into()
 }
 
 /// Runs `git` in `dir` with a fixed identity.
