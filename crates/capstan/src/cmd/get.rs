@@ -166,9 +166,21 @@ fn has_revision(kind: &Kind) -> bool {
     ![&RECEIVER, &PROVIDER, &ALERT].contains(&kind)
 }
 
-/// Whether Flux prints a SUSPENDED column for the kind (not for Providers).
+/// Whether Flux prints a SUSPENDED column for the kind (not for Providers, nor for
+/// ExternalArtifacts, which print their SOURCE there: [`external_source`]).
 fn has_suspended(kind: &Kind) -> bool {
-    kind != &PROVIDER
+    kind != &PROVIDER && kind != &EXTERNAL_ARTIFACT
+}
+
+/// An ExternalArtifact's SOURCE column as Flux prints it: `spec.sourceRef` as
+/// `<kind>/<namespace>/<name>` (the namespace as written, possibly empty), empty without one.
+fn external_source(object: &Value) -> String {
+    let reference = &object["spec"]["sourceRef"];
+    if !reference.is_object() {
+        return String::new();
+    }
+    let field = |name: &str| reference[name].as_str().unwrap_or_default().to_owned();
+    format!("{}/{}/{}", field("kind"), field("namespace"), field("name"))
 }
 
 /// `--status-selector`: a condition type and status, matched or (with `!=`) not matched.
@@ -311,6 +323,9 @@ fn row(kind: &Kind, object: &Value, style: RowStyle) -> Vec<String> {
             revision.to_owned()
         });
     }
+    if kind == &EXTERNAL_ARTIFACT {
+        row.push(external_source(object));
+    }
     if has_suspended(kind) {
         let suspended = if super::suspended(object) {
             "True"
@@ -332,6 +347,9 @@ fn headers(kind: &Kind, style: RowStyle) -> Vec<&'static str> {
     }
     if has_revision(kind) {
         headers.push("REVISION");
+    }
+    if kind == &EXTERNAL_ARTIFACT {
+        headers.push("SOURCE");
     }
     if has_suspended(kind) {
         headers.push("SUSPENDED");

@@ -668,7 +668,17 @@ async fn flux_habits_external_artifact_is_served_without_a_reconciler() {
             .ok()
             .stdout,
     );
-    assert_eq!(rows[1][0], "podinfo", "{rows:?}");
+    // Flux's columns: the producer's reference where other sources print SUSPENDED.
+    assert_eq!(
+        rows[0],
+        ["NAME", "REVISION", "SOURCE", "READY", "MESSAGE"],
+        "{rows:?}"
+    );
+    assert_eq!(
+        rows[1][..3],
+        ["podinfo", "", "ArtifactGenerator//podinfo"],
+        "{rows:?}"
+    );
     let stdout = env.capstan(&["get", "sources", "all"]).await.ok().stdout;
     let tables = sections(&stdout);
     let kinds: Vec<&str> = tables
