@@ -36,11 +36,11 @@
 pub mod bucket;
 pub mod error;
 pub mod git_repository;
+mod health_exprs;
 pub mod helm_chart;
 pub mod helm_release;
 pub mod helm_repository;
 pub mod helm_storage;
-mod health_exprs;
 pub mod kustomization;
 pub mod leader;
 pub mod oci_repository;
