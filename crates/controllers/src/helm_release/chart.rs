@@ -334,10 +334,11 @@ pub fn revision_version(chart_version: &str, revision: &str) -> Result<RevisionV
     })
 }
 
-/// The chart to release from `source`: for an OCIRepository, `chart` with its version
-/// carrying the artifact revision's digest ([`revision_version`]; a clone only when the
-/// version changes) and that digest (`status.lastAttemptedRevisionDigest`); any other source's
-/// chart as it is, without a digest.
+/// The chart to release from `source`: for an OCIRepository, and for an ExternalArtifact whose
+/// revision holds a digest (a `:`; else it is a version, taken as it is, as Flux's
+/// `isSourceWithRevisionDigest`), `chart` with its version carrying the artifact revision's
+/// digest ([`revision_version`]; a clone only when the version changes) and that digest
+/// (`status.lastAttemptedRevisionDigest`); any other source's chart as it is, without a digest.
 ///
 /// # Errors
 /// [`CHART_MUTATE_ERROR`] (retried) when the version cannot take the revision.
@@ -346,7 +347,12 @@ pub fn track_revision(
     source: &ChartSource,
     artifact: &Artifact,
 ) -> Result<(Arc<Chart>, Option<String>), ReconcileError> {
-    if source.kind != "OCIRepository" {
+    let digested = match source.kind {
+        "OCIRepository" => true,
+        "ExternalArtifact" => artifact.revision.contains(':'),
+        _ => false,
+    };
+    if !digested {
         return Ok((chart.clone(), None));
     }
     let tracked = revision_version(&chart.metadata.version, &artifact.revision)

@@ -41,7 +41,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use capstan_api::meta::{Artifact, reason as meta_reason};
-use capstan_api::{FluxKind, HelmChart, HelmRelease, OCIRepository};
+use capstan_api::{ExternalArtifact, FluxKind, HelmChart, HelmRelease, OCIRepository};
 use capstan_apply::ResourceManager;
 use capstan_helm::chart::Chart;
 use capstan_source::artifact::Limits;
@@ -81,9 +81,10 @@ const CHART_CACHE: usize = 32;
 const CAPABILITIES_TTL: Duration = Duration::from_secs(300);
 
 /// The chart source kinds whose artifacts trigger a reconcile.
-pub const WATCHED_SOURCE_KINDS: [WatchedKind; 2] = [
+pub const WATCHED_SOURCE_KINDS: [WatchedKind; 3] = [
     WatchedKind::of(&HelmChart::INFO),
     WatchedKind::of(&OCIRepository::INFO),
+    WatchedKind::of(&ExternalArtifact::INFO),
 ];
 
 impl runtime::Kind for HelmRelease {
@@ -489,13 +490,6 @@ fn unsupported_fields(object: &HelmRelease) -> Vec<&'static str> {
         .is_some_and(|k| k.config_map_ref.is_some())
     {
         fields.push("spec.kubeConfig.configMapRef");
-    }
-    if spec
-        .chart_ref
-        .as_ref()
-        .is_some_and(|r| r.kind == capstan_api::helm::v2::ChartRefKind::ExternalArtifact)
-    {
-        fields.push("spec.chartRef.kind: ExternalArtifact");
     }
     // `poller` is the kstatus wait every action does; Helm's legacy readiness checks are not.
     if spec

@@ -1695,3 +1695,133 @@ async fn an_upgrade_over_a_release_with_a_kind_no_longer_served_fails_as_helm() 
     );
     assert_eq!(env.records("web").await, vec![(1, Status::Deployed)]);
 }
+
+/// A chart `ext` at `version` whose ConfigMap `ext-config` holds the version.
+fn versioned_chart(dir: &Path, version: &str) -> PathBuf {
+    let chart = dir.join(version).join("ext");
+    capstan_testkit::write_files(
+        &chart,
+        &[
+            (
+                "Chart.yaml",
+                &format!("apiVersion: v2\nname: ext\nversion: {version}\n"),
+            ),
+            (
+                "templates/config.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ext-config\ndata:\n  version: \"{{ .Chart.Version }}\"\n",
+            ),
+        ],
+    );
+    chart
+}
+
+/// The artifact of the OCIRepository `name` once its revision starts with `tag`.
+async fn oci_artifact(env: &ReleaseEnv, name: &str, tag: &str) -> serde_json::Value {
+    let api = env.api::<capstan_api::OCIRepository>();
+    let prefix = format!("{tag}@");
+    eventually(
+        Duration::from_secs(60),
+        "the OCIRepository artifact",
+        || {
+            let api = api.clone();
+            let prefix = prefix.clone();
+            async move {
+                let found = api.get(name).await.ok()?;
+                let artifact = found.status?.artifact?;
+                artifact
+                    .revision
+                    .starts_with(&prefix)
+                    .then(|| serde_json::to_value(artifact).unwrap())
+            }
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_chart_ref_to_an_external_artifact_installs_and_upgrades_on_a_new_artifact() {
+    let env = ReleaseEnv::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let url = env.push_chart(&versioned_chart(dir.path(), "0.1.0"));
+    env.push_chart(&versioned_chart(dir.path(), "0.2.0"));
+    env.chart_source("oci", &url, "0.1.0").await;
+    let first = oci_artifact(&env, "oci", "0.1.0").await;
+
+    // Another controller produces the ExternalArtifact; its revision here is a version.
+    let external = env.api::<capstan_api::ExternalArtifact>();
+    let object: capstan_api::ExternalArtifact = serde_json::from_value(serde_json::json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "ExternalArtifact",
+        "metadata": {"name": "external", "namespace": NAMESPACE},
+        "spec": {},
+    }))
+    .unwrap();
+    external
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+    let set_artifact = |artifact: serde_json::Value| {
+        let external = external.clone();
+        async move {
+            external
+                .patch_status(
+                    "external",
+                    &PatchParams::default(),
+                    &Patch::Merge(&serde_json::json!({"status": {"artifact": artifact}})),
+                )
+                .await
+                .unwrap();
+        }
+    };
+    let mut versioned = first.clone();
+    versioned["revision"] = serde_json::json!("0.1.0");
+    set_artifact(versioned).await;
+    env.create(
+        "ext",
+        serde_json::json!({
+            "interval": "10m",
+            "chartRef": {"kind": "ExternalArtifact", "name": "external"},
+        }),
+    )
+    .await;
+    let installed = env.wait_ready("ext", "installed").await;
+    let status = installed.status.unwrap();
+    // A version revision: the chart's version as it is, no digest tracked.
+    assert_eq!(status.last_attempted_revision.as_deref(), Some("0.1.0"));
+    assert_eq!(status.last_attempted_revision_digest, None);
+    let config: ConfigMap = env.api().get("ext-config").await.unwrap();
+    assert_eq!(config.data.unwrap()["version"], "0.1.0");
+
+    // A new artifact whose revision carries a digest: an upgrade, the digest tracked.
+    env.api::<capstan_api::OCIRepository>()
+        .patch(
+            "oci",
+            &PatchParams::default(),
+            &Patch::Merge(&serde_json::json!({"spec": {"ref": {"tag": "0.2.0"}}})),
+        )
+        .await
+        .unwrap();
+    let second = oci_artifact(&env, "oci", "0.2.0").await;
+    let revision = second["revision"].as_str().unwrap().to_owned();
+    let digest = revision.split_once('@').unwrap().1.to_owned();
+    let hex = digest.split_once(':').unwrap().1;
+    let expected = format!("0.2.0+{}", &hex[..12]);
+    set_artifact(second).await;
+    let upgraded = env
+        .wait("ext", "upgraded to the new artifact", |o| {
+            ready_for_generation(o)
+                && o.status
+                    .as_ref()
+                    .unwrap()
+                    .last_attempted_revision
+                    .as_deref()
+                    == Some(expected.as_str())
+        })
+        .await;
+    assert_eq!(history(&upgraded).len(), 2);
+    assert_eq!(
+        upgraded.status.unwrap().last_attempted_revision_digest,
+        Some(digest)
+    );
+    let config: ConfigMap = env.api().get("ext-config").await.unwrap();
+    assert_eq!(config.data.unwrap()["version"], expected);
+}
