@@ -49,7 +49,7 @@ data:
     let run = capstan_in(
         dir.path(),
         &["envsubst"],
-        &[("REPO_NAME", "test"), ("HOME", "/home/x")],
+        &[("REPO_NAME", "test"), ("HOME", "/var/empty")],
         input,
     )
     .ok();

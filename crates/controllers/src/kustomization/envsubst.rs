@@ -719,7 +719,7 @@ mod tests {
     fn length_and_substrings_count_bytes() {
         check(
             &[
-                ("path", "/home/bozo/ideas/thoughts.for.today"),
+                ("path", "/srv/fleet/apps/podinfo.yaml"),
                 ("v", "abcdef"),
                 ("utf", "é"),
             ],
@@ -727,8 +727,8 @@ mod tests {
                 ("${#v}", "6"),
                 ("${#utf}", "2"),
                 ("${#unset}", "0"),
-                ("${path:11}", "ideas/thoughts.for.today"),
-                ("${path:11:5}", "ideas"),
+                ("${path:11}", "apps/podinfo.yaml"),
+                ("${path:11:4}", "apps"),
                 ("${v:-2}", "abcdef"), // `:-` is a default, not a negative offset
                 ("${v:0-2}", "abcdef"),
                 ("${v:1:100}", "bcdef"),
@@ -753,15 +753,15 @@ mod tests {
     fn prefix_and_suffix_removal_with_globs() {
         check(
             &[
-                ("file", "bash.string.txt"),
+                ("file", "app.config.yaml"),
                 ("path", "/path/to/file"),
                 ("version", "v1.2.3"),
             ],
             &[
-                ("${file#*.}", "string.txt"),
-                ("${file##*.}", "txt"),
-                ("${file%.*}", "bash.string"),
-                ("${file%%.*}", "bash"),
+                ("${file#*.}", "config.yaml"),
+                ("${file##*.}", "yaml"),
+                ("${file%.*}", "app.config"),
+                ("${file%%.*}", "app"),
                 ("${path#*/}", "path/to/file"),
                 ("${path##*/}", "file"),
                 ("${version#v}", "1.2.3"),
@@ -785,17 +785,17 @@ mod tests {
     fn replacements_are_literal() {
         check(
             &[
-                ("z", "abcABC123ABCabc"),
+                ("z", "dev-DEV-1-DEV-dev"),
                 ("p", "foo/bar/baz"),
                 ("dots", "a.b.c"),
             ],
             &[
-                ("${z/abc/xyz}", "xyzABC123ABCabc"),
-                ("${z//abc/xyz}", "xyzABC123ABCxyz"),
-                ("${z/#abc/XYZ}", "XYZABC123ABCabc"),
-                ("${z/%abc/XYZ}", "abcABC123ABCXYZ"),
-                ("${z/#ABC/XYZ}", "abcABC123ABCabc"),
-                ("${z/%ABC/XYZ}", "abcABC123ABCabc"),
+                ("${z/dev/prod}", "prod-DEV-1-DEV-dev"),
+                ("${z//dev/prod}", "prod-DEV-1-DEV-prod"),
+                ("${z/#dev/PROD}", "PROD-DEV-1-DEV-dev"),
+                ("${z/%dev/PROD}", "dev-DEV-1-DEV-PROD"),
+                ("${z/#DEV/PROD}", "dev-DEV-1-DEV-dev"),
+                ("${z/%DEV/PROD}", "dev-DEV-1-DEV-dev"),
                 ("${p/\\//-}", "foo-bar/baz"),
                 ("${p//\\//-}", "foo-bar-baz"),
                 ("${dots/./}", "ab.c"),
