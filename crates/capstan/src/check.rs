@@ -56,6 +56,8 @@ pub async fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     ok &= controllers(&client, &args.cluster.namespace, timeout).await;
     say::action("checking crds");
     ok &= crds(&client).await;
+    say::action("checking for Flux");
+    ok &= no_flux(&client).await;
     if !ok {
         anyhow::bail!("check failed");
     }
@@ -243,6 +245,28 @@ fn images(deployment: &Deployment) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// No Flux controllers anywhere in the cluster ([`crate::install::flux::detect_all`]): Flux's
+/// and Capstan's controllers would fight over the same objects. Each installation found fails
+/// the check, with its migration steps.
+async fn no_flux(client: &Client) -> bool {
+    match crate::install::flux::detect_all(client).await {
+        Ok(found) if found.is_empty() => {
+            say::success("no Flux controllers found");
+            true
+        }
+        Ok(found) => {
+            for flux in found {
+                say::failure(flux.explain().trim_end());
+            }
+            false
+        }
+        Err(e) => {
+            say::failure(&format!("looking for Flux: {e:#}"));
+            false
+        }
+    }
 }
 
 /// Capstan's CustomResourceDefinitions: each present, established and serving the version

@@ -1,6 +1,7 @@
 //! `capstan install`: generates Capstan's install manifests ([`manifests`]) and applies them
 //! with server-side apply (field manager `capstan`), then waits for the controller Deployment.
 
+pub mod flux;
 pub mod manifests;
 
 use std::process::ExitCode;
@@ -104,6 +105,13 @@ pub async fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
     capstan_source::tls::install_default_provider();
     let client =
         crate::controller::client(args.kubeconfig.as_ref(), args.context.as_deref()).await?;
+    if let Some(flux) = flux::detect(&client).await? {
+        anyhow::bail!(
+            "refusing to install next to Flux's controllers: both would reconcile the same \
+             objects\n{}",
+            flux.explain().trim_end()
+        );
+    }
     let objects = manifests(&options)?;
     apply(&client, &objects).await?;
     eprintln!(
