@@ -45,6 +45,9 @@ pub enum Command {
     Controller(crate::controller::ControllerArgs),
     /// Install Capstan into a cluster, or print what would be installed.
     Install(crate::install::InstallArgs),
+    /// Deploy Capstan on a cluster, committed to and managed from a Git repository.
+    #[command(subcommand)]
+    Bootstrap(crate::bootstrap::BootstrapCommand),
     /// Remove Capstan, its custom resources and CRDs from a cluster, leaving the workloads.
     Uninstall(crate::uninstall::UninstallArgs),
     /// Check the cluster's prerequisites (`--pre`) and Capstan's installation.
@@ -181,6 +184,7 @@ async fn run_flux_verb(command: Command) -> anyhow::Result<ExitCode> {
         Command::Stats(args) => crate::cmd::stats::run(args).await,
         Command::Migrate(args) => crate::cmd::migrate::run(args).await,
         Command::Version(args) => crate::version::run(args).await,
+        Command::Bootstrap(command) => crate::bootstrap::run_command(command).await,
         Command::Uninstall(args) => crate::uninstall::run(args).await,
         Command::Check(args) => crate::check::run(args).await,
         other => anyhow::bail!("not a Flux verb: {other:?}"),

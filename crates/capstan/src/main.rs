@@ -12,6 +12,7 @@ macro_rules! outln {
 }
 
 mod artifact;
+mod bootstrap;
 mod check;
 mod cli;
 mod cmd;

@@ -11,6 +11,7 @@
 pub mod buckets;
 pub mod helm_repo;
 pub mod sops;
+pub mod sshd;
 
 use std::fmt::Write as _;
 use std::net::TcpListener;

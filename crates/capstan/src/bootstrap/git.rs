@@ -1,0 +1,351 @@
+//! Cloning, committing and pushing with libgit2 (`git2`): one branch of one repository, checked
+//! out in a temporary directory. Blocking; [`super::run`] calls it on blocking threads.
+//!
+//! Credentials come from [`GitAuth`] through libgit2's callbacks, never through the URL, so
+//! libgit2's errors cannot carry them. Over SSH, the server's host key is recorded as it is
+//! presented (trust on first use, as `flux bootstrap` scans it) and becomes the source Secret's
+//! `known_hosts`.
+
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use base64::Engine;
+use git2::{
+    CertificateCheckStatus, Cred, CredentialType, Direction, FetchOptions, PushOptions,
+    RemoteCallbacks, Repository, Signature,
+};
+
+use super::{Author, GitAuth};
+
+/// How to reach the repository.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    pub url: String,
+    pub auth: GitAuth,
+    /// The host name recorded in known_hosts instead of the URL's.
+    pub ssh_hostname: Option<String>,
+}
+
+/// A checkout of one branch.
+#[derive(Debug)]
+pub struct Checkout {
+    dir: tempfile::TempDir,
+    pub branch: String,
+    /// `known_hosts` lines for the SSH server (empty over http(s)).
+    pub known_hosts: String,
+}
+
+impl Checkout {
+    /// The work tree.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+/// The host key an SSH server presented.
+type HostKey = Arc<Mutex<Option<(String, Vec<u8>)>>>;
+
+/// Callbacks answering credentials from `auth` (a few attempts, then a plain error) and
+/// recording an SSH host key into `host_key`.
+fn callbacks<'a>(auth: &'a GitAuth, host_key: &HostKey) -> RemoteCallbacks<'a> {
+    let mut callbacks = RemoteCallbacks::new();
+    let attempts = Cell::new(0u8);
+    callbacks.credentials(move |_url, username_from_url, allowed| {
+        attempts.set(attempts.get() + 1);
+        if attempts.get() > 3 {
+            return Err(git2::Error::from_str(
+                "authentication failed: the server refused the credentials",
+            ));
+        }
+        credentials(auth, username_from_url, allowed)
+    });
+    let host_key = host_key.clone();
+    callbacks.certificate_check(move |cert, _host| {
+        if let Some(key) = cert.as_hostkey() {
+            if let (Some(raw), Some(kind)) = (key.hostkey(), key.hostkey_type()) {
+                if let Ok(mut slot) = host_key.lock() {
+                    *slot = Some((kind.name().to_owned(), raw.to_vec()));
+                }
+                return Ok(CertificateCheckStatus::CertificateOk);
+            }
+        }
+        Ok(CertificateCheckStatus::CertificatePassthrough)
+    });
+    callbacks
+}
+
+fn credentials(
+    auth: &GitAuth,
+    username_from_url: Option<&str>,
+    allowed: CredentialType,
+) -> Result<Cred, git2::Error> {
+    match auth {
+        GitAuth::Ssh(key) if allowed.contains(CredentialType::SSH_KEY) => {
+            let user = username_from_url
+                .or(key.username.as_deref())
+                .unwrap_or("git");
+            Cred::ssh_key_from_memory(
+                user,
+                key.public_key.as_deref(),
+                &key.private_key,
+                key.passphrase.as_deref(),
+            )
+            .map_err(|_| {
+                git2::Error::from_str(
+                    "cannot use the SSH private key (is it a valid PEM or OpenSSH key, and \
+                     its passphrase right?)",
+                )
+            })
+        }
+        GitAuth::Ssh(_) if allowed.contains(CredentialType::USERNAME) => {
+            Cred::username(username_from_url.unwrap_or("git"))
+        }
+        GitAuth::Basic { username, password }
+            if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) =>
+        {
+            Cred::userpass_plaintext(username, password)
+        }
+        _ => Err(git2::Error::from_str(
+            "the server asks for credentials that were not given (--private-key-file for \
+             ssh, --username/--password for http(s))",
+        )),
+    }
+}
+
+fn headers(auth: &GitAuth) -> Vec<String> {
+    match auth {
+        GitAuth::Bearer { token } => vec![format!("Authorization: Bearer {token}")],
+        _ => Vec::new(),
+    }
+}
+
+/// The host and port of an SSH URL (`ssh://user@host:port/path`, `user@host:path`).
+fn ssh_host(url: &str) -> Option<(String, u16)> {
+    if let Some(rest) = url.strip_prefix("ssh://") {
+        let authority = rest.split('/').next()?;
+        let host_port = authority.rsplit('@').next()?;
+        return Some(match host_port.rsplit_once(':') {
+            Some((host, port)) if !host.ends_with(']') || host.starts_with('[') => {
+                (host.to_owned(), port.parse().ok()?)
+            }
+            _ => (host_port.to_owned(), 22),
+        });
+    }
+    if url.contains("://") {
+        return None;
+    }
+    let (authority, _) = url.split_once(':')?;
+    Some((authority.rsplit('@').next()?.to_owned(), 22))
+}
+
+/// A known_hosts line for `host`:`port` with `key`.
+fn known_hosts_line(host: &str, port: u16, kind: &str, key: &[u8]) -> String {
+    let key = base64::engine::general_purpose::STANDARD.encode(key);
+    if port == 22 {
+        format!("{host} {kind} {key}\n")
+    } else {
+        format!("[{host}]:{port} {kind} {key}\n")
+    }
+}
+
+/// Clones `branch` of `remote` (an empty repository or a missing branch gives an unborn
+/// branch, created by the first commit).
+pub fn clone(remote: &Remote, branch: &str) -> anyhow::Result<Checkout> {
+    let dir = tempfile::tempdir().context("creating a temporary directory")?;
+    let repo = Repository::init(dir.path()).context("creating the local repository")?;
+    let mut origin = repo
+        .remote("origin", &remote.url)
+        .context("adding the remote")?;
+    let host_key = HostKey::default();
+    let reference = format!("refs/heads/{branch}");
+    let exists = {
+        let connection = origin
+            .connect_auth(
+                Direction::Fetch,
+                Some(callbacks(&remote.auth, &host_key)),
+                None,
+            )
+            .with_context(|| format!("cannot connect to {}", remote.url))?;
+        connection
+            .list()
+            .context("listing the remote's references")?
+            .iter()
+            .any(|head| head.name() == reference)
+    };
+    if exists {
+        let custom = headers(&remote.auth);
+        let custom: Vec<&str> = custom.iter().map(String::as_str).collect();
+        let mut options = FetchOptions::new();
+        options
+            .remote_callbacks(callbacks(&remote.auth, &host_key))
+            .custom_headers(&custom);
+        origin
+            .fetch(
+                &[format!("+{reference}:refs/remotes/origin/{branch}")],
+                Some(&mut options),
+                None,
+            )
+            .with_context(|| format!("cannot fetch branch '{branch}' from {}", remote.url))?;
+        let fetched = repo
+            .find_reference(&format!("refs/remotes/origin/{branch}"))?
+            .peel_to_commit()?;
+        repo.branch(branch, &fetched, true)?;
+        repo.set_head(&reference)?;
+        repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;
+    } else {
+        repo.set_head(&reference)?;
+    }
+    let known_hosts = match (
+        host_key.lock().ok().and_then(|k| k.clone()),
+        ssh_host(&remote.url),
+    ) {
+        (Some((kind, key)), Some((host, port))) => {
+            let host = remote.ssh_hostname.clone().unwrap_or(host);
+            known_hosts_line(&host, port, &kind, &key)
+        }
+        _ => String::new(),
+    };
+    Ok(Checkout {
+        dir,
+        branch: branch.to_owned(),
+        known_hosts,
+    })
+}
+
+/// Reads a file of the work tree (`None` when absent).
+pub fn read(checkout: &Checkout, path: &str) -> anyhow::Result<Option<String>> {
+    let file = checkout.path().join(path);
+    match std::fs::read_to_string(&file) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {path} of the checkout")),
+    }
+}
+
+/// Writes `files` (repository-relative paths) and commits them on the branch when that
+/// changes the tree; returns the new commit's id, `None` when nothing changed.
+pub fn commit(
+    checkout: &Checkout,
+    files: &[(String, String)],
+    author: &Author,
+    message: &str,
+) -> anyhow::Result<Option<String>> {
+    let repo = Repository::open(checkout.path()).context("opening the checkout")?;
+    let mut index = repo.index()?;
+    for (path, content) in files {
+        let file: PathBuf = checkout.path().join(path);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating the directory of {path}"))?;
+        }
+        std::fs::write(&file, content).with_context(|| format!("writing {path}"))?;
+        index.add_path(Path::new(path))?;
+    }
+    index.write()?;
+    let tree = repo.find_tree(index.write_tree()?)?;
+    let parent = match repo.head() {
+        Ok(head) => Some(head.peel_to_commit()?),
+        Err(e) if e.code() == git2::ErrorCode::UnbornBranch => None,
+        Err(e) if e.code() == git2::ErrorCode::NotFound => None,
+        Err(e) => return Err(e).context("reading the branch's head"),
+    };
+    if parent.as_ref().is_some_and(|p| p.tree_id() == tree.id()) {
+        return Ok(None);
+    }
+    let email = if author.email.is_empty() {
+        "capstan@localhost"
+    } else {
+        author.email.as_str()
+    };
+    let signature = Signature::now(&author.name, email).context("the commit author")?;
+    let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+    let id = repo
+        .commit(
+            Some("HEAD"),
+            &signature,
+            &signature,
+            message,
+            &tree,
+            &parents,
+        )
+        .context("committing")?;
+    Ok(Some(id.to_string()))
+}
+
+/// The branch's head commit in the checkout.
+pub fn head(checkout: &Checkout) -> anyhow::Result<Option<String>> {
+    let repo = Repository::open(checkout.path()).context("opening the checkout")?;
+    match repo.head() {
+        Ok(head) => Ok(Some(head.peel_to_commit()?.id().to_string())),
+        Err(e)
+            if matches!(
+                e.code(),
+                git2::ErrorCode::UnbornBranch | git2::ErrorCode::NotFound
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e).context("reading the branch's head"),
+    }
+}
+
+/// Pushes the branch to `remote` (fast-forward only: a branch moved meanwhile is refused).
+pub fn push(checkout: &Checkout, remote: &Remote) -> anyhow::Result<()> {
+    let repo = Repository::open(checkout.path()).context("opening the checkout")?;
+    let mut origin = repo.find_remote("origin")?;
+    let host_key = HostKey::default();
+    let rejected: Arc<Mutex<Option<String>>> = Arc::default();
+    let mut callbacks = callbacks(&remote.auth, &host_key);
+    let seen = rejected.clone();
+    callbacks.push_update_reference(move |_reference, status| {
+        if let (Some(status), Ok(mut slot)) = (status, seen.lock()) {
+            *slot = Some(status.to_owned());
+        }
+        Ok(())
+    });
+    let custom = headers(&remote.auth);
+    let custom: Vec<&str> = custom.iter().map(String::as_str).collect();
+    let mut options = PushOptions::new();
+    options.remote_callbacks(callbacks).custom_headers(&custom);
+    let reference = format!("refs/heads/{0}:refs/heads/{0}", checkout.branch);
+    origin
+        .push(&[reference], Some(&mut options))
+        .with_context(|| format!("cannot push to {}", remote.url))?;
+    if let Some(status) = rejected.lock().ok().and_then(|s| s.clone()) {
+        anyhow::bail!(
+            "{} refused the push of branch '{}': {status}",
+            remote.url,
+            checkout.branch
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ssh_hosts_of_urls() {
+        assert_eq!(
+            ssh_host("ssh://git@example.test:2222/fleet.git"),
+            Some(("example.test".into(), 2222))
+        );
+        assert_eq!(
+            ssh_host("ssh://git@example.test/fleet.git"),
+            Some(("example.test".into(), 22))
+        );
+        assert_eq!(
+            ssh_host("git@example.test:org/fleet.git"),
+            Some(("example.test".into(), 22))
+        );
+        assert_eq!(ssh_host("https://example.test/fleet.git"), None);
+        assert_eq!(
+            known_hosts_line("127.0.0.1", 2222, "ssh-ed25519", b"k"),
+            "[127.0.0.1]:2222 ssh-ed25519 aw==\n"
+        );
+    }
+}
