@@ -267,3 +267,231 @@ pub fn parse_retry_after(value: &str, now: jiff::Timestamp) -> Option<Duration> 
     let delay = date.as_second() - now.as_second();
     Some(Duration::from_secs(u64::try_from(delay).unwrap_or(0)))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use axum::body::Bytes;
+    use axum::http::{HeaderMap, Method, StatusCode, Uri};
+    use axum::response::IntoResponse;
+    use serde_json::json;
+
+    use super::*;
+    use crate::{Event, ObjectReference, ProviderSecrets, ProviderSettings, Severity, build};
+
+    /// What the test server received.
+    #[derive(Clone, Debug)]
+    struct Received {
+        method: String,
+        path: String,
+        headers: HeaderMap,
+        body: Vec<u8>,
+    }
+
+    /// A real HTTP server on 127.0.0.1 that records every request and answers by path:
+    /// `/busy` 503 with `Retry-After: 7`, `/limited` 429 with an HTTP-date `Retry-After`,
+    /// `/rejected` 400 echoing the Authorization header, `/slow` after 30 s, anything else 200.
+    async fn server() -> (String, Arc<Mutex<Vec<Received>>>) {
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&received);
+        let app = axum::Router::new().fallback(
+            move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+                let log = Arc::clone(&log);
+                async move {
+                    let auth = headers
+                        .get("authorization")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned();
+                    log.lock().unwrap().push(Received {
+                        method: method.to_string(),
+                        path: uri.path().to_owned(),
+                        headers,
+                        body: body.to_vec(),
+                    });
+                    match uri.path() {
+                        "/busy" => (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "7")], "busy".to_owned()).into_response(),
+                        "/limited" => (
+                            StatusCode::TOO_MANY_REQUESTS,
+                            [("retry-after", "Wed, 21 Oct 2099 07:28:00 GMT")],
+                            String::new(),
+                        )
+                            .into_response(),
+                        "/rejected" => (StatusCode::BAD_REQUEST, format!("bad credentials {auth}")).into_response(),
+                        "/slow" => {
+                            tokio::time::sleep(Duration::from_secs(30)).await;
+                            StatusCode::OK.into_response()
+                        }
+                        _ => (StatusCode::OK, "ok").into_response(),
+                    }
+                }
+            },
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (address, received)
+    }
+
+    fn event() -> Event {
+        Event {
+            involved_object: ObjectReference {
+                kind: "HelmRelease".into(),
+                namespace: "payments".into(),
+                name: "ledger".into(),
+                uid: "11111111-2222-4333-8444-555555555555".into(),
+                api_version: "helm.toolkit.fluxcd.io/v2".into(),
+                ..ObjectReference::default()
+            },
+            severity: Severity::Info,
+            timestamp: "2026-11-25T08:00:00Z".parse().unwrap(),
+            message: "Helm upgrade succeeded for release payments/ledger.v7 with chart ledger@2.1.0".into(),
+            reason: "UpgradeSucceeded".into(),
+            metadata: BTreeMap::from([(
+                "revision".into(),
+                "2.1.0".into(),
+            ), ("originRevision".into(), format!("main@sha1:{}", "a1".repeat(20)))]),
+            reporting_controller: "helm-controller".into(),
+            reporting_instance: String::new(),
+        }
+    }
+
+    fn resolve(type_: &str, spec: serde_json::Value, secret: &[(&str, &str)]) -> ProviderSettings {
+        let mut full = json!({"type": type_, "secretRef": {"name": "creds"}});
+        for (k, v) in spec.as_object().unwrap() {
+            full[k] = v.clone();
+        }
+        let provider = serde_json::from_value(json!({
+            "apiVersion": "notification.toolkit.fluxcd.io/v1beta3",
+            "kind": "Provider",
+            "metadata": {"name": "sink", "namespace": "payments", "uid": "abcdef12-0000-4000-8000-000000000000"},
+            "spec": full,
+        }))
+        .unwrap();
+        let secrets = ProviderSecrets {
+            secret: Some(secret.iter().map(|(k, v)| ((*k).to_owned(), v.as_bytes().to_vec())).collect()),
+            ..ProviderSecrets::default()
+        };
+        ProviderSettings::resolve(&provider, &secrets).unwrap()
+    }
+
+    async fn deliver(settings: &ProviderSettings) -> Vec<Result<Delivered, SendError>> {
+        let transport = Transport::new(settings).unwrap();
+        let mut outcomes = Vec::new();
+        for request in build(settings, &event(), None).unwrap() {
+            outcomes.push(send(&request, &transport).await);
+        }
+        outcomes
+    }
+
+    #[tokio::test]
+    async fn providers_deliver_to_a_real_server() {
+        let (base, received) = server().await;
+
+        // Slack with the webhook address in the Secret.
+        let slack = resolve("slack", json!({"channel": "payments"}), &[("address", &format!("{base}/services/T0/B0/secret"))]);
+        assert_eq!(deliver(&slack).await, vec![Ok(Delivered { status: 200 })]);
+        // generic-hmac: the server can verify the signature over the exact body.
+        let hmac = resolve("generic-hmac", json!({"address": format!("{base}/hook")}), &[("token", "shared-key")]);
+        assert_eq!(deliver(&hmac).await, vec![Ok(Delivered { status: 200 })]);
+        // GitHub Enterprise commit status for the origin revision's commit.
+        let github = resolve("github", json!({"address": format!("{base}/acme/fleet")}), &[("token", "ghp_local")]);
+        assert_eq!(deliver(&github).await, vec![Ok(Delivered { status: 200 })]);
+        // Matrix PUT; Telegram with a local Bot API base.
+        let matrix = resolve("matrix", json!({"address": base.clone(), "channel": "!ops:local"}), &[("token", "syt")]);
+        assert_eq!(deliver(&matrix).await, vec![Ok(Delivered { status: 200 })]);
+        let telegram = resolve("telegram", json!({"address": base.clone(), "channel": "42"}), &[("token", "7:tg")]);
+        assert_eq!(deliver(&telegram).await, vec![Ok(Delivered { status: 200 })]);
+
+        let received = received.lock().unwrap().clone();
+        assert_eq!(received.len(), 5);
+        let slack = &received[0];
+        assert_eq!((slack.method.as_str(), slack.path.as_str()), ("POST", "/services/T0/B0/secret"));
+        let body: serde_json::Value = serde_json::from_slice(&slack.body).unwrap();
+        assert_eq!(body["channel"], "payments");
+        assert_eq!(body["attachments"][0]["author_name"], "helmrelease/ledger.payments");
+        assert_eq!(slack.headers["content-type"], "application/json");
+        assert_eq!(slack.headers[crate::IDEMPOTENCY_KEY_HEADER].len(), 32);
+
+        let hook = &received[1];
+        let signature = crate::providers::sign_for_tests(b"shared-key", &hook.body);
+        assert_eq!(hook.headers["x-signature"], format!("sha256={signature}").as_str());
+        assert_eq!(hook.headers["gotk-component"], "helm-controller");
+        assert_eq!(Event::from_json(&hook.body).unwrap(), event());
+
+        let status = &received[2];
+        assert_eq!(status.path, format!("/api/v3/repos/acme/fleet/statuses/{}", "a1".repeat(20)));
+        assert_eq!(status.headers["authorization"], "Bearer ghp_local");
+        let body: serde_json::Value = serde_json::from_slice(&status.body).unwrap();
+        assert_eq!(body, json!({"state": "success", "description": "upgrade succeeded", "context": "helmrelease/ledger/abcdef12"}));
+
+        assert_eq!(received[3].method, "PUT");
+        assert!(received[3].path.starts_with("/_matrix/client/r0/rooms/!ops:local/send/m.room.message/"));
+        assert_eq!(received[4].path, "/bot7:tg/sendMessage");
+    }
+
+    #[tokio::test]
+    async fn failures_are_classified_and_redacted() {
+        let (base, _received) = server().await;
+        let outcome = |path: &str, timeout: &str| {
+            let settings = resolve(
+                "generic",
+                json!({"address": format!("{base}{path}"), "timeout": timeout}),
+                &[("headers", "Authorization: Bearer top-secret-value\n")],
+            );
+            async move { deliver(&settings).await.remove(0) }
+        };
+
+        let busy = outcome("/busy", "5s").await.unwrap_err();
+        assert!(busy.is_retryable(), "{busy}");
+        assert_eq!(busy.retry_after(), Some(Duration::from_secs(7)));
+        assert!(busy.to_string().contains("status code 503"), "{busy}");
+
+        let limited = outcome("/limited", "5s").await.unwrap_err();
+        assert!(limited.is_retryable());
+        assert!(limited.retry_after().unwrap() > Duration::from_secs(365 * 24 * 3600));
+
+        let rejected = outcome("/rejected", "5s").await.unwrap_err();
+        assert!(!rejected.is_retryable(), "{rejected}");
+        assert!(rejected.to_string().contains("status code 400"), "{rejected}");
+        assert!(!rejected.to_string().contains("top-secret-value"), "{rejected}");
+
+        let slow = outcome("/slow", "1s").await.unwrap_err();
+        assert!(slow.is_retryable(), "{slow}");
+        assert!(slow.to_string().contains("timed out"), "{slow}");
+
+        // Nothing listens on a port just released: a connection error, retryable.
+        let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let settings = resolve("generic", json!({"address": format!("http://127.0.0.1:{port}/x")}), &[]);
+        let refused = deliver(&settings).await.remove(0).unwrap_err();
+        assert!(refused.is_retryable(), "{refused}");
+        assert!(refused.to_string().contains("could not connect"), "{refused}");
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        let now: jiff::Timestamp = "2026-11-25T08:00:00Z".parse().unwrap();
+        assert_eq!(parse_retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(parse_retry_after(" 0 ", now), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after("Wed, 25 Nov 2026 08:01:30 GMT", now),
+            Some(Duration::from_secs(90))
+        );
+        assert_eq!(parse_retry_after("Wed, 25 Nov 2026 07:00:00 GMT", now), Some(Duration::ZERO));
+        assert_eq!(parse_retry_after("soon", now), None);
+    }
+
+    #[test]
+    fn slack_web_api_answers() {
+        assert_eq!(check_slack(br#"{"ok":true}"#, "POST x", 200), Ok(Delivered { status: 200 }));
+        let err = check_slack(br#"{"ok":false,"error":"channel_not_found"}"#, "POST x", 200).unwrap_err();
+        assert!(!err.is_retryable());
+        assert!(err.to_string().contains("channel_not_found"));
+        assert!(check_slack(br#"{"ok":false,"error":"ratelimited"}"#, "POST x", 200).unwrap_err().is_retryable());
+    }
+}
