@@ -69,8 +69,9 @@ pub struct BootstrapFlags {
     /// OpenPGP commit signing (Flux's flag): not supported, refused.
     #[arg(long, hide = true)]
     pub gpg_key_id: Option<String>,
-    /// The version (image tag) written to the components manifests (default: this binary's).
-    #[arg(long = "version", hide = true)]
+    /// The version (image tag) written to the components manifests (default: this binary's;
+    /// Flux's `--version`, which `capstan --version` takes here).
+    #[arg(long, hide = true)]
     pub components_version: Option<String>,
     /// The namespace Capstan is installed in.
     #[arg(short = 'n', long, default_value = "flux-system")]
