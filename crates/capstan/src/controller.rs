@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use capstan_controllers::leader::LeaderElectionConfig;
+use capstan_controllers::receiver::server::{ReceiverOptions, ReceiverServer};
 use capstan_controllers::runtime::controllers::Led;
 use capstan_controllers::runtime::{Controllers, RuntimeConfig};
 use capstan_source::storage::Storage;
@@ -121,6 +122,9 @@ pub struct ServeArgs {
     /// Host:port written into artifact URLs (defaults to the listen address).
     #[arg(long)]
     pub storage_adv_addr: Option<String>,
+    /// Address the Receivers' webhook server listens on (`POST /hook/<digest>`; Flux's port).
+    #[arg(long, default_value = "0.0.0.0:9292")]
+    pub receiver_addr: SocketAddr,
     /// Reconciles of one kind running at once (Flux's `--concurrent`; 0: no limit).
     #[arg(long, default_value_t = 4)]
     pub concurrent: u16,
@@ -161,6 +165,8 @@ impl ServeArgs {
 pub struct Running {
     /// Where artifacts are served (`http://…`).
     pub artifacts_url: String,
+    /// Where the Receivers' webhooks are served (`http://<receiver-addr>`).
+    pub receiver_url: String,
     shutdown: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -213,6 +219,12 @@ pub async fn start(
     if let Some(namespace) = &config.watch_namespace {
         tracing::info!(%namespace, "watching one namespace (--watch-all-namespaces=false)");
     }
+    let receivers = tokio::net::TcpListener::bind(args.receiver_addr)
+        .await
+        .with_context(|| format!("cannot listen on {} (--receiver-addr)", args.receiver_addr))?;
+    let receiver_address = receivers.local_addr()?;
+    let receiver_server =
+        ReceiverServer::new(client.clone(), ReceiverOptions::from_runtime(&config));
     let controllers = capstan_controllers::controllers(client, &storage, config);
     let app = controllers.router();
     let shutdown = CancellationToken::new();
@@ -224,6 +236,13 @@ pub async fn start(
             tracing::error!(error = %e, "artifact server stopped");
         }
     });
+    // Every replica serves webhooks (they only annotate objects), as Flux's receiver server.
+    let stop = shutdown.clone();
+    let receiver_server = tokio::spawn(async move {
+        if let Err(e) = receiver_server.serve(receivers, stop).await {
+            tracing::error!(error = %e, "receiver server stopped");
+        }
+    });
     if election.is_some() {
         // A standby replica is healthy and ready: it serves and waits for the Lease. Without
         // this, a rolling update could never make its new pod Ready while the old one leads.
@@ -231,10 +250,12 @@ pub async fn start(
     }
     let controllers = tokio::spawn(lead_and_run(controllers, shutdown.clone(), election));
     tracing::info!(%address, advertised, "artifact server and controllers started");
+    tracing::info!(address = %receiver_address, "receiver server started");
     Ok(Running {
         artifacts_url: format!("http://{advertised}"),
+        receiver_url: format!("http://{receiver_address}"),
         shutdown,
-        tasks: vec![server, controllers],
+        tasks: vec![server, receiver_server, controllers],
     })
 }
 
@@ -290,6 +311,10 @@ pub async fn run(args: ControllerArgs) -> anyhow::Result<ExitCode> {
     eprintln!(
         "capstan controller: artifacts served at {}",
         running.artifacts_url
+    );
+    eprintln!(
+        "capstan controller: receiver webhooks served at {}",
+        running.receiver_url
     );
     shutdown_signal().await?;
     eprintln!("capstan controller: stopping");

@@ -41,6 +41,9 @@ pub struct DevArgs {
     /// Address of the artifact, metrics and health server (port 0 picks a free one).
     #[arg(long, default_value = "127.0.0.1:0", conflicts_with = "no_controllers")]
     pub storage_addr: SocketAddr,
+    /// Address of the Receivers' webhook server (port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:0", conflicts_with = "no_controllers")]
+    pub receiver_addr: SocketAddr,
     /// Run only the control plane, without Capstan's controllers (and without the example).
     #[arg(long, conflicts_with_all = LOCKDOWN)]
     pub no_controllers: bool,
@@ -103,6 +106,7 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         let serve = crate::controller::ServeArgs {
             storage_path: args.storage_path.clone(),
             storage_addr: args.storage_addr,
+            receiver_addr: args.receiver_addr,
             storage_adv_addr: None,
             concurrent: args.concurrent,
             lockdown: args.lockdown.clone(),
@@ -127,6 +131,10 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "capstan dev: artifacts, /metrics and /healthz at {}",
             c.artifacts_url
+        );
+        eprintln!(
+            "capstan dev: Receiver webhooks at {}/hook/<digest> (a Receiver's status.webhookPath)",
+            c.receiver_url
         );
     }
     let mut progress = None;

@@ -13,6 +13,8 @@
 //! - [`helm_storage`]: Helm's Secret storage driver (`sh.helm.release.v1.<name>.v<N>`).
 //! - [`helm_release`]: the HelmRelease reconciler (`helm.toolkit.fluxcd.io/v2`).
 //! - [`kustomization`]: the Kustomization reconciler (`kustomize.toolkit.fluxcd.io/v1`).
+//! - [`receiver`]: the Receiver reconciler and its webhook server
+//!   (`notification.toolkit.fluxcd.io/v1`).
 //! - [`leader`]: leader election with a Lease, so one replica of the operator reconciles.
 //!
 //! # Example
@@ -44,6 +46,7 @@ pub mod helm_storage;
 pub mod kustomization;
 pub mod leader;
 pub mod oci_repository;
+pub mod receiver;
 pub mod runtime;
 mod sources;
 pub mod tenancy;
@@ -78,5 +81,6 @@ pub fn controllers(
                 .with_remote_bases(remote_bases)
                 .with_tenancy(tenancy),
         )
+        .register(receiver::ReceiverReconciler::new())
         .route(storage.router())
 }

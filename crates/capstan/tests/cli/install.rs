@@ -77,6 +77,7 @@ impl ControlPlane {
     fn controller(&self, kubeconfig: &Path) -> (tokio::process::Child, Arc<Mutex<String>>) {
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
             .args(["controller", "--storage-addr", "127.0.0.1:0"])
+            .args(["--receiver-addr", "127.0.0.1:0"])
             .arg("--storage-path")
             .arg(self.dir.path().join("artifacts"))
             .arg("--kubeconfig")

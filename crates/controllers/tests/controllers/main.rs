@@ -26,6 +26,7 @@ mod kustomization_remote;
 mod kustomize_support;
 mod leader;
 mod oci_repository;
+mod receiver;
 use capstan_testkit::sops;
 mod support;
 mod tenancy;
