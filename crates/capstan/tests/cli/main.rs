@@ -7,6 +7,7 @@ mod chart;
 mod cli;
 mod commands;
 mod flux_habits;
+mod flux_migration;
 mod habits;
 mod helm_cli;
 mod helm_commands;
