@@ -63,7 +63,12 @@ impl StatusExpr {
 
     /// Evaluates the expression for one event; `alert` is the Alert object as JSON (`{}` when
     /// the caller has none).
-    pub fn evaluate(&self, event: &Event, alert: &Value, provider: &Value) -> Result<String, String> {
+    pub fn evaluate(
+        &self,
+        event: &Event,
+        alert: &Value,
+        provider: &Value,
+    ) -> Result<String, String> {
         let mut context = cel::Context::with_env(Arc::clone(&self.env));
         let event = serde_json::to_value(event).unwrap_or_default();
         context.add_variable_from_value("event", to_cel(&event));

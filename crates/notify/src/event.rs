@@ -242,14 +242,20 @@ mod tests {
         assert!(event.metadata.is_empty());
         assert_eq!(event.involved_object.group(), "source.toolkit.fluxcd.io");
         assert_eq!(event.reporting_instance, "source-controller-7f9c");
-        assert!(!String::from_utf8(event.to_go_json()).unwrap().contains("metadata"));
+        assert!(
+            !String::from_utf8(event.to_go_json())
+                .unwrap()
+                .contains("metadata")
+        );
     }
 
     #[test]
     fn revision_precedence_and_commit_extraction() {
         let mut e = event();
-        e.metadata
-            .insert("originRevision".into(), "v1@sha1:".to_owned() + &"b".repeat(40));
+        e.metadata.insert(
+            "originRevision".into(),
+            "v1@sha1:".to_owned() + &"b".repeat(40),
+        );
         assert_eq!(commit_of(e.revision().unwrap()), Some(&*"b".repeat(40)));
         e.metadata.insert("commit".into(), "c".repeat(40));
         assert_eq!(commit_of(e.revision().unwrap()), Some(&*"c".repeat(40)));

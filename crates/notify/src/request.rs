@@ -127,6 +127,7 @@ impl fmt::Debug for Request {
         f.debug_struct("Request")
             .field("method", &self.method.as_str())
             .field("url", &self.shown_url())
+            .field("url_is_secret", &self.url_is_secret)
             .field("headers", &self.headers)
             .field("body", &String::from_utf8_lossy(&self.body))
             .finish()

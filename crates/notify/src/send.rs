@@ -46,14 +46,23 @@ impl Transport {
             // reqwest drops Authorization and cookies when a redirect changes host.
             .redirect(reqwest::redirect::Policy::limited(5));
         if let Some(pem) = &settings.tls.ca_pem {
-            let certificates = reqwest::Certificate::from_pem_bundle(pem)
-                .map_err(|e| error("certSecretRef key 'ca.crt'", format!("is not a PEM certificate bundle: {}", e.without_url())))?;
+            let certificates = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| {
+                error(
+                    "certSecretRef key 'ca.crt'",
+                    format!("is not a PEM certificate bundle: {}", e.without_url()),
+                )
+            })?;
             if certificates.is_empty() {
-                return Err(error("certSecretRef key 'ca.crt'", "holds no PEM certificate".into()));
+                return Err(error(
+                    "certSecretRef key 'ca.crt'",
+                    "holds no PEM certificate".into(),
+                ));
             }
             builder = builder.tls_certs_merge(certificates);
         }
-        if let (Some(cert), Some(key)) = (&settings.tls.client_cert_pem, &settings.tls.client_key_pem) {
+        if let (Some(cert), Some(key)) =
+            (&settings.tls.client_cert_pem, &settings.tls.client_key_pem)
+        {
             let mut pem = key.clone();
             pem.push(b'\n');
             pem.extend_from_slice(cert);
@@ -70,9 +79,12 @@ impl Transport {
                 .map_err(|_| error("proxy", "is not a usable proxy URL".into()))?;
             builder = builder.proxy(proxy);
         }
-        let client = builder
-            .build()
-            .map_err(|e| error("spec", format!("cannot build the HTTP client: {}", e.without_url())))?;
+        let client = builder.build().map_err(|e| {
+            error(
+                "spec",
+                format!("cannot build the HTTP client: {}", e.without_url()),
+            )
+        })?;
         Ok(Self {
             client,
             timeout: settings.timeout,
@@ -147,13 +159,19 @@ pub async fn send(request: &Request, transport: &Transport) -> Result<Delivered,
                 "could not connect"
             } else if e.is_builder() {
                 return Err(SendError::Permanent {
-                    reason: format!("{shown}: invalid request: {}", redact(request, &e.without_url().to_string())),
+                    reason: format!(
+                        "{shown}: invalid request: {}",
+                        redact(request, &e.without_url().to_string())
+                    ),
                 });
             } else {
                 "failed"
             };
             return Err(SendError::Retryable {
-                reason: format!("{shown}: {kind}: {}", redact(request, &e.without_url().to_string())),
+                reason: format!(
+                    "{shown}: {kind}: {}",
+                    redact(request, &e.without_url().to_string())
+                ),
                 retry_after: None,
             });
         }
@@ -197,7 +215,10 @@ pub async fn send(request: &Request, transport: &Transport) -> Result<Delivered,
         }
         return Ok(Delivered { status });
     }
-    let reason = format!("{shown}: request failed with status code {status}: {}", quoted());
+    let reason = format!(
+        "{shown}: request failed with status code {status}: {}",
+        quoted()
+    );
     if status == 408 || status == 429 || status >= 500 {
         Err(SendError::Retryable {
             reason,
@@ -313,14 +334,20 @@ mod tests {
                         body: body.to_vec(),
                     });
                     match uri.path() {
-                        "/busy" => (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "7")], "busy".to_owned()).into_response(),
+                        "/busy" => (
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            [("retry-after", "7")],
+                            "busy".to_owned(),
+                        )
+                            .into_response(),
                         "/limited" => (
                             StatusCode::TOO_MANY_REQUESTS,
                             [("retry-after", "Wed, 21 Oct 2099 07:28:00 GMT")],
                             String::new(),
                         )
                             .into_response(),
-                        "/rejected" => (StatusCode::BAD_REQUEST, format!("bad credentials {auth}")).into_response(),
+                        "/rejected" => (StatusCode::BAD_REQUEST, format!("bad credentials {auth}"))
+                            .into_response(),
                         "/slow" => {
                             tokio::time::sleep(Duration::from_secs(30)).await;
                             StatusCode::OK.into_response()
@@ -348,17 +375,23 @@ mod tests {
             },
             severity: Severity::Info,
             timestamp: "2026-11-25T08:00:00Z".parse().unwrap(),
-            message: "Helm upgrade succeeded for release payments/ledger.v7 with chart ledger@2.1.0".into(),
+            message:
+                "Helm upgrade succeeded for release payments/ledger.v7 with chart ledger@2.1.0"
+                    .into(),
             reason: "UpgradeSucceeded".into(),
-            metadata: BTreeMap::from([(
-                "revision".into(),
-                "2.1.0".into(),
-            ), ("originRevision".into(), format!("main@sha1:{}", "a1".repeat(20)))]),
+            metadata: BTreeMap::from([
+                ("revision".into(), "2.1.0".into()),
+                (
+                    "originRevision".into(),
+                    format!("main@sha1:{}", "a1".repeat(20)),
+                ),
+            ]),
             reporting_controller: "helm-controller".into(),
             reporting_instance: String::new(),
         }
     }
 
+    #[allow(clippy::needless_pass_by_value)]
     fn resolve(type_: &str, spec: serde_json::Value, secret: &[(&str, &str)]) -> ProviderSettings {
         let mut full = json!({"type": type_, "secretRef": {"name": "creds"}});
         for (k, v) in spec.as_object().unwrap() {
@@ -372,7 +405,12 @@ mod tests {
         }))
         .unwrap();
         let secrets = ProviderSecrets {
-            secret: Some(secret.iter().map(|(k, v)| ((*k).to_owned(), v.as_bytes().to_vec())).collect()),
+            secret: Some(
+                secret
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), v.as_bytes().to_vec()))
+                    .collect(),
+            ),
             ..ProviderSecrets::default()
         };
         ProviderSettings::resolve(&provider, &secrets).unwrap()
@@ -392,44 +430,86 @@ mod tests {
         let (base, received) = server().await;
 
         // Slack with the webhook address in the Secret.
-        let slack = resolve("slack", json!({"channel": "payments"}), &[("address", &format!("{base}/services/T0/B0/secret"))]);
+        let slack = resolve(
+            "slack",
+            json!({"channel": "payments"}),
+            &[("address", &format!("{base}/services/T0/B0/secret"))],
+        );
         assert_eq!(deliver(&slack).await, vec![Ok(Delivered { status: 200 })]);
         // generic-hmac: the server can verify the signature over the exact body.
-        let hmac = resolve("generic-hmac", json!({"address": format!("{base}/hook")}), &[("token", "shared-key")]);
+        let hmac = resolve(
+            "generic-hmac",
+            json!({"address": format!("{base}/hook")}),
+            &[("token", "shared-key")],
+        );
         assert_eq!(deliver(&hmac).await, vec![Ok(Delivered { status: 200 })]);
         // GitHub Enterprise commit status for the origin revision's commit.
-        let github = resolve("github", json!({"address": format!("{base}/acme/fleet")}), &[("token", "ghp_local")]);
+        let github = resolve(
+            "github",
+            json!({"address": format!("{base}/acme/fleet")}),
+            &[("token", "ghp_local")],
+        );
         assert_eq!(deliver(&github).await, vec![Ok(Delivered { status: 200 })]);
         // Matrix PUT; Telegram with a local Bot API base.
-        let matrix = resolve("matrix", json!({"address": base.clone(), "channel": "!ops:local"}), &[("token", "syt")]);
+        let matrix = resolve(
+            "matrix",
+            json!({"address": base.clone(), "channel": "!ops:local"}),
+            &[("token", "syt")],
+        );
         assert_eq!(deliver(&matrix).await, vec![Ok(Delivered { status: 200 })]);
-        let telegram = resolve("telegram", json!({"address": base.clone(), "channel": "42"}), &[("token", "7:tg")]);
-        assert_eq!(deliver(&telegram).await, vec![Ok(Delivered { status: 200 })]);
+        let telegram = resolve(
+            "telegram",
+            json!({"address": base.clone(), "channel": "42"}),
+            &[("token", "7:tg")],
+        );
+        assert_eq!(
+            deliver(&telegram).await,
+            vec![Ok(Delivered { status: 200 })]
+        );
 
         let received = received.lock().unwrap().clone();
         assert_eq!(received.len(), 5);
         let slack = &received[0];
-        assert_eq!((slack.method.as_str(), slack.path.as_str()), ("POST", "/services/T0/B0/secret"));
+        assert_eq!(
+            (slack.method.as_str(), slack.path.as_str()),
+            ("POST", "/services/T0/B0/secret")
+        );
         let body: serde_json::Value = serde_json::from_slice(&slack.body).unwrap();
         assert_eq!(body["channel"], "payments");
-        assert_eq!(body["attachments"][0]["author_name"], "helmrelease/ledger.payments");
+        assert_eq!(
+            body["attachments"][0]["author_name"],
+            "helmrelease/ledger.payments"
+        );
         assert_eq!(slack.headers["content-type"], "application/json");
         assert_eq!(slack.headers[crate::IDEMPOTENCY_KEY_HEADER].len(), 32);
 
         let hook = &received[1];
         let signature = crate::providers::sign_for_tests(b"shared-key", &hook.body);
-        assert_eq!(hook.headers["x-signature"], format!("sha256={signature}").as_str());
+        assert_eq!(
+            hook.headers["x-signature"],
+            format!("sha256={signature}").as_str()
+        );
         assert_eq!(hook.headers["gotk-component"], "helm-controller");
         assert_eq!(Event::from_json(&hook.body).unwrap(), event());
 
         let status = &received[2];
-        assert_eq!(status.path, format!("/api/v3/repos/acme/fleet/statuses/{}", "a1".repeat(20)));
+        assert_eq!(
+            status.path,
+            format!("/api/v3/repos/acme/fleet/statuses/{}", "a1".repeat(20))
+        );
         assert_eq!(status.headers["authorization"], "Bearer ghp_local");
         let body: serde_json::Value = serde_json::from_slice(&status.body).unwrap();
-        assert_eq!(body, json!({"state": "success", "description": "upgrade succeeded", "context": "helmrelease/ledger/abcdef12"}));
+        assert_eq!(
+            body,
+            json!({"state": "success", "description": "upgrade succeeded", "context": "helmrelease/ledger/abcdef12"})
+        );
 
         assert_eq!(received[3].method, "PUT");
-        assert!(received[3].path.starts_with("/_matrix/client/r0/rooms/!ops:local/send/m.room.message/"));
+        assert!(
+            received[3]
+                .path
+                .starts_with("/_matrix/client/r0/rooms/!ops:local/send/m.room.message/")
+        );
         assert_eq!(received[4].path, "/bot7:tg/sendMessage");
     }
 
@@ -456,8 +536,14 @@ mod tests {
 
         let rejected = outcome("/rejected", "5s").await.unwrap_err();
         assert!(!rejected.is_retryable(), "{rejected}");
-        assert!(rejected.to_string().contains("status code 400"), "{rejected}");
-        assert!(!rejected.to_string().contains("top-secret-value"), "{rejected}");
+        assert!(
+            rejected.to_string().contains("status code 400"),
+            "{rejected}"
+        );
+        assert!(
+            !rejected.to_string().contains("top-secret-value"),
+            "{rejected}"
+        );
 
         let slow = outcome("/slow", "1s").await.unwrap_err();
         assert!(slow.is_retryable(), "{slow}");
@@ -467,31 +553,56 @@ mod tests {
         let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = closed.local_addr().unwrap().port();
         drop(closed);
-        let settings = resolve("generic", json!({"address": format!("http://127.0.0.1:{port}/x")}), &[]);
+        let settings = resolve(
+            "generic",
+            json!({"address": format!("http://127.0.0.1:{port}/x")}),
+            &[],
+        );
         let refused = deliver(&settings).await.remove(0).unwrap_err();
         assert!(refused.is_retryable(), "{refused}");
-        assert!(refused.to_string().contains("could not connect"), "{refused}");
+        assert!(
+            refused.to_string().contains("could not connect"),
+            "{refused}"
+        );
     }
 
     #[test]
     fn retry_after_forms() {
         let now: jiff::Timestamp = "2026-11-25T08:00:00Z".parse().unwrap();
-        assert_eq!(parse_retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(
+            parse_retry_after("120", now),
+            Some(Duration::from_secs(120))
+        );
         assert_eq!(parse_retry_after(" 0 ", now), Some(Duration::ZERO));
         assert_eq!(
             parse_retry_after("Wed, 25 Nov 2026 08:01:30 GMT", now),
             Some(Duration::from_secs(90))
         );
-        assert_eq!(parse_retry_after("Wed, 25 Nov 2026 07:00:00 GMT", now), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after("Wed, 25 Nov 2026 07:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
         assert_eq!(parse_retry_after("soon", now), None);
     }
 
     #[test]
     fn slack_web_api_answers() {
-        assert_eq!(check_slack(br#"{"ok":true}"#, "POST x", 200), Ok(Delivered { status: 200 }));
-        let err = check_slack(br#"{"ok":false,"error":"channel_not_found"}"#, "POST x", 200).unwrap_err();
+        assert_eq!(
+            check_slack(br#"{"ok":true}"#, "POST x", 200),
+            Ok(Delivered { status: 200 })
+        );
+        let err = check_slack(
+            br#"{"ok":false,"error":"channel_not_found"}"#,
+            "POST x",
+            200,
+        )
+        .unwrap_err();
         assert!(!err.is_retryable());
         assert!(err.to_string().contains("channel_not_found"));
-        assert!(check_slack(br#"{"ok":false,"error":"ratelimited"}"#, "POST x", 200).unwrap_err().is_retryable());
+        assert!(
+            check_slack(br#"{"ok":false,"error":"ratelimited"}"#, "POST x", 200)
+                .unwrap_err()
+                .is_retryable()
+        );
     }
 }

@@ -30,8 +30,7 @@ pub struct ProviderSecrets {
 impl fmt::Debug for ProviderSecrets {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let keys = |data: &Option<SecretData>| {
-            data.as_ref()
-                .map(|d| d.keys().cloned().collect::<Vec<_>>())
+            data.as_ref().map(|d| d.keys().cloned().collect::<Vec<_>>())
         };
         f.debug_struct("ProviderSecrets")
             .field("secret_keys", &keys(&self.secret))
@@ -70,7 +69,13 @@ impl fmt::Debug for TlsSettings {
         f.debug_struct("TlsSettings")
             .field("ca", &self.ca_pem.is_some())
             .field("client_cert", &self.client_cert_pem.is_some())
-            .field("client_key", &self.client_key_pem.as_ref().map(|_| crate::secret::REDACTED))
+            .field(
+                "client_key",
+                &self
+                    .client_key_pem
+                    .as_ref()
+                    .map(|_| crate::secret::REDACTED),
+            )
             .finish()
     }
 }
@@ -207,10 +212,9 @@ impl ProviderSettings {
     /// Checks what Flux's notifier constructors check (an address that is a URL, a token where
     /// one is required, a repository address a commit-status provider understands, …) and, beyond
     /// Flux, rejects half-given basic auth and unsupported types instead of ignoring them.
-    pub fn resolve(
-        provider: &Provider,
-        secrets: &ProviderSecrets,
-    ) -> Result<Self, SettingsError> {
+    // The fields in the order Flux reads them; splitting would scatter that order.
+    #[allow(clippy::too_many_lines)]
+    pub fn resolve(provider: &Provider, secrets: &ProviderSecrets) -> Result<Self, SettingsError> {
         let namespace = provider.metadata.namespace.clone().unwrap_or_default();
         let name = provider.metadata.name.clone().unwrap_or_default();
         let resolver = Resolver {
@@ -277,16 +281,10 @@ impl ProviderSettings {
                 password = Some(Secret::new(pass));
             }
             (Some(_), None) => {
-                return Err(resolver.error(
-                    "secretRef",
-                    "has key 'username' without 'password'",
-                ));
+                return Err(resolver.error("secretRef", "has key 'username' without 'password'"));
             }
             (None, Some(_)) => {
-                return Err(resolver.error(
-                    "secretRef",
-                    "has key 'password' without 'username'",
-                ));
+                return Err(resolver.error("secretRef", "has key 'password' without 'username'"));
             }
             (None, None) => {}
         }
@@ -332,10 +330,7 @@ impl ProviderSettings {
             match reqwest::Url::parse(p.expose()) {
                 Ok(url) if ["http", "https", "socks5"].contains(&url.scheme()) => {}
                 _ => {
-                    return Err(resolver.error(
-                        "proxy",
-                        "is not an http, https or socks5 URL",
-                    ));
+                    return Err(resolver.error("proxy", "is not an http, https or socks5 URL"));
                 }
             }
         }
@@ -384,7 +379,8 @@ impl ProviderSettings {
             commit_status_expr,
             provider_object: serde_json::to_value(provider).unwrap_or_default(),
         };
-        crate::providers::validate(&settings).map_err(|(field, reason)| resolver.error(field, reason))?;
+        crate::providers::validate(&settings)
+            .map_err(|(field, reason)| resolver.error(field, reason))?;
         Ok(settings)
     }
 
@@ -396,12 +392,17 @@ impl ProviderSettings {
 }
 
 fn has_tls(data: &SecretData) -> bool {
-    ["ca.crt", "tls.crt", "tls.key", "caFile", "certFile", "keyFile"]
-        .iter()
-        .any(|k| data.contains_key(*k))
+    [
+        "ca.crt", "tls.crt", "tls.key", "caFile", "certFile", "keyFile",
+    ]
+    .iter()
+    .any(|k| data.contains_key(*k))
 }
 
-fn tls_from_secret(resolver: &Resolver<'_>, data: &SecretData) -> Result<TlsSettings, SettingsError> {
+fn tls_from_secret(
+    resolver: &Resolver<'_>,
+    data: &SecretData,
+) -> Result<TlsSettings, SettingsError> {
     let pick = |key: &str, legacy: &str| data.get(key).or_else(|| data.get(legacy)).cloned();
     let tls = TlsSettings {
         ca_pem: pick("ca.crt", "caFile"),
@@ -417,7 +418,8 @@ fn tls_from_secret(resolver: &Resolver<'_>, data: &SecretData) -> Result<TlsSett
 
 fn proxy_from_secret(resolver: &Resolver<'_>, data: &SecretData) -> Result<Secret, SettingsError> {
     let field = "proxySecretRef";
-    let address = text(data, "address").ok_or_else(|| resolver.error(field, "key 'address' not found"))?;
+    let address =
+        text(data, "address").ok_or_else(|| resolver.error(field, "key 'address' not found"))?;
     if address.is_empty() {
         return Err(resolver.error(field, "proxy address is empty"));
     }
@@ -426,7 +428,10 @@ fn proxy_from_secret(resolver: &Resolver<'_>, data: &SecretData) -> Result<Secre
     if !["http", "https", "socks5"].contains(&url.scheme()) {
         return Err(resolver.error(
             field,
-            format!("proxy URL must use one of the supported schemes (http, https, socks5), got '{}'", url.scheme()),
+            format!(
+                "proxy URL must use one of the supported schemes (http, https, socks5), got '{}'",
+                url.scheme()
+            ),
         ));
     }
     if let Some(user) = text(data, "username") {

@@ -1,6 +1,9 @@
 //! Chat providers: Slack, Discord, Rocket.Chat, Microsoft Teams, Google Chat, Webex, Telegram,
 //! Lark, Matrix.
 
+// Every builder has the signature `build` dispatches on, whether or not it can fail.
+#![allow(clippy::unnecessary_wraps)]
+
 use serde::Serialize;
 use serde_json::json;
 use sha1::Digest;
@@ -137,7 +140,11 @@ pub(crate) fn rocket(ctx: &Ctx<'_>) -> Result<Vec<Request>, String> {
             fields: slack_fields(ctx),
         }],
     };
-    Ok(vec![webhook(ctx, ctx.address().to_owned(), gojson::to_vec(&payload))])
+    Ok(vec![webhook(
+        ctx,
+        ctx.address().to_owned(),
+        gojson::to_vec(&payload),
+    )])
 }
 
 /// teams.go: a legacy MessageCard when the webhook host ends with `.webhook.office.com` (the
@@ -215,7 +222,11 @@ pub(crate) fn msteams(ctx: &Ctx<'_>) -> Result<Vec<Request>, String> {
             }],
         })
     };
-    Ok(vec![webhook(ctx, ctx.address().to_owned(), gojson::to_vec(&payload))])
+    Ok(vec![webhook(
+        ctx,
+        ctx.address().to_owned(),
+        gojson::to_vec(&payload),
+    )])
 }
 
 /// google_chat.go: a card with the object as title, the controller as subtitle, the message
@@ -254,7 +265,11 @@ pub(crate) fn googlechat(ctx: &Ctx<'_>) -> Result<Vec<Request>, String> {
         },
         "sections": sections,
     }]});
-    Ok(vec![webhook(ctx, ctx.address().to_owned(), gojson::to_vec(&payload))])
+    Ok(vec![webhook(
+        ctx,
+        ctx.address().to_owned(),
+        gojson::to_vec(&payload),
+    )])
 }
 
 /// webex.go: Markdown (`✅`/`💣`, bold object line, message, `>**key**: value` lines) to the
@@ -381,7 +396,11 @@ pub(crate) fn lark(ctx: &Ctx<'_>) -> Result<Vec<Request>, String> {
             "elements": [{"tag": "div", "text": {"tag": "lark_md", "content": message}}],
         },
     });
-    Ok(vec![webhook(ctx, ctx.address().to_owned(), gojson::to_vec(&payload))])
+    Ok(vec![webhook(
+        ctx,
+        ctx.address().to_owned(),
+        gojson::to_vec(&payload),
+    )])
 }
 
 /// matrix.go: `PUT <homeserver>/_matrix/client/r0/rooms/<room>/send/m.room.message/<txn>`, the

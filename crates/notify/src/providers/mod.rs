@@ -124,10 +124,7 @@ pub(crate) struct Ctx<'a> {
 impl Ctx<'_> {
     /// The address (validated when the settings were resolved).
     fn address(&self) -> &str {
-        self.settings
-            .address
-            .as_ref()
-            .map_or("", |a| a.expose())
+        self.settings.address.as_ref().map_or("", |a| a.expose())
     }
 
     fn is_error(&self) -> bool {
@@ -137,7 +134,7 @@ impl Ctx<'_> {
 
 /// Checks a provider's settings when they are resolved: `(field, reason)` of the first problem.
 pub(crate) fn validate(settings: &ProviderSettings) -> Result<(), (&'static str, String)> {
-    let address = settings.address.as_ref().map(|a| a.expose());
+    let address = settings.address.as_ref().map(crate::secret::Secret::expose);
     let need_token = |what: &str| -> Result<(), (&'static str, String)> {
         if settings.token.is_none() {
             return Err(("secretRef", format!("a 'token' key is required ({what})")));

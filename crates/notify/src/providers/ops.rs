@@ -1,6 +1,9 @@
 //! Webhook and operations providers: generic, generic-hmac, Opsgenie, PagerDuty,
 //! Alertmanager, Grafana, Datadog, Sentry.
 
+// Every builder has the signature `build` dispatches on, whether or not it can fail.
+#![allow(clippy::unnecessary_wraps)]
+
 use std::collections::BTreeMap;
 
 use base64::Engine;
@@ -89,7 +92,11 @@ pub(crate) fn pagerduty(ctx: &Ctx<'_>) -> Result<Vec<Request>, String> {
     }
     let url = http_url(ctx.address())?;
     let endpoint = match url.port() {
-        Some(port) => format!("{}://{}:{port}", url.scheme(), url.host_str().unwrap_or_default()),
+        Some(port) => format!(
+            "{}://{}:{port}",
+            url.scheme(),
+            url.host_str().unwrap_or_default()
+        ),
         None => format!("{}://{}", url.scheme(), url.host_str().unwrap_or_default()),
     };
     let routing_key = ctx.settings.channel.as_deref().unwrap_or_default();
@@ -278,7 +285,11 @@ pub(crate) fn datadog(ctx: &Ctx<'_>) -> Result<Vec<Request>, String> {
     let o = &event.involved_object;
     let url = http_url(ctx.address())?;
     let endpoint = match url.port() {
-        Some(port) => format!("{}://{}:{port}", url.scheme(), url.host_str().unwrap_or_default()),
+        Some(port) => format!(
+            "{}://{}:{port}",
+            url.scheme(),
+            url.host_str().unwrap_or_default()
+        ),
         None => format!("{}://{}", url.scheme(), url.host_str().unwrap_or_default()),
     };
     let mut tags = vec![
@@ -377,7 +388,10 @@ pub(crate) fn sentry(ctx: &Ctx<'_>) -> Result<Vec<Request>, String> {
     } else {
         let mut tags = BTreeMap::from([
             ("flux_involved_object_kind".to_owned(), o.kind.clone()),
-            ("flux_involved_object_namespace".to_owned(), o.namespace.clone()),
+            (
+                "flux_involved_object_namespace".to_owned(),
+                o.namespace.clone(),
+            ),
             ("flux_involved_object_name".to_owned(), o.name.clone()),
             (
                 "flux_reporting_controller".to_owned(),
@@ -403,7 +417,9 @@ pub(crate) fn sentry(ctx: &Ctx<'_>) -> Result<Vec<Request>, String> {
     let item = gojson::to_vec(&item);
     let mut body = gojson::to_vec(&json!({"event_id": event_id, "sent_at": timestamp}));
     body.push(b'\n');
-    body.extend(gojson::to_vec(&json!({"type": item_type, "length": item.len()})));
+    body.extend(gojson::to_vec(
+        &json!({"type": item_type, "length": item.len()}),
+    ));
     body.push(b'\n');
     body.extend(item);
     body.push(b'\n');
