@@ -46,7 +46,7 @@ pub use event::{
     EVENT_GROUP, Event, META_COMMIT, META_COMMIT_STATUS, META_ORIGIN_REVISION, META_REVISION,
     META_SUMMARY, META_TOKEN, ObjectReference, PROGRESSING_REASON, Severity, commit_of, rfc3339,
 };
-pub use providers::{BuildError, build};
+pub use providers::{BuildError, build, dispatches_to};
 pub use request::{Header, Method, Request};
 pub use secret::{REDACTED, Secret};
 pub use send::{Delivered, SLACK_API_URL, SendError, Transport, parse_retry_after, send};

@@ -115,6 +115,37 @@ fn with_idempotency_keys(
     requests
 }
 
+/// Whether notification-controller hands `event` — as received, before its metadata is
+/// combined — to a provider of `type_` (internal/server/event_handlers.go
+/// `getNotificationParams`):
+/// - an event marked `<group>/commit_status: update` goes only to the commit-status and
+///   generic providers;
+/// - a commit-status provider gets only events with an `event.toolkit.fluxcd.io/commit`
+///   key, commit-status updates, and errors.
+pub fn dispatches_to(type_: ProviderType, event: &Event) -> bool {
+    let group = event.involved_object.group();
+    let update = event
+        .metadata
+        .get(&format!("{group}/{}", crate::event::META_COMMIT_STATUS))
+        .is_some_and(|v| v == "update");
+    let generic = matches!(type_, ProviderType::Generic | ProviderType::GenericHmac);
+    if update && !type_.is_commit_status() && !generic {
+        return false;
+    }
+    if type_.is_commit_status() {
+        let has_commit = event
+            .metadata
+            .get(&format!(
+                "{}/{}",
+                crate::event::EVENT_GROUP,
+                crate::event::META_COMMIT
+            ))
+            .is_some_and(|v| !v.is_empty());
+        return has_commit || update || event.severity == crate::event::Severity::Error;
+    }
+    true
+}
+
 /// What a builder reads.
 pub(crate) struct Ctx<'a> {
     pub settings: &'a ProviderSettings,

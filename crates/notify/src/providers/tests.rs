@@ -1106,3 +1106,36 @@ fn camel_case_words() {
     assert_eq!(words("ArtifactFailed2Times"), "Artifact Failed 2 Times");
     assert_eq!(words("lower"), "lower");
 }
+
+#[test]
+fn dispatch_rules_for_commit_status_updates() {
+    // event_handlers.go getNotificationParams.
+    use capstan_api::notification::v1beta3::ProviderType;
+    let mut update = info_event();
+    update.metadata = BTreeMap::from([
+        (
+            "kustomize.toolkit.fluxcd.io/commit_status".into(),
+            "update".into(),
+        ),
+        (
+            "kustomize.toolkit.fluxcd.io/revision".into(),
+            format!("trunk@sha1:{SHA}"),
+        ),
+    ]);
+    assert!(!super::dispatches_to(ProviderType::Slack, &update));
+    assert!(super::dispatches_to(ProviderType::Generic, &update));
+    assert!(super::dispatches_to(ProviderType::Github, &update));
+    let mut plain = update.clone();
+    plain
+        .metadata
+        .remove("kustomize.toolkit.fluxcd.io/commit_status");
+    assert!(super::dispatches_to(ProviderType::Slack, &plain));
+    assert!(!super::dispatches_to(ProviderType::Gitlab, &plain));
+    plain.severity = Severity::Error;
+    assert!(super::dispatches_to(ProviderType::Gitlab, &plain));
+    plain.severity = Severity::Info;
+    plain
+        .metadata
+        .insert("event.toolkit.fluxcd.io/commit".into(), SHA.into());
+    assert!(super::dispatches_to(ProviderType::Gitlab, &plain));
+}
