@@ -3,6 +3,7 @@
 //! stay in this crate because they need the binary; the control plane's own kubectl and kube-rs
 //! tests live with it, in `crates/apiserver/tests/apiserver`.
 
+mod bootstrap;
 mod chart;
 mod cli;
 mod commands;
