@@ -500,6 +500,13 @@ pub async fn run(
 ) -> anyhow::Result<Outcome> {
     let path = layout::normalize_path(&opts.path)?;
     check_url(opts)?;
+    if let Some(flux) = install::flux::detect(client).await? {
+        anyhow::bail!(
+            "refusing to bootstrap next to Flux's controllers: both would reconcile the same \
+             objects\n{}",
+            flux.explain().trim_end()
+        );
+    }
     let namespace = opts.install.namespace.clone();
     let url = redact_url(&opts.url);
     let remote = git::Remote {
