@@ -511,6 +511,74 @@ async fn helm_sdk(request: Value) -> Result<Value, String> {
         .unwrap()
 }
 
+/// `capstan dev --no-controllers` (the control plane alone) in a temp dir.
+struct Plane {
+    dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+    _dev: tokio::process::Child,
+}
+
+impl Plane {
+    async fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        let (dev, _) = support::spawn_dev(
+            support::capstan_command()
+                .args(["dev", "--no-controllers", "--listen", "127.0.0.1:0"])
+                .args(["--log-level", "warn", "--kubeconfig"])
+                .arg(&kubeconfig)
+                .current_dir(dir.path()),
+            None,
+        )
+        .await;
+        Self {
+            dir,
+            kubeconfig,
+            _dev: dev,
+        }
+    }
+
+    async fn kubectl(&self, args: &[&str]) -> Run {
+        support::kubectl(&self.kubeconfig, self.dir.path(), args).await
+    }
+
+    /// `kind/namespace/name` of the objects labelled as the installation in `namespace`.
+    async fn installed(&self, namespace: &str) -> Vec<String> {
+        let selector =
+            format!("app.kubernetes.io/part-of=capstan,app.kubernetes.io/instance={namespace}");
+        let listed = self
+            .kubectl(&[
+                "get",
+                "deployments,services,serviceaccounts,networkpolicies,resourcequotas,\
+                 clusterroles,clusterrolebindings,customresourcedefinitions",
+                "-A",
+                "-l",
+                &selector,
+                "-o",
+                "json",
+            ])
+            .await
+            .ok()
+            .json();
+        let mut found: Vec<String> = listed["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(key)
+            .collect();
+        found.sort();
+        found
+    }
+}
+
+/// The CRDs of Capstan's kinds, by name.
+fn crd_names() -> Vec<String> {
+    capstan_api::crds()
+        .into_iter()
+        .map(|crd| crd.metadata.name.unwrap())
+        .collect()
+}
+
 /// `helm install` of the chart with Helm's SDK into the embedded control plane: Capstan's
 /// objects are there, labelled so that `capstan check` finds the controller and the CRDs; the
 /// CRDs `capstan dev` serves are adopted as Helm's documentation says (its two annotations and
@@ -519,51 +587,26 @@ async fn helm_sdk(request: Value) -> Result<Value, String> {
 #[tokio::test]
 async fn helm_installs_the_chart_and_uninstall_keeps_the_crds() {
     const NS: &str = "capstan-chart";
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    let (_dev, _) = support::spawn_dev(
-        support::capstan_command()
-            .args(["dev", "--no-controllers", "--listen", "127.0.0.1:0"])
-            .args(["--log-level", "warn", "--kubeconfig"])
-            .arg(&kubeconfig)
-            .current_dir(dir.path()),
-        None,
-    )
-    .await;
-    support::kubectl(&kubeconfig, dir.path(), &["create", "namespace", NS])
-        .await
-        .ok();
-    // Adoption of the CRDs the control plane already serves (as of a cluster where `capstan
+    let plane = Plane::start().await;
+    plane.kubectl(&["create", "namespace", NS]).await.ok();
+    // Adoption of the CRDs the control plane already serves (as in a cluster where `capstan
     // install` ran before): Helm takes over objects carrying its release's metadata.
-    let crds: Vec<String> = capstan_api::crds()
-        .into_iter()
-        .map(|crd| crd.metadata.name.unwrap())
-        .collect();
-    for crd in &crds {
-        let adopt = support::kubectl(
-            &kubeconfig,
-            dir.path(),
-            &[
-                "annotate",
-                "crd",
-                crd,
-                "meta.helm.sh/release-name=capstan",
-                "meta.helm.sh/release-namespace=capstan-chart",
-            ],
-        )
-        .await;
-        adopt.ok();
-        support::kubectl(
-            &kubeconfig,
-            dir.path(),
-            &["label", "crd", crd, "app.kubernetes.io/managed-by=Helm"],
-        )
-        .await
-        .ok();
+    for crd in &crd_names() {
+        let owner = format!("meta.helm.sh/release-namespace={NS}");
+        let annotate = [
+            "annotate",
+            "crd",
+            crd,
+            "meta.helm.sh/release-name=capstan",
+            &owner,
+        ];
+        plane.kubectl(&annotate).await.ok();
+        let label = ["label", "crd", crd, "app.kubernetes.io/managed-by=Helm"];
+        plane.kubectl(&label).await.ok();
     }
 
     let installed = helm_sdk(json!({
-        "op": "install", "kubeconfig": kubeconfig, "namespace": NS,
+        "op": "install", "kubeconfig": plane.kubeconfig, "namespace": NS,
         "chart": chart_dir(), "name": "capstan",
     }))
     .await
@@ -571,107 +614,62 @@ async fn helm_installs_the_chart_and_uninstall_keeps_the_crds() {
     assert_eq!(installed["status"], "deployed", "{installed}");
 
     // Every object the chart renders is in the cluster, labelled as `capstan install` labels.
-    let expected = rendered(NS, &json!({}), dir.path()).await;
-    let selector = format!("app.kubernetes.io/part-of=capstan,app.kubernetes.io/instance={NS}");
-    let listed = support::kubectl(
-        &kubeconfig,
-        dir.path(),
-        &[
-            "get",
-            "deployments,services,serviceaccounts,networkpolicies,resourcequotas,clusterroles,\
-             clusterrolebindings,customresourcedefinitions",
-            "-A",
-            "-l",
-            &selector,
-            "-o",
-            "json",
-        ],
-    )
-    .await
-    .ok()
-    .json();
-    let mut found: Vec<String> = listed["items"]
-        .as_array()
-        .unwrap()
+    let mut wanted: Vec<String> = rendered(NS, &json!({}), plane.dir.path())
+        .await
         .iter()
         .map(key)
         .collect();
-    found.sort();
-    let mut wanted: Vec<String> = expected.iter().map(key).collect();
     wanted.sort();
-    assert_eq!(found, wanted);
+    assert_eq!(plane.installed(NS).await, wanted);
 
     // `capstan check` finds the controller by its labels, and every CRD.
-    let check: Run = support::capstan(&kubeconfig, &["check", "-n", NS, "--timeout", "30s"])
+    let check: Run = support::capstan(&plane.kubeconfig, &["check", "-n", NS, "--timeout", "30s"])
         .output()
         .await
         .unwrap()
         .into();
     let check = check.ok();
-    assert!(
-        check.stderr.contains("✔ capstan-controller"),
-        "{}",
-        check.stderr
-    );
-    assert!(
-        check
-            .stderr
-            .contains("✔ kustomizations.kustomize.toolkit.fluxcd.io/v1"),
-        "{}",
-        check.stderr
-    );
+    for line in [
+        "✔ capstan-controller",
+        "✔ kustomizations.kustomize.toolkit.fluxcd.io/v1",
+    ] {
+        assert!(check.stderr.contains(line), "{}", check.stderr);
+    }
 
-    let repo = dir.path().join("repo.yaml");
+    let repo = plane.dir.path().join("repo.yaml");
     std::fs::write(
         &repo,
         "apiVersion: source.toolkit.fluxcd.io/v1\nkind: GitRepository\nmetadata:\n  name: app\n  \
          namespace: default\nspec:\n  url: https://git.example.invalid/app\n  interval: 1m\n",
     )
     .unwrap();
-    support::kubectl(
-        &kubeconfig,
-        dir.path(),
-        &["apply", "-f", repo.to_str().unwrap()],
-    )
-    .await
-    .ok();
+    plane
+        .kubectl(&["apply", "-f", repo.to_str().unwrap()])
+        .await
+        .ok();
 
     helm_sdk(json!({
-        "op": "uninstall", "kubeconfig": kubeconfig, "namespace": NS, "name": "capstan",
+        "op": "uninstall", "kubeconfig": plane.kubeconfig, "namespace": NS, "name": "capstan",
     }))
     .await
     .unwrap_or_else(|e| panic!("helm uninstall: {e}"));
-    let gone = || {
-        let (kubeconfig, home) = (kubeconfig.clone(), dir.path().to_owned());
-        async move {
-            let left = support::kubectl(
-                &kubeconfig,
-                &home,
-                &[
-                    "-n",
-                    NS,
-                    "get",
-                    "deployments,services,serviceaccounts",
-                    "-o",
-                    "name",
-                ],
-            )
-            .await
-            .ok();
-            left.stdout.trim().is_empty().then_some(())
-        }
-    };
-    eventually(Duration::from_secs(30), "the installation is gone", gone).await;
-    for crd in &crds {
-        support::kubectl(&kubeconfig, dir.path(), &["get", "crd", crd])
-            .await
-            .ok();
-    }
-    support::kubectl(
-        &kubeconfig,
-        dir.path(),
-        &["-n", "default", "get", "gitrepository", "app"],
+    // What is left of the installation is the CRDs, every one of them, and the objects of
+    // their kinds.
+    let mut crds: Vec<String> = crd_names()
+        .iter()
+        .map(|name| format!("CustomResourceDefinition/-/{name}"))
+        .collect();
+    crds.sort();
+    let plane = &plane;
+    let crds = &crds;
+    eventually(
+        Duration::from_secs(30),
+        "the installation is gone",
+        || async move { (plane.installed(NS).await == *crds).then_some(()) },
     )
-    .await
-    .ok();
+    .await;
+    plane
+        .kubectl(&["-n", "default", "get", "gitrepository", "app"])
+        .await
+        .ok();
 }
