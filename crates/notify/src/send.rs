@@ -43,8 +43,26 @@ impl Transport {
         let mut builder = reqwest::Client::builder()
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)
-            // reqwest drops Authorization and cookies when a redirect changes host.
-            .redirect(reqwest::redirect::Policy::limited(5));
+            // Secrets travel in headers reqwest does not know as sensitive (PRIVATE-TOKEN,
+            // DD-API-KEY, custom headers): follow same-origin redirects only.
+            .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                let origin = |u: &reqwest::Url| {
+                    (
+                        u.scheme().to_owned(),
+                        u.host_str().map(str::to_owned),
+                        u.port_or_known_default(),
+                    )
+                };
+                let same = attempt
+                    .previous()
+                    .first()
+                    .is_some_and(|first| origin(first) == origin(attempt.url()));
+                if !same || attempt.previous().len() > 5 {
+                    attempt.stop()
+                } else {
+                    attempt.follow()
+                }
+            }));
         if let Some(pem) = &settings.tls.ca_pem {
             let certificates = reqwest::Certificate::from_pem_bundle(pem).map_err(|e| {
                 error(
@@ -327,6 +345,12 @@ mod tests {
                         .and_then(|v| v.to_str().ok())
                         .unwrap_or_default()
                         .to_owned();
+                    let port = headers
+                        .get("host")
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|h| h.rsplit(':').next())
+                        .unwrap_or_default()
+                        .to_owned();
                     log.lock().unwrap().push(Received {
                         method: method.to_string(),
                         path: uri.path().to_owned(),
@@ -348,6 +372,16 @@ mod tests {
                             .into_response(),
                         "/rejected" => (StatusCode::BAD_REQUEST, format!("bad credentials {auth}"))
                             .into_response(),
+                        // Same port, another host name: a different origin.
+                        "/moved" => {
+                            let target = format!("http://localhost:{port}/elsewhere");
+                            (
+                                StatusCode::TEMPORARY_REDIRECT,
+                                [("location", target)],
+                                String::new(),
+                            )
+                                .into_response()
+                        }
                         "/slow" => {
                             tokio::time::sleep(Duration::from_secs(30)).await;
                             StatusCode::OK.into_response()
@@ -515,7 +549,7 @@ mod tests {
 
     #[tokio::test]
     async fn failures_are_classified_and_redacted() {
-        let (base, _received) = server().await;
+        let (base, received) = server().await;
         let outcome = |path: &str, timeout: &str| {
             let settings = resolve(
                 "generic",
@@ -543,6 +577,18 @@ mod tests {
         assert!(
             !rejected.to_string().contains("top-secret-value"),
             "{rejected}"
+        );
+
+        let moved = outcome("/moved", "5s").await.unwrap_err();
+        assert!(!moved.is_retryable(), "{moved}");
+        assert!(moved.to_string().contains("status code 307"), "{moved}");
+        assert!(
+            !received
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|r| r.path == "/elsewhere"),
+            "a redirect to another host must not be followed"
         );
 
         let slow = outcome("/slow", "1s").await.unwrap_err();
