@@ -468,6 +468,78 @@ fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// One CEL expression of a `bool` over named JSON variables (e.g. a Receiver's
+/// `resourceFilter` over `res` and `req`), in the environment and within the limits of the
+/// health expressions ([`MAX_EXPRESSION_LEN`], [`MAX_EXPRESSION_DEPTH`], a grown stack).
+#[derive(Clone)]
+pub struct BoolExpr {
+    env: Arc<::cel::Env>,
+    program: Arc<::cel::Program>,
+    source: String,
+}
+
+impl fmt::Debug for BoolExpr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("BoolExpr").field(&self.source).finish()
+    }
+}
+
+impl BoolExpr {
+    /// Parses `source`.
+    ///
+    /// # Errors
+    /// What is wrong (length, syntax, depth), on one line, with the expression.
+    pub fn parse(source: &str) -> Result<Self, String> {
+        if source.len() > MAX_EXPRESSION_LEN {
+            return Err(format!(
+                "the expression is longer than {MAX_EXPRESSION_LEN} bytes"
+            ));
+        }
+        let env = environment();
+        let program = stacker::grow(STACK, || env.compile(source)).map_err(|e| {
+            format!(
+                "failed to parse the expression '{source}': {}",
+                one_line(&e.to_string())
+            )
+        })?;
+        if depth(program.expression()) > MAX_EXPRESSION_DEPTH {
+            return Err(format!(
+                "the expression '{source}' is nested deeper than {MAX_EXPRESSION_DEPTH} levels"
+            ));
+        }
+        Ok(Self {
+            env: Arc::new(env),
+            program: Arc::new(program),
+            source: source.to_owned(),
+        })
+    }
+
+    /// The expression's value with `variables` bound.
+    ///
+    /// # Errors
+    /// An evaluation error (e.g. a missing field), or a value that is not a `bool`.
+    pub fn evaluate(&self, variables: &[(&str, &Value)]) -> Result<bool, String> {
+        stacker::grow(STACK, || {
+            let mut context = ::cel::Context::with_env(Arc::clone(&self.env));
+            for (name, value) in variables {
+                context.add_variable_from_value(*name, to_cel(value));
+            }
+            match self.program.execute(&context) {
+                Ok(::cel::Value::Bool(value)) => Ok(value),
+                Ok(other) => Err(format!(
+                    "the expression '{}' is not a bool: it evaluates to a {}",
+                    self.source,
+                    other.type_of()
+                )),
+                Err(e) => Err(format!(
+                    "failed to evaluate the expression '{}': {e}",
+                    self.source
+                )),
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -706,5 +778,19 @@ mod tests {
             empty.to_string(),
             "healthCheckExprs[0] (apiVersion example.com/v1): expression current not specified"
         );
+    }
+
+    #[test]
+    fn a_bool_expression_over_named_variables() {
+        let expr = BoolExpr::parse("res.metadata.name == req.name && size(req.tags) > 0").unwrap();
+        let res = serde_json::json!({"metadata": {"name": "app"}});
+        let yes = serde_json::json!({"name": "app", "tags": ["v1"]});
+        let no = serde_json::json!({"name": "other", "tags": ["v1"]});
+        assert_eq!(expr.evaluate(&[("res", &res), ("req", &yes)]), Ok(true));
+        assert_eq!(expr.evaluate(&[("res", &res), ("req", &no)]), Ok(false));
+        assert!(expr.evaluate(&[("res", &res)]).is_err(), "req unbound");
+        assert!(BoolExpr::parse("res.metadata.name ==").is_err());
+        let not_bool = BoolExpr::parse("res.metadata.name").unwrap();
+        assert!(not_bool.evaluate(&[("res", &res)]).is_err());
     }
 }

@@ -74,7 +74,7 @@ mod mask;
 mod object;
 mod unserved;
 
-pub use cel::{HealthExprs, InvalidHealthExpr};
+pub use cel::{BoolExpr, HealthExprs, InvalidHealthExpr};
 pub use changeset::{Action, ChangeSet, ChangeSetEntry};
 pub use compare::{Comparison, changed_paths, normalize};
 pub use error::{Error, ObjectError};

@@ -21,8 +21,12 @@
 //!   never its data; responses carry a status code only.
 //! - Types Capstan cannot check as Flux does are refused at reconcile (`Stalled`), so their
 //!   webhooks never reconcile anything unauthenticated: `generic-oidc` and `gcr` (Google's
-//!   OIDC token is not verified yet), and any `resourceFilter`/`filter` (CEL filters are not
-//!   evaluated yet; ignoring them would reconcile more than asked).
+//!   OIDC token is not verified yet).
+//! - `spec.resourceFilter` and `resources[].filter` are CEL expressions over `res` (the object's
+//!   `apiVersion`, `kind` and `metadata`) and `req` (the JSON body, `{}` unless the request's
+//!   `Content-Type` is `application/json`), as Flux's: an object is annotated only when every
+//!   filter that applies is true. One that does not parse stalls the Receiver
+//!   (`InvalidCELExpression`).
 
 pub mod server;
 pub mod validate;
@@ -155,14 +159,28 @@ fn unsupported(receiver: &Receiver) -> Option<(&'static str, String)> {
             "secretRef is required when type is not generic-oidc".to_owned(),
         ));
     }
-    let filtered = receiver.spec.resource_filter.is_some()
-        || receiver.spec.resources.iter().any(|r| r.filter.is_some());
-    if filtered {
+    if let Some(filter) = receiver.spec.resource_filter.as_deref()
+        && let Err(e) = capstan_apply::BoolExpr::parse(filter)
+    {
         return Some((
             reason::INVALID_CEL_EXPRESSION,
-            "resourceFilter and resources[].filter (CEL) are not supported by Capstan yet"
-                .to_owned(),
+            format!("invalid resourceFilter expression: {e}"),
         ));
+    }
+    for (index, resource) in receiver.spec.resources.iter().enumerate() {
+        let Some(filter) = resource.filter.as_deref() else {
+            continue;
+        };
+        if let Err(e) = capstan_apply::BoolExpr::parse(filter) {
+            let kind = server::kind_name(resource.reference.kind);
+            return Some((
+                reason::INVALID_CEL_EXPRESSION,
+                format!(
+                    "invalid filter expression for resources[{index}] (kind={kind:?}, name={:?}): {e}",
+                    resource.reference.name
+                ),
+            ));
+        }
     }
     None
 }

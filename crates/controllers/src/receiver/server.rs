@@ -11,7 +11,9 @@
 //!    the type's shape; a GitHub `ping` is answered 200 without reconciling;
 //! 6. every object of `spec.resources` (by name, or `*` with `matchLabels`; the namespace
 //!    defaults to the Receiver's; another namespace refused with
-//!    [`ReceiverOptions::no_cross_namespace_refs`]) is merge-patched with
+//!    [`ReceiverOptions::no_cross_namespace_refs`]) that `spec.resourceFilter` and its own
+//!    `filter` accept (CEL over `res` and `req`; an evaluation error is a failure) is
+//!    merge-patched with
 //!    `reconcile.fluxcd.io/requestedAt: <now>`, and an Event is published on the Receiver: 200,
 //!    or 500 when one could not be annotated.
 //!
@@ -33,6 +35,7 @@ use axum::http::StatusCode;
 use capstan_api::meta::{annotation, condition};
 use capstan_api::notification::v1::ReceiverResource;
 use capstan_api::{FluxKind, Receiver};
+use capstan_apply::BoolExpr;
 use futures::StreamExt;
 use http_body_util::BodyExt;
 use k8s_openapi::api::core::v1::Secret;
@@ -383,11 +386,22 @@ impl ReceiverServer {
                 return rejection.status();
             }
         };
+        let filters = match Filters::new(receiver, headers, body) {
+            Ok(filters) => filters,
+            Err(message) => {
+                tracing::warn!(%namespace, %name, "receiver: unable to create resource filters: {message}");
+                return StatusCode::INTERNAL_SERVER_ERROR;
+            }
+        };
         let now = jiff::Timestamp::now().to_string();
         let mut annotated = Vec::new();
         let mut failures = Vec::new();
-        for resource in &receiver.spec.resources {
-            match self.request_reconcile(&namespace, resource, &now).await {
+        for (index, resource) in receiver.spec.resources.iter().enumerate() {
+            let filter = filters.as_ref().map(|filters| (filters, index));
+            match self
+                .request_reconcile(&namespace, resource, &now, filter)
+                .await
+            {
                 Ok(names) => annotated.extend(names),
                 Err(message) => failures.push(message),
             }
@@ -472,12 +486,10 @@ impl ReceiverServer {
         default_namespace: &str,
         resource: &ReceiverResource,
         now: &str,
+        filter: Option<(&Filters, usize)>,
     ) -> Result<Vec<String>, String> {
         let reference = &resource.reference;
-        let kind = serde_json::to_value(reference.kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
+        let kind = kind_name(reference.kind);
         let namespace = match reference.namespace.as_deref() {
             Some(namespace) if namespace != default_namespace => {
                 if self.shared.options.no_cross_namespace_refs {
@@ -505,7 +517,40 @@ impl ReceiverServer {
                     .map_err(|e| format!("unable to annotate {kind}/{namespace}/{name}: {e}"))
             }
         };
+        // Whether the filters accept the object (its apiVersion, kind and metadata, as Flux's
+        // PartialObjectMetadata).
+        let accept = |metadata: &kube::api::ObjectMeta| -> Result<bool, String> {
+            let Some((filters, index)) = filter else {
+                return Ok(true);
+            };
+            let res = serde_json::json!({
+                "apiVersion": api_resource.api_version,
+                "kind": kind,
+                "metadata": metadata,
+            });
+            let accepted = filters.accept(index, &res).map_err(|e| {
+                format!(
+                    "{kind}/{namespace}/{}: {e}",
+                    metadata.name.as_deref().unwrap_or_default()
+                )
+            })?;
+            if !accepted {
+                tracing::debug!(
+                    "receiver: {kind}/{namespace}/{} not annotated: a filter is false",
+                    metadata.name.as_deref().unwrap_or_default()
+                );
+            }
+            Ok(accepted)
+        };
         if reference.name != "*" {
+            if filter.is_some() {
+                let object = api.get_metadata(&reference.name).await.map_err(|e| {
+                    format!("unable to read {kind}/{namespace}/{}: {e}", reference.name)
+                })?;
+                if !accept(&object.metadata)? {
+                    return Ok(Vec::new());
+                }
+            }
             return Ok(vec![annotate(reference.name.clone()).await?]);
         }
         if reference.match_labels.is_empty() {
@@ -528,9 +573,80 @@ impl ReceiverServer {
         }
         let mut annotated = Vec::new();
         for object in listed.items {
-            annotated.push(annotate(object.name_any()).await?);
+            if accept(&object.metadata)? {
+                annotated.push(annotate(object.name_any()).await?);
+            }
         }
         Ok(annotated)
+    }
+}
+
+/// The name of a kind of `spec.resources` (`GitRepository`, `OCIRepository`).
+pub(crate) fn kind_name(kind: capstan_api::notification::EventSourceKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// The filters of a request: `spec.resourceFilter` and each resource's `filter`, with the
+/// request body they read.
+struct Filters {
+    top: Option<BoolExpr>,
+    per_resource: Vec<Option<BoolExpr>>,
+    request: serde_json::Value,
+}
+
+impl Filters {
+    /// `None` when the Receiver has no filter (the body is not parsed then).
+    fn new(
+        receiver: &Receiver,
+        headers: &axum::http::HeaderMap,
+        body: &[u8],
+    ) -> Result<Option<Self>, String> {
+        let parse = |source: Option<&str>| source.map(BoolExpr::parse).transpose();
+        let top = parse(receiver.spec.resource_filter.as_deref())?;
+        let per_resource = (receiver.spec.resources.iter())
+            .map(|r| parse(r.filter.as_deref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        if top.is_none() && per_resource.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        let json = headers
+            .get_all(axum::http::header::CONTENT_TYPE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|v| {
+                let media = v.split(';').next().unwrap_or_default().trim();
+                media.eq_ignore_ascii_case("application/json")
+            });
+        let request = if json {
+            serde_json::from_slice(body).map_err(|e| {
+                format!(
+                    "failed to parse request body as JSON: {}",
+                    super::validate::json_error(&e)
+                )
+            })?
+        } else {
+            serde_json::json!({})
+        };
+        Ok(Some(Self {
+            top,
+            per_resource,
+            request,
+        }))
+    }
+
+    /// Whether the filters for resource `index` accept `res`.
+    fn accept(&self, index: usize, res: &serde_json::Value) -> Result<bool, String> {
+        let filters = [self.top.as_ref(), self.per_resource[index].as_ref()];
+        for filter in filters.into_iter().flatten() {
+            if !filter.evaluate(&[("res", res), ("req", &self.request)])? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 

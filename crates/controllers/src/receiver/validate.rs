@@ -241,7 +241,7 @@ fn json_payload<T: serde::de::DeserializeOwned>(body: &[u8], what: &str) -> Resu
 }
 
 /// What is wrong with a JSON body: the error class and position, never the input.
-fn json_error(error: &serde_json::Error) -> String {
+pub(crate) fn json_error(error: &serde_json::Error) -> String {
     format!(
         "invalid JSON ({:?}) at line {} column {}",
         error.classify(),

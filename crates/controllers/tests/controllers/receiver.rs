@@ -429,6 +429,52 @@ async fn generic_hmac_gitlab_labels_namespaces_and_limits() {
     let note = receiver_event(&env, &ns, "across", "ReconcileRequestFailed").await;
     assert!(note.contains("cross-namespace"), "{note}");
 
+    // resourceFilter (CEL over `res` and `req`): only the object the JSON body names.
+    create(
+        "filtered",
+        serde_json::json!({
+            "type": "generic",
+            "secretRef": {"name": "token"},
+            "resourceFilter": "res.metadata.name == req.name",
+            "resources": [{"kind": "GitRepository", "name": "*", "matchLabels": {"team": "x"}}],
+        }),
+    )
+    .await;
+    create(
+        "bad-filter",
+        serde_json::json!({
+            "type": "generic",
+            "secretRef": {"name": "token"},
+            "resources": [{"kind": "GitRepository", "name": "loner", "filter": "res.metadata.name =="}],
+        }),
+    )
+    .await;
+    let stamps = || async {
+        let mut stamps = Vec::new();
+        for name in ["team-a", "team-b"] {
+            stamps.push(requested_at(&repositories.get(name).await.unwrap()));
+        }
+        stamps
+    };
+    let filtered = wait_ready(&receivers_api, "filtered").await;
+    let before = stamps().await;
+    assert_eq!(
+        receivers
+            .post(&webhook_path(&filtered), &[], br#"{"name":"team-b"}"#)
+            .await,
+        StatusCode::OK
+    );
+    let after = stamps().await;
+    assert_eq!(after[0], before[0], "team-a filtered out");
+    assert_ne!(after[1], before[1], "team-b annotated again");
+    let bad_filter = wait_failed(&receivers_api, "bad-filter").await;
+    let (status, reason, message) = condition(&bad_filter, "Stalled").unwrap();
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("True", "InvalidCELExpression")
+    );
+    assert!(message.contains("resources[0]"), "{message}");
+
     // Limits, checked before the path is looked up: a body over the limit is 413; a client
     // past its burst gets 429.
     let small_bodies = Receivers::start(
