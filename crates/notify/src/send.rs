@@ -612,6 +612,164 @@ mod tests {
         );
     }
 
+    /// TLS over a TCP listener for `axum::serve`; failed handshakes are skipped.
+    struct TlsListener {
+        tcp: tokio::net::TcpListener,
+        acceptor: tokio_rustls::TlsAcceptor,
+    }
+
+    impl axum::serve::Listener for TlsListener {
+        type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+        type Addr = std::net::SocketAddr;
+
+        async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+            loop {
+                let Ok((stream, address)) = self.tcp.accept().await else {
+                    continue;
+                };
+                if let Ok(tls) = self.acceptor.accept(stream).await {
+                    return (tls, address);
+                }
+            }
+        }
+
+        fn local_addr(&self) -> std::io::Result<Self::Addr> {
+            self.tcp.local_addr()
+        }
+    }
+
+    /// An HTTPS server answering 200 that requires a client certificate issued by `ca`.
+    async fn mtls_server(ca: &capstan_testkit::TestCa) -> String {
+        use rustls::pki_types::pem::PemObject as _;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        if rustls::crypto::CryptoProvider::get_default().is_none() {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+        let server = ca.server();
+        let certs = CertificateDer::pem_slice_iter(server.cert.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let key = PrivateKeyDer::from_pem_slice(server.key.as_bytes()).unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(ca.pem().as_bytes()) {
+            roots.add(cert.unwrap()).unwrap();
+        }
+        let verifier = rustls::server::WebPkiClientVerifier::builder(roots.into())
+            .build()
+            .unwrap();
+        let config = rustls::ServerConfig::builder()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(certs, key)
+            .unwrap();
+        let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = format!("https://{}", tcp.local_addr().unwrap());
+        let listener = TlsListener {
+            tcp,
+            acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+        };
+        let app = axum::Router::new().fallback(|| async { "ok" });
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        address
+    }
+
+    fn with_cert_secret(
+        address: &str,
+        cert_secret: Option<BTreeMap<String, Vec<u8>>>,
+    ) -> ProviderSettings {
+        let mut spec = json!({"type": "generic", "address": format!("{address}/hook")});
+        if cert_secret.is_some() {
+            spec["certSecretRef"] = json!({"name": "tls"});
+        }
+        let provider = serde_json::from_value(json!({
+            "apiVersion": "notification.toolkit.fluxcd.io/v1beta3",
+            "kind": "Provider",
+            "metadata": {"name": "tls", "namespace": "payments", "uid": "1"},
+            "spec": spec,
+        }))
+        .unwrap();
+        let secrets = ProviderSecrets {
+            cert_secret,
+            ..ProviderSecrets::default()
+        };
+        ProviderSettings::resolve(&provider, &secrets).unwrap()
+    }
+
+    #[tokio::test]
+    async fn cert_secret_ref_ca_and_client_certificate() {
+        let ca = capstan_testkit::TestCa::new();
+        let address = mtls_server(&ca).await;
+        let client = ca.client();
+        let full = BTreeMap::from([
+            ("ca.crt".to_owned(), ca.pem().as_bytes().to_vec()),
+            ("tls.crt".to_owned(), client.cert.as_bytes().to_vec()),
+            ("tls.key".to_owned(), client.key.as_bytes().to_vec()),
+        ]);
+        let settings = with_cert_secret(&address, Some(full));
+        assert_eq!(
+            deliver(&settings).await,
+            vec![Ok(Delivered { status: 200 })]
+        );
+
+        // Without the client certificate the server refuses the handshake; without the CA the
+        // client refuses the server: both are connection errors, retryable.
+        let ca_only = BTreeMap::from([("ca.crt".to_owned(), ca.pem().as_bytes().to_vec())]);
+        let err = deliver(&with_cert_secret(&address, Some(ca_only)))
+            .await
+            .remove(0)
+            .unwrap_err();
+        assert!(err.is_retryable(), "{err}");
+        let err = deliver(&with_cert_secret(&address, None))
+            .await
+            .remove(0)
+            .unwrap_err();
+        assert!(err.is_retryable(), "{err}");
+
+        // A CA that is not PEM is refused when the transport is built, naming the field.
+        let bad = with_cert_secret(
+            &address,
+            Some(BTreeMap::from([(
+                "ca.crt".to_owned(),
+                b"not a certificate".to_vec(),
+            )])),
+        );
+        let err = Transport::new(&bad).unwrap_err();
+        assert_eq!(err.field, "certSecretRef key 'ca.crt'");
+    }
+
+    #[tokio::test]
+    async fn proxy_secret_ref_routes_through_the_proxy() {
+        // The recording server plays the proxy: a request for an http:// URL through a proxy is
+        // sent to the proxy in absolute form, with Proxy-Authorization from the proxy Secret.
+        let (proxy, received) = server().await;
+        let provider = serde_json::from_value(json!({
+            "apiVersion": "notification.toolkit.fluxcd.io/v1beta3",
+            "kind": "Provider",
+            "metadata": {"name": "proxied", "namespace": "payments", "uid": "2"},
+            "spec": {"type": "generic", "address": "http://events.internal.test/flux", "proxySecretRef": {"name": "proxy"}},
+        }))
+        .unwrap();
+        let secrets = ProviderSecrets {
+            proxy_secret: Some(BTreeMap::from([
+                ("address".to_owned(), proxy.as_bytes().to_vec()),
+                ("username".to_owned(), b"relay".to_vec()),
+                ("password".to_owned(), b"relay-pass".to_vec()),
+            ])),
+            ..ProviderSecrets::default()
+        };
+        let settings = ProviderSettings::resolve(&provider, &secrets).unwrap();
+        assert_eq!(
+            deliver(&settings).await,
+            vec![Ok(Delivered { status: 200 })]
+        );
+        let received = received.lock().unwrap().clone();
+        assert_eq!(received.len(), 1);
+        assert_eq!(received[0].path, "/flux");
+        assert_eq!(
+            received[0].headers["proxy-authorization"],
+            "Basic cmVsYXk6cmVsYXktcGFzcw=="
+        );
+    }
+
     #[test]
     fn retry_after_forms() {
         let now: jiff::Timestamp = "2026-11-25T08:00:00Z".parse().unwrap();
