@@ -6,6 +6,7 @@
 //! The forge providers (`bootstrap github|gitlab`) create the repository and the deploy key,
 //! then call [`run`] with a [`GitBootstrap`].
 
+pub mod forge;
 pub mod git;
 pub mod layout;
 mod wait;
@@ -26,6 +27,12 @@ use crate::install;
 pub enum BootstrapCommand {
     /// Deploy Capstan on a cluster, managed from any Git repository (ssh or http(s)).
     Git(GitArgs),
+    /// Deploy Capstan on a cluster, managed from a GitHub repository the bootstrap creates if
+    /// missing (token in GITHUB_TOKEN).
+    Github(Box<forge::GitHubArgs>),
+    /// Deploy Capstan on a cluster, managed from a GitLab project the bootstrap creates if
+    /// missing (token in GITLAB_TOKEN).
+    Gitlab(Box<forge::GitLabArgs>),
 }
 
 /// The flags every `bootstrap` provider shares (Flux's `bootstrap` flags).
@@ -275,6 +282,8 @@ impl Progress {
 /// Runs `capstan bootstrap …`.
 pub async fn run_command(command: BootstrapCommand) -> anyhow::Result<ExitCode> {
     match command {
+        BootstrapCommand::Github(args) => forge::run_github(*args).await,
+        BootstrapCommand::Gitlab(args) => forge::run_gitlab(*args).await,
         BootstrapCommand::Git(args) => {
             let opts = args.bootstrap()?;
             capstan_source::tls::install_default_provider();

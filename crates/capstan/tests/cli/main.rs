@@ -8,6 +8,7 @@ mod chart;
 mod cli;
 mod commands;
 mod flux_habits;
+mod forge;
 mod flux_migration;
 mod habits;
 mod helm_cli;
