@@ -406,10 +406,19 @@ async fn the_schema_rejects_wrong_values_naming_them() {
 /// Helm's SDK (`crates/helm/tests/oracle.py render`): the chart's templates rendered by Helm
 /// v4.2.3 itself, by path; `Err` is Helm's error.
 fn helm_render(namespace: &str, values: &Value) -> Result<BTreeMap<String, String>, String> {
+    helm_render_chart(&chart_dir(), namespace, values)
+}
+
+/// [`helm_render`] of the chart at `chart` (a directory or an archive).
+fn helm_render_chart(
+    chart: &Path,
+    namespace: &str,
+    values: &Value,
+) -> Result<BTreeMap<String, String>, String> {
     let out = std::process::Command::new(capstan_testkit::helm_repo::helm_python())
         .arg(repo_root().join("crates/helm/tests/oracle.py"))
         .arg("render")
-        .arg(chart_dir())
+        .arg(chart)
         .arg(values.to_string())
         .arg(json!({"name": "capstan", "namespace": namespace}).to_string())
         .output()
@@ -504,6 +513,42 @@ async fn helm_renders_the_chart_byte_for_byte_as_capstan() {
     assert!(ours.contains("concurrent"), "{ours}");
 }
 
+/// `capstan helm package` of the chart gives the archive `helm install` takes: Helm's SDK
+/// renders it as Capstan renders the chart's directory (every template packaged, the values
+/// and the schema too: a wrong value is still refused).
+#[tokio::test]
+async fn the_packaged_chart_renders_as_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let chart = chart_dir();
+    let out = run(
+        &["helm", "package", chart.to_str().unwrap(), "-d", "."],
+        dir.path(),
+    )
+    .await
+    .ok();
+    let archive = dir
+        .path()
+        .join(format!("capstan-{}.tgz", env!("CARGO_PKG_VERSION")));
+    assert!(
+        out.stdout.contains(archive.to_str().unwrap()),
+        "{}",
+        out.stdout
+    );
+    let (helm, wrong) = tokio::task::spawn_blocking(move || {
+        (
+            helm_render_chart(&archive, "flux-system", &json!({})),
+            helm_render_chart(&archive, "flux-system", &json!({"concurrent": "many"})),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        helm.unwrap(),
+        capstan_render("flux-system", &json!({})).unwrap()
+    );
+    assert!(wrong.unwrap_err().contains("/concurrent"));
+}
+
 /// Runs one request of Helm's SDK (`capstan_testkit::helm_repo::helm_sdk`) off the runtime.
 async fn helm_sdk(request: Value) -> Result<Value, String> {
     tokio::task::spawn_blocking(move || capstan_testkit::helm_repo::helm_sdk(&request))
@@ -540,6 +585,25 @@ impl Plane {
 
     async fn kubectl(&self, args: &[&str]) -> Run {
         support::kubectl(&self.kubeconfig, self.dir.path(), args).await
+    }
+
+    /// Lets the release `capstan` in `namespace` adopt the CRDs the control plane already
+    /// serves (as in a cluster where `capstan install` ran before): Helm takes over objects
+    /// carrying its release's two annotations and its `managed-by` label.
+    async fn adopt_crds(&self, namespace: &str) {
+        let owner = format!("meta.helm.sh/release-namespace={namespace}");
+        for crd in &crd_names() {
+            let annotate = [
+                "annotate",
+                "crd",
+                crd,
+                "meta.helm.sh/release-name=capstan",
+                &owner,
+            ];
+            self.kubectl(&annotate).await.ok();
+            let label = ["label", "crd", crd, "app.kubernetes.io/managed-by=Helm"];
+            self.kubectl(&label).await.ok();
+        }
     }
 
     /// `kind/namespace/name` of the objects labelled as the installation in `namespace`.
@@ -589,21 +653,7 @@ async fn helm_installs_the_chart_and_uninstall_keeps_the_crds() {
     const NS: &str = "capstan-chart";
     let plane = Plane::start().await;
     plane.kubectl(&["create", "namespace", NS]).await.ok();
-    // Adoption of the CRDs the control plane already serves (as in a cluster where `capstan
-    // install` ran before): Helm takes over objects carrying its release's metadata.
-    for crd in &crd_names() {
-        let owner = format!("meta.helm.sh/release-namespace={NS}");
-        let annotate = [
-            "annotate",
-            "crd",
-            crd,
-            "meta.helm.sh/release-name=capstan",
-            &owner,
-        ];
-        plane.kubectl(&annotate).await.ok();
-        let label = ["label", "crd", crd, "app.kubernetes.io/managed-by=Helm"];
-        plane.kubectl(&label).await.ok();
-    }
+    plane.adopt_crds(NS).await;
 
     let installed = helm_sdk(json!({
         "op": "install", "kubeconfig": plane.kubeconfig, "namespace": NS,
@@ -635,6 +685,36 @@ async fn helm_installs_the_chart_and_uninstall_keeps_the_crds() {
     ] {
         assert!(check.stderr.contains(line), "{}", check.stderr);
     }
+
+    // `helm upgrade` changes what the values say; without the CRDs in the chart any more
+    // (`installCRDs=false`) the kept CRDs stay.
+    let upgraded = helm_sdk(json!({
+        "op": "upgrade", "kubeconfig": plane.kubeconfig, "namespace": NS,
+        "chart": chart_dir(), "name": "capstan",
+        "values": {"concurrent": 10, "installCRDs": false},
+    }))
+    .await
+    .unwrap_or_else(|e| panic!("helm upgrade: {e}"));
+    assert_eq!(upgraded["revision"], 2, "{upgraded}");
+    let deployment = plane
+        .kubectl(&[
+            "-n",
+            NS,
+            "get",
+            "deployment",
+            "capstan-controller",
+            "-o",
+            "json",
+        ])
+        .await
+        .ok()
+        .json();
+    let args = &deployment["spec"]["template"]["spec"]["containers"][0]["args"];
+    assert!(
+        args.as_array().unwrap().contains(&json!("--concurrent=10")),
+        "{args}"
+    );
+    assert_eq!(plane.installed(NS).await, wanted);
 
     let repo = plane.dir.path().join("repo.yaml");
     std::fs::write(
