@@ -123,21 +123,22 @@ impl Plane {
     fn controller(&self) -> tokio::process::Child {
         tokio::process::Command::new(env!("CARGO_BIN_EXE_capstan"))
             .args(["controller", "--storage-addr", "127.0.0.1:0"])
+            .args(["--receiver-addr", "127.0.0.1:0"])
             .arg("--storage-path")
             .arg(self.dir.path().join("artifacts"))
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
             .env_remove("RUNTIME_NAMESPACE")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(self.dir.path().join("controller.log")).unwrap())
             .kill_on_drop(true)
             .spawn()
             .unwrap()
     }
 
-    /// Waits until the Kustomization `flux-system/<name>` was reconciled by Capstan for the
-    /// request `token` and is Ready; returns it.
-    async fn reconciled(&self, name: &str, token: &str) -> Value {
+    /// Waits until the Kustomization `flux-system/<name>` is Ready and `done` says Capstan
+    /// reconciled it; returns it (with its managed fields).
+    async fn reconciled(&self, name: &str, done: impl Fn(&Value) -> bool) -> Value {
         eventually(
             Duration::from_secs(120),
             &format!("Capstan to reconcile the Kustomization {name}"),
@@ -156,15 +157,26 @@ impl Plane {
                     .await
                     .ok()
                     .json();
-                let status = &object["status"];
-                let ready = status["conditions"]
+                let ready = object["status"]["conditions"]
                     .as_array()?
                     .iter()
                     .any(|c| c["type"] == "Ready" && c["status"] == "True");
-                (status["lastHandledReconcileAt"] == token && ready).then_some(object)
+                (ready && done(&object["status"])).then_some(object)
             },
         )
         .await
+    }
+}
+
+/// Prints the controller's log when the test fails.
+struct LogOnPanic(PathBuf);
+
+impl Drop for LogOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(&self.0).unwrap_or_default();
+            eprintln!("capstan controller's log:\n{log}");
+        }
     }
 }
 
@@ -642,7 +654,207 @@ async fn an_installed_flux_is_refused_then_migrated_in_the_cluster() {
         .await
         .ok();
     let _controller = plane.controller();
-    let kustomization = plane.reconciled("shop", token).await;
+    let _log = LogOnPanic(plane.dir.path().join("controller.log"));
+    let kustomization = plane
+        .reconciled("shop", |status| status["lastHandledReconcileAt"] == token)
+        .await;
     assert_eq!(kustomization["status"]["lastAppliedRevision"], revision);
+    assert_migrated(&plane, &uids, &kustomization).await;
+}
+
+/// The sync objects `flux bootstrap` commits to `gotk-sync.yaml`, for `url` and `./clusters/dev`.
+fn flux_sync(url: &str) -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+            "metadata": {"name": "flux-system", "namespace": "flux-system"},
+            "spec": {"interval": "1m0s", "url": url, "ref": {"branch": "main"}}}),
+        json!({"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+            "metadata": {"name": "flux-system", "namespace": "flux-system"},
+            "spec": {"interval": "10m0s", "path": "./clusters/dev", "prune": true,
+                "sourceRef": {"kind": "GitRepository", "name": "flux-system"}}}),
+    ]
+}
+
+/// YAML documents of `objects` (each a JSON document, which YAML reads).
+fn documents(objects: &[Value]) -> String {
+    objects
+        .iter()
+        .map(|object| format!("---\n{object}\n"))
+        .collect()
+}
+
+/// A `flux bootstrap`ped installation: Flux's layout in Git, its components applied by the
+/// `flux-system` Kustomization (labelled by it, in its inventory with the CRDs and the app). The
+/// refusal names the repository and path; after the documented steps (the image CRD kept from
+/// pruning, Flux's components deleted, `capstan bootstrap git` on the same path), Capstan
+/// reconciles `flux-system` at the pushed commit and the app is kept as in the other test.
+#[tokio::test(flavor = "multi_thread")]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
+async fn a_bootstrapped_flux_is_migrated_through_git() {
+    let plane = Plane::start().await;
+    let git = GitServer::start().await;
+    let url = git.url();
+    let sync = flux_sync(&url);
+    // Flux's gotk-components.yaml also holds the CRDs; this revision is never applied in the
+    // test (Flux applied it before), so the components alone stand for it.
+    let first = git.commit(
+        &[
+            (
+                "clusters/dev/flux-system/gotk-components.yaml",
+                &documents(&flux_components(&json!({}))),
+            ),
+            ("clusters/dev/flux-system/gotk-sync.yaml", &documents(&sync)),
+            (
+                "clusters/dev/flux-system/kustomization.yaml",
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+                 resources:\n- gotk-components.yaml\n- gotk-sync.yaml\n",
+            ),
+            ("clusters/dev/shop.yaml", APP_YAML),
+        ],
+        "flux bootstrap",
+    );
+    let mut inventory = make_flux(&plane, true).await;
+    let owned = json!({"kustomize.toolkit.fluxcd.io/name": "flux-system",
+        "kustomize.toolkit.fluxcd.io/namespace": "flux-system"});
+    let sync: Vec<Value> = sync
+        .into_iter()
+        .map(|mut object| {
+            object["metadata"]["labels"] = owned.clone();
+            object
+        })
+        .collect();
+    plane.apply_as("flux", &sync).await;
+    let app = app_objects("flux-system");
+    plane.apply_as("kustomize-controller", &app).await;
+    inventory.extend(sync.iter().chain(&app).map(entry));
+    inventory.push(json!({"id": "_flux-system__Namespace", "v": "v1"}));
+    flux_status(
+        &plane,
+        "flux-system",
+        &format!("main@sha1:{first}"),
+        inventory,
+    )
+    .await;
+    let crd = ["get", "crd", "kustomizations.kustomize.toolkit.fluxcd.io"];
+    let uids = vec![
+        (
+            "get namespace shop",
+            plane.uid(&["get", "namespace", "shop"]).await,
+        ),
+        (
+            "-n shop get configmap settings",
+            plane
+                .uid(&["-n", "shop", "get", "configmap", "settings"])
+                .await,
+        ),
+        (
+            "-n flux-system get kustomization flux-system",
+            plane
+                .uid(&["-n", "flux-system", "get", "kustomization", "flux-system"])
+                .await,
+        ),
+        (
+            "get crd kustomizations.kustomize.toolkit.fluxcd.io",
+            plane.uid(&crd).await,
+        ),
+    ];
+
+    let bootstrap_line =
+        format!("capstan bootstrap git --url {url} --branch main --path clusters/dev");
+    let annotate =
+        format!("kubectl annotate crd {IMAGE_CRD} kustomize.toolkit.fluxcd.io/prune=disabled");
+    let check = plane.capstan(&["check", "--timeout", "1s"]).await.fails();
+    assert!(
+        check
+            .stderr
+            .contains("It was bootstrapped: the Kustomization flux-system/flux-system")
+            && check.stderr.contains(&bootstrap_line),
+        "{}",
+        check.stderr
+    );
+    let refused = plane.capstan(&["install", "--wait=false"]).await.fails();
+    for said in [
+        &annotate,
+        DELETE_NAMESPACED,
+        DELETE_CLUSTER,
+        &bootstrap_line,
+    ] {
+        assert!(refused.stderr.contains(said), "{said}:\n{}", refused.stderr);
+    }
+    let mut bootstrap = support::capstan(
+        &plane.kubeconfig,
+        &[
+            "bootstrap",
+            "git",
+            "--url",
+            &url,
+            "--branch",
+            "main",
+            "--path",
+            "clusters/dev",
+            "--allow-insecure-http",
+            "--timeout",
+            "2m",
+        ],
+    );
+    bootstrap.current_dir(plane.dir.path());
+    let refused = Run::from(bootstrap.output().await.unwrap()).fails();
+    assert!(
+        refused
+            .stderr
+            .contains("refusing to bootstrap next to Flux's controllers"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(
+        capstan_testkit::git(&git.bare(), &["rev-parse", "main"]),
+        first
+    );
+
+    // The documented steps.
+    let words = |line: &str| {
+        line.split(' ')
+            .skip(1)
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    for step in [annotate.as_str(), DELETE_NAMESPACED, DELETE_CLUSTER] {
+        let args = words(step);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        plane.kubectl(&args).await.ok();
+    }
+    let running = tokio::spawn(async move { Run::from(bootstrap.output().await.unwrap()) });
+    // The controller Deployment `capstan bootstrap` installs cannot run here: `capstan
+    // controller` stands in for it, started once the push is done, as the Deployment would.
+    let pushed = eventually(Duration::from_secs(60), "the bootstrap push", || async {
+        let head = capstan_testkit::git(&git.bare(), &["rev-parse", "main"]);
+        (head != first).then_some(head)
+    })
+    .await;
+    let _controller = plane.controller();
+    let _log = LogOnPanic(plane.dir.path().join("controller.log"));
+    let bootstrapped = running.await.unwrap().ok();
+    assert!(
+        bootstrapped.stderr.contains("pushed component manifests"),
+        "{}",
+        bootstrapped.stderr
+    );
+    let components = capstan_testkit::git(
+        &git.bare(),
+        &["show", "main:clusters/dev/flux-system/gotk-components.yaml"],
+    );
+    assert!(
+        components.contains("capstan-controller") && !components.contains("ghcr.io/fluxcd"),
+        "{components}"
+    );
+    // Two commits: the components, then the sync objects.
+    let head = capstan_testkit::git(&git.bare(), &["rev-parse", "main"]);
+    assert_ne!(head, pushed);
+    let revision = format!("main@sha1:{head}");
+    let kustomization = plane
+        .reconciled("flux-system", |status| {
+            status["lastAppliedRevision"] == revision.as_str()
+        })
+        .await;
     assert_migrated(&plane, &uids, &kustomization).await;
 }
