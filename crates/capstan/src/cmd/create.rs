@@ -1,8 +1,10 @@
-//! `capstan create source git|oci|bucket|helm|chart`, `capstan create kustomization` and
-//! `capstan create helmrelease`: build the object from Capstan's typed API structs, then print it
-//! (`--export`) or server-side apply it and wait until it is Ready.
+//! `capstan create source git|oci|bucket|helm|chart`, `capstan create kustomization`,
+//! `capstan create helmrelease` and `capstan create receiver`: build the object from Capstan's
+//! typed API structs, then print it (`--export`) or server-side apply it and wait until it is
+//! Ready.
 
 mod helm;
+mod receiver;
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
@@ -21,7 +23,7 @@ use serde_json::Value;
 
 use super::{
     BUCKET, ClusterArgs, GIT, HELM_CHART, HELM_RELEASE, HELM_REPOSITORY, KUSTOMIZATION, Kind, OCI,
-    say,
+    RECEIVER, say,
 };
 
 /// `capstan create`.
@@ -57,6 +59,8 @@ pub enum CreateCommand {
     /// A HelmRelease.
     #[command(alias = "hr")]
     Helmrelease(Box<helm::CreateHelmRelease>),
+    /// A Receiver (a webhook that reconciles objects now).
+    Receiver(receiver::CreateReceiver),
 }
 
 /// The source kinds.
@@ -469,6 +473,11 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<ExitCode> {
             &a.name,
             helm::helm_release(a, metadata(&a.name, namespace, &args.label)?, &interval)?,
         ),
+        CreateCommand::Receiver(a) => (
+            &RECEIVER,
+            &a.name,
+            receiver::receiver(a, metadata(&a.name, namespace, &args.label)?)?,
+        ),
     };
     if args.export {
         out!("{}", super::yaml_documents(&[object]));
@@ -500,7 +509,10 @@ pub async fn run(args: CreateArgs) -> anyhow::Result<ExitCode> {
             } else {
                 say::success(&format!("{} {name} is ready", kind.display));
             }
-            if kind.is_static(&ready) {
+            if kind == &RECEIVER {
+                let path = ready["status"]["webhookPath"].as_str().unwrap_or_default();
+                say::success(&format!("generated webhook URL {path}"));
+            } else if kind.is_static(&ready) {
                 // An OCI HelmRepository has no artifact.
             } else if kind == &HELM_REPOSITORY || kind == &HELM_CHART {
                 say::success(&format!("fetched revision: {}", kind.revision(&ready)));

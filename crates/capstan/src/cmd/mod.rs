@@ -111,7 +111,7 @@ pub const KUSTOMIZATION: Kind = Kind::of::<Kustomization>();
 /// HelmRelease.
 pub const HELM_RELEASE: Kind = Kind::of::<HelmRelease>();
 
-/// Receiver (notification; reconciled by no Capstan controller yet).
+/// Receiver (notification; `capstan_controllers::receiver`).
 pub const RECEIVER: Kind = Kind::of::<Receiver>();
 
 /// Provider (notification; no status: Flux prints it Ready).

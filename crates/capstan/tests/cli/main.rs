@@ -16,5 +16,6 @@ mod helm_commands;
 mod install;
 mod logs;
 mod ops;
+mod receiver;
 mod support;
 mod verbs;
