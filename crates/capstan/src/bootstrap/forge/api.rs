@@ -280,7 +280,10 @@ pub fn encode_segment(segment: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{Forge, api_base, encode_segment, is_loopback_host};
+    use reqwest::{Method, StatusCode};
+    use serde_json::json;
+
+    use super::{Api, Forge, api_base, encode_segment, is_loopback_host};
 
     #[test]
     fn api_bases_follow_flux_and_loopback_is_plain_http() {
@@ -308,5 +311,47 @@ mod tests {
         assert!(!is_loopback_host("128.0.0.1:80"));
         assert!(!is_loopback_host("localhost.example.org"));
         assert_eq!(encode_segment("group/sub/app"), "group%2Fsub%2Fapp");
+    }
+
+    #[test]
+    fn errors_name_the_call_and_status_never_the_token() {
+        let api = Api::new(
+            Forge::GitHub,
+            "https://api.github.com".to_owned(),
+            "tok-123".to_owned(),
+            None,
+        )
+        .unwrap();
+        let error = api.error(
+            Method::GET,
+            "/repos/o/r",
+            StatusCode::UNAUTHORIZED,
+            &json!({"message": "Bad credentials"}),
+        );
+        assert_eq!(
+            error.to_string(),
+            "GitHub API GET /repos/o/r answered 401 Unauthorized: the token is not valid for https://api.github.com"
+        );
+        let error = api.error(
+            Method::POST,
+            "/repos/o/r/keys",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &json!({"message": "Validation Failed", "errors": [{"message": "key is already in use"}]}),
+        );
+        assert_eq!(
+            error.to_string(),
+            "GitHub API POST /repos/o/r/keys answered 422 Unprocessable Entity: Validation Failed; key is already in use"
+        );
+        // A forge echoing the token does not get it shown.
+        let error = api.error(
+            Method::GET,
+            "/user",
+            StatusCode::BAD_REQUEST,
+            &json!({"message": {"token": ["tok-123 is malformed"]}}),
+        );
+        assert_eq!(
+            error.to_string(),
+            "GitHub API GET /user answered 400 Bad Request: token *** is malformed"
+        );
     }
 }

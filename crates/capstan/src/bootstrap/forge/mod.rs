@@ -814,3 +814,49 @@ async fn push_with_token(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{deploy_key_name, key_identity, ssh_url};
+
+    #[test]
+    fn deploy_keys_are_named_as_flux_names_them() {
+        assert_eq!(
+            deploy_key_name("flux-system", "main", "flux-system", "clusters/prod"),
+            "flux-system-main-flux-system-./clusters/prod"
+        );
+        assert_eq!(
+            deploy_key_name("flux-system", "main", "flux-system", "./clusters//prod/"),
+            "flux-system-main-flux-system-./clusters/prod"
+        );
+        assert_eq!(
+            deploy_key_name("apps", "prod", "git-auth", ""),
+            "apps-prod-git-auth-./"
+        );
+    }
+
+    #[test]
+    fn ssh_clone_urls_become_ssh_urls() {
+        assert_eq!(
+            ssh_url("git@github.com:acme/fleet.git", None).unwrap(),
+            "ssh://git@github.com/acme/fleet.git"
+        );
+        assert_eq!(
+            ssh_url(
+                "git@gitlab.com:platform/infra/fleet.git",
+                Some("ssh.gitlab.example:2222")
+            )
+            .unwrap(),
+            "ssh://git@ssh.gitlab.example:2222/platform/infra/fleet.git"
+        );
+        assert_eq!(
+            ssh_url("ssh://me@127.0.0.1:2200/srv/git/fleet.git", None).unwrap(),
+            "ssh://me@127.0.0.1:2200/srv/git/fleet.git"
+        );
+        assert!(ssh_url("fleet", None).is_err());
+        assert_eq!(
+            key_identity("ssh-ed25519 AAAAC3 someone@laptop\n"),
+            "ssh-ed25519 AAAAC3"
+        );
+    }
+}
