@@ -115,13 +115,24 @@ pub struct Event {
     /// Machine-readable reason (`ReconciliationSucceeded`, `Progressing`, …).
     pub reason: String,
     /// Extra data: `revision`, `originRevision`, `summary`, … (sorted by key, as Go's maps).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "null_as_empty"
+    )]
     pub metadata: BTreeMap<String, String>,
     /// The controller that emitted the event (`kustomize-controller`).
     pub reporting_controller: String,
     /// The controller instance (pod name).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reporting_instance: String,
+}
+
+/// `"metadata": null` (a nil Go map marshalled without omitempty) reads as no metadata.
+fn null_as_empty<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<String, String>, D::Error> {
+    Ok(Option::<BTreeMap<String, String>>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 fn serialize_timestamp<S: Serializer>(
@@ -237,6 +248,11 @@ mod tests {
     fn parses_a_flux_post_with_offset_time_and_no_metadata() {
         let body = br#"{"involvedObject":{"kind":"GitRepository","namespace":"flux-system","name":"repo","apiVersion":"source.toolkit.fluxcd.io/v1"},"severity":"error","timestamp":"2026-11-25T03:02:03+02:00","message":"auth failed","reason":"GitOperationFailed","reportingController":"source-controller","reportingInstance":"source-controller-7f9c"}"#;
         let event = Event::from_json(body).unwrap();
+        let with_null = String::from_utf8_lossy(body).replace(
+            r#""reportingController""#,
+            r#""metadata":null,"reportingController""#,
+        );
+        assert_eq!(Event::from_json(with_null.as_bytes()).unwrap(), event);
         assert_eq!(event.severity, Severity::Error);
         assert_eq!(rfc3339(event.timestamp), "2026-11-25T01:02:03Z");
         assert!(event.metadata.is_empty());

@@ -1139,3 +1139,249 @@ fn dispatch_rules_for_commit_status_updates() {
         .insert("event.toolkit.fluxcd.io/commit".into(), SHA.into());
     assert!(super::dispatches_to(ProviderType::Gitlab, &plain));
 }
+
+/// One Provider of each type, as a user would write it for the golden files.
+fn golden_providers() -> Vec<(&'static str, ProviderSettings)> {
+    let token = |t: &'static str| secret(&[("token", t)]);
+    let none = ProviderSecrets::default;
+    vec![
+        (
+            "slack",
+            settings(
+                "slack",
+                json!({"channel": "deploys"}),
+                &secret(&[("address", "https://hooks.slack.test/services/T1/B2/xyz")]),
+            ),
+        ),
+        (
+            "discord",
+            settings(
+                "discord",
+                json!({"address": "https://discord.test/api/webhooks/1/abc"}),
+                &none(),
+            ),
+        ),
+        (
+            "msteams",
+            settings(
+                "msteams",
+                json!({"address": "https://prod.logic.azure.test/workflows/1/triggers/manual"}),
+                &none(),
+            ),
+        ),
+        (
+            "rocket",
+            settings(
+                "rocket",
+                json!({"address": "https://rocket.test/hooks/1", "channel": "ops", "username": "flux"}),
+                &none(),
+            ),
+        ),
+        (
+            "googlechat",
+            settings(
+                "googlechat",
+                json!({"address": "https://chat.googleapis.test/v1/spaces/A/messages"}),
+                &none(),
+            ),
+        ),
+        (
+            "webex",
+            settings(
+                "webex",
+                json!({"address": "https://webexapis.test/v1/messages", "channel": "room-1"}),
+                &token("webex-bot"),
+            ),
+        ),
+        (
+            "telegram",
+            settings("telegram", json!({"channel": "-1001"}), &token("12:tg")),
+        ),
+        (
+            "lark",
+            settings(
+                "lark",
+                json!({"address": "https://open.feishu.test/open-apis/bot/v2/hook/1"}),
+                &none(),
+            ),
+        ),
+        (
+            "matrix",
+            settings(
+                "matrix",
+                json!({"address": "https://matrix.test", "channel": "!ops:matrix.test"}),
+                &token("syt_1"),
+            ),
+        ),
+        (
+            "opsgenie",
+            settings(
+                "opsgenie",
+                json!({"address": "https://api.opsgenie.test/v2/alerts"}),
+                &token("genie"),
+            ),
+        ),
+        (
+            "pagerduty",
+            settings(
+                "pagerduty",
+                json!({"address": "https://events.pagerduty.test", "channel": "rk-1"}),
+                &none(),
+            ),
+        ),
+        (
+            "alertmanager",
+            settings(
+                "alertmanager",
+                json!({"address": "https://am.test/api/v2/alerts"}),
+                &none(),
+            ),
+        ),
+        (
+            "grafana",
+            settings(
+                "grafana",
+                json!({"address": "https://grafana.test/api/annotations"}),
+                &token("glsa_1"),
+            ),
+        ),
+        (
+            "datadog",
+            settings(
+                "datadog",
+                json!({"address": "https://api.datadoghq.test"}),
+                &token("dd-1"),
+            ),
+        ),
+        (
+            "sentry",
+            settings(
+                "sentry",
+                json!({"address": "https://key1@sentry.test/7"}),
+                &none(),
+            ),
+        ),
+        (
+            "generic",
+            settings(
+                "generic",
+                json!({"address": "https://hooks.test/flux"}),
+                &none(),
+            ),
+        ),
+        (
+            "generic-hmac",
+            settings(
+                "generic-hmac",
+                json!({"address": "https://hooks.test/flux"}),
+                &token("hmac-1"),
+            ),
+        ),
+        (
+            "githubdispatch",
+            settings(
+                "githubdispatch",
+                json!({"address": "https://github.com/acme/fleet"}),
+                &token("ghp_1"),
+            ),
+        ),
+        (
+            "github",
+            settings(
+                "github",
+                json!({"address": "https://github.com/acme/fleet"}),
+                &token("ghp_1"),
+            ),
+        ),
+        (
+            "gitlab",
+            settings(
+                "gitlab",
+                json!({"address": "https://gitlab.test/acme/fleet"}),
+                &token("glpat-1"),
+            ),
+        ),
+        (
+            "gitea",
+            settings(
+                "gitea",
+                json!({"address": "https://gitea.test/acme/fleet"}),
+                &token("gitea-1"),
+            ),
+        ),
+        (
+            "bitbucket",
+            settings(
+                "bitbucket",
+                json!({"address": "https://bitbucket.org/acme/fleet"}),
+                &token("bot:pass"),
+            ),
+        ),
+        (
+            "bitbucketserver",
+            settings(
+                "bitbucketserver",
+                json!({"address": "https://bb.test/scm/ACME/fleet.git"}),
+                &token("bbs-1"),
+            ),
+        ),
+        (
+            "azuredevops",
+            settings(
+                "azuredevops",
+                json!({"address": "https://dev.azure.test/acme/platform/_git/fleet"}),
+                &token("pat-1"),
+            ),
+        ),
+    ]
+}
+
+fn render(requests: &[Request]) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    for request in requests {
+        let _ = writeln!(out, "{} {}", request.method.as_str(), request.url);
+        for h in &request.headers {
+            let _ = writeln!(out, "{}: {}", h.name, h.value);
+        }
+        let _ = writeln!(
+            out,
+            "\n{}\n",
+            String::from_utf8_lossy(&request.body).trim_end()
+        );
+    }
+    out
+}
+
+#[test]
+fn golden_requests_per_provider() {
+    // testdata/requests/<type>.txt: the exact requests (method, URL, headers, body bytes) for
+    // an info event with revision metadata and an error event. The field-by-field tests above
+    // tie each format to Flux's source; these files pin the bytes. Regenerate with
+    // CAPSTAN_UPDATE_GOLDEN=1 after a deliberate change, and review the diff.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/requests");
+    let update = std::env::var_os("CAPSTAN_UPDATE_GOLDEN").is_some();
+    let providers = golden_providers();
+    assert_eq!(providers.len(), crate::SUPPORTED.len());
+    for (name, settings) in providers {
+        let mut text = String::new();
+        for (label, event) in [("info", info_event()), ("error", error_event())] {
+            text.push_str(&format!("### {label} event\n"));
+            text.push_str(&render(&build(&settings, &event, None).unwrap()));
+        }
+        let path = dir.join(format!("{name}.txt"));
+        if update {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &text).unwrap();
+        } else {
+            let expected = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert_eq!(
+                text,
+                expected,
+                "{name}: requests differ from {}",
+                path.display()
+            );
+        }
+    }
+}
