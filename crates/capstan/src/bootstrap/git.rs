@@ -64,13 +64,13 @@ fn callbacks<'a>(auth: &'a GitAuth, host_key: &HostKey) -> RemoteCallbacks<'a> {
     });
     let host_key = host_key.clone();
     callbacks.certificate_check(move |cert, _host| {
-        if let Some(key) = cert.as_hostkey() {
-            if let (Some(raw), Some(kind)) = (key.hostkey(), key.hostkey_type()) {
-                if let Ok(mut slot) = host_key.lock() {
-                    *slot = Some((kind.name().to_owned(), raw.to_vec()));
-                }
-                return Ok(CertificateCheckStatus::CertificateOk);
+        if let Some(key) = cert.as_hostkey()
+            && let (Some(raw), Some(kind)) = (key.hostkey(), key.hostkey_type())
+        {
+            if let Ok(mut slot) = host_key.lock() {
+                *slot = Some((kind.name().to_owned(), raw.to_vec()));
             }
+            return Ok(CertificateCheckStatus::CertificateOk);
         }
         Ok(CertificateCheckStatus::CertificatePassthrough)
     });

@@ -26,7 +26,7 @@ use crate::install;
 #[derive(Debug, Subcommand)]
 pub enum BootstrapCommand {
     /// Deploy Capstan on a cluster, managed from any Git repository (ssh or http(s)).
-    Git(GitArgs),
+    Git(Box<GitArgs>),
     /// Deploy Capstan on a cluster, managed from a GitHub repository the bootstrap creates if
     /// missing (token in GITHUB_TOKEN).
     Github(Box<forge::GitHubArgs>),
@@ -286,6 +286,7 @@ pub async fn run_command(command: BootstrapCommand) -> anyhow::Result<ExitCode> 
         BootstrapCommand::Gitlab(args) => forge::run_gitlab(*args).await,
         BootstrapCommand::Git(args) => {
             let opts = args.bootstrap()?;
+            validate(&opts)?;
             capstan_source::tls::install_default_provider();
             let client = crate::controller::client(
                 args.common.kubeconfig.as_ref(),
@@ -429,6 +430,15 @@ pub fn is_ssh(url: &str) -> bool {
     url.starts_with("ssh://") || (!url.contains("://") && url.contains('@') && url.contains(':'))
 }
 
+/// Checks a bootstrap before anything is touched: the path, the URL and its credentials.
+///
+/// # Errors
+/// A path leaving the repository, a URL Capstan cannot or must not use.
+pub fn validate(opts: &GitBootstrap) -> anyhow::Result<()> {
+    layout::normalize_path(&opts.path)?;
+    check_url(opts)
+}
+
 /// Refuses URLs Capstan cannot or must not use.
 fn check_url(opts: &GitBootstrap) -> anyhow::Result<()> {
     let url = &opts.url;
@@ -507,8 +517,8 @@ pub async fn run(
     opts: &GitBootstrap,
     out: &mut Progress,
 ) -> anyhow::Result<Outcome> {
+    validate(opts)?;
     let path = layout::normalize_path(&opts.path)?;
-    check_url(opts)?;
     if let Some(flux) = install::flux::detect(client).await? {
         anyhow::bail!(
             "refusing to bootstrap next to Flux's controllers: both would reconcile the same \
@@ -539,13 +549,13 @@ pub async fn run(
     let components = layout::components(&opts.install)?;
     let components_path = layout::file(&path, layout::COMPONENTS);
     let existing = git::read(&checkout, &components_path)?;
-    if let Some(old) = existing.as_deref().and_then(layout::components_version) {
-        if old != opts.install.version {
-            out.action(&format!(
-                "updating the components from {old} to {}",
-                opts.install.version
-            ));
-        }
+    if let Some(old) = existing.as_deref().and_then(layout::components_version)
+        && old != opts.install.version
+    {
+        out.action(&format!(
+            "updating the components from {old} to {}",
+            opts.install.version
+        ));
     }
     out.success("generated component manifests");
     let message = with_appendix(
@@ -574,38 +584,9 @@ pub async fn run(
         out.success("component manifests are up to date");
     }
 
-    // Install them.
-    out.action(&format!(
-        "installing components in \"{namespace}\" namespace"
-    ));
-    install::apply(client, &install::manifests(&opts.install)?).await?;
-    out.success("installed components");
-    if has_nodes(client).await? {
-        out.waiting(&format!(
-            "waiting for Deployment \"{namespace}/{}\" to be ready",
-            install::manifests::CONTROLLER
-        ));
-        wait_deployment(client, &namespace, opts.timeout).await?;
-        out.success("reconciled components");
-    } else {
-        out.success(
-            "the cluster has no nodes (capstan dev runs the controllers in its own process): \
-             not waiting for the controller Deployment",
-        );
-    }
+    install_components(client, opts, out).await?;
 
-    if let (
-        GitAuth::Ssh(SshKey {
-            public_key: Some(key),
-            ..
-        }),
-        false,
-    ) = (&opts.auth, opts.silent)
-    {
-        out.success(&format!(
-            "public key (it needs write access to the repository, as a deploy key): {key}"
-        ));
-    }
+    say_public_key(opts, out);
 
     // The source Secret.
     let secret_name = if matches!(opts.auth, GitAuth::None) && opts.ca.is_none() {
@@ -622,18 +603,46 @@ pub async fn run(
     };
 
     // The sync objects.
+    if let Some(message) = commit_sync(&checkout, &remote, opts, &path, secret_name, out).await? {
+        commits.push(message);
+    }
+
+    apply_sync(client, &checkout, &path, &namespace, out).await?;
+
+    // Wait for the cluster to reconcile itself from Git.
+    let head = git::head(&checkout)?.context("the branch has no commit")?;
+    let revision = format!("{branch}@sha1:{head}");
+    wait::synced(client, &namespace, &revision, opts.timeout, out).await?;
+    Ok(Outcome {
+        commit: head,
+        commits,
+    })
+}
+
+/// Writes `gotk-sync.yaml` and `kustomization.yaml` (an existing one listing both files is
+/// kept), commits and pushes when they changed; returns the commit's message.
+async fn commit_sync(
+    checkout: &Arc<git::Checkout>,
+    remote: &git::Remote,
+    opts: &GitBootstrap,
+    path: &str,
+    secret_name: Option<String>,
+    out: &mut Progress,
+) -> anyhow::Result<Option<String>> {
+    let (namespace, branch) = (&opts.install.namespace, &opts.branch);
+    let url = redact_url(&opts.url);
     out.action("generating sync manifests");
     let sync = layout::sync(&layout::Sync {
         namespace: namespace.clone(),
         url: opts.sync_url.clone().unwrap_or_else(|| opts.url.clone()),
         branch: branch.clone(),
         interval: opts.interval,
-        path: path.clone(),
+        path: path.to_owned(),
         secret_name,
     });
-    let mut files = vec![(layout::file(&path, layout::SYNC), sync)];
-    let kustomization_path = layout::file(&path, layout::KUSTOMIZATION);
-    let keep = git::read(&checkout, &kustomization_path)?
+    let mut files = vec![(layout::file(path, layout::SYNC), sync)];
+    let kustomization_path = layout::file(path, layout::KUSTOMIZATION);
+    let keep = git::read(checkout, &kustomization_path)?
         .is_some_and(|text| layout::kustomization_lists_both(&text));
     if !keep {
         files.push((kustomization_path, layout::kustomization()));
@@ -643,26 +652,82 @@ pub async fn run(
         "Add Capstan sync manifests".to_owned(),
         opts.commit_message_appendix.as_ref(),
     );
-    if let Some(id) = commit_and_push(&checkout, &remote, files, &opts.author, &message).await? {
+    if let Some(id) = commit_and_push(checkout, remote, files, &opts.author, &message).await? {
         out.success(&format!(
             "committed sync manifests to \"{branch}\" (\"{id}\")"
         ));
         out.success(&format!("pushed sync manifests to \"{url}\""));
-        commits.push(message);
-    } else {
-        out.success("sync manifests are up to date");
+        return Ok(Some(message));
     }
+    out.success("sync manifests are up to date");
+    Ok(None)
+}
 
+/// Prints the public key the repository must accept (unless `--silent`).
+fn say_public_key(opts: &GitBootstrap, out: &mut Progress) {
+    if let (
+        GitAuth::Ssh(SshKey {
+            public_key: Some(key),
+            ..
+        }),
+        false,
+    ) = (&opts.auth, opts.silent)
+    {
+        out.success(&format!(
+            "public key (it needs write access to the repository, as a deploy key): {key}"
+        ));
+    }
+}
+
+/// Applies the install manifests (as `capstan install`) and waits for the controller, on a
+/// cluster with nodes.
+async fn install_components(
+    client: &kube::Client,
+    opts: &GitBootstrap,
+    out: &mut Progress,
+) -> anyhow::Result<()> {
+    let namespace = &opts.install.namespace;
+    // Install them.
+    out.action(&format!(
+        "installing components in \"{namespace}\" namespace"
+    ));
+    install::apply(client, &install::manifests(&opts.install)?).await?;
+    out.success("installed components");
+    if has_nodes(client).await? {
+        out.waiting(&format!(
+            "waiting for Deployment \"{namespace}/{}\" to be ready",
+            install::manifests::CONTROLLER
+        ));
+        wait_deployment(client, namespace, opts.timeout).await?;
+        out.success("reconciled components");
+    } else {
+        out.success(
+            "the cluster has no nodes (capstan dev runs the controllers in its own process): \
+             not waiting for the controller Deployment",
+        );
+    }
+    Ok(())
+}
+
+/// Applies the GitRepository and Kustomization `flux-system`, rendered from the checkout's
+/// `<path>/flux-system` by the kustomize engine, as the controller will render them.
+async fn apply_sync(
+    client: &kube::Client,
+    checkout: &git::Checkout,
+    path: &str,
+    namespace: &str,
+    out: &mut Progress,
+) -> anyhow::Result<()> {
     // Apply them, rendered from the checkout as the controller will.
     out.action("applying sync manifests");
-    let dir = checkout.path().join(&path).join(layout::DIR);
+    let dir = checkout.path().join(path).join(layout::DIR);
     let objects = capstan_kustomize::build(&dir, &capstan_kustomize::BuildOptions::default())
         .map_err(|e| anyhow::anyhow!("building {path}/{}: {e}", layout::DIR))?;
     let sync_objects: Vec<serde_json::Value> = objects
         .into_iter()
         .filter(|o| {
             o["metadata"]["name"] == layout::SYNC_NAME
-                && o["metadata"]["namespace"] == namespace.as_str()
+                && o["metadata"]["namespace"] == namespace
                 && matches!(o["kind"].as_str(), Some("GitRepository" | "Kustomization"))
         })
         .collect();
@@ -674,15 +739,7 @@ pub async fn run(
     );
     install::apply(client, &sync_objects).await?;
     out.success("reconciled sync configuration");
-
-    // Wait for the cluster to reconcile itself from Git.
-    let head = git::head(&checkout)?.context("the branch has no commit")?;
-    let revision = format!("{branch}@sha1:{head}");
-    wait::synced(client, &namespace, &revision, opts.timeout, out).await?;
-    Ok(Outcome {
-        commit: head,
-        commits,
-    })
+    Ok(())
 }
 
 async fn commit_and_push(

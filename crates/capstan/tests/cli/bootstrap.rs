@@ -138,6 +138,7 @@ async fn assert_synced(dev: &Dev, commit: &str) {
 }
 
 #[tokio::test]
+#[allow(clippy::too_many_lines)] // one scenario, step by step
 async fn bootstrap_over_http_commits_fluxs_layout_converges_reruns_idempotently_and_upgrades() {
     let server = GitServer::start().await;
     server.commit(&[("clusters/dev/apps.yaml", APP)], "an app");
@@ -312,6 +313,7 @@ async fn bootstrap_objects(dev: &Dev) -> String {
 }
 
 #[tokio::test]
+#[allow(clippy::too_many_lines)] // one scenario, step by step
 async fn bootstrap_over_ssh_into_an_empty_repository_and_recover_from_git_alone() {
     let server = GitServer::start().await;
     let sshd = SshServer::start().await;
@@ -466,4 +468,57 @@ async fn bootstrap_over_ssh_into_an_empty_repository_and_recover_from_git_alone(
     assert_eq!(present(&fresh, &expected).await, expected);
     let settings = get(&fresh, &["-n", "dr-app", "configmap", "settings"]).await;
     assert_eq!(settings["data"]["mode"], "active");
+}
+
+#[tokio::test]
+async fn bootstrap_refuses_what_it_cannot_do_safely_before_touching_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("no-such-kubeconfig");
+    let key = dir.path().join("key");
+    std::fs::write(&key, "not a key").unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--url", "https://fleet:hunter-9x@git.invalid/fleet.git"],
+            "give it with --password",
+        ),
+        (
+            &["--url", "ssh://git@git.invalid/fleet.git"],
+            "--private-key-file",
+        ),
+        (
+            &[
+                "--url",
+                "https://git.invalid/fleet.git",
+                "--gpg-key-id",
+                "0xABCD",
+            ],
+            "OpenPGP",
+        ),
+        (
+            &[
+                "--url",
+                "ftp://git.invalid/fleet.git",
+                "--private-key-file",
+                key.to_str().unwrap(),
+            ],
+            "unsupported URL",
+        ),
+    ];
+    for (args, expected) in cases {
+        let run: Run = support::capstan(
+            &kubeconfig,
+            &[&["bootstrap", "git", "--path", "clusters/x"], args].concat(),
+        )
+        .output()
+        .await
+        .unwrap()
+        .into();
+        let run = run.fails();
+        assert!(run.stderr.contains(expected), "{args:?}: {}", run.stderr);
+        assert!(
+            !run.stderr.contains("hunter-9x"),
+            "the password was printed: {}",
+            run.stderr
+        );
+    }
 }
