@@ -549,6 +549,47 @@ async fn the_packaged_chart_renders_as_the_directory() {
     assert!(wrong.unwrap_err().contains("/concurrent"));
 }
 
+/// `helm lint --strict` (Helm's SDK) finds nothing beyond the missing icon (an info), for the
+/// default values and the other value sets; it finds the wrong value as our engine does.
+#[tokio::test]
+async fn helm_lint_strict_passes() {
+    const LINT: &str = "import helm_python, json, sys\n\
+        print(json.dumps(helm_python.lint(sys.argv[1], json.loads(sys.argv[2]), strict=True, \
+        namespace=sys.argv[3]), default=str))";
+    let lint = |namespace: &str, values: &Value| {
+        let out = std::process::Command::new(capstan_testkit::helm_repo::helm_python())
+            .args(["-c", LINT])
+            .arg(chart_dir())
+            .arg(values.to_string())
+            .arg(namespace)
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("helm lint: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+        report
+    };
+    tokio::task::spawn_blocking(move || {
+        for (namespace, values, _) in value_sets() {
+            let report = lint(namespace, &values);
+            let findings: Vec<&Value> = report["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|m| m["severity"].as_u64() != Some(1))
+                .collect();
+            assert!(findings.is_empty(), "{values}: {report}");
+            assert_eq!(report["errors"], json!([]), "{report}");
+        }
+        let report = lint("flux-system", &json!({"concurrent": "many"}));
+        assert!(
+            report["errors"].to_string().contains("/concurrent"),
+            "{report}"
+        );
+    })
+    .await
+    .unwrap();
+}
+
 /// Runs one request of Helm's SDK (`capstan_testkit::helm_repo::helm_sdk`) off the runtime.
 async fn helm_sdk(request: Value) -> Result<Value, String> {
     tokio::task::spawn_blocking(move || capstan_testkit::helm_repo::helm_sdk(&request))
