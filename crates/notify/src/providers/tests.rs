@@ -1141,6 +1141,7 @@ fn dispatch_rules_for_commit_status_updates() {
 }
 
 /// One Provider of each type, as a user would write it for the golden files.
+#[allow(clippy::too_many_lines)]
 fn golden_providers() -> Vec<(&'static str, ProviderSettings)> {
     let token = |t: &'static str| secret(&[("token", t)]);
     let none = ProviderSecrets::default;
@@ -1366,7 +1367,9 @@ fn golden_requests_per_provider() {
     for (name, settings) in providers {
         let mut text = String::new();
         for (label, event) in [("info", info_event()), ("error", error_event())] {
-            text.push_str(&format!("### {label} event\n"));
+            text.push_str("### ");
+            text.push_str(label);
+            text.push_str(" event\n");
             text.push_str(&render(&build(&settings, &event, None).unwrap()));
         }
         let path = dir.join(format!("{name}.txt"));
