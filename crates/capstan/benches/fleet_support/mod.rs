@@ -74,6 +74,8 @@ impl Operator {
                 "warn",
                 "--storage-addr",
                 "127.0.0.1:0",
+                "--receiver-addr",
+                "127.0.0.1:0",
                 "--concurrent",
                 "10",
                 "--kubeconfig",

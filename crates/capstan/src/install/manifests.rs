@@ -28,6 +28,8 @@ pub const TENANCY_ACCOUNTS: [&str; 2] = ["kustomize-controller", "helm-controlle
 pub const CLUSTER_RECONCILER: &str = "cluster-reconciler";
 /// The port of the artifact, metrics and health server in the Pod.
 pub const HTTP_PORT: u16 = 9090;
+/// The port of the Receivers' webhook server in the Pod (Flux's receiver port).
+pub const RECEIVER_PORT: u16 = 9292;
 /// Flux's optional controllers, accepted by `--components-extra`.
 pub const FLUX_EXTRA_COMPONENTS: [&str; 3] = [
     "image-reflector-controller",
@@ -425,7 +427,8 @@ fn service(options: &Options, name: &str) -> Value {
 }
 
 /// `source-controller` (the host of Flux's artifact URLs), `notification-controller` and
-/// `webhook-receiver` (Flux's names), and `capstan-controller` for metrics on the Pod's port.
+/// `webhook-receiver` (Flux's names; the latter on the receivers' port), and `capstan-controller`
+/// for metrics on the Pod's port.
 fn services(options: &Options) -> Vec<Value> {
     let mut metrics = service(options, CONTROLLER);
     metrics["spec"]["ports"] = json!([{
@@ -434,10 +437,12 @@ fn services(options: &Options) -> Vec<Value> {
         "protocol": "TCP",
         "targetPort": "http",
     }]);
+    let mut webhooks = service(options, "webhook-receiver");
+    webhooks["spec"]["ports"][0]["targetPort"] = json!("http-webhook");
     vec![
         service(options, "source-controller"),
         service(options, "notification-controller"),
-        service(options, "webhook-receiver"),
+        webhooks,
         metrics,
     ]
 }
@@ -464,6 +469,7 @@ fn controller_args(options: &Options) -> Vec<String> {
         format!("--concurrent={}", options.concurrent),
         "--storage-path=/data".to_owned(),
         format!("--storage-addr=0.0.0.0:{HTTP_PORT}"),
+        format!("--receiver-addr=0.0.0.0:{RECEIVER_PORT}"),
         format!(
             "--storage-adv-addr=source-controller.{}.svc.{}.",
             options.namespace, options.cluster_domain
@@ -508,7 +514,10 @@ fn deployment(options: &Options) -> Value {
                 {"name": "TMPDIR", "value": "/tmp"},
                 {"name": "HOME", "value": "/tmp"},
             ],
-            "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
+            "ports": [
+                {"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"},
+                {"name": "http-webhook", "containerPort": RECEIVER_PORT, "protocol": "TCP"},
+            ],
             "livenessProbe": liveness,
             "readinessProbe": readiness,
             "resources": {
@@ -559,8 +568,8 @@ fn deployment(options: &Options) -> Value {
 
 /// Flux's three NetworkPolicies: egress anywhere and ingress from the namespace's own Pods
 /// (`allow-egress`), metrics scraping from any namespace (`allow-scraping`) and webhooks from
-/// any namespace (`allow-webhooks`). Capstan serves artifacts, metrics and receivers on one
-/// port, so the last two open the same port.
+/// any namespace (`allow-webhooks`): the artifact and metrics port to every Pod of the
+/// namespace, the receivers' port to the controller.
 fn network_policies(options: &Options) -> Vec<Value> {
     let policy = |name: &str, spec: Value| {
         json!({
@@ -570,10 +579,12 @@ fn network_policies(options: &Options) -> Vec<Value> {
             "spec": spec,
         })
     };
-    let from_anywhere = json!([{
-        "from": [{"namespaceSelector": {}}],
-        "ports": [{"port": HTTP_PORT, "protocol": "TCP"}],
-    }]);
+    let from_anywhere = |port: u16| {
+        json!([{
+            "from": [{"namespaceSelector": {}}],
+            "ports": [{"port": port, "protocol": "TCP"}],
+        }])
+    };
     vec![
         policy(
             "allow-egress",
@@ -589,7 +600,7 @@ fn network_policies(options: &Options) -> Vec<Value> {
             json!({
                 "podSelector": {},
                 "policyTypes": ["Ingress"],
-                "ingress": from_anywhere.clone(),
+                "ingress": from_anywhere(HTTP_PORT),
             }),
         ),
         policy(
@@ -597,7 +608,7 @@ fn network_policies(options: &Options) -> Vec<Value> {
             json!({
                 "podSelector": {"matchLabels": {"app": CONTROLLER}},
                 "policyTypes": ["Ingress"],
-                "ingress": from_anywhere,
+                "ingress": from_anywhere(RECEIVER_PORT),
             }),
         ),
     ]
@@ -731,6 +742,7 @@ mod tests {
         assert_eq!(controller.serve.concurrent, 4);
         assert_eq!(controller.serve.storage_path, std::path::Path::new("/data"));
         assert_eq!(controller.serve.storage_addr.port(), HTTP_PORT);
+        assert_eq!(controller.serve.receiver_addr.port(), RECEIVER_PORT);
         assert_eq!(
             controller.serve.storage_adv_addr.as_deref(),
             Some("source-controller.flux-system.svc.cluster.local.")
