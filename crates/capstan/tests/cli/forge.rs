@@ -969,6 +969,83 @@ async fn forge_github_deploy_key_is_registered_read_only_once() {
     );
     assert_eq!(fake.keys("octo/fleet").len(), 1);
     assert_eq!(head(&bare, "main"), commit);
+
+    // The deploy key (the sync Secret's) fetches over ssh but cannot push, as on a forge: the
+    // bootstrap's commits went over https with the token.
+    let secret = kubectl(
+        &dev.kubeconfig,
+        dev.dir.path(),
+        &[
+            "get",
+            "secret",
+            "flux-system",
+            "-n",
+            "flux-system",
+            "-o",
+            "json",
+        ],
+    )
+    .await
+    .ok()
+    .json();
+    let identity = decode(&secret["data"]["identity"]);
+    let key_file = dev.dir.path().join("deploy-key");
+    std::fs::write(&key_file, identity).unwrap();
+    let mut permissions = std::fs::metadata(&key_file).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o600);
+    std::fs::set_permissions(&key_file, permissions).unwrap();
+    let ssh = format!(
+        "ssh -i {} -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null",
+        key_file.display()
+    );
+    let url = {
+        let forge = fake.state.lock().unwrap();
+        ssh_url(&forge, &forge.repos["octo/fleet"])
+    };
+    let with_key = |args: &[&str]| {
+        std::process::Command::new("git")
+            .env("GIT_SSH_COMMAND", &ssh)
+            .current_dir(dev.dir.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let listed = with_key(&["ls-remote", &url, "main"]);
+    assert!(listed.status.success(), "{listed:?}");
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(&commit));
+    let clone = dev.dir.path().join("clone");
+    let cloned = with_key(&["clone", "-q", &url, &clone.to_string_lossy()]);
+    assert!(cloned.status.success(), "{cloned:?}");
+    git(
+        &clone,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+    );
+    let pushed = std::process::Command::new("git")
+        .env("GIT_SSH_COMMAND", &ssh)
+        .current_dir(&clone)
+        .args(["push", "-q", "origin", "HEAD:main"])
+        .output()
+        .unwrap();
+    assert!(!pushed.status.success(), "a read-only key pushed");
+    assert_eq!(head(&bare, "main"), commit);
+}
+
+/// A base64 `data` value of a Secret, decoded.
+fn decode(value: &Value) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(value.as_str().expect("a data value"))
+        .unwrap()
 }
 
 #[tokio::test]
