@@ -313,8 +313,11 @@ async fn chart_only_values_change_only_what_they_name() {
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": [{"matchExpressions": [
                 {"key": "zone", "operator": "In", "values": ["a"]}]}]}}},
-        "podLabels": {"team": "platform"},
-        "podAnnotations": {"cluster-autoscaler.kubernetes.io/safe-to-evict": "true"},
+        "podLabels": {"team": "platform", "app": "not-the-selector"},
+        "podAnnotations": {
+            "cluster-autoscaler.kubernetes.io/safe-to-evict": "true",
+            "prometheus.io/port": "1",
+        },
         "extraArgs": ["--default-service-account=default"],
         "extraEnv": [{"name": "RUST_BACKTRACE", "value": "1"}],
         "serviceMonitor": {"enabled": true, "interval": "30s", "labels": {"release": "prom"}},
@@ -468,7 +471,7 @@ async fn helm_renders_the_chart_byte_for_byte_as_capstan() {
             "image": {"tag": "v9.8.7"},
             "tolerations": [{"key": "spot", "operator": "Exists"}],
             "affinity": {"podAntiAffinity": {}},
-            "podLabels": {"team": "platform"},
+            "podLabels": {"team": "platform", "app": "not-the-selector"},
             "podAnnotations": {"a": "b"},
             "extraArgs": ["--default-service-account=default"],
             "extraEnv": [{"name": "RUST_BACKTRACE", "value": "1"}],
