@@ -326,21 +326,21 @@ impl FluxInstallation {
             }
         }
         steps.push("capstan check".to_owned());
-        let mut text = format!("{self}\n");
+        let mut lines = vec![self.to_string()];
         if let Some(sync) = &self.bootstrap {
-            text.push_str(&format!(
+            lines.push(format!(
                 "It was bootstrapped: the Kustomization {}/{} applies it from Git, so \
                  Capstan's components must be in Git before Capstan runs (or it would apply \
-                 Flux's controllers back).\n",
+                 Flux's controllers back).",
                 sync.namespace, sync.name
             ));
         }
-        text.push_str("To migrate (Flux's objects and the workloads they deployed stay):\n");
+        lines.push("To migrate (Flux's objects and the workloads they deployed stay):".to_owned());
         for (index, step) in steps.iter().enumerate() {
-            text.push_str(&format!("  {}. {step}\n", index + 1));
+            lines.push(format!("  {}. {step}", index + 1));
         }
-        text.push_str(&format!("See {DOC}.\n"));
-        text
+        lines.push(format!("See {DOC}."));
+        lines.join("\n") + "\n"
     }
 }
 
@@ -368,7 +368,7 @@ impl fmt::Display for FluxInstallation {
 mod tests {
     use super::*;
 
-    fn deployment(name: &str, labels: serde_json::Value, replicas: i32) -> Deployment {
+    fn deployment(name: &str, labels: &serde_json::Value, replicas: i32) -> Deployment {
         serde_json::from_value(serde_json::json!({
             "metadata": {"name": name, "namespace": "flux-system", "labels": labels},
             "spec": {"replicas": replicas, "selector": {}, "template": {}},
@@ -388,8 +388,8 @@ mod tests {
         let found = installation(
             "flux-system".into(),
             &[
-                deployment("source-controller", labels.clone(), 1),
-                deployment("kustomize-controller", labels, 1),
+                deployment("source-controller", &labels, 1),
+                deployment("kustomize-controller", &labels, 1),
             ],
         );
         assert_eq!(found.version.as_deref(), Some("v2.7.3"));
@@ -418,7 +418,7 @@ mod tests {
         let labels = serde_json::json!({"app.kubernetes.io/part-of": "flux"});
         let found = installation(
             "gitops".into(),
-            &[deployment("source-controller", labels, 0)],
+            &[deployment("source-controller", &labels, 0)],
         );
         assert!(found.stopped());
         assert_eq!(found.version, None);

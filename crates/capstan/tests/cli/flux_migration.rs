@@ -520,6 +520,7 @@ async fn assert_migrated(plane: &Plane, uids: &[(&str, String)], kustomization: 
 /// install` refuses and changes nothing, and the steps it prints migrate: after them Capstan
 /// reconciles the Kustomization Flux left, keeps the app's objects and adopts the inventory.
 #[tokio::test(flavor = "multi_thread")]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn an_installed_flux_is_refused_then_migrated_in_the_cluster() {
     let plane = Plane::start().await;
     let git = GitServer::start().await;
@@ -680,7 +681,8 @@ fn documents(objects: &[Value]) -> String {
     objects
         .iter()
         .map(|object| format!("---\n{object}\n"))
-        .collect()
+        .collect::<Vec<_>>()
+        .concat()
 }
 
 /// A `flux bootstrap`ped installation: Flux's layout in Git, its components applied by the
