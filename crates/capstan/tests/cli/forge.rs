@@ -970,8 +970,13 @@ async fn forge_github_deploy_key_is_registered_read_only_once() {
     assert_eq!(fake.keys("octo/fleet").len(), 1);
     assert_eq!(head(&bare, "main"), commit);
 
-    // The deploy key (the sync Secret's) fetches over ssh but cannot push, as on a forge: the
-    // bootstrap's commits went over https with the token.
+    deploy_key_cannot_push(&dev, &fake, "octo/fleet", &commit).await;
+    assert_eq!(head(&bare, "main"), commit);
+}
+
+/// The deploy key (the sync Secret's) fetches over ssh but cannot push, as on a forge: the
+/// bootstrap's commits went over https with the token.
+async fn deploy_key_cannot_push(dev: &Dev, fake: &Fake, full_name: &str, commit: &str) {
     let secret = kubectl(
         &dev.kubeconfig,
         dev.dir.path(),
@@ -1000,7 +1005,7 @@ async fn forge_github_deploy_key_is_registered_read_only_once() {
     );
     let url = {
         let forge = fake.state.lock().unwrap();
-        ssh_url(&forge, &forge.repos["octo/fleet"])
+        ssh_url(&forge, &forge.repos[full_name])
     };
     let with_key = |args: &[&str]| {
         std::process::Command::new("git")
@@ -1012,7 +1017,7 @@ async fn forge_github_deploy_key_is_registered_read_only_once() {
     };
     let listed = with_key(&["ls-remote", &url, "main"]);
     assert!(listed.status.success(), "{listed:?}");
-    assert!(String::from_utf8_lossy(&listed.stdout).contains(&commit));
+    assert!(String::from_utf8_lossy(&listed.stdout).contains(commit));
     let clone = dev.dir.path().join("clone");
     let cloned = with_key(&["clone", "-q", &url, &clone.to_string_lossy()]);
     assert!(cloned.status.success(), "{cloned:?}");
@@ -1037,7 +1042,7 @@ async fn forge_github_deploy_key_is_registered_read_only_once() {
         .output()
         .unwrap();
     assert!(!pushed.status.success(), "a read-only key pushed");
-    assert_eq!(head(&bare, "main"), commit);
+    assert_eq!(head(&fake.bare(full_name), "main"), commit);
 }
 
 /// A base64 `data` value of a Secret, decoded.
