@@ -181,6 +181,73 @@ impl Event {
     }
 }
 
+/// A metadata key set by more than one source when an event is combined for an Alert.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MetadataConflict {
+    /// The key (without prefix).
+    pub key: String,
+    /// The sources in the order they were applied (the last one wins).
+    pub sources: Vec<&'static str>,
+}
+
+impl Event {
+    /// The event as an Alert dispatches it (notification-controller's
+    /// `excludeInternalMetadata` + `combineEventMetadata`, internal/server/event_handlers.go):
+    /// the `<object group>/token` key dropped, then the metadata rebuilt from, in this order,
+    /// `event.toolkit.fluxcd.io/<key>` entries (involved object annotations), the Alert's
+    /// `eventMetadata`, its `summary` (as `summary`), and `<object group>/<key>` entries
+    /// (controller metadata such as `kustomize.toolkit.fluxcd.io/revision`), each without its
+    /// prefix; a later source wins. Keys without one of these prefixes are dropped, unless
+    /// nothing at all is left (then the metadata stays as it was). Returns the keys set by
+    /// more than one source, sorted, for the warning event Flux emits.
+    pub fn combined_for_alert(
+        &self,
+        event_metadata: &BTreeMap<String, String>,
+        summary: Option<&str>,
+    ) -> (Event, Vec<MetadataConflict>) {
+        const EVENT_ANNOTATIONS: &str = "involved object annotations";
+        const ALERT_METADATA: &str = "Alert object .spec.eventMetadata";
+        const ALERT_SUMMARY: &str = "Alert object .spec.summary";
+        const CONTROLLER: &str = "involved object controller metadata";
+        let mut event = self.clone();
+        let group = self.involved_object.group().to_owned();
+        event.metadata.remove(&format!("{group}/{META_TOKEN}"));
+        let mut metadata = BTreeMap::new();
+        let mut sources: BTreeMap<String, Vec<&'static str>> = BTreeMap::new();
+        let mut set = |key: &str, value: &str, source: &'static str| {
+            metadata.insert(key.to_owned(), value.to_owned());
+            sources.entry(key.to_owned()).or_default().push(source);
+        };
+        let event_prefix = format!("{EVENT_GROUP}/");
+        for (k, v) in &event.metadata {
+            if let Some(key) = k.strip_prefix(&event_prefix) {
+                set(key, v, EVENT_ANNOTATIONS);
+            }
+        }
+        for (k, v) in event_metadata {
+            set(k, v, ALERT_METADATA);
+        }
+        if let Some(summary) = summary.filter(|s| !s.is_empty()) {
+            set(META_SUMMARY, summary, ALERT_SUMMARY);
+        }
+        let object_prefix = format!("{group}/");
+        for (k, v) in &event.metadata {
+            if let Some(key) = k.strip_prefix(&object_prefix) {
+                set(key, v, CONTROLLER);
+            }
+        }
+        let conflicts = sources
+            .into_iter()
+            .filter(|(_, s)| s.len() > 1)
+            .map(|(key, sources)| MetadataConflict { key, sources })
+            .collect();
+        if !metadata.is_empty() {
+            event.metadata = metadata;
+        }
+        (event, conflicts)
+    }
+}
+
 /// The commit SHA of a revision (`main@sha1:<sha>`, `sha1:<sha>`, legacy `main/<sha>` or a
 /// bare SHA): the part after the last `:`, else after the last `/`; it must be 40 characters
 /// (fluxcd/pkg `git.ExtractHashFromRevision`, as notification-controller's `parseRevision`).
@@ -263,6 +330,49 @@ mod tests {
                 .unwrap()
                 .contains("metadata")
         );
+    }
+
+    #[test]
+    fn combined_for_alert_as_notification_controller() {
+        // event_handlers.go combineEventMetadata / excludeInternalMetadata.
+        let mut raw = event();
+        raw.metadata = BTreeMap::from([
+            (
+                "kustomize.toolkit.fluxcd.io/revision".into(),
+                "main@sha1:abc".into(),
+            ),
+            ("kustomize.toolkit.fluxcd.io/token".into(), "t0ken".into()),
+            ("event.toolkit.fluxcd.io/team".into(), "web".into()),
+            ("event.toolkit.fluxcd.io/env".into(), "annotation".into()),
+            ("unprefixed".into(), "dropped".into()),
+        ]);
+        let alert_metadata = BTreeMap::from([("env".to_owned(), "prod".to_owned())]);
+        let (combined, conflicts) = raw.combined_for_alert(&alert_metadata, Some("web shop"));
+        assert_eq!(
+            combined.metadata,
+            BTreeMap::from([
+                ("env".to_owned(), "prod".to_owned()),
+                ("revision".to_owned(), "main@sha1:abc".to_owned()),
+                ("summary".to_owned(), "web shop".to_owned()),
+                ("team".to_owned(), "web".to_owned()),
+            ])
+        );
+        assert_eq!(
+            conflicts,
+            vec![MetadataConflict {
+                key: "env".into(),
+                sources: vec![
+                    "involved object annotations",
+                    "Alert object .spec.eventMetadata"
+                ],
+            }]
+        );
+        // Nothing prefixed and no Alert metadata: the metadata stays.
+        let mut plain = event();
+        plain.metadata = BTreeMap::from([("revision".into(), "v1".into())]);
+        let (same, conflicts) = plain.combined_for_alert(&BTreeMap::new(), None);
+        assert_eq!(same, plain);
+        assert!(conflicts.is_empty());
     }
 
     #[test]

@@ -44,7 +44,8 @@ mod settings;
 pub use commit_status::{StatusExpr, default_key as default_commit_status_key};
 pub use event::{
     EVENT_GROUP, Event, META_COMMIT, META_COMMIT_STATUS, META_ORIGIN_REVISION, META_REVISION,
-    META_SUMMARY, META_TOKEN, ObjectReference, PROGRESSING_REASON, Severity, commit_of, rfc3339,
+    META_SUMMARY, META_TOKEN, MetadataConflict, ObjectReference, PROGRESSING_REASON, Severity,
+    commit_of, rfc3339,
 };
 pub use providers::{BuildError, build, dispatches_to};
 pub use request::{Header, Method, Request};
