@@ -87,9 +87,10 @@ thread_local! {
     static VALUES: RefCell<Cache<super::values::Values>> = RefCell::default();
     /// Parsed `Chart.yaml` files by their bytes.
     static METADATA: RefCell<Cache<super::Metadata>> = RefCell::default();
-    /// Subchart archives by their bytes and nesting depth (the depth decides whether nested
-    /// subcharts are refused for nesting too deep).
-    static ARCHIVES: RefCell<Cache<LoadedArchive>> = RefCell::default();
+    /// Subchart archives by their bytes, with the nesting depth they were loaded at (a hit
+    /// must have the same: the depth decides whether nested subcharts are refused for nesting
+    /// too deep).
+    static ARCHIVES: RefCell<Cache<(usize, LoadedArchive)>> = RefCell::default();
 }
 
 /// `values.yaml` read as [`super::values::read_values`] reads it, from the thread's cache when
@@ -116,19 +117,27 @@ fn cached_metadata(data: &[u8]) -> Result<super::Metadata, Error> {
     Ok(metadata)
 }
 
-/// The [`ARCHIVES`] key of an archive's bytes loaded at `depth`.
-fn archive_key(bytes: &[u8], depth: usize) -> Vec<u8> {
-    let mut key = Vec::with_capacity(bytes.len() + 8);
-    key.extend_from_slice(&(depth as u64).to_le_bytes());
-    key.extend_from_slice(bytes);
-    key
+/// The archive of `bytes` loaded at `depth`, from [`ARCHIVES`].
+fn archive_hit(bytes: &[u8], depth: usize) -> Option<LoadedArchive> {
+    ARCHIVES
+        .with(|c| c.borrow().get(bytes))
+        .and_then(|(at, loaded)| (at == depth).then_some(loaded))
+}
+
+/// Keeps the archive of `bytes` loaded at `depth` in [`ARCHIVES`] (`size`: what it
+/// decompressed to).
+fn archive_put(bytes: &[u8], depth: usize, chart: &Chart, size: u64) {
+    let weight = usize::try_from(size).unwrap_or(usize::MAX);
+    ARCHIVES.with(|c| {
+        c.borrow_mut()
+            .put(bytes, weight, || (depth, (chart.clone(), size)));
+    });
 }
 
 /// A subchart archive loaded as [`load_archive_at`] loads it, from the thread's cache when the
 /// same bytes were loaded at the same depth before and the budget still allows them.
 fn cached_archive(bytes: &[u8], depth: usize, unpacked: &mut u64) -> Result<Chart, Error> {
-    let key = archive_key(bytes, depth);
-    if let Some((chart, size)) = ARCHIVES.with(|c| c.borrow().get(&key))
+    if let Some((chart, size)) = archive_hit(bytes, depth)
         && unpacked.saturating_add(size) <= MAX_CHART_SIZE
     {
         *unpacked += size;
@@ -136,29 +145,33 @@ fn cached_archive(bytes: &[u8], depth: usize, unpacked: &mut u64) -> Result<Char
     }
     let before = *unpacked;
     let chart = load_archive_at(bytes, depth, unpacked)?;
-    let size = unpacked.saturating_sub(before);
-    let weight = usize::try_from(size).unwrap_or(usize::MAX);
-    ARCHIVES.with(|c| c.borrow_mut().put(&key, weight, || (chart.clone(), size)));
+    archive_put(bytes, depth, &chart, unpacked.saturating_sub(before));
     Ok(chart)
 }
 
 /// Packed subcharts (compressed bytes) from which inflating them on a second thread pays.
 const INFLATE_AHEAD_BYTES: usize = 256 * 1024;
 
-/// An archive's files and decompressed size, read on another thread.
-type Inflating = std::thread::JoinHandle<Result<(Vec<File>, u64), Error>>;
+/// An archive's files and decompressed size, read on another thread from the archive's bytes
+/// (shared with it instead of copied; taken out of the subchart's file).
+type Inflating = (
+    std::thread::JoinHandle<Result<(Vec<File>, u64), Error>>,
+    std::sync::Arc<Vec<u8>>,
+);
 
 /// Starts inflating, each on its own thread, the subchart archives of `subcharts` (a chart's
 /// `charts/` by subchart name) large enough to pay for it and not in the thread's cache. The
 /// result is used only when it is a success within the budget; anything else is read again in
 /// order, so errors are those of reading in order.
 fn inflate_ahead(
-    subcharts: &BTreeMap<String, Vec<File>>,
+    subcharts: &mut BTreeMap<String, Vec<File>>,
     depth: usize,
 ) -> HashMap<String, Inflating> {
     let mut started = HashMap::new();
     for (name, files) in subcharts {
-        let [file] = files.as_slice() else { continue };
+        let [file] = files.as_mut_slice() else {
+            continue;
+        };
         if file.name != *name
             || file.data.len() < INFLATE_AHEAD_BYTES
             || name.starts_with(['_', '.'])
@@ -166,17 +179,21 @@ fn inflate_ahead(
         {
             continue;
         }
-        let key = archive_key(&file.data, depth + 1);
-        if ARCHIVES.with(|c| c.borrow().get(&key)).is_some() {
+        if archive_hit(&file.data, depth + 1).is_some() {
             continue;
         }
-        let data = file.data.clone();
+        let data = std::sync::Arc::new(std::mem::take(&mut file.data));
+        let shared = std::sync::Arc::clone(&data);
         let worker = std::thread::Builder::new().spawn(move || {
             let mut size = 0;
-            archive_files(&data, &mut size).map(|files| (files, size))
+            archive_files(&shared, &mut size).map(|files| (files, size))
         });
-        if let Ok(worker) = worker {
-            started.insert(name.clone(), worker);
+        match worker {
+            Ok(worker) => {
+                started.insert(name.clone(), (worker, data));
+            }
+            // Not started: the closure (and its share) is gone, the bytes go back.
+            Err(_) => file.data = std::sync::Arc::unwrap_or_clone(data),
         }
     }
     started
@@ -601,7 +618,7 @@ pub(crate) fn load_files(
     };
     // Large packed subcharts are inflated on a second thread while this one reads Chart.yaml
     // and values.yaml.
-    let mut inflating = inflate_ahead(&subcharts, depth);
+    let mut inflating = inflate_ahead(&mut subcharts, depth);
     chart.metadata = cached_metadata(&chart_yaml)?;
     if let Some(requirements) = requirements {
         chart.metadata.dependencies = metadata::parse_requirements(&requirements)?;
@@ -617,28 +634,27 @@ pub(crate) fn load_files(
         }
         let sub = if Path::new(&name).extension().is_some_and(|e| e == "tgz") {
             match files.as_slice() {
-                [file] if file.name == name => match inflating.remove(&name).and_then(|worker| {
-                    let (files, size) = worker.join().ok()?.ok()?;
-                    let total = unpacked.saturating_add(size);
-                    // Over the budget: read again below, so the error names the same entry.
-                    (total <= MAX_CHART_SIZE).then_some((files, size))
-                }) {
-                    Some((inflated, size)) => {
-                        let before = *unpacked;
-                        *unpacked += size;
-                        let sub = load_files(inflated, depth + 1, unpacked);
-                        if let Ok(sub) = &sub {
-                            let key = archive_key(&file.data, depth + 1);
-                            let size = unpacked.saturating_sub(before);
-                            let weight = usize::try_from(size).unwrap_or(usize::MAX);
-                            ARCHIVES.with(|c| {
-                                c.borrow_mut().put(&key, weight, || (sub.clone(), size));
-                            });
+                [file] if file.name == name => {
+                    let (worker, shared) = inflating.remove(&name).unzip();
+                    let bytes = shared.as_deref().unwrap_or(&file.data);
+                    match worker.and_then(|worker| {
+                        let (files, size) = worker.join().ok()?.ok()?;
+                        let total = unpacked.saturating_add(size);
+                        // Over the budget: read again below, so the error names the same entry.
+                        (total <= MAX_CHART_SIZE).then_some((files, size))
+                    }) {
+                        Some((inflated, size)) => {
+                            let before = *unpacked;
+                            *unpacked += size;
+                            let sub = load_files(inflated, depth + 1, unpacked);
+                            if let Ok(sub) = &sub {
+                                archive_put(bytes, depth + 1, sub, unpacked.saturating_sub(before));
+                            }
+                            sub
                         }
-                        sub
+                        None => cached_archive(bytes, depth + 1, unpacked),
                     }
-                    None => cached_archive(&file.data, depth + 1, unpacked),
-                },
+                }
                 _ => Err(Error::new(format!(
                     "error unpacking subchart tar in {}: expected {name}",
                     chart.metadata.name
