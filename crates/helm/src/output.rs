@@ -683,10 +683,22 @@ pub struct Rendered {
     pub notes: String,
 }
 
-static VALID_NAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-        .expect("the release name regex is valid")
-});
+/// Helm's release name pattern, as its error message quotes it.
+const VALID_NAME: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+
+/// Whether `name` matches [`VALID_NAME`]: dot-separated labels of lowercase letters, digits
+/// and `-`, none empty nor starting or ending with `-`. Checked by hand: compiling the regex
+/// cost a whole-process render more than the rest of the check.
+fn valid_release_name(name: &str) -> bool {
+    name.split('.').all(|label| {
+        let bytes = label.as_bytes();
+        bytes
+            .iter()
+            .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+            && bytes.first().is_some_and(|&c| c != b'-')
+            && bytes.last().is_some_and(|&c| c != b'-')
+    })
+}
 
 impl Template {
     /// The release name and the chart reference from the arguments, as Helm's
@@ -814,10 +826,10 @@ impl Template {
                 "release name check failed: release name \"\": no name provided",
             ));
         }
-        if release_name.len() > 53 || !VALID_NAME.is_match(release_name) {
+        if release_name.len() > 53 || !valid_release_name(release_name) {
             return Err(Error::new(format!(
                 "release name check failed: release name {release_name:?}: invalid release name, must match regex {} and the length must not be longer than 53",
-                VALID_NAME.as_str()
+                VALID_NAME
             )));
         }
         let mut api_versions = Vec::new();
@@ -1137,6 +1149,31 @@ mod tests {
         assert_eq!(split_manifests("a: x---y\n"), vec!["a: x---y\n"]);
         assert_eq!(split_manifests("# only\n---\n"), vec!["# only"]);
         assert!(split_manifests(" \n\t").is_empty());
+    }
+
+    #[test]
+    fn release_names_as_helm_pattern() {
+        let pattern = Regex::new(VALID_NAME).expect("valid");
+        for name in [
+            "a",
+            "a-b",
+            "a.b",
+            "a1.b-2.c",
+            "0",
+            "-a",
+            "a-",
+            "a..b",
+            ".a",
+            "a.",
+            "A",
+            "a_b",
+            "a.-b",
+            "é",
+            "a\n",
+            "abc-def.ghi",
+        ] {
+            assert_eq!(valid_release_name(name), pattern.is_match(name), "{name:?}");
+        }
     }
 
     #[test]
