@@ -288,7 +288,7 @@ impl FluxInstallation {
             ));
         }
         steps.push(format!(
-            "kubectl -n {namespace} delete {NAMESPACED_KINDS} -l {selector}\n   \
+            "kubectl -n {namespace} delete {NAMESPACED_KINDS} -l {selector}\n     \
              kubectl delete {CLUSTER_KINDS} -l {selector}\n     (stops Flux and removes its \
              components but the CRDs and the namespace: its sources, Kustomizations, \
              HelmReleases and everything they deployed stay; not `flux uninstall`, which \
@@ -316,7 +316,7 @@ impl FluxInstallation {
                      (the same repository and path: commits Capstan's gotk-components.yaml and \
                      gotk-sync.yaml, then installs Capstan; the Kustomization {}/{}, now run by \
                      Capstan, keeps the CRDs, which both files hold, and prunes what of Flux's \
-                     is left in its inventory)\n   \
+                     is left in its inventory)\n     \
                      or by hand: capstan install --export -n {namespace} > \
                      {path}/flux-system/gotk-components.yaml; commit and push it; then \
                      capstan install -n {namespace} (never before the push: Capstan would \
