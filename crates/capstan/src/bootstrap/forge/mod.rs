@@ -687,7 +687,15 @@ async fn provision(
         }
         let url = ssh_url(&repository.ssh_url, common.ssh_hostname.as_deref())?;
         let opts = options(plan, url, GitAuth::Ssh(key))?;
-        push_with_token(forge, &repository.https_url, token, &opts, out).await?;
+        push_with_token(
+            forge,
+            plan.hostname,
+            &repository.https_url,
+            token,
+            &opts,
+            out,
+        )
+        .await?;
         return Ok(opts);
     };
     options(plan, url, auth)
@@ -697,6 +705,7 @@ async fn provision(
 fn options(plan: &Plan<'_>, url: String, auth: GitAuth) -> anyhow::Result<GitBootstrap> {
     let common = plan.common;
     Ok(GitBootstrap {
+        allow_insecure_http: plain_http_allowed(plan.hostname, &url),
         url,
         sync_url: None,
         branch: common.branch.clone(),
@@ -711,13 +720,25 @@ fn options(plan: &Plan<'_>, url: String, auth: GitAuth) -> anyhow::Result<GitBoo
         interval: plan.forge.interval,
         ca: common.ca()?,
         ssh_hostname: common.ssh_hostname.clone(),
-        // A forge on the loopback interface is spoken to over plain HTTP (see the module's
-        // documentation); so are its https clone URLs.
-        allow_insecure_http: api::is_loopback_host(plan.hostname),
         install: common.install_options(),
         timeout: common.timeout,
         silent: true,
     })
+}
+
+/// Whether the clone URL `url` may be plain `http://`: only when the forge and the URL are both
+/// on the loopback interface (a forge on loopback is spoken to over plain HTTP, see the
+/// module's documentation).
+fn plain_http_allowed(hostname: &str, url: &str) -> bool {
+    let host = url
+        .strip_prefix("http://")
+        .and_then(|rest| rest.split('/').next())
+        .map(|authority| {
+            authority
+                .rsplit_once('@')
+                .map_or(authority, |(_, host)| host)
+        });
+    api::is_loopback_host(hostname) && host.is_some_and(api::is_loopback_host)
 }
 
 /// Commits and pushes Flux's layout for an SSH sync over the repository's https URL with the
@@ -726,6 +747,7 @@ fn options(plan: &Plan<'_>, url: String, auth: GitAuth) -> anyhow::Result<GitBoo
 /// waits. The files are the core's ([`layout`]) for the same options, so they agree.
 async fn push_with_token(
     forge: Forge,
+    hostname: &str,
     https_url: &str,
     token: &str,
     opts: &GitBootstrap,
@@ -740,7 +762,7 @@ async fn push_with_token(
         },
         ssh_hostname: None,
     };
-    if https_url.starts_with("http://") && !opts.allow_insecure_http {
+    if https_url.starts_with("http://") && !plain_http_allowed(hostname, https_url) {
         bail!("the {forge} repository's clone URL {https_url} is plain http");
     }
     let branch = opts.branch.clone();
@@ -854,6 +876,18 @@ mod tests {
             "ssh://me@127.0.0.1:2200/srv/git/fleet.git"
         );
         assert!(ssh_url("fleet", None).is_err());
+        assert!(super::plain_http_allowed(
+            "127.0.0.1:8080",
+            "http://127.0.0.1:9000/repo.git"
+        ));
+        assert!(!super::plain_http_allowed(
+            "127.0.0.1:8080",
+            "http://git.example.org/repo.git"
+        ));
+        assert!(!super::plain_http_allowed(
+            "ghe.example.org",
+            "http://127.0.0.1:9000/repo.git"
+        ));
         assert_eq!(
             key_identity("ssh-ed25519 AAAAC3 someone@laptop\n"),
             "ssh-ed25519 AAAAC3"
