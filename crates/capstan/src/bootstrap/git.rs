@@ -35,6 +35,51 @@ pub struct Checkout {
     pub branch: String,
     /// `known_hosts` lines for the SSH server (empty over http(s)).
     pub known_hosts: String,
+    /// The host keys the pushes must meet (see [`clone_trusting`]).
+    trusted: Option<Arc<Trusted>>,
+}
+
+/// The host keys known for the SSH server of a URL: a server presenting another key is
+/// refused.
+#[derive(Debug)]
+struct Trusted {
+    /// The known_hosts host field of the server (`host` or `[host]:port`).
+    host: String,
+    /// `(type, base64 key)` of the lines for that host.
+    keys: Vec<(String, String)>,
+}
+
+impl Trusted {
+    /// The lines of `known_hosts` for the SSH server of `remote`; `None` when there are none
+    /// (the first bootstrap: the presented key is recorded).
+    fn of(remote: &Remote, known_hosts: &str) -> Option<Self> {
+        let (host, port) = ssh_host(&remote.url)?;
+        let host = remote.ssh_hostname.clone().unwrap_or(host);
+        let field = if port == 22 {
+            host
+        } else {
+            format!("[{host}]:{port}")
+        };
+        let keys: Vec<(String, String)> = known_hosts
+            .lines()
+            .filter_map(|line| {
+                let mut words = line.split_whitespace();
+                let hosts = words.next()?;
+                let kind = words.next()?;
+                let key = words.next()?;
+                hosts
+                    .split(',')
+                    .any(|h| h == field)
+                    .then(|| (kind.to_owned(), key.to_owned()))
+            })
+            .collect();
+        (!keys.is_empty()).then_some(Self { host: field, keys })
+    }
+
+    fn accepts(&self, kind: &str, raw: &[u8]) -> bool {
+        let key = base64::engine::general_purpose::STANDARD.encode(raw);
+        self.keys.iter().any(|(k, v)| k == kind && *v == key)
+    }
 }
 
 impl Checkout {
@@ -50,7 +95,11 @@ type HostKey = Arc<Mutex<Option<(String, Vec<u8>)>>>;
 
 /// Callbacks answering credentials from `auth` (a few attempts, then a plain error) and
 /// recording an SSH host key into `host_key`.
-fn callbacks<'a>(auth: &'a GitAuth, host_key: &HostKey) -> RemoteCallbacks<'a> {
+fn callbacks<'a>(
+    auth: &'a GitAuth,
+    host_key: &HostKey,
+    trusted: Option<&'a Trusted>,
+) -> RemoteCallbacks<'a> {
     let mut callbacks = RemoteCallbacks::new();
     let attempts = Cell::new(0u8);
     callbacks.credentials(move |_url, username_from_url, allowed| {
@@ -69,6 +118,16 @@ fn callbacks<'a>(auth: &'a GitAuth, host_key: &HostKey) -> RemoteCallbacks<'a> {
         {
             if let Ok(mut slot) = host_key.lock() {
                 *slot = Some((kind.name().to_owned(), raw.to_vec()));
+            }
+            if let Some(trusted) = trusted
+                && !trusted.accepts(kind.name(), raw)
+            {
+                return Err(git2::Error::from_str(&format!(
+                    "the SSH server presented a {} host key that is not the one known for {} \
+                     (known_hosts of the source Secret): refusing to connect",
+                    kind.name(),
+                    trusted.host
+                )));
             }
             return Ok(CertificateCheckStatus::CertificateOk);
         }
@@ -151,9 +210,35 @@ fn known_hosts_line(host: &str, port: u16, kind: &str, key: &[u8]) -> String {
     }
 }
 
+/// The error for a host key `trusted` does not accept, if that is what was presented.
+fn refused_host(trusted: Option<&Trusted>, host_key: &HostKey) -> Option<anyhow::Error> {
+    let trusted = trusted?;
+    let (kind, raw) = host_key.lock().ok()?.clone()?;
+    (!trusted.accepts(&kind, &raw)).then(|| {
+        anyhow::anyhow!(
+            "the SSH server presented a {kind} host key that is not the one known for {} \
+             (known_hosts of the source Secret, recorded by an earlier bootstrap): refusing to \
+             connect\nhint: if the server's key really changed, update known_hosts in the \
+             Secret",
+            trusted.host
+        )
+    })
+}
+
 /// Clones `branch` of `remote` (an empty repository or a missing branch gives an unborn
 /// branch, created by the first commit).
 pub fn clone(remote: &Remote, branch: &str) -> anyhow::Result<Checkout> {
+    clone_trusting(remote, branch, "")
+}
+
+/// As [`clone`], refusing an SSH server (here and when pushing) whose host key differs from
+/// the one `known_hosts` lists for it (the source Secret's, from an earlier bootstrap).
+pub fn clone_trusting(
+    remote: &Remote,
+    branch: &str,
+    known_hosts: &str,
+) -> anyhow::Result<Checkout> {
+    let trusted = Trusted::of(remote, known_hosts).map(Arc::new);
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let repo = Repository::init(dir.path()).context("creating the local repository")?;
     let mut origin = repo
@@ -165,9 +250,10 @@ pub fn clone(remote: &Remote, branch: &str) -> anyhow::Result<Checkout> {
         let connection = origin
             .connect_auth(
                 Direction::Fetch,
-                Some(callbacks(&remote.auth, &host_key)),
+                Some(callbacks(&remote.auth, &host_key, trusted.as_deref())),
                 None,
             )
+            .map_err(|e| refused_host(trusted.as_deref(), &host_key).unwrap_or_else(|| e.into()))
             .with_context(|| format!("cannot connect to {}", remote.url))?;
         connection
             .list()
@@ -180,7 +266,7 @@ pub fn clone(remote: &Remote, branch: &str) -> anyhow::Result<Checkout> {
         let custom: Vec<&str> = custom.iter().map(String::as_str).collect();
         let mut options = FetchOptions::new();
         options
-            .remote_callbacks(callbacks(&remote.auth, &host_key))
+            .remote_callbacks(callbacks(&remote.auth, &host_key, trusted.as_deref()))
             .custom_headers(&custom);
         origin
             .fetch(
@@ -212,6 +298,7 @@ pub fn clone(remote: &Remote, branch: &str) -> anyhow::Result<Checkout> {
         dir,
         branch: branch.to_owned(),
         known_hosts,
+        trusted,
     })
 }
 
@@ -298,7 +385,7 @@ pub fn push(checkout: &Checkout, remote: &Remote) -> anyhow::Result<()> {
     let mut origin = repo.find_remote("origin")?;
     let host_key = HostKey::default();
     let rejected: Arc<Mutex<Option<String>>> = Arc::default();
-    let mut callbacks = callbacks(&remote.auth, &host_key);
+    let mut callbacks = callbacks(&remote.auth, &host_key, checkout.trusted.as_deref());
     let seen = rejected.clone();
     callbacks.push_update_reference(move |_reference, status| {
         if let (Some(status), Ok(mut slot)) = (status, seen.lock()) {
@@ -313,6 +400,9 @@ pub fn push(checkout: &Checkout, remote: &Remote) -> anyhow::Result<()> {
     let reference = format!("refs/heads/{0}:refs/heads/{0}", checkout.branch);
     origin
         .push(&[reference], Some(&mut options))
+        .map_err(|e| {
+            refused_host(checkout.trusted.as_deref(), &host_key).unwrap_or_else(|| e.into())
+        })
         .with_context(|| format!("cannot push to {}", remote.url))?;
     if let Some(status) = rejected.lock().ok().and_then(|s| s.clone()) {
         anyhow::bail!(

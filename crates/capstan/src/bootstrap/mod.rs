@@ -537,9 +537,10 @@ pub async fn run(
     out.action(&format!(
         "cloning branch \"{branch}\" from Git repository \"{url}\""
     ));
+    let known_hosts = known_hosts(client, opts).await?;
     let checkout = {
         let (remote, branch) = (remote.clone(), branch.clone());
-        Arc::new(blocking(move || git::clone(&remote, &branch)).await?)
+        Arc::new(blocking(move || git::clone_trusting(&remote, &branch, &known_hosts)).await?)
     };
     out.success("cloned repository");
     let mut commits = Vec::new();
@@ -661,6 +662,27 @@ async fn commit_sync(
     }
     out.success("sync manifests are up to date");
     Ok(None)
+}
+
+/// The `known_hosts` of the source Secret an earlier bootstrap made (empty when there is none):
+/// the SSH server must present the same host key again.
+async fn known_hosts(client: &kube::Client, opts: &GitBootstrap) -> anyhow::Result<String> {
+    if !matches!(opts.auth, GitAuth::Ssh(_)) {
+        return Ok(String::new());
+    }
+    let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(client.clone(), &opts.install.namespace);
+    let secret = secrets.get_opt(&opts.secret_name).await.with_context(|| {
+        format!(
+            "reading the source Secret {}/{}",
+            opts.install.namespace, opts.secret_name
+        )
+    })?;
+    Ok(secret
+        .and_then(|s| s.data)
+        .and_then(|data| data.get("known_hosts").cloned())
+        .map(|bytes| String::from_utf8_lossy(&bytes.0).into_owned())
+        .unwrap_or_default())
 }
 
 /// Prints the public key the repository must accept (unless `--silent`).

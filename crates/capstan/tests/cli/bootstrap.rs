@@ -468,6 +468,42 @@ async fn bootstrap_over_ssh_into_an_empty_repository_and_recover_from_git_alone(
     assert_eq!(present(&fresh, &expected).await, expected);
     let settings = get(&fresh, &["-n", "dr-app", "configmap", "settings"]).await;
     assert_eq!(settings["data"]["mode"], "active");
+
+    // The host key recorded by the first bootstrap is required from then on: a server
+    // presenting another one is refused before anything is pushed.
+    let other = tempfile::tempdir().unwrap();
+    let other_key = capstan_testkit::sshd::keygen(&other.path().join("key"));
+    let mut words = other_key.split_whitespace();
+    let forged = format!(
+        "[127.0.0.1]:{} {} {}\n",
+        sshd.port(),
+        words.next().unwrap(),
+        words.next().unwrap()
+    );
+    let patch = serde_json::json!({"stringData": {"known_hosts": forged}}).to_string();
+    kubectl(
+        &dev,
+        &[
+            "-n",
+            "flux-system",
+            "patch",
+            "secret",
+            "flux-system",
+            "-p",
+            &patch,
+        ],
+    )
+    .await
+    .ok();
+    let refused = capstan(&dev, &flags).await.fails();
+    assert!(
+        refused
+            .stderr
+            .contains("host key that is not the one known for [127.0.0.1]:"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(head(&server), commit);
 }
 
 #[tokio::test]
