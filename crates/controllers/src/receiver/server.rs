@@ -2,7 +2,8 @@
 //!
 //! A request goes through, in order:
 //! 1. the per-client rate limit (peer IP; [`ClientRateLimit`]): 429 when spent;
-//! 2. the body limit ([`ReceiverOptions::max_body_bytes`], Flux's 3 MiB): 413 when over;
+//! 2. the body limit ([`ReceiverOptions::max_body_bytes`], Flux's 3 MiB): 413 when over, 408
+//!    when it takes longer than [`BODY_TIMEOUT`] (Flux's 30 s read timeout);
 //! 3. the Receiver whose `status.webhookPath` is the request path, from an in-memory index kept
 //!    by a watch of Receivers (no list per request): 404 when none;
 //! 4. suspended or not Ready: 503 (Flux's answer);
@@ -53,6 +54,9 @@ use crate::runtime::{EventSink, Events};
 
 /// Flux's body limit of the receiver and event servers: 3 MiB.
 pub const MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// How long a client may take to send the body (Flux's read timeout): `408` after it.
+pub const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The reason of the Event published when a webhook asked for reconciles.
 pub const RECONCILE_REQUESTED: &str = "ReconcileRequested";
@@ -315,10 +319,12 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> StatusCo
         return StatusCode::TOO_MANY_REQUESTS;
     }
     let (parts, body) = request.into_parts();
-    let body = match http_body_util::Limited::new(body, server.shared.options.max_body_bytes)
-        .collect()
-        .await
-    {
+    let limited = http_body_util::Limited::new(body, server.shared.options.max_body_bytes);
+    let Ok(collected) = tokio::time::timeout(BODY_TIMEOUT, limited.collect()).await else {
+        tracing::warn!(client = %client_ip, "receiver: the request body took too long");
+        return StatusCode::REQUEST_TIMEOUT;
+    };
+    let body = match collected {
         Ok(collected) => collected.to_bytes(),
         Err(error) if error.is::<http_body_util::LengthLimitError>() => {
             tracing::warn!(
