@@ -86,10 +86,14 @@ fn owner_repo(id: &str) -> Result<(&str, &str), String> {
 }
 
 /// GitHub's API base: `https://api.github.com` for github.com, `<host>/api/v3` for GitHub
-/// Enterprise (go-github `WithEnterpriseURLs`).
+/// Enterprise unless the host already is an API host (`api.*` or `*.api.*`), as go-github v64's
+/// `WithEnterpriseURLs` does.
 fn github_api(host: &str) -> String {
-    if host == "https://github.com" || host == "http://github.com" {
+    let name = host.split_once("://").map_or(host, |(_, name)| name);
+    if name == "github.com" {
         "https://api.github.com".to_owned()
+    } else if name.starts_with("api.") || name.contains(".api.") {
+        host.to_owned()
     } else {
         format!("{host}/api/v3")
     }
@@ -424,7 +428,7 @@ pub(crate) fn commit_status(ctx: &Ctx<'_>, key: &str) -> Result<Vec<Request>, St
             Request::json(
                 Method::Post,
                 format!(
-                    "{host}/{}/{}/_apis/git/repositories/{}/commits/{sha}/statuses?api-version=6.0",
+                    "{host}/{}/{}/_apis/git/repositories/{}/commits/{sha}/statuses",
                     escape(org),
                     escape(project),
                     escape(repo)
@@ -432,7 +436,9 @@ pub(crate) fn commit_status(ctx: &Ctx<'_>, key: &str) -> Result<Vec<Request>, St
                 false,
                 body,
             )
-            .header("Accept", "application/json")
+            // azure-devops-go-api v6: the API version rides in Accept.
+            .header("Content-Type", "application/json;charset=utf-8")
+            .header("Accept", "application/json;api-version=6.0")
             .secret_header(
                 "Authorization",
                 format!(

@@ -139,9 +139,10 @@ pub(crate) fn pagerduty(ctx: &Ctx<'_>) -> Result<Vec<Request>, String> {
     if event.severity == Severity::Info {
         let change = json!({
             "routing_key": routing_key,
+            // go-pagerduty v1.8.0 ChangeEventPayload field order.
             "payload": {
-                "source": source,
                 "summary": summary,
+                "source": source,
                 "timestamp": rfc3339(event.timestamp),
                 "custom_details": details,
             },

@@ -870,10 +870,14 @@ fn azuredevops_commit_status() {
     assert_eq!(
         request.url,
         format!(
-            "https://dev.azure.test/acme/platform/_apis/git/repositories/fleet/commits/{SHA}/statuses?api-version=6.0"
+            "https://dev.azure.test/acme/platform/_apis/git/repositories/fleet/commits/{SHA}/statuses"
         )
     );
     assert_eq!(header(&request, "Authorization"), Some("Basic OnBhdA=="));
+    assert_eq!(
+        header(&request, "Accept"),
+        Some("application/json;api-version=6.0")
+    );
     assert_eq!(
         body(&request),
         json!({"context": {"genre": "fluxcd:checkout in eu-west", "name": "kustomization/checkout/9a8b7c6d"}, "description": "reconciliation succeeded", "state": "succeeded"})
