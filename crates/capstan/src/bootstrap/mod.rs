@@ -128,8 +128,9 @@ pub struct GitArgs {
     /// The basic-auth user name (http(s)).
     #[arg(short = 'u', long, default_value = "git")]
     pub username: String,
-    /// The basic-auth password or token (http(s)); never written to the repository or logs.
-    #[arg(short = 'p', long)]
+    /// The basic-auth password or token (http(s)), or the SSH key's passphrase; never written
+    /// to the repository or logs. Also read from `GIT_PASSWORD`, as Flux.
+    #[arg(short = 'p', long, env = "GIT_PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
     /// Use the password as a bearer token (http(s)).
     #[arg(long)]
