@@ -828,8 +828,7 @@ impl Template {
         }
         if release_name.len() > 53 || !valid_release_name(release_name) {
             return Err(Error::new(format!(
-                "release name check failed: release name {release_name:?}: invalid release name, must match regex {} and the length must not be longer than 53",
-                VALID_NAME
+                "release name check failed: release name {release_name:?}: invalid release name, must match regex {VALID_NAME} and the length must not be longer than 53"
             )));
         }
         let mut api_versions = Vec::new();
