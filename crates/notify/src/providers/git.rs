@@ -42,7 +42,8 @@ fn escape(segment: &str) -> String {
 
 /// A repository address split as Flux's `parseGitAddress` (util.go) does: `scheme://host`
 /// (`ssh` becomes `https`; scp-like `git@host:path` too) and the path without its leading `/`
-/// and trailing `.git`.
+/// and trailing `.git`. Errors never quote the address: it may come from a Secret or hold
+/// credentials.
 pub(crate) fn parse_git_address(address: &str) -> Result<(String, String), String> {
     let (scheme, rest) = match address.split_once("://") {
         Some((scheme, rest)) => (scheme.to_ascii_lowercase(), rest),
@@ -53,7 +54,7 @@ pub(crate) fn parse_git_address(address: &str) -> Result<(String, String), Strin
                 let id = path.trim_start_matches('/').trim_end_matches(".git");
                 return Ok((format!("https://{host}"), id.to_owned()));
             }
-            _ => return Err(format!("'{address}' is not a repository URL")),
+            _ => return Err("is not a repository URL".to_owned()),
         },
     };
     let scheme = if scheme == "ssh" {
@@ -62,14 +63,12 @@ pub(crate) fn parse_git_address(address: &str) -> Result<(String, String), Strin
         scheme
     };
     if !matches!(scheme.as_str(), "http" | "https") {
-        return Err(format!(
-            "'{address}' is not an http(s) or ssh repository URL"
-        ));
+        return Err("is not an http(s) or ssh repository URL".to_owned());
     }
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
     let host = authority.rsplit('@').next().unwrap_or(authority);
     if host.is_empty() {
-        return Err(format!("'{address}' has no host"));
+        return Err("has no host".to_owned());
     }
     let id = path.trim_end_matches(".git");
     Ok((format!("{scheme}://{host}"), id.to_owned()))

@@ -997,6 +997,19 @@ fn invalid_providers_are_rejected_naming_provider_and_field() {
         )
         .contains("invalid repository id 'acme'")
     );
+    // A repository address from the Secret is never quoted.
+    let hidden = resolve(
+        "github",
+        json!({"secretRef": {"name": "s"}}),
+        secret(&[
+            ("address", "ftp://user:hunter2@git.test/acme/fleet"),
+            ("token", "t"),
+        ]),
+    );
+    assert_eq!(
+        hidden,
+        "provider shop/notify: address: is not an http(s) or ssh repository URL"
+    );
     assert!(
         resolve(
             "bitbucket",
