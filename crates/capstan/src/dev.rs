@@ -138,8 +138,18 @@ pub async fn run(args: DevArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let mut progress = None;
-    if let (Some(example), Some((_, client))) = (&example, &controllers) {
+    if let (Some(example), Some((running, client))) = (&example, &controllers) {
         example.publish(client).await?;
+        let path = example_receiver(client)
+            .await
+            .context("creating the example fleet's Receiver")?;
+        eprintln!(
+            "capstan dev: example Receiver {}/{}: after a push, reconcile the fleet at once with \
+             curl -X POST {}{path}",
+            crate::fleet::NAMESPACE,
+            crate::fleet::NAME,
+            running.receiver_url
+        );
         progress = Some(tokio::spawn(crate::fleet::report_progress(client.clone())));
     }
     print_hints(&kubeconfig, example.as_ref());
@@ -207,6 +217,56 @@ impl Example {
         );
         Ok(())
     }
+}
+
+/// The Secret holding the example Receiver's token.
+const EXAMPLE_WEBHOOK_SECRET: &str = "fleet-webhook";
+
+/// The example fleet's Receiver: a `generic` webhook that reconciles the fleet's
+/// GitRepository, named as it, with a random token in the Secret [`EXAMPLE_WEBHOOK_SECRET`]
+/// (made once, kept across restarts). Returns its webhook path.
+async fn example_receiver(client: &kube::Client) -> anyhow::Result<String> {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::{Api, Patch, PatchParams, PostParams};
+    let (namespace, name) = (crate::fleet::NAMESPACE, crate::fleet::NAME);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), namespace);
+    let existing = secrets
+        .get_opt(EXAMPLE_WEBHOOK_SECRET)
+        .await?
+        .and_then(|secret| secret.data?.remove("token"))
+        .and_then(|token| String::from_utf8(token.0).ok());
+    let token = match existing {
+        Some(token) => token,
+        None => {
+            let token = capstan_controllers::receiver::random_token();
+            let secret: Secret = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": EXAMPLE_WEBHOOK_SECRET, "namespace": namespace},
+                "stringData": {"token": token},
+            }))?;
+            secrets.create(&PostParams::default(), &secret).await?;
+            token
+        }
+    };
+    let receiver = serde_json::json!({
+        "apiVersion": "notification.toolkit.fluxcd.io/v1",
+        "kind": "Receiver",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "type": "generic",
+            "secretRef": {"name": EXAMPLE_WEBHOOK_SECRET},
+            "resources": [{"kind": "GitRepository", "name": name}],
+        },
+    });
+    Api::<capstan_api::Receiver>::namespaced(client.clone(), namespace)
+        .patch(
+            name,
+            &PatchParams::apply("capstan").force(),
+            &Patch::Apply(&receiver),
+        )
+        .await?;
+    Ok(capstan_controllers::receiver::webhook_path(
+        &token, name, namespace,
+    ))
 }
 
 /// What to run next, for the terminal.

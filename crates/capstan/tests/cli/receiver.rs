@@ -1,12 +1,13 @@
-//! Receivers as a user meets them: `capstan dev` prints where webhooks are served, `capstan
-//! create receiver` prints the webhook path once the Receiver is Ready, and a `curl`-style POST
-//! to that URL annotates the named object.
+//! Receivers as a user meets them: `capstan dev` prints where webhooks are served (and, with
+//! the example fleet, the `curl` that reconciles it), `capstan create receiver` prints the
+//! webhook path once the Receiver is Ready, and a `curl`-style POST to that URL annotates the
+//! named object.
 
 use std::time::Duration;
 
 use capstan_testkit::{Run, eventually, http_client};
 
-use crate::support::{Dev, capstan, kubectl};
+use crate::support::{Dev, capstan, capstan_command, kubectl, spawn_dev};
 
 #[tokio::test]
 async fn create_receiver_then_post_to_the_url_capstan_dev_prints() {
@@ -113,6 +114,86 @@ async fn create_receiver_then_post_to_the_url_capstan_dev_prints() {
                 )
                 .await;
                 (!run.stdout.trim().is_empty()).then_some(())
+            }
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn capstan_dev_prints_the_example_receivers_curl_and_it_reconciles_the_fleet() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let (_child, said) = spawn_dev(
+        capstan_command()
+            .args([
+                "dev",
+                "--listen",
+                "127.0.0.1:0",
+                "--storage-addr",
+                "127.0.0.1:0",
+                "--git-listen",
+                "127.0.0.1:0",
+                "--registry-listen",
+                "127.0.0.1:0",
+                "--kubeconfig",
+            ])
+            .arg(&kubeconfig)
+            .arg("--storage-path")
+            .arg(dir.path().join("artifacts"))
+            .arg("--git-root")
+            .arg(dir.path().join("git"))
+            .arg("--registry-root")
+            .arg(dir.path().join("registry")),
+        None,
+    )
+    .await;
+    let url = said
+        .iter()
+        .find_map(|line| Some(line.split("curl -X POST ").nth(1)?.trim().to_owned()))
+        .unwrap_or_else(|| panic!("no curl line in {said:?}"));
+    let home = dir.path();
+    let handled = |kubeconfig: std::path::PathBuf, home: std::path::PathBuf| async move {
+        let run = kubectl(
+            &kubeconfig,
+            &home,
+            &[
+                "-n",
+                "flux-system",
+                "get",
+                "gitrepository",
+                "fleet",
+                "-o",
+                "jsonpath={.metadata.annotations.reconcile\\.fluxcd\\.io/requestedAt} \
+                 {.status.lastHandledReconcileAt}",
+            ],
+        )
+        .await;
+        run.stdout.trim().to_owned()
+    };
+    // The Receiver is Ready (its path served) once the controller reconciled it.
+    eventually(
+        Duration::from_secs(30),
+        "the example Receiver served",
+        || {
+            let url = url.clone();
+            async move {
+                let status = http_client().post(&url).send().await.ok()?.status();
+                (status.as_u16() == 200).then_some(())
+            }
+        },
+    )
+    .await;
+    eventually(
+        Duration::from_secs(15),
+        "the fleet reconciled on request",
+        || {
+            let (kubeconfig, home) = (kubeconfig.clone(), home.to_owned());
+            let handled = &handled;
+            async move {
+                let said = handled(kubeconfig, home).await;
+                let (requested, last) = said.split_once(' ')?;
+                (!requested.is_empty() && requested == last).then_some(())
             }
         },
     )

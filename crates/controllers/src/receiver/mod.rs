@@ -70,6 +70,15 @@ pub fn webhook_path(token: &str, name: &str, namespace: &str) -> String {
     path
 }
 
+/// A new random token for a Receiver's Secret: 64 hex characters (244 random bits).
+pub fn random_token() -> String {
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
+}
+
 /// Lower-case hex of `bytes`.
 pub(crate) fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write;
