@@ -567,6 +567,11 @@ fn spec(flags: &ForgeFlags, private: bool, visibility: String) -> RepositorySpec
 
 async fn run_forge(forge: Forge, plan: &Plan<'_>) -> anyhow::Result<ExitCode> {
     plan.common.check_supported()?;
+    // Refuse what would fail later before anything is created on the forge.
+    layout::normalize_path(&plan.common.path)?;
+    if forge == Forge::GitHub && plan.spec.personal && !plan.teams.is_empty() {
+        bail!("--team needs an organization: a personal repository has no teams");
+    }
     let token = token(forge)?;
     let ca = plan.common.ca()?;
     let api = Api::new(
@@ -618,9 +623,6 @@ async fn provision(
     if !plan.teams.is_empty() {
         out.action("reconciling repository permissions");
         let granted = match forge {
-            Forge::GitHub if plan.spec.personal => {
-                bail!("--team needs an organization: a personal repository has no teams")
-            }
             Forge::GitHub => {
                 github::grant_teams(
                     api,
