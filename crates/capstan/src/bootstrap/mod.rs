@@ -591,18 +591,7 @@ pub async fn run(
     say_public_key(opts, out);
 
     // The source Secret.
-    let secret_name = if matches!(opts.auth, GitAuth::None) && opts.ca.is_none() {
-        None
-    } else {
-        out.action(&format!(
-            "applying source secret \"{namespace}/{}\"",
-            opts.secret_name
-        ));
-        let secret = source_secret(opts, &checkout.known_hosts)?;
-        install::apply(client, &[secret]).await?;
-        out.success("reconciled source secret");
-        Some(opts.secret_name.clone())
-    };
+    let secret_name = apply_source_secret(client, opts, &checkout.known_hosts, out).await?;
 
     // The sync objects.
     if let Some(message) = commit_sync(&checkout, &remote, opts, &path, secret_name, out).await? {
@@ -786,6 +775,39 @@ async fn commit_and_push(
         Ok(Some(id))
     })
     .await
+}
+
+/// Applies the source Secret when there are credentials (or a CA); without them, an existing
+/// Secret (from an earlier bootstrap with credentials) is kept and still referenced, so that a
+/// run without `--password` changes nothing. Returns the name for `secretRef`.
+async fn apply_source_secret(
+    client: &kube::Client,
+    opts: &GitBootstrap,
+    known_hosts: &str,
+    out: &mut Progress,
+) -> anyhow::Result<Option<String>> {
+    let namespace = &opts.install.namespace;
+    let name = &opts.secret_name;
+    if matches!(opts.auth, GitAuth::None) && opts.ca.is_none() {
+        let secrets: kube::Api<k8s_openapi::api::core::v1::Secret> =
+            kube::Api::namespaced(client.clone(), namespace);
+        let existing = secrets
+            .get_opt(name)
+            .await
+            .with_context(|| format!("reading the source Secret {namespace}/{name}"))?;
+        if existing.is_none() {
+            return Ok(None);
+        }
+        out.success(&format!(
+            "source secret \"{namespace}/{name}\" exists: kept (no credentials given)"
+        ));
+        return Ok(Some(name.clone()));
+    }
+    out.action(&format!("applying source secret \"{namespace}/{name}\""));
+    let secret = source_secret(opts, known_hosts)?;
+    install::apply(client, &[secret]).await?;
+    out.success("reconciled source secret");
+    Ok(Some(name.clone()))
 }
 
 /// The source Secret: `identity`, `identity.pub`, `known_hosts` (ssh), `username`/`password`

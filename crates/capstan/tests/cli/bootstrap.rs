@@ -214,6 +214,13 @@ async fn bootstrap_over_http_commits_fluxs_layout_converges_reruns_idempotently_
     );
     assert_eq!(head(&server), commit);
     assert_eq!(sync_versions(&dev).await, versions);
+    // Without the credentials too: the Secret is kept and still referenced.
+    let mut anonymous: Vec<&str> = allowed.clone();
+    anonymous.retain(|a| !["-u", "fleet", "-p", password].contains(a));
+    let again = capstan(&dev, &anonymous).await.ok();
+    assert!(again.stderr.contains("exists: kept"), "{}", again.stderr);
+    assert_eq!(head(&server), commit);
+    assert_eq!(sync_versions(&dev).await, versions);
 
     // A newer binary (another version in the components): one "Update" commit, followed.
     let mut upgrade = allowed.clone();
