@@ -235,17 +235,16 @@ async fn example_receiver(client: &kube::Client) -> anyhow::Result<String> {
         .await?
         .and_then(|secret| secret.data?.remove("token"))
         .and_then(|token| String::from_utf8(token.0).ok());
-    let token = match existing {
-        Some(token) => token,
-        None => {
-            let token = capstan_controllers::receiver::random_token();
-            let secret: Secret = serde_json::from_value(serde_json::json!({
-                "metadata": {"name": EXAMPLE_WEBHOOK_SECRET, "namespace": namespace},
-                "stringData": {"token": token},
-            }))?;
-            secrets.create(&PostParams::default(), &secret).await?;
-            token
-        }
+    let token = if let Some(token) = existing {
+        token
+    } else {
+        let token = capstan_controllers::receiver::random_token();
+        let secret: Secret = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": EXAMPLE_WEBHOOK_SECRET, "namespace": namespace},
+            "stringData": {"token": token},
+        }))?;
+        secrets.create(&PostParams::default(), &secret).await?;
+        token
     };
     let receiver = serde_json::json!({
         "apiVersion": "notification.toolkit.fluxcd.io/v1",

@@ -3,6 +3,7 @@
 //! webhook path once the Receiver is Ready, and a `curl`-style POST to that URL annotates the
 //! named object.
 
+use std::path::Path;
 use std::time::Duration;
 
 use capstan_testkit::{Run, eventually, http_client};
@@ -99,25 +100,33 @@ async fn create_receiver_then_post_to_the_url_capstan_dev_prints() {
         || {
             let (kubeconfig, home) = (dev.kubeconfig.clone(), home.to_owned());
             async move {
-                let run = kubectl(
-                    &kubeconfig,
-                    &home,
-                    &[
-                        "-n",
-                        "flux-system",
-                        "get",
-                        "gitrepository",
-                        "app",
-                        "-o",
-                        "jsonpath={.metadata.annotations.reconcile\\.fluxcd\\.io/requestedAt}",
-                    ],
-                )
-                .await;
-                (!run.stdout.trim().is_empty()).then_some(())
+                let said = reconcile_request(&kubeconfig, &home, "app").await;
+                (!said.split(' ').next()?.is_empty()).then_some(())
             }
         },
     )
     .await;
+}
+
+/// `<requestedAt annotation> <status.lastHandledReconcileAt>` of the GitRepository `name` in
+/// `flux-system`.
+async fn reconcile_request(kubeconfig: &Path, home: &Path, name: &str) -> String {
+    let run = kubectl(
+        kubeconfig,
+        home,
+        &[
+            "-n",
+            "flux-system",
+            "get",
+            "gitrepository",
+            name,
+            "-o",
+            "jsonpath={.metadata.annotations.reconcile\\.fluxcd\\.io/requestedAt} \
+             {.status.lastHandledReconcileAt}",
+        ],
+    )
+    .await;
+    run.stdout.trim_end().to_owned()
 }
 
 #[tokio::test]
@@ -153,24 +162,6 @@ async fn capstan_dev_prints_the_example_receivers_curl_and_it_reconciles_the_fle
         .find_map(|line| Some(line.split("curl -X POST ").nth(1)?.trim().to_owned()))
         .unwrap_or_else(|| panic!("no curl line in {said:?}"));
     let home = dir.path();
-    let handled = |kubeconfig: std::path::PathBuf, home: std::path::PathBuf| async move {
-        let run = kubectl(
-            &kubeconfig,
-            &home,
-            &[
-                "-n",
-                "flux-system",
-                "get",
-                "gitrepository",
-                "fleet",
-                "-o",
-                "jsonpath={.metadata.annotations.reconcile\\.fluxcd\\.io/requestedAt} \
-                 {.status.lastHandledReconcileAt}",
-            ],
-        )
-        .await;
-        run.stdout.trim().to_owned()
-    };
     // The Receiver is Ready (its path served) once the controller reconciled it.
     eventually(
         Duration::from_secs(30),
@@ -189,9 +180,8 @@ async fn capstan_dev_prints_the_example_receivers_curl_and_it_reconciles_the_fle
         "the fleet reconciled on request",
         || {
             let (kubeconfig, home) = (kubeconfig.clone(), home.to_owned());
-            let handled = &handled;
             async move {
-                let said = handled(kubeconfig, home).await;
+                let said = reconcile_request(&kubeconfig, &home, "fleet").await;
                 let (requested, last) = said.split_once(' ')?;
                 (!requested.is_empty() && requested == last).then_some(())
             }
