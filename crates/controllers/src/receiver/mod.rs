@@ -265,6 +265,55 @@ fn token_step(cx: &mut StepContext<ReceiverReconciler>) -> StepFuture<'_> {
 mod tests {
     use super::*;
 
+    fn receiver(spec: serde_json::Value) -> Receiver {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "notification.toolkit.fluxcd.io/v1",
+            "kind": "Receiver",
+            "metadata": {"name": "r", "namespace": "ns"},
+            "spec": spec,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn what_capstan_cannot_check_as_flux_does_is_refused() {
+        let resources = serde_json::json!([{"kind": "GitRepository", "name": "app"}]);
+        let refused = |spec: serde_json::Value| unsupported(&receiver(spec));
+        let secret = serde_json::json!({"name": "token"});
+        assert_eq!(
+            refused(
+                serde_json::json!({"type": "github", "secretRef": secret, "resources": resources})
+            ),
+            None
+        );
+        for type_ in ["gcr", "generic-oidc"] {
+            let (reason, message) = refused(
+                serde_json::json!({"type": type_, "secretRef": secret, "resources": resources}),
+            )
+            .unwrap();
+            assert_eq!(reason, VALIDATION_FAILED);
+            assert!(message.contains(type_), "{message}");
+        }
+        let (reason, message) = refused(serde_json::json!({
+            "type": "generic", "secretRef": secret, "resources": resources,
+            "resourceFilter": "res.metadata.name ==",
+        }))
+        .unwrap();
+        assert_eq!(reason, reason::INVALID_CEL_EXPRESSION);
+        assert!(
+            message.starts_with("invalid resourceFilter expression"),
+            "{message}"
+        );
+        assert_eq!(
+            refused(serde_json::json!({
+                "type": "generic", "secretRef": secret, "resources": resources,
+                "resourceFilter": "res.metadata.name == req.name",
+            })),
+            None
+        );
+        assert!(refused(serde_json::json!({"type": "generic", "resources": resources})).is_some());
+    }
+
     #[test]
     fn webhook_path_is_the_sha256_of_token_name_namespace() {
         // `printf tokenrecvns | sha256sum`
