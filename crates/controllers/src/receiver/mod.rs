@@ -265,7 +265,7 @@ fn token_step(cx: &mut StepContext<ReceiverReconciler>) -> StepFuture<'_> {
 mod tests {
     use super::*;
 
-    fn receiver(spec: serde_json::Value) -> Receiver {
+    fn receiver(spec: &serde_json::Value) -> Receiver {
         serde_json::from_value(serde_json::json!({
             "apiVersion": "notification.toolkit.fluxcd.io/v1",
             "kind": "Receiver",
@@ -278,7 +278,7 @@ mod tests {
     #[test]
     fn what_capstan_cannot_check_as_flux_does_is_refused() {
         let resources = serde_json::json!([{"kind": "GitRepository", "name": "app"}]);
-        let refused = |spec: serde_json::Value| unsupported(&receiver(spec));
+        let refused = |spec: serde_json::Value| unsupported(&receiver(&spec));
         let secret = serde_json::json!({"name": "token"});
         assert_eq!(
             refused(
