@@ -182,10 +182,17 @@ async fn one_watched_namespace_reconciles_there_and_leaves_other_namespaces_unto
         value("one"),
     )
     .await;
+    // The objects are applied before the health wait ends: Ready follows.
     let kustomizations = Api::<Kustomization>::namespaced(client.clone(), WATCHED);
-    let app = kustomizations.get("app").await.unwrap();
-    let (status, _) = ready(app.status.as_ref().map(|s| &s.conditions)).unwrap();
-    assert_eq!(status, "True");
+    eventually(Duration::from_secs(40), "the Kustomization Ready", || {
+        let kustomizations = kustomizations.clone();
+        async move {
+            let app = kustomizations.get("app").await.ok()?;
+            let (status, _) = ready(app.status.as_ref().map(|s| &s.conditions))?;
+            (status == "True").then_some(())
+        }
+    })
+    .await;
 
     // Triggers are watched in that namespace too: a new commit, fetched on request, is applied
     // at once (the Kustomization's interval is ten minutes).
