@@ -137,9 +137,9 @@ impl Drop for HelmRepoServer {
 }
 
 /// TLS over a TCP listener for `axum::serve`; failed handshakes are skipped.
-struct TlsListener {
-    tcp: tokio::net::TcpListener,
-    acceptor: tokio_rustls::TlsAcceptor,
+pub(crate) struct TlsListener {
+    pub(crate) tcp: tokio::net::TcpListener,
+    pub(crate) acceptor: tokio_rustls::TlsAcceptor,
 }
 
 impl axum::serve::Listener for TlsListener {

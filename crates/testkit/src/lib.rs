@@ -1,7 +1,7 @@
 //! Real servers for Capstan's tests and benchmarks, started on 127.0.0.1 random ports and
 //! stopped on drop: a `docker-registry` ([`Registry`]: plain HTTP, basic auth or HTTPS) and a Git
 //! server over smart HTTP ([`GitServer`], `git http-backend` behind
-//! [`capstan_source::git::server`]), plus a test certificate authority ([`TestCa`]) for TLS
+//! [`capstan_source::git::server`]; optionally HTTPS and basic auth), plus a test certificate authority ([`TestCa`]) for TLS
 //! servers and clients, and object stores ([`buckets`]: moto for S3, azurite for Azure Blob).
 //! Tests wait with [`eventually`] (any condition) or [`wait_for`] (an object of a kind), never
 //! with a fixed sleep.
@@ -376,6 +376,21 @@ impl TestCa {
     }
 }
 
+/// A TLS server configuration presenting `server` (no client certificates).
+fn tls_config(server: &CertifiedKey) -> rustls::ServerConfig {
+    use rustls::pki_types::pem::PemObject as _;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    capstan_source::tls::install_default_provider();
+    let certs = CertificateDer::pem_slice_iter(server.cert.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .expect("the server certificate");
+    let key = PrivateKeyDer::from_pem_slice(server.key.as_bytes()).expect("the server key");
+    rustls::ServerConfig::builder()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .expect("a TLS configuration")
+}
+
 /// A `docker-registry` on 127.0.0.1 (deletes enabled), killed on drop: plain HTTP
 /// ([`Registry::start`]), with basic authentication ([`Registry::start_with_auth`]) or over
 /// HTTPS ([`Registry::start_tls`]).
@@ -562,16 +577,33 @@ impl Drop for Registry {
 
 /// A Git server on 127.0.0.1 holding one bare repository `repo.git` (branch `main`), with a
 /// work tree to commit and push from ([`GitServer::work`]; run [`git`] there for tags or
-/// branches). Pushes over HTTP are accepted too. Start one server per repository a test needs.
+/// branches). Pushes over HTTP are accepted too. Start one server per repository a test needs;
+/// [`GitServer::start_with`] requires basic authentication and/or serves HTTPS.
 pub struct GitServer {
     dir: tempfile::TempDir,
     address: std::net::SocketAddr,
+    tls: bool,
     stop: CancellationToken,
 }
 
+/// How a [`GitServer`] is reached; the default is plain HTTP without authentication.
+#[derive(Default, Clone, Copy)]
+pub struct GitServerOptions<'a> {
+    /// Answer 401 (`WWW-Authenticate: Basic`) unless a request carries this user name and
+    /// password.
+    pub basic_auth: Option<(&'a str, &'a str)>,
+    /// Serve HTTPS with this certificate (see [`TestCa::server`]).
+    pub tls: Option<&'a CertifiedKey>,
+}
+
 impl GitServer {
-    /// Creates the repository and serves it.
+    /// Creates the repository and serves it over plain HTTP, without authentication.
     pub async fn start() -> Self {
+        Self::start_with(GitServerOptions::default()).await
+    }
+
+    /// Creates the repository and serves it as `options` say.
+    pub async fn start_with(options: GitServerOptions<'_>) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let root = dir.path().join("root");
         let bare = root.join("repo.git");
@@ -585,20 +617,64 @@ impl GitServer {
             .await
             .expect("listen on 127.0.0.1");
         let address = listener.local_addr().expect("the Git server address");
-        let app = server::router(root, ServerOptions { receive_pack: true });
+        let mut app = server::router(root, ServerOptions { receive_pack: true });
+        if let Some((user, password)) = options.basic_auth {
+            use base64::Engine as _;
+            let expected = format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+            );
+            app = app.layer(axum::middleware::from_fn(
+                move |request: axum::extract::Request, next: axum::middleware::Next| {
+                    let authorized = request
+                        .headers()
+                        .get(axum::http::header::AUTHORIZATION)
+                        .is_some_and(|given| given.as_bytes() == expected.as_bytes());
+                    async move {
+                        if authorized {
+                            next.run(request).await
+                        } else {
+                            axum::response::IntoResponse::into_response((
+                                axum::http::StatusCode::UNAUTHORIZED,
+                                [(axum::http::header::WWW_AUTHENTICATE, "Basic realm=\"git\"")],
+                            ))
+                        }
+                    }
+                },
+            ));
+        }
         let stop = CancellationToken::new();
         let cancelled = stop.clone();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { cancelled.cancelled().await })
-                .await;
-        });
-        Self { dir, address, stop }
+        let shutdown = async move { cancelled.cancelled().await };
+        if let Some(server) = options.tls {
+            let listener = helm_repo::TlsListener {
+                tcp: listener,
+                acceptor: tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(tls_config(server))),
+            };
+            tokio::spawn(async move {
+                let _ = axum::serve(listener, app)
+                    .with_graceful_shutdown(shutdown)
+                    .await;
+            });
+        } else {
+            tokio::spawn(async move {
+                let _ = axum::serve(listener, app)
+                    .with_graceful_shutdown(shutdown)
+                    .await;
+            });
+        }
+        Self {
+            dir,
+            address,
+            tls: options.tls.is_some(),
+            stop,
+        }
     }
 
-    /// `http://127.0.0.1:<port>/repo.git`.
+    /// `http://127.0.0.1:<port>/repo.git` (`https://` when served with TLS).
     pub fn url(&self) -> String {
-        format!("http://{}/repo.git", self.address)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}/repo.git", self.address)
     }
 
     /// The bare repository on disk, for `file://` and `ssh://` URLs or another server.

@@ -4,7 +4,9 @@
 //! Credentials come from [`GitAuth`] through libgit2's callbacks, never through the URL, so
 //! libgit2's errors cannot carry them. Over SSH, the server's host key is recorded as it is
 //! presented (trust on first use, as `flux bootstrap` scans it) and becomes the source Secret's
-//! `known_hosts`.
+//! `known_hosts`. Over https with a CA (`--ca-file`), the server's certificate must chain to
+//! that CA and name the URL's host (checked with rustls' WebPKI verifier); without one,
+//! libgit2's own check against the system roots applies.
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -26,6 +28,109 @@ pub struct Remote {
     pub auth: GitAuth,
     /// The host name recorded in known_hosts instead of the URL's.
     pub ssh_hostname: Option<String>,
+    /// The CA certificates (PEM) an https server's certificate must chain to (`--ca-file`);
+    /// `None`: libgit2's check against the system roots.
+    pub ca: Option<Vec<u8>>,
+}
+
+/// The check of an https server's certificate against the CA of `--ca-file`, and the
+/// reason of the last refusal (libgit2 may not carry a callback's message through).
+struct CaCheck {
+    verifier: Arc<rustls::client::WebPkiServerVerifier>,
+    refused: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for CaCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CaCheck").finish_non_exhaustive()
+    }
+}
+
+impl CaCheck {
+    /// The check for `remote`'s CA, `None` without one.
+    fn of(remote: &Remote) -> anyhow::Result<Option<Self>> {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject as _;
+        let Some(pem) = &remote.ca else {
+            return Ok(None);
+        };
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(pem) {
+            let cert =
+                cert.map_err(|e| anyhow::anyhow!("--ca-file: not a PEM certificate: {e}"))?;
+            roots
+                .add(cert)
+                .map_err(|e| anyhow::anyhow!("--ca-file: not a usable CA certificate: {e}"))?;
+        }
+        anyhow::ensure!(
+            !roots.is_empty(),
+            "--ca-file holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+        );
+        let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+            Arc::new(roots),
+            Arc::new(rustls::crypto::ring::default_provider()),
+        )
+        .build()
+        .map_err(|e| anyhow::anyhow!("--ca-file: {e}"))?;
+        Ok(Some(Self {
+            verifier,
+            refused: Mutex::new(None),
+        }))
+    }
+
+    /// Checks the DER certificate `der` a server presented for `host`; the error says why it
+    /// is refused.
+    fn check(&self, der: &[u8], host: &str) -> Result<(), String> {
+        use rustls::client::danger::ServerCertVerifier as _;
+        use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+        let name = ServerName::try_from(host.to_owned())
+            .map_err(|_| format!("'{host}' is not a host name a certificate can be checked for"))?;
+        self.verifier
+            .verify_server_cert(&CertificateDer::from(der), &[], &name, &[], UnixTime::now())
+            .map(drop)
+            .map_err(|e| match e {
+                rustls::Error::InvalidCertificate(
+                    rustls::CertificateError::UnknownIssuer
+                    | rustls::CertificateError::BadSignature,
+                ) => "the server's certificate is not signed by the CA given with --ca-file"
+                    .to_owned(),
+                rustls::Error::InvalidCertificate(
+                    rustls::CertificateError::NotValidForName
+                    | rustls::CertificateError::NotValidForNameContext { .. },
+                ) => format!("the server's certificate is not valid for the host '{host}'"),
+                other => format!("the server's certificate is refused: {other}"),
+            })
+    }
+
+    fn take_refusal(&self) -> Option<String> {
+        self.refused.lock().ok()?.take()
+    }
+}
+
+/// The error for a failed connection: the CA check's or the host key check's refusal when
+/// there is one, else libgit2's (with a hint on certificate errors without a CA).
+fn connection_error(
+    error: git2::Error,
+    trusted: Option<&Trusted>,
+    host_key: &HostKey,
+    ca: Option<&CaCheck>,
+) -> anyhow::Error {
+    if let Some(reason) = ca.and_then(CaCheck::take_refusal) {
+        return anyhow::anyhow!("{reason}");
+    }
+    if let Some(refused) = refused_host(trusted, host_key) {
+        return refused;
+    }
+    if ca.is_none()
+        && (error.class() == git2::ErrorClass::Ssl || error.code() == git2::ErrorCode::Certificate)
+    {
+        return anyhow::anyhow!(
+            "{}\nhint: if the server's certificate is issued by a private CA, give that CA \
+             with --ca-file",
+            error.message()
+        );
+    }
+    error.into()
 }
 
 /// A checkout of one branch.
@@ -99,6 +204,7 @@ fn callbacks<'a>(
     auth: &'a GitAuth,
     host_key: &HostKey,
     trusted: Option<&'a Trusted>,
+    ca: Option<&'a CaCheck>,
 ) -> RemoteCallbacks<'a> {
     let mut callbacks = RemoteCallbacks::new();
     let attempts = Cell::new(0u8);
@@ -112,7 +218,18 @@ fn callbacks<'a>(
         credentials(auth, username_from_url, allowed)
     });
     let host_key = host_key.clone();
-    callbacks.certificate_check(move |cert, _host| {
+    callbacks.certificate_check(move |cert, host| {
+        if let (Some(ca), Some(x509)) = (ca, cert.as_x509()) {
+            return match ca.check(x509.data(), host) {
+                Ok(()) => Ok(CertificateCheckStatus::CertificateOk),
+                Err(reason) => {
+                    if let Ok(mut slot) = ca.refused.lock() {
+                        *slot = Some(reason.clone());
+                    }
+                    Err(git2::Error::from_str(&reason))
+                }
+            };
+        }
         if let Some(key) = cert.as_hostkey()
             && let (Some(raw), Some(kind)) = (key.hostkey(), key.hostkey_type())
         {
@@ -239,6 +356,7 @@ pub fn clone_trusting(
     known_hosts: &str,
 ) -> anyhow::Result<Checkout> {
     let trusted = Trusted::of(remote, known_hosts).map(Arc::new);
+    let ca = CaCheck::of(remote)?;
     let dir = tempfile::tempdir().context("creating a temporary directory")?;
     let repo = Repository::init(dir.path()).context("creating the local repository")?;
     let mut origin = repo
@@ -250,10 +368,15 @@ pub fn clone_trusting(
         let connection = origin
             .connect_auth(
                 Direction::Fetch,
-                Some(callbacks(&remote.auth, &host_key, trusted.as_deref())),
+                Some(callbacks(
+                    &remote.auth,
+                    &host_key,
+                    trusted.as_deref(),
+                    ca.as_ref(),
+                )),
                 None,
             )
-            .map_err(|e| refused_host(trusted.as_deref(), &host_key).unwrap_or_else(|| e.into()))
+            .map_err(|e| connection_error(e, trusted.as_deref(), &host_key, ca.as_ref()))
             .with_context(|| format!("cannot connect to {}", remote.url))?;
         connection
             .list()
@@ -266,7 +389,12 @@ pub fn clone_trusting(
         let custom: Vec<&str> = custom.iter().map(String::as_str).collect();
         let mut options = FetchOptions::new();
         options
-            .remote_callbacks(callbacks(&remote.auth, &host_key, trusted.as_deref()))
+            .remote_callbacks(callbacks(
+                &remote.auth,
+                &host_key,
+                trusted.as_deref(),
+                ca.as_ref(),
+            ))
             .custom_headers(&custom);
         origin
             .fetch(
@@ -274,6 +402,7 @@ pub fn clone_trusting(
                 Some(&mut options),
                 None,
             )
+            .map_err(|e| connection_error(e, trusted.as_deref(), &host_key, ca.as_ref()))
             .with_context(|| format!("cannot fetch branch '{branch}' from {}", remote.url))?;
         let fetched = repo
             .find_reference(&format!("refs/remotes/origin/{branch}"))?
@@ -385,7 +514,13 @@ pub fn push(checkout: &Checkout, remote: &Remote) -> anyhow::Result<()> {
     let mut origin = repo.find_remote("origin")?;
     let host_key = HostKey::default();
     let rejected: Arc<Mutex<Option<String>>> = Arc::default();
-    let mut callbacks = callbacks(&remote.auth, &host_key, checkout.trusted.as_deref());
+    let ca = CaCheck::of(remote)?;
+    let mut callbacks = callbacks(
+        &remote.auth,
+        &host_key,
+        checkout.trusted.as_deref(),
+        ca.as_ref(),
+    );
     let seen = rejected.clone();
     callbacks.push_update_reference(move |_reference, status| {
         if let (Some(status), Ok(mut slot)) = (status, seen.lock()) {
@@ -400,9 +535,7 @@ pub fn push(checkout: &Checkout, remote: &Remote) -> anyhow::Result<()> {
     let reference = format!("refs/heads/{0}:refs/heads/{0}", checkout.branch);
     origin
         .push(&[reference], Some(&mut options))
-        .map_err(|e| {
-            refused_host(checkout.trusted.as_deref(), &host_key).unwrap_or_else(|| e.into())
-        })
+        .map_err(|e| connection_error(e, checkout.trusted.as_deref(), &host_key, ca.as_ref()))
         .with_context(|| format!("cannot push to {}", remote.url))?;
     if let Some(status) = rejected.lock().ok().and_then(|s| s.clone()) {
         anyhow::bail!(

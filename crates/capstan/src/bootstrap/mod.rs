@@ -533,6 +533,7 @@ pub async fn run(
         url: opts.url.clone(),
         auth: opts.auth.clone(),
         ssh_hostname: opts.ssh_hostname.clone(),
+        ca: opts.ca.clone(),
     };
     let branch = opts.branch.clone();
     out.action(&format!(

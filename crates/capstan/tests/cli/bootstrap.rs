@@ -565,3 +565,136 @@ async fn bootstrap_refuses_what_it_cannot_do_safely_before_touching_anything() {
         );
     }
 }
+
+/// `flags` followed by `extra`.
+fn with<'a>(flags: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    [flags, extra].concat()
+}
+
+#[tokio::test]
+#[allow(clippy::too_many_lines)] // one scenario, step by step
+async fn bootstrap_over_https_with_a_private_ca_and_basic_auth() {
+    let ca = capstan_testkit::TestCa::new();
+    let password = "pw-tls-7d2a91";
+    let server = GitServer::start_with(capstan_testkit::GitServerOptions {
+        basic_auth: Some(("fleet", password)),
+        tls: Some(&ca.server()),
+    })
+    .await;
+    server.commit(&[("clusters/tls/apps.yaml", APP)], "an app");
+    let dev = Dev::start(&[]).await;
+    let url = server.url();
+    assert!(url.starts_with("https://"), "{url}");
+    let ca_file = dev.dir.path().join("ca.crt");
+    std::fs::write(&ca_file, ca.pem()).unwrap();
+    let other_ca_file = dev.dir.path().join("other-ca.crt");
+    std::fs::write(&other_ca_file, capstan_testkit::TestCa::new().pem()).unwrap();
+    let ca_file = ca_file.to_str().unwrap();
+    let flags = [
+        "bootstrap",
+        "git",
+        "--url",
+        &url,
+        "--path",
+        "clusters/tls",
+        "-u",
+        "fleet",
+        "--timeout",
+        "2m",
+    ];
+    // Without --ca-file, libgit2's check against the system roots refuses the certificate.
+    let unknown = capstan(&dev, &with(&flags, &["-p", password]))
+        .await
+        .fails();
+    assert!(
+        unknown.stderr.contains(&format!("cannot connect to {url}"))
+            && unknown.stderr.contains("certificate")
+            && unknown.stderr.contains("--ca-file"),
+        "{}",
+        unknown.stderr
+    );
+    // Another CA: the certificate is not signed by it.
+    let other = capstan(
+        &dev,
+        &with(
+            &flags,
+            &["-p", password, "--ca-file", other_ca_file.to_str().unwrap()],
+        ),
+    )
+    .await
+    .fails();
+    assert!(
+        other.stderr.contains(&format!("cannot connect to {url}"))
+            && other
+                .stderr
+                .contains("not signed by the CA given with --ca-file"),
+        "{}",
+        other.stderr
+    );
+    // The right CA and a wrong password: refused by the server, naming the URL only.
+    let wrong_password = "pw-wrong-55c0e3";
+    let wrong = capstan(
+        &dev,
+        &with(&flags, &["-p", wrong_password, "--ca-file", ca_file]),
+    )
+    .await
+    .fails();
+    assert!(
+        wrong.stderr.contains(&format!("cannot connect to {url}"))
+            && wrong.stderr.contains("authentication failed"),
+        "{}",
+        wrong.stderr
+    );
+    assert!(
+        !wrong.stderr.contains(wrong_password),
+        "the password was printed: {}",
+        wrong.stderr
+    );
+    // Nothing was committed or applied by the refused runs.
+    assert_eq!(subjects(&server), ["an app"]);
+    let secrets = kubectl(&dev, &["get", "-n", "flux-system", "secret", "flux-system"]).await;
+    assert_ne!(secrets.status, 0, "{}", secrets.stdout);
+
+    // The right CA and password: committed, pushed and reconciled from the https server.
+    let first = capstan(&dev, &with(&flags, &["-p", password, "--ca-file", ca_file]))
+        .await
+        .ok();
+    assert!(
+        first
+            .stderr
+            .contains("✔ Kustomization reconciled successfully"),
+        "{}",
+        first.stderr
+    );
+    assert_eq!(subjects(&server).len(), 3);
+    assert_layout(&server, "clusters/tls", &url, true);
+    assert_synced(&dev, &head(&server)).await;
+    let app = get(&dev, &["-n", "default", "configmap", "bootstrap-app"]).await;
+    assert_eq!(app["data"]["greeting"], "hello");
+    let secret = get(&dev, &["-n", "flux-system", "secret", "flux-system"]).await;
+    let keys: BTreeSet<&str> = secret["data"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, BTreeSet::from(["ca.crt", "password", "username"]));
+
+    for output in [
+        &unknown.stdout,
+        &unknown.stderr,
+        &other.stderr,
+        &wrong.stdout,
+        &first.stdout,
+        &first.stderr,
+    ] {
+        assert!(
+            !output.contains(password) && !output.contains(wrong_password),
+            "a password was printed: {output}"
+        );
+    }
+    assert!(
+        !history(&server).contains(password),
+        "the password is in the repository"
+    );
+}

@@ -763,6 +763,7 @@ async fn push_with_token(
             password: token.to_owned(),
         },
         ssh_hostname: None,
+        ca: opts.ca.clone(),
     };
     if https_url.starts_with("http://") && !plain_http_allowed(hostname, https_url) {
         bail!("the {forge} repository's clone URL {https_url} is plain http");
