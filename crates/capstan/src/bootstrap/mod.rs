@@ -8,6 +8,7 @@
 
 pub mod forge;
 pub mod git;
+pub mod keys;
 pub mod layout;
 mod wait;
 
@@ -48,9 +49,12 @@ pub struct BootstrapFlags {
     #[arg(long, default_value = "flux-system")]
     pub secret_name: String,
     /// The SSH private key (PEM or OpenSSH) to clone and push with, and stored in the Secret.
-    /// Its public key is read from `<file>.pub` when that exists.
+    /// Its public key is read from `<file>.pub` when that exists. Without it, an ssh URL uses
+    /// the key of the existing source Secret, else a generated one.
     #[arg(long)]
     pub private_key_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub keys: keys::KeyFlags,
     /// The SSH host name recorded in the Secret's known_hosts (when the host's name differs
     /// from the URL's).
     #[arg(long)]
@@ -286,8 +290,10 @@ pub async fn run_command(command: BootstrapCommand) -> anyhow::Result<ExitCode> 
         BootstrapCommand::Github(args) => forge::run_github(*args).await,
         BootstrapCommand::Gitlab(args) => forge::run_gitlab(*args).await,
         BootstrapCommand::Git(args) => {
-            let opts = args.bootstrap()?;
-            validate(&opts)?;
+            let mut opts = args.bootstrap()?;
+            let needs_key = is_ssh(&opts.url) && matches!(opts.auth, GitAuth::None);
+            layout::normalize_path(&opts.path)?;
+            check_url_shape(&opts)?;
             capstan_source::tls::install_default_provider();
             let client = crate::controller::client(
                 args.common.kubeconfig.as_ref(),
@@ -295,6 +301,14 @@ pub async fn run_command(command: BootstrapCommand) -> anyhow::Result<ExitCode> 
             )
             .await?;
             let mut progress = Progress::stderr();
+            if needs_key {
+                let key = deploy_key(&client, &opts, &args.common.keys, &mut progress).await?;
+                opts.auth = GitAuth::Ssh(SshKey {
+                    username: Some(args.username.clone()),
+                    ..key
+                });
+            }
+            validate(&opts)?;
             let outcome = run(&client, &opts, &mut progress).await?;
             progress.success(&format!(
                 "bootstrap finished at commit {} ({})",
@@ -384,11 +398,8 @@ impl GitArgs {
                     key.username = Some(self.username.clone());
                     GitAuth::Ssh(key)
                 }
-                None => anyhow::bail!(
-                    "an ssh URL needs --private-key-file (capstan bootstrap does not generate \
-                     keys yet: create one with ssh-keygen and give its public key access to the \
-                     repository)"
-                ),
+                // The source Secret's key, else a generated one ([`deploy_key`]).
+                None => GitAuth::None,
             }
         } else {
             match &self.password {
@@ -440,8 +451,56 @@ pub fn validate(opts: &GitBootstrap) -> anyhow::Result<()> {
     check_url(opts)
 }
 
-/// Refuses URLs Capstan cannot or must not use.
+/// Refuses URLs Capstan cannot or must not use, and an ssh URL without a key.
 fn check_url(opts: &GitBootstrap) -> anyhow::Result<()> {
+    check_url_shape(opts)?;
+    if is_ssh(&opts.url) {
+        anyhow::ensure!(
+            matches!(opts.auth, GitAuth::Ssh(_)),
+            "an ssh URL needs an SSH key (--private-key-file)"
+        );
+    }
+    Ok(())
+}
+
+/// The SSH key of `bootstrap git` with an ssh URL and no `--private-key-file`, as Flux: the
+/// key of the existing source Secret, else a new one (stored in the Secret at once, so that a
+/// run failing because the key has no access yet reuses it next time). Prints the public key
+/// and, unless `--silent`, asks on the terminal whether it has access to the repository.
+async fn deploy_key(
+    client: &kube::Client,
+    opts: &GitBootstrap,
+    flags: &keys::KeyFlags,
+    out: &mut Progress,
+) -> anyhow::Result<SshKey> {
+    let namespace = &opts.install.namespace;
+    let name = &opts.secret_name;
+    let key = if let Some(key) = keys::existing(client, namespace, name).await? {
+        out.success(&format!(
+            "using the SSH key of the source secret \"{namespace}/{name}\""
+        ));
+        key
+    } else {
+        out.generate("generating the SSH deploy key");
+        let key = keys::generate(flags)?;
+        keys::store(client, namespace, name, &key).await?;
+        out.success(&format!(
+            "stored the SSH key in the source secret \"{namespace}/{name}\""
+        ));
+        key
+    };
+    let public_key = key.public_key.clone().unwrap_or_default();
+    out.success(&format!(
+        "deploy key (give it read and write access to the repository): {public_key}"
+    ));
+    if !opts.silent {
+        keys::confirm_access(&public_key)?;
+    }
+    Ok(key)
+}
+
+/// Refuses URLs Capstan cannot or must not use (any key is checked by [`check_url`]).
+fn check_url_shape(opts: &GitBootstrap) -> anyhow::Result<()> {
     let url = &opts.url;
     if url.starts_with("http://") {
         anyhow::ensure!(
@@ -460,12 +519,6 @@ fn check_url(opts: &GitBootstrap) -> anyhow::Result<()> {
         !url_has_password(url),
         "the URL carries a password: give it with --password instead, it must not be committed"
     );
-    if is_ssh(url) {
-        anyhow::ensure!(
-            matches!(opts.auth, GitAuth::Ssh(_)),
-            "an ssh URL needs an SSH key (--private-key-file)"
-        );
-    }
     Ok(())
 }
 
@@ -542,7 +595,17 @@ pub async fn run(
     let known_hosts = known_hosts(client, opts).await?;
     let checkout = {
         let (remote, branch) = (remote.clone(), branch.clone());
-        Arc::new(blocking(move || git::clone_trusting(&remote, &branch, &known_hosts)).await?)
+        let cloned = blocking(move || git::clone_trusting(&remote, &branch, &known_hosts)).await;
+        Arc::new(cloned.map_err(|e| match &opts.auth {
+            GitAuth::Ssh(SshKey {
+                public_key: Some(public_key),
+                ..
+            }) => e.context(format!(
+                "cannot clone \"{url}\" with the SSH key {public_key}: does it have access to \
+                 the repository?"
+            )),
+            _ => e,
+        })?)
     };
     out.success("cloned repository");
     let mut commits = Vec::new();

@@ -525,8 +525,15 @@ async fn bootstrap_refuses_what_it_cannot_do_safely_before_touching_anything() {
             "give it with --password",
         ),
         (
-            &["--url", "ssh://git@git.invalid/fleet.git"],
-            "--private-key-file",
+            &[
+                "--url",
+                "ssh://git@git.invalid/fleet.git",
+                "--ssh-key-algorithm",
+                "rsa",
+                "--ssh-rsa-bits",
+                "1024",
+            ],
+            "at least 2048",
         ),
         (
             &[
@@ -697,4 +704,92 @@ async fn bootstrap_over_https_with_a_private_ca_and_basic_auth() {
         !history(&server).contains(password),
         "the password is in the repository"
     );
+}
+
+#[tokio::test]
+async fn bootstrap_over_ssh_without_a_key_generates_one_and_reuses_it_once_it_has_access() {
+    use base64::Engine;
+    let server = GitServer::start().await;
+    let sshd = SshServer::start().await;
+    let url = sshd.url(&server.bare());
+    let dev = Dev::start(&[]).await;
+    let flags = [
+        "bootstrap",
+        "git",
+        "--url",
+        &url,
+        "--path",
+        "clusters/keys",
+        "--timeout",
+        "2m",
+        "--silent",
+    ];
+    let secret_data = |secret: &Value, key: &str| {
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(secret["data"][key].as_str().unwrap())
+                .unwrap(),
+        )
+        .unwrap()
+    };
+
+    // The generated key has no access yet: the run fails, naming the public key to authorize.
+    let first = capstan(&dev, &flags).await.fails();
+    let public = first
+        .stderr
+        .lines()
+        .find_map(|line| line.split_once("access to the repository): "))
+        .map_or_else(
+            || panic!("no public key printed: {}", first.stderr),
+            |(_, key)| key.trim().to_owned(),
+        );
+    assert!(
+        public.starts_with("ecdsa-sha2-nistp384 AAAA"),
+        "Flux's default algorithm: {public}"
+    );
+    assert!(
+        first
+            .stderr
+            .contains("does it have access to the repository?"),
+        "{}",
+        first.stderr
+    );
+    assert!(!first.stderr.contains("PRIVATE KEY"), "{}", first.stderr);
+    let secret = get(&dev, &["-n", "flux-system", "secret", "flux-system"]).await;
+    assert_eq!(secret_data(&secret, "identity.pub"), public);
+    let private = secret_data(&secret, "identity");
+    assert!(private.starts_with("-----BEGIN OPENSSH PRIVATE KEY-----\n"));
+
+    // Given access (as a deploy key would be), a re-run reuses the key and converges.
+    let authorized = sshd.client_key_file().with_file_name("authorized_keys");
+    let mut keys = std::fs::read_to_string(&authorized).unwrap();
+    keys.push_str(&public);
+    keys.push('\n');
+    std::fs::write(&authorized, keys).unwrap();
+    let second = capstan(&dev, &flags).await.ok();
+    assert!(
+        second
+            .stderr
+            .contains("using the SSH key of the source secret \"flux-system/flux-system\""),
+        "{}",
+        second.stderr
+    );
+    assert!(second.stderr.contains(&public), "{}", second.stderr);
+    assert!(
+        second
+            .stderr
+            .contains("✔ Kustomization reconciled successfully"),
+        "{}",
+        second.stderr
+    );
+    assert!(!second.stderr.contains("PRIVATE KEY"), "{}", second.stderr);
+    assert_layout(&server, "clusters/keys", &url, true);
+    assert_synced(&dev, &head(&server)).await;
+    let secret = get(&dev, &["-n", "flux-system", "secret", "flux-system"]).await;
+    assert_eq!(secret_data(&secret, "identity"), private, "the same key");
+    assert_eq!(secret_data(&secret, "identity.pub"), public);
+    assert!(
+        secret_data(&secret, "known_hosts").starts_with(&format!("[127.0.0.1]:{} ", sshd.port()))
+    );
+    assert!(!history(&server).contains("PRIVATE KEY"));
 }
