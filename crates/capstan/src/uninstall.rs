@@ -6,6 +6,11 @@
 //! `--keep-namespace`, the namespace. With the finalizers gone no controller cleanup runs: a
 //! Kustomization's objects and a HelmRelease's release stay in the cluster.
 //!
+//! When Capstan remains installed in another namespace (a Deployment labelled
+//! `app.kubernetes.io/part-of: capstan` elsewhere), only this installation's components go: that
+//! installation reconciles every namespace with the same CRDs, so the CRDs and every custom
+//! object stay, and so does the namespace if it holds any of them.
+//!
 //! Controllers may still be running while this happens (a Deployment being terminated, or
 //! `capstan dev`'s in-process controllers): one could put its finalizer back between our two
 //! writes and then prune on the deletion. So an object is deleted only with a `resourceVersion`
@@ -154,10 +159,15 @@ impl Outcome {
 pub async fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     let namespace = args.cluster.namespace.clone();
     let client = args.cluster.client().await?;
+    let others = crate::install::other_installations(&client, &namespace).await?;
     if !args.dry_run && !args.silent {
-        match crate::cmd::lifecycle::confirm(
-            "Are you sure you want to delete Capstan and its custom resource definitions",
-        ) {
+        let question = if others.is_empty() {
+            "Are you sure you want to delete Capstan and its custom resource definitions"
+        } else {
+            "Are you sure you want to delete this Capstan installation (the other one keeps the \
+             custom resource definitions)"
+        };
+        match crate::cmd::lifecycle::confirm(question) {
             Some(true) => {}
             Some(false) => anyhow::bail!("aborting"),
             None => anyhow::bail!(
@@ -172,6 +182,33 @@ pub async fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
 
     say::action(&format!("deleting components in {namespace} namespace"));
     delete_components(&client, &namespace, &mut outcome).await;
+
+    // Another installation reconciles the custom objects of every namespace with these CRDs:
+    // they stay, and so does this namespace if it holds any (deleting it would delete them,
+    // and the remaining controller would run their finalizers and prune).
+    if !others.is_empty() {
+        let crds = capstan_crds(&client).await?;
+        let mut here = 0;
+        for crd in &crds {
+            here += count_custom_objects(&client, crd, &namespace).await?;
+        }
+        say::success(&format!(
+            "Capstan is still installed in namespace {}: keeping the toolkit.fluxcd.io custom \
+             resource definitions and every custom object",
+            others.join(", ")
+        ));
+        if args.keep_namespace {
+            // Kept as asked.
+        } else if here > 0 {
+            say::success(&format!(
+                "Namespace/{namespace} kept: it holds {here} toolkit.fluxcd.io object(s) the \
+                 other installation reconciles"
+            ));
+        } else {
+            delete_namespace(&client, &namespace, &mut outcome).await;
+        }
+        return finish(&outcome);
+    }
 
     say::action("deleting toolkit.fluxcd.io finalizers and objects in all namespaces");
     let crds = capstan_crds(&client).await?;
@@ -191,15 +228,24 @@ pub async fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     }
 
     if !args.keep_namespace {
-        let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-        let what = format!("Namespace/{namespace}");
-        match delete(&api, &namespace, None, args.dry_run).await {
-            Ok(true) => outcome.done(&format!("{what} deleted")),
-            Ok(false) => say::success(&format!("{what} not found")),
-            Err(e) => outcome.failed(&format!("{what} deletion"), &e),
-        }
+        delete_namespace(&client, &namespace, &mut outcome).await;
     }
+    finish(&outcome)
+}
 
+/// Deletes the installation's namespace.
+async fn delete_namespace(client: &Client, namespace: &str, outcome: &mut Outcome) {
+    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let what = format!("Namespace/{namespace}");
+    match delete(&api, namespace, None, outcome.dry_run).await {
+        Ok(true) => outcome.done(&format!("{what} deleted")),
+        Ok(false) => say::success(&format!("{what} not found")),
+        Err(e) => outcome.failed(&format!("{what} deletion"), &e),
+    }
+}
+
+/// The command's end: a failure if any step failed (the others ran), success otherwise.
+fn finish(outcome: &Outcome) -> anyhow::Result<ExitCode> {
     if outcome.failures > 0 {
         anyhow::bail!(
             "uninstall finished with {} failure(s); run it again to retry",
@@ -208,6 +254,26 @@ pub async fn run(args: UninstallArgs) -> anyhow::Result<ExitCode> {
     }
     say::success(&format!("uninstall finished{}", outcome.suffix()));
     Ok(ExitCode::SUCCESS)
+}
+
+/// How many objects of a CRD's kind `namespace` holds (none for a cluster-scoped kind).
+async fn count_custom_objects(
+    client: &Client,
+    crd: &CustomResourceDefinition,
+    namespace: &str,
+) -> anyhow::Result<usize> {
+    let Some(resource) = crd_resource(crd) else {
+        return Ok(0);
+    };
+    if crd.spec.scope != "Namespaced" {
+        return Ok(0);
+    }
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+    match api.list(&ListParams::default()).await {
+        Ok(list) => Ok(list.items.len()),
+        Err(e) if status_code(&e) == Some(404) => Ok(0),
+        Err(e) => Err(anyhow::Error::new(e).context(format!("listing {}", resource.plural))),
+    }
 }
 
 /// Deletes the objects `capstan install` made for the installation in `namespace`: those

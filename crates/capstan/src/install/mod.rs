@@ -112,6 +112,7 @@ pub async fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
             flux.explain().trim_end()
         );
     }
+    refuse_another_installation(&client, &options.namespace, "install").await?;
     let objects = manifests(&options)?;
     apply(&client, &objects).await?;
     eprintln!(
@@ -126,7 +127,7 @@ pub async fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
         eprintln!(
             "capstan install: the cluster has no nodes (capstan dev's control plane has no \
              kubelet), so the {} Deployment cannot start; not waiting for it\nhint: capstan dev \
-             runs the controllers in its own process; use --wait=false to skip this check",
+             runs the controllers in its own process",
             manifests::CONTROLLER
         );
         return Ok(ExitCode::SUCCESS);
@@ -134,6 +135,53 @@ pub async fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
     wait_ready(&client, &options.namespace, args.timeout).await?;
     eprintln!("capstan install: {} is ready", manifests::CONTROLLER);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The namespaces, other than `namespace`, where Capstan is installed: those of the Deployments
+/// labelled `app.kubernetes.io/part-of: capstan` (by `capstan install` or the Helm chart), sorted.
+pub async fn other_installations(
+    client: &kube::Client,
+    namespace: &str,
+) -> anyhow::Result<Vec<String>> {
+    let api: Api<k8s_openapi::api::apps::v1::Deployment> = Api::all(client.clone());
+    let selector = format!("{}=capstan", manifests::PART_OF);
+    let list = api
+        .list(&kube::api::ListParams::default().labels(&selector))
+        .await
+        .context("listing Capstan's Deployments in all namespaces")?;
+    let mut found: Vec<String> = list
+        .items
+        .iter()
+        .filter_map(|d| d.metadata.namespace.clone())
+        .filter(|ns| ns != namespace)
+        .collect();
+    found.sort();
+    found.dedup();
+    Ok(found)
+}
+
+/// Refuses to `verb` (install, bootstrap) Capstan in `namespace` while it is installed in
+/// another namespace: every installation's controller watches all namespaces by default, so two
+/// would reconcile (and prune) the same objects, and a single-namespace one is still watched by
+/// the other.
+pub async fn refuse_another_installation(
+    client: &kube::Client,
+    namespace: &str,
+    verb: &str,
+) -> anyhow::Result<()> {
+    let others = other_installations(client, namespace).await?;
+    let Some(first) = others.first() else {
+        return Ok(());
+    };
+    anyhow::bail!(
+        "refusing to {verb} Capstan in namespace {namespace}: it is already installed in \
+         namespace {} (Deployments labelled {}=capstan), and two installations would reconcile \
+         the same objects\nhint: to move it, remove that installation first with `capstan \
+         uninstall -n {first}` (its CRDs and Flux objects go with it unless another installation \
+         remains); to upgrade it, run `capstan {verb} -n {first}`",
+        others.join(", "),
+        manifests::PART_OF
+    );
 }
 
 /// The API resource of a generated object, from its apiVersion and kind (discovery, so that a
@@ -203,7 +251,8 @@ async fn wait_ready(
         anyhow::ensure!(
             tokio::time::Instant::now() < deadline,
             "timed out after {timeout:?} waiting for Deployment {namespace}/{} to be ready \
-             ({last})\nhint: kubectl -n {namespace} describe deployment {}",
+             ({last})\nhint: kubectl -n {namespace} describe deployment {}; use --wait=false \
+             not to wait",
             manifests::CONTROLLER,
             manifests::CONTROLLER
         );

@@ -509,3 +509,126 @@ async fn the_installed_service_account_is_enough_and_one_rule_less_is_forbidden(
     )
     .await;
 }
+
+/// A GitRepository in `namespace`, as YAML.
+fn git_repository(namespace: &str) -> String {
+    format!(
+        "apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata:
+  name: fleet
+  namespace: {namespace}
+spec:
+  interval: 1m
+  url: https://example.invalid/fleet.git
+"
+    )
+}
+
+/// With Capstan installed in flux-system, `capstan install -n second` is refused (both
+/// controllers would reconcile every namespace) and creates nothing; a second installation made
+/// anyway (the export applied with kubectl) is uninstalled alone: its components go, flux-system's
+/// Deployment, the CRDs and every Flux object stay, and so does the namespace holding one; the
+/// last installation's uninstall then removes the CRDs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_installation_is_refused_and_uninstalling_one_keeps_the_other() {
+    let plane = ControlPlane::start().await;
+    plane.capstan(&["install", "--wait=false"]).await.ok();
+    let refused = plane
+        .capstan(&["install", "-n", "second", "--wait=false"])
+        .await
+        .fails();
+    assert!(
+        refused.stderr.contains(
+            "refusing to install Capstan in namespace second: it is already installed in \
+             namespace flux-system"
+        ),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("capstan uninstall -n flux-system"),
+        "{}",
+        refused.stderr
+    );
+    let namespace = plane.kubectl(&["get", "namespace", "second"]).await;
+    assert_ne!(namespace.status, 0, "{}", namespace.stdout);
+    // Installing over the same namespace (an upgrade) is not another installation.
+    plane.capstan(&["install", "--wait=false"]).await.ok();
+
+    let export = plane
+        .capstan(&["install", "--export", "-n", "second"])
+        .await
+        .ok();
+    let path = plane.dir.path().join("second.yaml");
+    std::fs::write(&path, export.stdout).unwrap();
+    // The CRDs are shared: the first installation's labels on them conflict.
+    plane
+        .kubectl(&[
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "-f",
+            path.to_str().unwrap(),
+        ])
+        .await
+        .ok();
+    for namespace in ["flux-system", "second"] {
+        let path = plane.dir.path().join(format!("{namespace}-repo.yaml"));
+        std::fs::write(&path, git_repository(namespace)).unwrap();
+        plane
+            .kubectl(&["apply", "-f", path.to_str().unwrap()])
+            .await
+            .ok();
+    }
+
+    let run = plane
+        .capstan(&["uninstall", "-n", "second", "--silent"])
+        .await
+        .ok();
+    for said in [
+        "✔ Deployment/second/capstan-controller deleted",
+        "Capstan is still installed in namespace flux-system: keeping the toolkit.fluxcd.io \
+         custom resource definitions and every custom object",
+        "Namespace/second kept: it holds 1 toolkit.fluxcd.io object(s)",
+    ] {
+        assert!(run.stderr.contains(said), "{said:?} in {}", run.stderr);
+    }
+    assert!(
+        !run.stderr.contains("CustomResourceDefinition/"),
+        "{}",
+        run.stderr
+    );
+    let gone = plane
+        .kubectl(&["-n", "second", "get", "deployment", "capstan-controller"])
+        .await;
+    assert_ne!(gone.status, 0, "{}", gone.stdout);
+    plane
+        .kubectl(&[
+            "-n",
+            "flux-system",
+            "get",
+            "deployment",
+            "capstan-controller",
+        ])
+        .await
+        .ok();
+    plane
+        .kubectl(&["get", "clusterrole", "capstan-controller-flux-system"])
+        .await
+        .ok();
+    for namespace in ["flux-system", "second"] {
+        plane
+            .kubectl(&["-n", namespace, "get", "gitrepository", "fleet"])
+            .await
+            .ok();
+    }
+
+    let run = plane.capstan(&["uninstall", "--silent"]).await.ok();
+    assert!(
+        run.stderr
+            .contains("CustomResourceDefinition/gitrepositories.source.toolkit.fluxcd.io deleted"),
+        "{}",
+        run.stderr
+    );
+}
