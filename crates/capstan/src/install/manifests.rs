@@ -105,8 +105,66 @@ pub fn validate(options: &Options) -> anyhow::Result<()> {
             !secret.is_empty(),
             "--image-pull-secret needs a Secret name"
         );
+        anyhow::ensure!(
+            is_dns_subdomain(secret),
+            "--image-pull-secret {secret:?} is not a valid Secret name (a DNS subdomain: \
+             lowercase letters, digits, '-' and '.', at most 253 characters)"
+        );
+    }
+    let registry = &options.registry;
+    anyhow::ensure!(
+        !registry.contains("://"),
+        "--registry {registry:?} must not have a scheme: give the registry host and path, as \
+         in {DEFAULT_REGISTRY:?}"
+    );
+    anyhow::ensure!(
+        !registry.trim_end_matches('/').is_empty()
+            && !registry
+                .chars()
+                .any(|c| c.is_whitespace() || c.is_control()),
+        "--registry {registry:?} is not a registry host and path (as in {DEFAULT_REGISTRY:?})"
+    );
+    for key in &options.toleration_keys {
+        anyhow::ensure!(
+            !key.is_empty(),
+            "--toleration-keys has an empty key (an empty key tolerates every taint)"
+        );
+        anyhow::ensure!(
+            is_qualified_name(key),
+            "--toleration-keys: {key:?} is not a valid taint key ([prefix/]name: a name of at \
+             most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or \
+             digit)"
+        );
     }
     Ok(())
+}
+
+/// A Kubernetes object name of the DNS subdomain kind (RFC 1123).
+fn is_dns_subdomain(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 253
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+/// A label (and taint) key: an optional DNS subdomain prefix and `/`, then a name of at most 63
+/// alphanumerics, `-`, `_` and `.`, beginning and ending with an alphanumeric.
+fn is_qualified_name(key: &str) -> bool {
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    prefix.is_none_or(is_dns_subdomain)
+        && !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
 }
 
 /// What `--components-extra` means for Capstan, for the terminal: `None` when none was asked.
@@ -725,6 +783,57 @@ mod tests {
             })
             .contains("image-reflector-controller")
         );
+        for (options, flag) in [
+            (
+                Options {
+                    toleration_keys: vec!["a".to_owned(), String::new(), "b".to_owned()],
+                    ..Options::default()
+                },
+                "--toleration-keys has an empty key",
+            ),
+            (
+                Options {
+                    toleration_keys: vec!["bad key".to_owned()],
+                    ..Options::default()
+                },
+                "--toleration-keys: \"bad key\"",
+            ),
+            (
+                Options {
+                    registry: "https://registry.internal/mirror".to_owned(),
+                    ..Options::default()
+                },
+                "--registry \"https://registry.internal/mirror\" must not have a scheme",
+            ),
+            (
+                Options {
+                    registry: "registry internal".to_owned(),
+                    ..Options::default()
+                },
+                "--registry \"registry internal\"",
+            ),
+            (
+                Options {
+                    image_pull_secret: Some("x y".to_owned()),
+                    ..Options::default()
+                },
+                "--image-pull-secret \"x y\" is not a valid Secret name",
+            ),
+        ] {
+            let error = bad(options);
+            assert!(error.contains(flag), "{flag:?} in {error}");
+        }
+        // Well-formed values pass.
+        manifests(&Options {
+            toleration_keys: vec![
+                "node-role.kubernetes.io/control-plane".to_owned(),
+                "dedicated".to_owned(),
+            ],
+            image_pull_secret: Some("regcred.v1".to_owned()),
+            registry: "localhost:5000/capstan-mirror".to_owned(),
+            ..Options::default()
+        })
+        .unwrap();
     }
 
     /// The Deployment's arguments are flags `capstan controller` has, with the values meant.
