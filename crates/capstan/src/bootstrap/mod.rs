@@ -392,6 +392,12 @@ impl GitArgs {
         let common = &self.common;
         common.check_supported()?;
         let ssh = is_ssh(&self.url);
+        // A GitRepository takes `ssh://` URLs only: an scp-like one is converted first.
+        let url = if ssh && !self.url.starts_with("ssh://") {
+            forge::ssh_url(&self.url, None)?
+        } else {
+            self.url.clone()
+        };
         let auth = if ssh {
             match common.ssh_key(self.password.clone())? {
                 Some(mut key) => {
@@ -402,6 +408,11 @@ impl GitArgs {
                 None => GitAuth::None,
             }
         } else {
+            anyhow::ensure!(
+                common.private_key_file.is_none() || !self.url.starts_with("http"),
+                "--private-key-file is for ssh:// URLs; {} is not one",
+                redact_url(&self.url)
+            );
             match &self.password {
                 Some(token) if self.with_bearer_token => GitAuth::Bearer {
                     token: token.clone(),
@@ -414,7 +425,7 @@ impl GitArgs {
             }
         };
         Ok(GitBootstrap {
-            url: self.url.clone(),
+            url,
             sync_url: None,
             branch: common.branch.clone(),
             path: common.path.clone(),
@@ -509,10 +520,20 @@ fn check_url_shape(opts: &GitBootstrap) -> anyhow::Result<()> {
              unencrypted\nhint: use https:// or ssh://, or pass --allow-insecure-http",
             redact_url(url)
         );
-    } else if !url.starts_with("https://") && !is_ssh(url) {
+    } else if !url.starts_with("https://") && !url.starts_with("ssh://") {
         anyhow::bail!(
             "unsupported URL {}: use ssh://, https:// or (with --allow-insecure-http) http://",
             redact_url(url)
+        );
+    }
+    // What the GitRepository CRD accepts (`^(http|https|ssh)://`), checked before any push.
+    if let Some(sync_url) = &opts.sync_url {
+        anyhow::ensure!(
+            ["http://", "https://", "ssh://"]
+                .iter()
+                .any(|scheme| sync_url.starts_with(scheme)),
+            "unsupported sync URL {}: a GitRepository takes ssh://, https:// or http:// URLs",
+            redact_url(sync_url)
         );
     }
     anyhow::ensure!(

@@ -519,7 +519,16 @@ async fn bootstrap_refuses_what_it_cannot_do_safely_before_touching_anything() {
     let kubeconfig = dir.path().join("no-such-kubeconfig");
     let key = dir.path().join("key");
     std::fs::write(&key, "not a key").unwrap();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &[
+                "--url",
+                "https://git.invalid/fleet.git",
+                "--private-key-file",
+                key.to_str().unwrap(),
+            ],
+            "--private-key-file is for ssh:// URLs",
+        ),
         (
             &["--url", "https://fleet:hunter-9x@git.invalid/fleet.git"],
             "give it with --password",
@@ -792,4 +801,111 @@ async fn bootstrap_over_ssh_without_a_key_generates_one_and_reuses_it_once_it_ha
         secret_data(&secret, "known_hosts").starts_with(&format!("[127.0.0.1]:{} ", sshd.port()))
     );
     assert!(!history(&server).contains("PRIVATE KEY"));
+}
+
+#[tokio::test]
+async fn bootstrap_follows_a_new_url_and_stops_at_once_on_a_failing_path() {
+    let server = GitServer::start().await;
+    let sshd = SshServer::start().await;
+    let dev = Dev::start(&[]).await;
+    let http = server.url();
+    let ssh = sshd.url(&server.bare());
+    let key = sshd.client_key_file();
+    let flags = |url: &str| {
+        [
+            "bootstrap",
+            "git",
+            "--url",
+            url,
+            "--path",
+            "clusters/moved",
+            "--timeout",
+            "2m",
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    };
+    // An scp-like URL is converted to the ssh:// form a GitRepository accepts before anything
+    // (here port 22 has no such server: the clone fails, nothing is pushed).
+    let bare = server.bare().to_string_lossy().into_owned();
+    let scp = format!("git@127.0.0.1:{bare}");
+    let mut over_scp = flags(&scp);
+    over_scp.extend([
+        "--private-key-file".into(),
+        key.to_string_lossy().into_owned(),
+    ]);
+    let over_scp: Vec<&str> = over_scp.iter().map(String::as_str).collect();
+    let refused = capstan(&dev, &over_scp).await.fails();
+    assert!(
+        refused.stderr.contains(&format!(
+            "from Git repository \"ssh://git@127.0.0.1/{}\"",
+            bare.trim_start_matches('/')
+        )),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        git(&server.bare(), &["branch", "--list"]).is_empty(),
+        "nothing was pushed"
+    );
+
+    let mut over_http = flags(&http);
+    over_http.push("--allow-insecure-http".into());
+    let over_http: Vec<&str> = over_http.iter().map(String::as_str).collect();
+    capstan(&dev, &over_http).await.ok();
+    assert_layout(&server, "clusters/moved", &http, false);
+
+    // The same repository over ssh: the new URL is committed, applied and followed, not
+    // reverted by the Kustomization applying the previous commit.
+    let mut over_ssh = flags(&ssh);
+    over_ssh.extend([
+        "--private-key-file".into(),
+        key.to_string_lossy().into_owned(),
+    ]);
+    let over_ssh: Vec<&str> = over_ssh.iter().map(String::as_str).collect();
+    let moved = capstan(&dev, &over_ssh).await.ok();
+    assert!(
+        moved
+            .stderr
+            .contains("✔ Kustomization reconciled successfully"),
+        "{}",
+        moved.stderr
+    );
+    assert_layout(&server, "clusters/moved", &ssh, true);
+    assert_synced(&dev, &head(&server)).await;
+    let source = get(&dev, &["-n", "flux-system", "gitrepository", "flux-system"]).await;
+    assert_eq!(source["spec"]["url"], ssh.as_str(), "{source}");
+
+    // Content under the path that cannot be built: the run stops within seconds with the
+    // Kustomization's message instead of waiting for its timeout.
+    let work = server.work();
+    git(&work, &["pull", "-q", "origin", "main"]);
+    server.commit(
+        &[(
+            "clusters/moved/broken/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+             resources:\n- no-such-file.yaml\n",
+        )],
+        "a broken kustomization",
+    );
+    let started = std::time::Instant::now();
+    let failed = capstan(&dev, &over_ssh).await.fails();
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        failed
+            .stderr
+            .contains("Kustomization 'flux-system/flux-system' failed:"),
+        "{}",
+        failed.stderr
+    );
+    assert!(
+        failed.stderr.contains("no-such-file.yaml"),
+        "{}",
+        failed.stderr
+    );
+    assert!(!failed.stderr.contains("timed out"), "{}", failed.stderr);
 }
