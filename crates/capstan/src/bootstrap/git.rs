@@ -551,6 +551,39 @@ pub fn push(checkout: &Checkout, remote: &Remote) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    fn remote_with_ca(ca: &str) -> Remote {
+        Remote {
+            url: "https://127.0.0.1/repo.git".to_owned(),
+            auth: GitAuth::None,
+            ssh_hostname: None,
+            ca: Some(ca.as_bytes().to_vec()),
+        }
+    }
+
+    #[test]
+    fn the_ca_check_wants_the_given_ca_and_the_urls_host() {
+        use rustls::pki_types::CertificateDer;
+        use rustls::pki_types::pem::PemObject as _;
+        let ca = capstan_testkit::TestCa::new();
+        let server = ca.server();
+        let der = CertificateDer::from_pem_slice(server.cert.as_bytes()).unwrap();
+        let check = CaCheck::of(&remote_with_ca(ca.pem())).unwrap().unwrap();
+        assert_eq!(check.check(&der, "127.0.0.1"), Ok(()));
+        assert_eq!(check.check(&der, "localhost"), Ok(()));
+        assert_eq!(
+            check.check(&der, "git.example.test"),
+            Err("the server's certificate is not valid for the host 'git.example.test'".to_owned())
+        );
+        let other = capstan_testkit::TestCa::new();
+        let check = CaCheck::of(&remote_with_ca(other.pem())).unwrap().unwrap();
+        assert_eq!(
+            check.check(&der, "127.0.0.1"),
+            Err("the server's certificate is not signed by the CA given with --ca-file".to_owned())
+        );
+        let error = CaCheck::of(&remote_with_ca("not a certificate")).unwrap_err();
+        assert!(error.to_string().contains("no PEM certificate"), "{error}");
+    }
+
     #[test]
     fn ssh_hosts_of_urls() {
         assert_eq!(
