@@ -332,6 +332,54 @@ mod tests {
         );
     }
 
+    /// Each kind of generated key authenticates libgit2 (libssh2) to a real sshd: the
+    /// bootstrap's own clone succeeds once the public key is authorized, and not before.
+    #[tokio::test]
+    async fn generated_keys_of_each_algorithm_clone_over_ssh_with_libgit2() {
+        use crate::bootstrap::{GitAuth, git};
+        let sshd = capstan_testkit::sshd::SshServer::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let bare = dir.path().join("fleet.git");
+        capstan_testkit::git(
+            dir.path(),
+            &["init", "-q", "--bare", bare.to_str().unwrap()],
+        );
+        let url = sshd.url(&bare);
+        let authorized = sshd.client_key_file().with_file_name("authorized_keys");
+        for flags in [
+            flags(KeyAlgorithm::Ecdsa, EcdsaCurve::P256),
+            flags(KeyAlgorithm::Ecdsa, EcdsaCurve::P384),
+            flags(KeyAlgorithm::Ecdsa, EcdsaCurve::P521),
+            flags(KeyAlgorithm::Ed25519, EcdsaCurve::P384),
+            flags(KeyAlgorithm::Rsa, EcdsaCurve::P384),
+        ] {
+            let key = generate(&flags).unwrap();
+            let public = key.public_key.clone().unwrap();
+            let remote = git::Remote {
+                url: url.clone(),
+                auth: GitAuth::Ssh(key),
+                ssh_hostname: None,
+                ca: None,
+            };
+            let clone = |remote: git::Remote| {
+                tokio::task::spawn_blocking(move || {
+                    git::clone_trusting(&remote, "main", "").map(|_| ())
+                })
+            };
+            assert!(
+                clone(remote.clone()).await.unwrap().is_err(),
+                "{flags:?}: not authorized yet"
+            );
+            let mut keys = std::fs::read_to_string(&authorized).unwrap();
+            keys.push_str(&public);
+            keys.push('\n');
+            std::fs::write(&authorized, keys).unwrap();
+            if let Err(e) = clone(remote).await.unwrap() {
+                panic!("{flags:?}: {e:#}");
+            }
+        }
+    }
+
     #[test]
     fn rsa_sizes_below_2048_bits_are_refused_by_the_flag() {
         assert!(super::parse_rsa_bits("1024").is_err());
