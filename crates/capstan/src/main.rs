@@ -47,6 +47,11 @@ pub fn write_stdout(args: std::fmt::Arguments<'_>) {
 }
 
 fn main() -> ExitCode {
+    // Started as a GitRepository fetch's `ssh` link: run the OpenSSH client, no shell needed.
+    if let Some(code) = capstan_source::git::ssh_wrapper_main() {
+        return code;
+    }
+    capstan_source::git::use_current_exe_as_ssh();
     let cli = cli::Cli::parse_from(cli::globals_after_verb(std::env::args_os().collect()));
     cli::init_logging(&cli);
     let without_runtime = match &cli.command {

@@ -477,6 +477,12 @@ async fn the_image_runs_capstan_as_non_root_from_its_one_layer_and_pushes_with_s
     let index: Value = serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap())
         .expect("index.json");
     assert_eq!(index["manifests"][0]["digest"], digest.as_str());
+    // Tagged as the install manifests pull it: v<version>.
+    assert_eq!(
+        index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"],
+        format!("v{}", env!("CARGO_PKG_VERSION")),
+        "{index}"
+    );
     let manifest: Value = serde_json::from_slice(&blob(&layout, &digest)).unwrap();
     let layers = manifest["layers"].as_array().unwrap();
     assert_eq!(layers.len(), 1, "{manifest}");
@@ -494,8 +500,13 @@ async fn the_image_runs_capstan_as_non_root_from_its_one_layer_and_pushes_with_s
         .arg("-C")
         .arg(&rootfs))
     .ok();
-    let ldd = run(Command::new("ldd").arg(binary)).ok().stdout;
-    let libraries: Vec<&str> = ldd
+    // The OpenSSH client too (GitRepositories over ssh run it), with its libraries.
+    let ssh = run(Command::new("sh").args(["-c", "readlink -f \"$(command -v ssh)\""]))
+        .ok()
+        .stdout;
+    let ldd = run(Command::new("ldd").arg(binary)).ok().stdout
+        + &run(Command::new("ldd").arg(ssh.trim())).ok().stdout;
+    let mut libraries: Vec<&str> = ldd
         .lines()
         .filter_map(|l| {
             let words: Vec<&str> = l.split_whitespace().collect();
@@ -505,8 +516,11 @@ async fn the_image_runs_capstan_as_non_root_from_its_one_layer_and_pushes_with_s
             path.starts_with('/').then_some(path)
         })
         .collect();
+    libraries.sort_unstable();
+    libraries.dedup();
     let mut expected: Vec<String> = [
         "capstan",
+        "usr/bin/ssh",
         "etc/group",
         "etc/nsswitch.conf",
         "etc/passwd",
@@ -553,6 +567,43 @@ async fn the_image_runs_capstan_as_non_root_from_its_one_layer_and_pushes_with_s
         version.stdout.trim(),
         format!("capstan {}", env!("CARGO_PKG_VERSION"))
     );
+
+    // ssh runs there as 65532 too, on PATH, and through a fetch's `ssh` link to /capstan (as
+    // the source controller runs it: no shell in the image), with that fetch's ssh_config.
+    assert_eq!(config["config"]["Env"][0], "PATH=/usr/bin:/", "{config}");
+    let fetch_dir = rootfs.join("tmp/capstan-git-test");
+    std::fs::create_dir(&fetch_dir).unwrap();
+    std::os::unix::fs::symlink("/capstan", fetch_dir.join("ssh")).unwrap();
+    std::fs::write(fetch_dir.join("ssh_config"), "Host *\n  BatchMode yes\n").unwrap();
+    // ssh opens /dev/null, which container runtimes provide: so does the chroot here.
+    std::fs::create_dir(rootfs.join("dev")).unwrap();
+    std::fs::write(rootfs.join("dev/null"), "").unwrap();
+    let in_chroot = r#"mount --bind /dev/null "$0/dev/null" && exec chroot "$@""#;
+    for ssh in ["/usr/bin/ssh", "/tmp/capstan-git-test/ssh"] {
+        let ran = if root {
+            run(Command::new("unshare")
+                .args(["--mount", "sh", "-c", in_chroot])
+                .arg(&rootfs)
+                .arg("--userspec=65532:65532")
+                .arg(&rootfs)
+                .args([ssh, "-V"]))
+        } else {
+            run(Command::new("unshare")
+                .args([
+                    "--user",
+                    "--map-root-user",
+                    "--mount",
+                    "sh",
+                    "-c",
+                    in_chroot,
+                ])
+                .arg(&rootfs)
+                .arg(&rootfs)
+                .args([ssh, "-V"]))
+        }
+        .ok();
+        assert_contains(&ran.stderr, "OpenSSH_");
+    }
 
     // Pushed to the registry as built: the same manifest, the same config.
     let pushed = run(Command::new("skopeo").args(["inspect", "--tls-verify=false", &remote]))

@@ -47,6 +47,7 @@ mod checkout;
 pub mod include;
 mod reference;
 pub mod server;
+mod ssh;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -61,6 +62,7 @@ use gix::remote::Direction;
 
 pub use include::{Include, copy_includes, include_path};
 pub use reference::{DEFAULT_BRANCH, GitReference};
+pub use ssh::{ssh_wrapper_main, use_current_exe_as_ssh};
 use reference::{RemoteRef, Resolved, Selector};
 
 use crate::artifact::Limits;
@@ -453,26 +455,7 @@ fn init_scratch(
         known_hosts,
     } = auth
     {
-        let identity_path = dir.join("identity");
-        let known_hosts_path = dir.join("known_hosts");
-        let mut key = identity.clone();
-        if !key.ends_with(b"\n") {
-            // OpenSSH refuses a private key without its final newline.
-            key.push(b'\n');
-        }
-        write_private(&identity_path, &key)?;
-        write_private(&known_hosts_path, known_hosts)?;
-        let mut command = format!(
-            "ssh -F /dev/null -i {} -o IdentitiesOnly=yes -o BatchMode=yes \
-             -o StrictHostKeyChecking=yes -o UserKnownHostsFile={} -o GlobalKnownHostsFile=/dev/null",
-            shell_quote(&identity_path),
-            shell_quote(&known_hosts_path)
-        );
-        if let Some(timeout) = options.timeout {
-            let seconds = timeout.as_secs().max(1);
-            write!(command, " -o ConnectTimeout={seconds}")
-                .expect("writing to a String cannot fail");
-        }
+        let command = ssh::prepare(dir, identity, known_hosts, options.timeout)?;
         writeln!(
             extra,
             "[core]\n\tsshCommand = \"{}\"",
@@ -574,7 +557,8 @@ fn connect<'remote, 'repo>(
     timeout: Option<Duration>,
 ) -> Result<Connection<'remote, 'repo>> {
     match (url_scheme(url), auth) {
-        ("ssh", GitAuth::Ssh { .. }) | ("file", GitAuth::None) => {}
+        ("ssh", GitAuth::Ssh { .. }) => ssh::require_ssh(url)?,
+        ("file", GitAuth::None) => {}
         ("ssh", _) => {
             return Err(Error::UnsupportedGitAuth {
                 reason: format!(

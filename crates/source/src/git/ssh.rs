@@ -1,0 +1,170 @@
+//! Running the OpenSSH client for `ssh://` remotes without a shell.
+//!
+//! gitoxide runs `core.sshCommand` through `sh -c` as soon as it holds an argument, and
+//! Capstan's image has no shell. So each fetch writes its own `ssh_config` (identity, known
+//! hosts, strict host key checking, batch mode, connect timeout) next to the key, and
+//! `core.sshCommand` names a per-fetch `ssh` link to the running binary: a binary that called
+//! [`use_current_exe_as_ssh`] (the `capstan` CLI) and starts under that name runs
+//! [`ssh_wrapper_main`], which replaces itself with `ssh -F <that config> <gitoxide's args>`.
+//! Elsewhere (tests, libraries) the command is `ssh -F '<config>'`, run by `sh`.
+
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use crate::{Error, Result};
+
+/// The name of the per-fetch link, and of the program it finally runs (found in `PATH`).
+const SSH: &str = "ssh";
+/// The per-fetch ssh configuration, next to the link.
+const CONFIG: &str = "ssh_config";
+
+static SELF_AS_SSH: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes ssh remotes run `ssh` through this executable (a link to it named `ssh`), so no shell
+/// is needed. The executable's `main` must call [`ssh_wrapper_main`] first.
+pub fn use_current_exe_as_ssh() {
+    if let Ok(exe) = std::env::current_exe() {
+        let _ = SELF_AS_SSH.set(exe);
+    }
+}
+
+/// When this process was started as a per-fetch `ssh` link, runs the real `ssh` with the
+/// fetch's configuration and never returns (its exit code on failure to start it); otherwise
+/// `None`, doing nothing.
+#[must_use]
+pub fn ssh_wrapper_main() -> Option<std::process::ExitCode> {
+    use std::os::unix::process::CommandExt as _;
+    let mut args = std::env::args_os();
+    let argv0 = PathBuf::from(args.next()?);
+    if argv0.file_name()? != SSH {
+        return None;
+    }
+    let config = argv0.parent()?.join(CONFIG);
+    if !config.is_file() {
+        return None;
+    }
+    let error = std::process::Command::new(SSH)
+        .arg("-F")
+        .arg(&config)
+        .args(args.collect::<Vec<OsString>>())
+        .exec();
+    eprintln!("{}", not_found_or(&error));
+    Some(std::process::ExitCode::from(255))
+}
+
+fn not_found_or(error: &std::io::Error) -> String {
+    if error.kind() == std::io::ErrorKind::NotFound {
+        missing_ssh().to_string()
+    } else {
+        format!("cannot run the ssh program: {error}")
+    }
+}
+
+fn missing_ssh() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::NotFound,
+        "the ssh program was not found in PATH (Git over ssh runs the OpenSSH client `ssh`)",
+    )
+}
+
+/// Whether `program` is an executable file in one of the `path` directories.
+fn in_path(program: &str, path: Option<&std::ffi::OsStr>) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    path.into_iter()
+        .flat_map(std::env::split_paths)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .any(|dir| {
+            std::fs::metadata(dir.join(program))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// Refuses early, with a clear error, when there is no `ssh` to run.
+pub(super) fn require_ssh(url: &str) -> Result<()> {
+    if in_path(SSH, std::env::var_os("PATH").as_deref()) {
+        Ok(())
+    } else {
+        Err(super::git_error("connect to", url, missing_ssh()))
+    }
+}
+
+/// Writes the fetch's key, known hosts and ssh configuration into `dir` (all 0600) and
+/// returns the `core.sshCommand` that uses them.
+pub(super) fn prepare(
+    dir: &Path,
+    identity: &[u8],
+    known_hosts: &[u8],
+    timeout: Option<Duration>,
+) -> Result<String> {
+    let identity_path = dir.join("identity");
+    let known_hosts_path = dir.join("known_hosts");
+    let config_path = dir.join(CONFIG);
+    let mut key = identity.to_vec();
+    if !key.ends_with(b"\n") {
+        // OpenSSH refuses a private key without its final newline.
+        key.push(b'\n');
+    }
+    super::write_private(&identity_path, &key)?;
+    super::write_private(&known_hosts_path, known_hosts)?;
+    let mut config = format!(
+        "Host *\n  IdentityFile \"{}\"\n  IdentitiesOnly yes\n  BatchMode yes\n  \
+         StrictHostKeyChecking yes\n  UserKnownHostsFile \"{}\"\n  GlobalKnownHostsFile none\n",
+        identity_path.display(),
+        known_hosts_path.display()
+    );
+    if let Some(timeout) = timeout {
+        writeln!(config, "  ConnectTimeout {}", timeout.as_secs().max(1))
+            .expect("writing to a String cannot fail");
+    }
+    super::write_private(&config_path, config.as_bytes())?;
+    if let Some(exe) = SELF_AS_SSH.get() {
+        let link = dir.join(SSH);
+        // gitoxide runs a command without shell characters directly.
+        let plain = !link
+            .as_os_str()
+            .as_encoded_bytes()
+            .iter()
+            .any(|b| b"|&;<>()$`\\\"' \t\n*?[#~=%".contains(b));
+        if plain {
+            std::os::unix::fs::symlink(exe, &link).map_err(|e| Error::io("create", &link, e))?;
+            return Ok(link.display().to_string());
+        }
+    }
+    Ok(format!("ssh -F {}", super::shell_quote(&config_path)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ssh_is_looked_up_in_path() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!in_path("ssh", Some(dir.path().as_os_str())));
+        assert!(!in_path("ssh", None));
+        let ssh = dir.path().join("ssh");
+        std::fs::write(&ssh, "").unwrap();
+        assert!(
+            !in_path("ssh", Some(dir.path().as_os_str())),
+            "not executable"
+        );
+        std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = std::env::join_paths(["/nonexistent".as_ref(), dir.path()]).unwrap();
+        assert!(in_path("ssh", Some(&path)));
+    }
+
+    #[test]
+    fn a_missing_ssh_says_so() {
+        let error =
+            super::super::git_error("connect to", "ssh://git@example.test/r", missing_ssh());
+        assert_eq!(
+            error.to_string(),
+            "cannot connect to ssh://git@example.test/r: the ssh program was not found in PATH \
+             (Git over ssh runs the OpenSSH client `ssh`)"
+        );
+    }
+}
