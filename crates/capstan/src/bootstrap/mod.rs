@@ -494,10 +494,13 @@ async fn deploy_key(
     } else {
         out.generate("generating the SSH deploy key");
         let key = keys::generate(flags)?;
-        keys::store(client, namespace, name, &key).await?;
-        out.success(&format!(
-            "stored the SSH key in the source secret \"{namespace}/{name}\""
-        ));
+        // Next to Flux's controllers [`run`] refuses: nothing is stored then.
+        if install::flux::detect(client).await?.is_none() {
+            keys::store(client, namespace, name, &key).await?;
+            out.success(&format!(
+                "stored the SSH key in the source secret \"{namespace}/{name}\""
+            ));
+        }
         key
     };
     let public_key = key.public_key.clone().unwrap_or_default();

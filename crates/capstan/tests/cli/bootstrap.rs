@@ -742,20 +742,34 @@ async fn bootstrap_over_ssh_without_a_key_generates_one_and_reuses_it_once_it_ha
         .unwrap()
     };
 
-    // The generated key has no access yet: the run fails, naming the public key to authorize.
-    let first = capstan(&dev, &flags).await.fails();
-    let public = first
-        .stderr
-        .lines()
-        .find_map(|line| line.split_once("access to the repository): "))
-        .map_or_else(
-            || panic!("no public key printed: {}", first.stderr),
-            |(_, key)| key.trim().to_owned(),
-        );
+    let printed_key = |run: &Run| {
+        run.stderr
+            .lines()
+            .find_map(|line| line.split_once("access to the repository): "))
+            .map_or_else(
+                || panic!("no public key printed: {}", run.stderr),
+                |(_, key)| key.trim().to_owned(),
+            )
+    };
+
+    // Without --silent the bootstrap asks whether the new key has access; with no terminal to
+    // ask on, it stops, naming the key.
+    let asked = capstan(&dev, &flags[..flags.len() - 1]).await.fails();
+    let public = printed_key(&asked);
     assert!(
         public.starts_with("ecdsa-sha2-nistp384 AAAA"),
         "Flux's default algorithm: {public}"
     );
+    assert!(
+        asked.stderr.contains("stdin is not a terminal") && asked.stderr.contains("--silent"),
+        "{}",
+        asked.stderr
+    );
+
+    // With --silent: the same key (kept in the Secret), refused by the server, so the run fails
+    // before anything is pushed, naming the public key to authorize.
+    let first = capstan(&dev, &flags).await.fails();
+    assert_eq!(printed_key(&first), public);
     assert!(
         first
             .stderr
@@ -763,7 +777,9 @@ async fn bootstrap_over_ssh_without_a_key_generates_one_and_reuses_it_once_it_ha
         "{}",
         first.stderr
     );
-    assert!(!first.stderr.contains("PRIVATE KEY"), "{}", first.stderr);
+    for run in [&asked, &first] {
+        assert!(!run.stderr.contains("PRIVATE KEY"), "{}", run.stderr);
+    }
     let secret = get(&dev, &["-n", "flux-system", "secret", "flux-system"]).await;
     assert_eq!(secret_data(&secret, "identity.pub"), public);
     let private = secret_data(&secret, "identity");
