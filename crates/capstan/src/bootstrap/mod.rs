@@ -66,7 +66,7 @@ pub struct BootstrapFlags {
     #[arg(long, default_value = "Capstan")]
     pub author_name: String,
     /// The commit author's email.
-    #[arg(long, default_value = "")]
+    #[arg(long, default_value = "capstan@localhost")]
     pub author_email: String,
     /// Text appended to the commit messages.
     #[arg(long)]
@@ -281,6 +281,10 @@ impl Progress {
     /// `✔ …`: success.
     pub fn success(&mut self, message: &str) {
         self.line("✔", message);
+    }
+    /// `⚠️ …`: something the user should know, not an error.
+    pub fn warning(&mut self, message: &str) {
+        self.line("⚠️", message);
     }
 }
 
@@ -639,6 +643,13 @@ pub async fn run(
     let components = layout::components(&opts.install)?;
     let components_path = layout::file(&path, layout::COMPONENTS);
     let existing = git::read(&checkout, &components_path)?;
+    if let Some(flux) = existing.as_deref().and_then(layout::flux_components) {
+        out.warning(&format!(
+            "{components_path} holds Flux's components (Flux {flux}): they are replaced by \
+             Capstan's. A Flux still syncing this path would apply Capstan's components and \
+             prune its own controllers; see docs/migrating-from-flux.md"
+        ));
+    }
     if let Some(old) = existing.as_deref().and_then(layout::components_version)
         && old != opts.install.version
     {
@@ -721,10 +732,14 @@ async fn commit_sync(
     });
     let mut files = vec![(layout::file(path, layout::SYNC), sync)];
     let kustomization_path = layout::file(path, layout::KUSTOMIZATION);
-    let keep = git::read(checkout, &kustomization_path)?
-        .is_some_and(|text| layout::kustomization_lists_both(&text));
-    if !keep {
-        files.push((kustomization_path, layout::kustomization()));
+    // As Flux: an existing one is never rewritten (it may carry the user's patches).
+    if let Some(text) = git::read(checkout, &kustomization_path)? {
+        if let Some(warning) = layout::kustomization_warning(&kustomization_path, &text) {
+            out.warning(&warning);
+        }
+    } else {
+        let dir = checkout.path().join(path).join(layout::DIR);
+        files.push((kustomization_path, layout::kustomization(&dir)?));
     }
     out.success("generated sync manifests");
     let message = with_appendix(

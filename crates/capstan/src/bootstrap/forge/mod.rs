@@ -652,10 +652,9 @@ async fn push_with_token(
         }),
     )];
     let kustomization_path = layout::file(&path, layout::KUSTOMIZATION);
-    if !git::read(&checkout, &kustomization_path)?
-        .is_some_and(|text| layout::kustomization_lists_both(&text))
-    {
-        sync_files.push((kustomization_path, layout::kustomization()));
+    if git::read(&checkout, &kustomization_path)?.is_none() {
+        let dir = checkout.path().join(&path).join(layout::DIR);
+        sync_files.push((kustomization_path, layout::kustomization(&dir)?));
     }
     let steps = vec![
         (vec![(components.0, components.1)], components.2),
