@@ -140,7 +140,15 @@ pub fn globals_after_verb(args: Vec<OsString>) -> Vec<OsString> {
 /// the log of the controllers' Pod ([`crate::logging`]).
 pub fn init_logging(cli: &Cli) {
     let args = &cli.global;
-    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| args.log_level.clone());
+    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| {
+        if matches!(cli.command, Command::Dev(_) | Command::Controller(_)) {
+            args.log_level.clone()
+        } else {
+            // A one-shot command reports a failed request in its own error; kube's log line of
+            // the same failure would only come first and say it twice.
+            format!("{},kube_client::client::builder=off", args.log_level)
+        }
+    });
     crate::logging::init(
         &filter,
         matches!(args.log_format, LogFormat::Json),
@@ -195,7 +203,9 @@ async fn run_flux_verb(command: Command) -> anyhow::Result<ExitCode> {
 /// 1 means "differs").
 fn flux_style(result: anyhow::Result<ExitCode>, error_code: u8) -> ExitCode {
     result.unwrap_or_else(|e| {
-        crate::cmd::say::failure(&format!("{e:#}"));
+        let message = crate::controller::unreachable(&e)
+            .unwrap_or_else(|| capstan_source::redact::error_chain(e.as_ref()));
+        crate::cmd::say::failure(&message);
         ExitCode::from(error_code)
     })
 }

@@ -300,7 +300,43 @@ pub async fn client(
             anyhow::anyhow!("no kubeconfig and not in a cluster: {}\n{HINT}", causes(&e))
         })?,
     };
+    let url = capstan_source::redact::url(&config.cluster_url.to_string());
+    let _ = CLUSTER_URL.set(url.trim_end_matches('/').to_owned());
     Ok(kube::Client::try_from(config)?)
+}
+
+/// The API server URL of the first client [`client`] built (without credentials).
+static CLUSTER_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// An error caused by the API server being out of reach (a Kubernetes request whose connection
+/// was refused, timed out, found no route or no address), in one line: `cannot reach the
+/// cluster at <url>: connection refused`. `None` for any other error.
+#[must_use]
+pub fn unreachable(error: &anyhow::Error) -> Option<String> {
+    use std::io::ErrorKind;
+    let mut kube = false;
+    let mut reason = None;
+    let mut dns = false;
+    for cause in error.chain() {
+        kube |= cause.downcast_ref::<kube::Error>().is_some();
+        dns |= cause.to_string().starts_with("dns error");
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            reason = reason.or(match io.kind() {
+                ErrorKind::ConnectionRefused => Some("connection refused"),
+                ErrorKind::TimedOut => Some("connection timed out"),
+                ErrorKind::HostUnreachable | ErrorKind::NetworkUnreachable => {
+                    Some("no route to host")
+                }
+                _ if dns => Some("its host name does not resolve"),
+                _ => None,
+            });
+        }
+    }
+    let reason = reason.filter(|_| kube)?;
+    Some(match CLUSTER_URL.get() {
+        Some(url) => format!("cannot reach the cluster at {url}: {reason}"),
+        None => format!("cannot reach the cluster: {reason}"),
+    })
 }
 
 pub async fn run(args: ControllerArgs) -> anyhow::Result<ExitCode> {

@@ -92,6 +92,12 @@ impl InstallArgs {
 }
 
 pub async fn run(args: &InstallArgs) -> anyhow::Result<ExitCode> {
+    install(args)
+        .await
+        .map_err(|e| crate::controller::unreachable(&e).map_or(e, anyhow::Error::msg))
+}
+
+async fn install(args: &InstallArgs) -> anyhow::Result<ExitCode> {
     let options = args.options();
     manifests::validate(&options)?;
     if let Some(note) = manifests::extra_components_note(&options) {

@@ -531,6 +531,7 @@ spec:
 /// Deployment, the CRDs and every Flux object stay, and so does the namespace holding one; the
 /// last installation's uninstall then removes the CRDs.
 #[tokio::test(flavor = "multi_thread")]
+#[allow(clippy::too_many_lines)] // one scenario, read top to bottom
 async fn a_second_installation_is_refused_and_uninstalling_one_keeps_the_other() {
     let plane = ControlPlane::start().await;
     plane.capstan(&["install", "--wait=false"]).await.ok();
@@ -548,6 +549,28 @@ async fn a_second_installation_is_refused_and_uninstalling_one_keeps_the_other()
     );
     assert!(
         refused.stderr.contains("capstan uninstall -n flux-system"),
+        "{}",
+        refused.stderr
+    );
+    let refused = plane
+        .capstan(&[
+            "bootstrap",
+            "git",
+            "--url",
+            "https://example.invalid/fleet.git",
+            "--path",
+            "clusters/one",
+            "-n",
+            "second",
+            "--silent",
+        ])
+        .await
+        .fails();
+    assert!(
+        refused.stderr.contains(
+            "refusing to bootstrap Capstan in namespace second: it is already installed in \
+             namespace flux-system"
+        ),
         "{}",
         refused.stderr
     );
@@ -631,4 +654,64 @@ async fn a_second_installation_is_refused_and_uninstalling_one_keeps_the_other()
         "{}",
         run.stderr
     );
+}
+
+/// Against a cluster nothing listens for, `capstan install`, `bootstrap` and `uninstall` each
+/// say so in one line, naming the server, with no log line and no repeated cause.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_cluster_is_said_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {{server: 'https://127.0.0.1:{port}'}}
+contexts:
+- name: c
+  context: {{cluster: c, user: u}}
+current-context: c
+users:
+- name: u
+  user: {{token: t0ken}}
+"
+        ),
+    )
+    .unwrap();
+    let said =
+        format!("cannot reach the cluster at https://127.0.0.1:{port}: connection refused\n");
+    for (args, prefix) in [
+        (&["install", "--wait=false"][..], "error: "),
+        (
+            &[
+                "bootstrap",
+                "git",
+                "--url",
+                "https://example.invalid/fleet.git",
+                "--path",
+                "clusters/one",
+                "--silent",
+            ][..],
+            "✗ ",
+        ),
+        (&["uninstall", "--silent"][..], "✗ "),
+    ] {
+        let run: Run = support::capstan(&kubeconfig, args)
+            .current_dir(dir.path())
+            .env_remove("RUST_LOG")
+            .output()
+            .await
+            .unwrap()
+            .into();
+        assert_ne!(run.status, 0);
+        assert_eq!(run.stderr, format!("{prefix}{said}"), "{args:?}");
+    }
 }
