@@ -608,6 +608,7 @@ pub async fn run(
             flux.explain().trim_end()
         );
     }
+    install::refuse_another_installation(client, &opts.install.namespace, "bootstrap").await?;
     let namespace = opts.install.namespace.clone();
     let url = redact_url(&opts.url);
     let remote = git::Remote {
