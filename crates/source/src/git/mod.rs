@@ -62,8 +62,8 @@ use gix::remote::Direction;
 
 pub use include::{Include, copy_includes, include_path};
 pub use reference::{DEFAULT_BRANCH, GitReference};
-pub use ssh::{ssh_wrapper_main, use_current_exe_as_ssh};
 use reference::{RemoteRef, Resolved, Selector};
+pub use ssh::{ssh_wrapper_main, use_current_exe_as_ssh};
 
 use crate::artifact::Limits;
 use crate::{Error, Result};
@@ -83,6 +83,9 @@ pub enum GitAuth {
         identity: Vec<u8>,
         /// `known_hosts` lines; unknown hosts are refused.
         known_hosts: Vec<u8>,
+        /// `password`: the passphrase of an encrypted OpenSSH key, which Capstan decrypts
+        /// itself before handing it to `ssh` (in a 0600 file removed after the fetch).
+        passphrase: Option<Vec<u8>>,
     },
 }
 
@@ -149,6 +152,7 @@ impl GitAuth {
             return Ok(Self::Ssh {
                 identity: data["identity"].clone(),
                 known_hosts: known_hosts.clone(),
+                passphrase: data.get("password").cloned(),
             });
         }
         let client_identity = match (data.get("tls.crt"), data.get("tls.key")) {
@@ -453,9 +457,16 @@ fn init_scratch(
     if let GitAuth::Ssh {
         identity,
         known_hosts,
+        passphrase,
     } = auth
     {
-        let command = ssh::prepare(dir, identity, known_hosts, options.timeout)?;
+        let command = ssh::prepare(
+            dir,
+            identity,
+            passphrase.as_deref(),
+            known_hosts,
+            options.timeout,
+        )?;
         writeln!(
             extra,
             "[core]\n\tsshCommand = \"{}\"",
@@ -590,7 +601,11 @@ fn connect<'remote, 'repo>(
     let connection = remote
         .connect(Direction::Fetch)
         .map_err(|e| git_error("connect to", url, e))?
-        .with_credentials(refuse_credential_prompt);
+        .with_credentials(if url_scheme(url) == "ssh" {
+            refuse_ssh_credential_prompt
+        } else {
+            refuse_credential_prompt
+        });
     match auth {
         GitAuth::Http(http_auth) => Ok(
             connection.with_transport_options(Box::new(http_options(Some(http_auth), timeout)?))
@@ -615,6 +630,24 @@ fn refuse_credential_prompt(
                 std::io::ErrorKind::PermissionDenied,
                 "the server answered HTTP 401 Unauthorized: the credentials of spec.secretRef \
                  are missing or not accepted",
+            )))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// [`refuse_credential_prompt`] for ssh remotes: gitoxide asks for credentials when `ssh` says
+/// "Permission denied", which is the server refusing the key.
+#[allow(clippy::needless_pass_by_value)]
+fn refuse_ssh_credential_prompt(
+    action: gix::credentials::helper::Action,
+) -> gix::Result<Option<gix::credentials::protocol::Outcome>> {
+    match action {
+        gix::credentials::helper::Action::Get(_) => {
+            Err(gix::Error::from_error(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "the ssh server refused the key: the identity of spec.secretRef is not \
+                 authorized there",
             )))
         }
         _ => Ok(None),

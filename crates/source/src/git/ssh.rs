@@ -96,13 +96,14 @@ pub(super) fn require_ssh(url: &str) -> Result<()> {
 pub(super) fn prepare(
     dir: &Path,
     identity: &[u8],
+    passphrase: Option<&[u8]>,
     known_hosts: &[u8],
     timeout: Option<Duration>,
 ) -> Result<String> {
     let identity_path = dir.join("identity");
     let known_hosts_path = dir.join("known_hosts");
     let config_path = dir.join(CONFIG);
-    let mut key = identity.to_vec();
+    let mut key = usable_identity(identity, passphrase)?;
     if !key.ends_with(b"\n") {
         // OpenSSH refuses a private key without its final newline.
         key.push(b'\n');
@@ -134,6 +135,41 @@ pub(super) fn prepare(
         }
     }
     Ok(format!("ssh -F {}", super::shell_quote(&config_path)))
+}
+
+/// The key `ssh` reads in batch mode: an encrypted OpenSSH key decrypted with the secret's
+/// `password`; any other key as it is.
+fn usable_identity(identity: &[u8], passphrase: Option<&[u8]>) -> Result<Vec<u8>> {
+    let refused = |reason: &str| Error::UnsupportedGitAuth {
+        reason: reason.to_owned(),
+    };
+    let Ok(key) = ssh_key::PrivateKey::from_openssh(identity) else {
+        let text = String::from_utf8_lossy(identity);
+        if text.contains("ENCRYPTED") {
+            return Err(refused(
+                "the secret's identity is an encrypted PEM key, which Capstan cannot decrypt: \
+                 convert it to the OpenSSH format (ssh-keygen -p -f KEY) and keep its \
+                 passphrase in password",
+            ));
+        }
+        // PEM and other formats: ssh reads them, and says what is wrong if it cannot.
+        return Ok(identity.to_vec());
+    };
+    if !key.is_encrypted() {
+        return Ok(identity.to_vec());
+    }
+    let Some(passphrase) = passphrase else {
+        return Err(refused(
+            "the secret's identity is encrypted and the secret has no password (its passphrase)",
+        ));
+    };
+    let decrypted = key.decrypt(passphrase).map_err(|_| {
+        refused("the secret's password does not decrypt its identity (wrong passphrase)")
+    })?;
+    let openssh = decrypted
+        .to_openssh(ssh_key::LineEnding::LF)
+        .map_err(|_| refused("the secret's decrypted identity cannot be written for ssh"))?;
+    Ok(openssh.as_bytes().to_vec())
 }
 
 #[cfg(test)]

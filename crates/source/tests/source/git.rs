@@ -583,6 +583,79 @@ async fn fetches_over_ssh_and_refuses_unknown_hosts() {
     }
 }
 
+/// Flux's `password` next to an encrypted `identity` is its passphrase: Capstan decrypts the
+/// key itself (ssh runs in batch mode). A wrong or missing passphrase, and a key the server
+/// does not accept, say so; an ssh URL never talks of HTTP 401.
+#[tokio::test]
+async fn fetches_over_ssh_with_a_passphrase_protected_key() {
+    let upstream = GitServer::start().await;
+    let commit = upstream.commit(&[("a.yaml", "a\n")], "first");
+    let server = SshServer::start().await;
+    let url = server.url(&upstream.bare());
+    let main = GitReference::branch("main");
+    // The server's authorized key, encrypted with a passphrase by ssh-keygen.
+    let keys = tempfile::tempdir().unwrap();
+    let encrypted_path = keys.path().join("encrypted");
+    std::fs::write(&encrypted_path, server.client_key()).unwrap();
+    std::fs::set_permissions(
+        &encrypted_path,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let status = Command::new("ssh-keygen")
+        .args(["-q", "-p", "-P", "", "-N", "correct horse", "-f"])
+        .arg(&encrypted_path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "ssh-keygen -p failed");
+    let encrypted = std::fs::read_to_string(&encrypted_path).unwrap();
+    assert_ne!(encrypted, server.client_key(), "the key is encrypted");
+    let known_hosts = server.known_hosts();
+    let with = |pairs: &[(&str, &str)]| {
+        let mut all = vec![
+            ("identity", encrypted.as_str()),
+            ("known_hosts", &known_hosts),
+        ];
+        all.extend_from_slice(pairs);
+        GitAuth::from_secret(&secret(&all)).unwrap()
+    };
+    assert_fetches_main(&url, &with(&[("password", "correct horse")]), &commit).await;
+
+    for (auth, expected) in [
+        (
+            with(&[("password", "battery staple")]),
+            "the secret's password does not decrypt its identity (wrong passphrase)",
+        ),
+        (
+            with(&[]),
+            "the secret's identity is encrypted and the secret has no password",
+        ),
+    ] {
+        let error = git::remote_revision(&url, &main, &auth, &FetchOptions::default())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(expected), "{error}");
+        assert!(!error.contains("HTTP"), "{error}");
+    }
+
+    // A key the server does not know: refused by the server, said so without HTTP.
+    let stranger = tempfile::tempdir().unwrap();
+    keygen(&stranger.path().join("key"));
+    let stranger_key = std::fs::read_to_string(stranger.path().join("key")).unwrap();
+    let auth = GitAuth::from_secret(&secret(&[
+        ("identity", &stranger_key),
+        ("known_hosts", &known_hosts),
+    ]))
+    .unwrap();
+    let error = git::remote_revision(&url, &main, &auth, &FetchOptions::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("the ssh server refused the key"), "{error}");
+    assert!(!error.contains("HTTP"), "{error}");
+}
+
 #[tokio::test]
 async fn https_with_a_custom_ca() {
     let upstream = GitServer::start().await;
