@@ -40,8 +40,16 @@ spec:
     )
 }
 
-/// The notification kinds Capstan serves (no controller reconciles them yet).
-const NOTIFICATION: &str = "apiVersion: notification.toolkit.fluxcd.io/v1beta3
+/// The notification kinds Capstan serves (the Receiver is reconciled, with its token Secret).
+const NOTIFICATION: &str = "apiVersion: v1
+kind: Secret
+metadata:
+  name: webhook-token
+  namespace: flux-system
+stringData:
+  token: a-token-of-this-test
+---
+apiVersion: notification.toolkit.fluxcd.io/v1beta3
 kind: Provider
 metadata:
   name: slack
@@ -145,6 +153,11 @@ async fn flux_habits_get_all_and_status_selector() {
     env.wait_ready_status("flux-system", "ok", "True").await;
     env.wait_ready_status("flux-system", "broken", "False")
         .await;
+    eventually(Duration::from_secs(30), "the Receiver Ready", || async {
+        let rows = table(&env.capstan(&["get", "receivers"]).await.ok().stdout);
+        (rows.len() == 2 && rows[1][2] == "True").then_some(())
+    })
+    .await;
 
     let stdout = env.capstan(&["get", "all"]).await.ok().stdout;
     let tables = sections(&stdout);
@@ -170,17 +183,11 @@ async fn flux_habits_get_all_and_status_selector() {
     );
     let names: Vec<&str> = kustomizations[1..].iter().map(|r| r[0].as_str()).collect();
     assert_eq!(names, ["kustomization/broken", "kustomization/ok"]);
-    assert_eq!(
-        tables[2],
-        [
-            vec!["NAME", "SUSPENDED", "READY", "MESSAGE"],
-            vec![
-                "receiver/github",
-                "False",
-                "False",
-                "waiting to be reconciled"
-            ],
-        ]
+    assert_eq!(tables[2][0], ["NAME", "SUSPENDED", "READY", "MESSAGE"]);
+    assert_eq!(tables[2][1][..3], ["receiver/github", "False", "True"]);
+    assert!(
+        tables[2][1][3].starts_with("Receiver initialized for path: /hook/"),
+        "{stdout}"
     );
     assert_eq!(
         tables[3],
@@ -216,7 +223,7 @@ async fn flux_habits_get_all_and_status_selector() {
     assert_eq!(rows[1][..2], ["flux-system", "github"]);
 
     // --status-selector: the failing objects only; a kind with none is left out of `get all`
-    // (a Receiver without conditions does not match, a Provider is always Ready).
+    // (the Receiver and the Provider are Ready).
     let stdout = env
         .capstan(&["get", "all", "--status-selector", "ready=false"])
         .await
