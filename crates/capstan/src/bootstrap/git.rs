@@ -364,7 +364,36 @@ pub fn clone_trusting(
         .context("adding the remote")?;
     let host_key = HostKey::default();
     let reference = format!("refs/heads/{branch}");
-    let exists = {
+    let tracking = format!("refs/remotes/origin/{branch}");
+    let fetch = |origin: &mut git2::Remote<'_>| -> anyhow::Result<()> {
+        let custom = headers(&remote.auth);
+        let custom: Vec<&str> = custom.iter().map(String::as_str).collect();
+        let mut options = FetchOptions::new();
+        options
+            .remote_callbacks(callbacks(
+                &remote.auth,
+                &host_key,
+                trusted.as_deref(),
+                ca.as_ref(),
+            ))
+            .custom_headers(&custom);
+        origin
+            .fetch(
+                &[format!("+{reference}:{tracking}")],
+                Some(&mut options),
+                None,
+            )
+            .map_err(|e| connection_error(e, trusted.as_deref(), &host_key, ca.as_ref()))
+            .with_context(|| format!("cannot fetch branch '{branch}' from {}", remote.url))
+    };
+    // libgit2's connect sends no custom header, so a server wanting the bearer token would
+    // refuse the listing: with a token, the fetch (which carries it) tells whether the branch
+    // exists (a missing one fetches nothing).
+    let bearer = matches!(remote.auth, GitAuth::Bearer { .. });
+    let exists = if bearer {
+        fetch(&mut origin)?;
+        repo.find_reference(&tracking).is_ok()
+    } else {
         let connection = origin
             .connect_auth(
                 Direction::Fetch,
@@ -385,28 +414,10 @@ pub fn clone_trusting(
             .any(|head| head.name() == reference)
     };
     if exists {
-        let custom = headers(&remote.auth);
-        let custom: Vec<&str> = custom.iter().map(String::as_str).collect();
-        let mut options = FetchOptions::new();
-        options
-            .remote_callbacks(callbacks(
-                &remote.auth,
-                &host_key,
-                trusted.as_deref(),
-                ca.as_ref(),
-            ))
-            .custom_headers(&custom);
-        origin
-            .fetch(
-                &[format!("+{reference}:refs/remotes/origin/{branch}")],
-                Some(&mut options),
-                None,
-            )
-            .map_err(|e| connection_error(e, trusted.as_deref(), &host_key, ca.as_ref()))
-            .with_context(|| format!("cannot fetch branch '{branch}' from {}", remote.url))?;
-        let fetched = repo
-            .find_reference(&format!("refs/remotes/origin/{branch}"))?
-            .peel_to_commit()?;
+        if !bearer {
+            fetch(&mut origin)?;
+        }
+        let fetched = repo.find_reference(&tracking)?.peel_to_commit()?;
         repo.branch(branch, &fetched, true)?;
         repo.set_head(&reference)?;
         repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))?;

@@ -990,3 +990,46 @@ async fn bootstrap_keeps_an_existing_kustomization_and_says_it_replaces_fluxs_co
     let applied = get(&dev, &["-n", "default", "configmap", "extra"]).await;
     assert_eq!(applied["data"]["from"], "kept-kustomization");
 }
+
+#[tokio::test]
+async fn bootstrap_with_a_bearer_token_fetches_the_existing_branch() {
+    let server = GitServer::start().await;
+    server.commit(&[("clusters/token/app.yaml", APP)], "an app");
+    let dev = Dev::start(&[]).await;
+    let url = server.url();
+    let token = "tok-bootstrap-7d2e";
+    let run = capstan(
+        &dev,
+        &[
+            "bootstrap",
+            "git",
+            "--url",
+            &url,
+            "--path",
+            "clusters/token",
+            "--timeout",
+            "2m",
+            "--allow-insecure-http",
+            "--with-bearer-token",
+            "-p",
+            token,
+        ],
+    )
+    .await
+    .ok();
+    assert!(!run.stderr.contains(token), "{}", run.stderr);
+    // The branch was fetched over the token's connection and built upon, not replaced.
+    assert_eq!(subjects(&server)[2], "an app");
+    assert_layout(&server, "clusters/token", &url, true);
+    assert_synced(&dev, &head(&server)).await;
+    let secret = get(&dev, &["-n", "flux-system", "secret", "flux-system"]).await;
+    let keys: BTreeSet<&str> = secret["data"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, BTreeSet::from(["bearerToken"]));
+    let app = get(&dev, &["-n", "default", "configmap", "bootstrap-app"]).await;
+    assert_eq!(app["data"]["greeting"], "hello");
+}
