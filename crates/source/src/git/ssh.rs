@@ -121,7 +121,14 @@ pub(super) fn prepare(
             .expect("writing to a String cannot fail");
     }
     super::write_private(&config_path, config.as_bytes())?;
-    if let Some(exe) = SELF_AS_SSH.get() {
+    ssh_command(dir, SELF_AS_SSH.get().map(PathBuf::as_path))
+}
+
+/// The `core.sshCommand` for the fetch in `dir`: a link named `ssh` to `self_as_ssh` when
+/// there is one and gitoxide can run the link without a shell, else `ssh -F <config>` (by `sh`).
+fn ssh_command(dir: &Path, self_as_ssh: Option<&Path>) -> Result<String> {
+    let config_path = dir.join(CONFIG);
+    if let Some(exe) = self_as_ssh {
         let link = dir.join(SSH);
         // gitoxide runs a command without shell characters directly.
         let plain = !link
@@ -191,6 +198,21 @@ mod tests {
         std::fs::set_permissions(&ssh, std::fs::Permissions::from_mode(0o755)).unwrap();
         let path = std::env::join_paths(["/nonexistent".as_ref(), dir.path()]).unwrap();
         assert!(in_path("ssh", Some(&path)));
+    }
+
+    #[test]
+    fn a_fetch_runs_ssh_through_its_own_link_to_the_binary_without_a_shell() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = Path::new("/capstan");
+        let command = ssh_command(dir.path(), Some(exe)).unwrap();
+        assert_eq!(command, dir.path().join("ssh").display().to_string());
+        assert_eq!(std::fs::read_link(dir.path().join("ssh")).unwrap(), exe);
+        // Without the binary's help (tests, libraries): ssh by sh, with the fetch's config.
+        let other = tempfile::tempdir().unwrap();
+        assert_eq!(
+            ssh_command(other.path(), None).unwrap(),
+            format!("ssh -F '{}'", other.path().join("ssh_config").display())
+        );
     }
 
     #[test]
