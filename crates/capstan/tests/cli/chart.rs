@@ -600,35 +600,19 @@ async fn helm_sdk(request: Value) -> Result<Value, String> {
         .unwrap()
 }
 
-/// `capstan dev --no-controllers` (the control plane alone) in a temp dir.
-struct Plane {
-    dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
-    _dev: tokio::process::Child,
+/// The control plane alone, with what the chart tests add to it.
+struct Plane(support::ControlPlane);
+
+impl std::ops::Deref for Plane {
+    type Target = support::ControlPlane;
+    fn deref(&self) -> &support::ControlPlane {
+        &self.0
+    }
 }
 
 impl Plane {
     async fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        let (dev, _) = support::spawn_dev(
-            support::capstan_command()
-                .args(["dev", "--no-controllers", "--listen", "127.0.0.1:0"])
-                .args(["--log-level", "warn", "--kubeconfig"])
-                .arg(&kubeconfig)
-                .current_dir(dir.path()),
-            None,
-        )
-        .await;
-        Self {
-            dir,
-            kubeconfig,
-            _dev: dev,
-        }
-    }
-
-    async fn kubectl(&self, args: &[&str]) -> Run {
-        support::kubectl(&self.kubeconfig, self.dir.path(), args).await
+        Self(support::ControlPlane::start().await)
     }
 
     /// Lets the release `capstan` in `namespace` adopt the CRDs the control plane already

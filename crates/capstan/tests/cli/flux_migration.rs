@@ -33,31 +33,19 @@ const DELETE_NAMESPACED: &str = "kubectl -n flux-system delete deployment,servic
 const DELETE_CLUSTER: &str =
     "kubectl delete clusterrole,clusterrolebinding -l app.kubernetes.io/part-of=flux";
 
-/// `capstan dev --no-controllers` in a temp dir, with a Node.
-struct Plane {
-    dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
-    _dev: tokio::process::Child,
+/// The control plane alone, with a Node.
+struct Plane(support::ControlPlane);
+
+impl std::ops::Deref for Plane {
+    type Target = support::ControlPlane;
+    fn deref(&self) -> &support::ControlPlane {
+        &self.0
+    }
 }
 
 impl Plane {
     async fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        let (dev, _) = support::spawn_dev(
-            support::capstan_command()
-                .args(["dev", "--no-controllers", "--listen", "127.0.0.1:0"])
-                .args(["--log-level", "warn", "--kubeconfig"])
-                .arg(&kubeconfig)
-                .current_dir(dir.path()),
-            None,
-        )
-        .await;
-        let plane = Self {
-            dir,
-            kubeconfig,
-            _dev: dev,
-        };
+        let plane = Self(support::ControlPlane::start().await);
         plane
             .apply_as(
                 "node",
@@ -66,19 +54,6 @@ impl Plane {
             )
             .await;
         plane
-    }
-
-    async fn kubectl(&self, args: &[&str]) -> Run {
-        support::kubectl(&self.kubeconfig, self.dir.path(), args).await
-    }
-
-    async fn capstan(&self, args: &[&str]) -> Run {
-        support::capstan(&self.kubeconfig, args)
-            .current_dir(self.dir.path())
-            .output()
-            .await
-            .unwrap()
-            .into()
     }
 
     /// `kubectl apply --server-side --force-conflicts --field-manager <manager>` of `objects`.

@@ -16,48 +16,19 @@ use crate::support;
 
 const ACCOUNT: &str = "system:serviceaccount:flux-system:capstan-controller";
 
-/// `capstan dev --no-controllers` (the control plane alone) in a temp dir.
-struct ControlPlane {
-    dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
-    _dev: tokio::process::Child,
+/// The control plane alone, with what these tests add to it.
+struct ControlPlane(support::ControlPlane);
+
+impl std::ops::Deref for ControlPlane {
+    type Target = support::ControlPlane;
+    fn deref(&self) -> &support::ControlPlane {
+        &self.0
+    }
 }
 
 impl ControlPlane {
     async fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        let (dev, _) = support::spawn_dev(
-            support::capstan_command()
-                .args(["dev", "--no-controllers", "--listen", "127.0.0.1:0"])
-                .args(["--log-level", "warn", "--kubeconfig"])
-                .arg(&kubeconfig)
-                .current_dir(dir.path()),
-            None,
-        )
-        .await;
-        Self {
-            dir,
-            kubeconfig,
-            _dev: dev,
-        }
-    }
-
-    async fn kubectl_with(&self, kubeconfig: &Path, args: &[&str]) -> Run {
-        support::kubectl(kubeconfig, self.dir.path(), args).await
-    }
-
-    async fn kubectl(&self, args: &[&str]) -> Run {
-        self.kubectl_with(&self.kubeconfig, args).await
-    }
-
-    async fn capstan(&self, args: &[&str]) -> Run {
-        support::capstan(&self.kubeconfig, args)
-            .current_dir(self.dir.path())
-            .output()
-            .await
-            .unwrap()
-            .into()
+        Self(support::ControlPlane::start().await)
     }
 
     /// A copy of the kubeconfig whose user impersonates `user` (kubeconfig's `as:`).

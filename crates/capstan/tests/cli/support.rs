@@ -117,3 +117,51 @@ pub(crate) async fn kubectl(kubeconfig: &Path, home: &Path, args: &[&str]) -> Ru
         .unwrap()
         .into()
 }
+
+/// `capstan dev --no-controllers` (the control plane alone) in a temp dir, stopped on drop.
+pub(crate) struct ControlPlane {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) kubeconfig: PathBuf,
+    _dev: Child,
+}
+
+impl ControlPlane {
+    pub(crate) async fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        let (dev, _) = spawn_dev(
+            capstan_command()
+                .args(["dev", "--no-controllers", "--listen", "127.0.0.1:0"])
+                .args(["--log-level", "warn", "--kubeconfig"])
+                .arg(&kubeconfig)
+                .current_dir(dir.path()),
+            None,
+        )
+        .await;
+        Self {
+            dir,
+            kubeconfig,
+            _dev: dev,
+        }
+    }
+
+    /// `kubectl <args>` with another kubeconfig (an impersonating copy), from the temp dir.
+    pub(crate) async fn kubectl_with(&self, kubeconfig: &Path, args: &[&str]) -> Run {
+        kubectl(kubeconfig, self.dir.path(), args).await
+    }
+
+    /// `kubectl <args>` against the control plane.
+    pub(crate) async fn kubectl(&self, args: &[&str]) -> Run {
+        self.kubectl_with(&self.kubeconfig, args).await
+    }
+
+    /// `capstan <args>` against the control plane, from the temp dir.
+    pub(crate) async fn capstan(&self, args: &[&str]) -> Run {
+        capstan(&self.kubeconfig, args)
+            .current_dir(self.dir.path())
+            .output()
+            .await
+            .unwrap()
+            .into()
+    }
+}
