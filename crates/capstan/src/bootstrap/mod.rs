@@ -809,12 +809,12 @@ async fn install_components(
     ));
     install::apply(client, &install::manifests(&opts.install)?).await?;
     out.success("installed components");
-    if has_nodes(client).await? {
+    if install::has_nodes(client).await? {
         out.waiting(&format!(
             "waiting for Deployment \"{namespace}/{}\" to be ready",
             install::manifests::CONTROLLER
         ));
-        wait_deployment(client, namespace, opts.timeout).await?;
+        install::wait_ready(client, namespace, opts.timeout).await?;
         out.success("reconciled components");
     } else {
         out.success(
@@ -959,41 +959,4 @@ fn source_secret(opts: &GitBootstrap, known_hosts: &str) -> anyhow::Result<serde
         "type": "Opaque",
         "data": data,
     }))
-}
-
-async fn has_nodes(client: &kube::Client) -> anyhow::Result<bool> {
-    let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client.clone());
-    let list = nodes
-        .list(&kube::api::ListParams::default().limit(1))
-        .await
-        .context("listing the cluster's nodes")?;
-    Ok(!list.items.is_empty())
-}
-
-/// Waits until the controller Deployment is Current by kstatus' rules.
-async fn wait_deployment(
-    client: &kube::Client,
-    namespace: &str,
-    timeout: Duration,
-) -> anyhow::Result<()> {
-    let api: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
-        kube::Api::namespaced(client.clone(), namespace);
-    let name = install::manifests::CONTROLLER;
-    wait::until(
-        timeout,
-        &format!("Deployment {namespace}/{name} to be ready"),
-        || async {
-            let Some(deployment) = api.get_opt(name).await? else {
-                return Ok(Err("not found".to_owned()));
-            };
-            let (status, message) =
-                capstan_apply::compute_health(&serde_json::to_value(&deployment)?);
-            Ok(if status == capstan_apply::Status::Current {
-                Ok(())
-            } else {
-                Err(message)
-            })
-        },
-    )
-    .await
 }

@@ -138,7 +138,9 @@ async fn install(args: &InstallArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    wait_ready(&client, &options.namespace, args.timeout).await?;
+    wait_ready(&client, &options.namespace, args.timeout)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e:#}; use --wait=false not to wait"))?;
     eprintln!("capstan install: {} is ready", manifests::CONTROLLER);
     Ok(ExitCode::SUCCESS)
 }
@@ -224,7 +226,8 @@ pub async fn apply(client: &kube::Client, objects: &[Value]) -> anyhow::Result<(
     Ok(())
 }
 
-async fn has_nodes(client: &kube::Client) -> anyhow::Result<bool> {
+/// Whether the cluster has a node (`capstan dev` has none: nothing would ever run a Pod).
+pub(crate) async fn has_nodes(client: &kube::Client) -> anyhow::Result<bool> {
     let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(client.clone());
     let list = nodes
         .list(&kube::api::ListParams::default().limit(1))
@@ -236,7 +239,7 @@ async fn has_nodes(client: &kube::Client) -> anyhow::Result<bool> {
 /// Waits until the controller Deployment is Current by kstatus' rules (the health checks'
 /// [`capstan_apply::compute_health`]: generation observed, every replica updated, available and
 /// ready).
-async fn wait_ready(
+pub(crate) async fn wait_ready(
     client: &kube::Client,
     namespace: &str,
     timeout: Duration,
@@ -257,8 +260,7 @@ async fn wait_ready(
         anyhow::ensure!(
             tokio::time::Instant::now() < deadline,
             "timed out after {timeout:?} waiting for Deployment {namespace}/{} to be ready \
-             ({last})\nhint: kubectl -n {namespace} describe deployment {}; use --wait=false \
-             not to wait",
+             ({last})\nhint: kubectl -n {namespace} describe deployment {}",
             manifests::CONTROLLER,
             manifests::CONTROLLER
         );
