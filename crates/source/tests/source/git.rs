@@ -3,13 +3,13 @@
 //! (`sshd`) and `file://`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use capstan_source::git::{self, FetchOptions, GitAuth, GitReference};
+use capstan_testkit::sshd::{SshServer, keygen};
 use capstan_testkit::{CertifiedKey, GitServer, git};
 
 use crate::support::{TestCa, eventually, require, tree};
@@ -448,89 +448,6 @@ async fn http_basic_and_bearer_auth() {
     );
 }
 
-/// `sshd` in the foreground on 127.0.0.1 with a test host key, killed on drop.
-struct SshServer {
-    child: Child,
-    port: u16,
-    dir: tempfile::TempDir,
-}
-
-fn keygen(path: &Path) -> String {
-    require("ssh-keygen");
-    let status = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-        .arg(path)
-        .status()
-        .unwrap();
-    assert!(status.success(), "ssh-keygen failed");
-    std::fs::read_to_string(path.with_extension("pub")).unwrap()
-}
-
-impl SshServer {
-    async fn start() -> Self {
-        let sshd = Path::new("/usr/sbin/sshd");
-        assert!(
-            sshd.is_file(),
-            "sshd is not installed; hint: run ./scripts/setup"
-        );
-        let dir = tempfile::tempdir().unwrap();
-        keygen(&dir.path().join("host_key"));
-        let client_public = keygen(&dir.path().join("client_key"));
-        std::fs::write(dir.path().join("authorized_keys"), client_public).unwrap();
-        let config_path = dir.path().join("sshd_config");
-        let log_path = dir.path().join("sshd.log");
-        let (child, port) = capstan_testkit::spawn_listening("sshd", |port| {
-            let config = format!(
-                "Port {port}\nListenAddress 127.0.0.1\nHostKey {root}/host_key\n\
-                 AuthorizedKeysFile {root}/authorized_keys\nStrictModes no\nUsePAM no\n\
-                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n\
-                 PermitRootLogin prohibit-password\nAcceptEnv GIT_PROTOCOL\nPidFile {root}/sshd.pid\n",
-                root = dir.path().display()
-            );
-            std::fs::write(&config_path, config).unwrap();
-            let log = std::fs::File::create(&log_path).unwrap();
-            let mut command = Command::new(sshd);
-            command
-                .arg("-D")
-                .arg("-e")
-                .arg("-f")
-                .arg(&config_path)
-                .stdout(Stdio::null())
-                .stderr(log);
-            command
-        })
-        .await;
-        Self { child, port, dir }
-    }
-
-    fn known_hosts(&self) -> String {
-        let key = std::fs::read_to_string(self.dir.path().join("host_key.pub")).unwrap();
-        format!("[127.0.0.1]:{} {key}", self.port)
-    }
-
-    fn client_key(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("client_key")).unwrap()
-    }
-
-    fn url(&self, path: &Path) -> String {
-        let user =
-            String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap();
-        format!(
-            "ssh://{}@127.0.0.1:{}{}",
-            user.trim(),
-            self.port,
-            path.display()
-        )
-    }
-}
-
-impl Drop for SshServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[tokio::test]
 async fn fetches_over_ssh_and_refuses_unknown_hosts() {
     let upstream = GitServer::start().await;
@@ -549,10 +466,10 @@ async fn fetches_over_ssh_and_refuses_unknown_hosts() {
     // at all (ssh's output goes to stderr; the error names the operation and URL).
     let other_host = tempfile::tempdir().unwrap();
     let other_key = keygen(&other_host.path().join("key"));
-    let server_key = std::fs::read_to_string(server.dir.path().join("host_key.pub")).unwrap();
+    let server_key = server.host_key();
     for known_hosts in [
-        format!("[127.0.0.1]:{} {other_key}", server.port),
-        format!("[127.0.0.1]:{} {server_key}", server.port + 1),
+        format!("[127.0.0.1]:{} {other_key}", server.port()),
+        format!("[127.0.0.1]:{} {server_key}", server.port() + 1),
     ] {
         let untrusted = GitAuth::from_secret(&secret(&[
             ("identity", &server.client_key()),
