@@ -89,6 +89,17 @@ impl SshServer {
         std::fs::read_to_string(self.client_key_file()).expect("the client key")
     }
 
+    /// Authorizes one more client key (an OpenSSH public key line), as a forge registering a
+    /// deploy key would; sshd reads the file at every login.
+    pub fn authorize(&self, public_key: &str) {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.dir.path().join("authorized_keys"))
+            .expect("authorized_keys");
+        writeln!(file, "{}", public_key.trim_end()).expect("append to authorized_keys");
+    }
+
     /// `ssh://<current user>@127.0.0.1:<port><path>`.
     pub fn url(&self, path: &Path) -> String {
         let user = Command::new("id").arg("-un").output().expect("id -un");

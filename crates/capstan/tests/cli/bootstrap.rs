@@ -786,11 +786,7 @@ async fn bootstrap_over_ssh_without_a_key_generates_one_and_reuses_it_once_it_ha
     assert!(private.starts_with("-----BEGIN OPENSSH PRIVATE KEY-----\n"));
 
     // Given access (as a deploy key would be), a re-run reuses the key and converges.
-    let authorized = sshd.client_key_file().with_file_name("authorized_keys");
-    let mut keys = std::fs::read_to_string(&authorized).unwrap();
-    keys.push_str(&public);
-    keys.push('\n');
-    std::fs::write(&authorized, keys).unwrap();
+    sshd.authorize(&public);
     let second = capstan(&dev, &flags).await.ok();
     assert!(
         second
